@@ -1,0 +1,3 @@
+from xlatools.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""`xlatools bazelrc`: render a profile's bazel settings as a named config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def bazelrc(
+    profile: str = typer.Option(..., "--profile", "-p", help="Profile name or path to a YAML file."),
+    config_name: str = typer.Option("xlatools", "--config-name", help="Name of the bazel config (build:NAME lines)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the config to this file (replaced whole)."),
+    source: Optional[Path] = typer.Option(
+        None, "--source", help="A JAX source tree: update the managed block in its .bazelrc.user, keeping the rest."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="With --source: show the change, write nothing."),
+) -> None:
+    """Render a profile's bazel settings as one named bazel config."""
+    from xlatools import console
+    from xlatools.bazelrc import render
+    from xlatools.debuginfo import check_debug_info
+    from xlatools.errors import UsageError
+    from xlatools.fsutil import atomic_write_text
+    from xlatools.profiles import load
+
+    if output is not None and source is not None:
+        raise UsageError("--output and --source are exclusive", hint="pick one destination")
+    resolved = load(profile)
+    for warning in check_debug_info(resolved.profile):
+        console.warn(warning)
+    text = render(resolved, config_name)
+    if source is not None:
+        _write_into_tree(source, config_name, text, dry_run)
+    elif output is not None:
+        atomic_write_text(output, text)
+        console.info(f"wrote bazel config '{config_name}' to {output}")
+    else:
+        typer.echo(text, nl=False)
+
+
+def _write_into_tree(source: Path, config_name: str, text: str, dry_run: bool) -> None:
+    import difflib
+
+    from xlatools import console
+    from xlatools.bazelrc import imports_user_rc, update_block
+    from xlatools.errors import UsageError
+    from xlatools.fsutil import atomic_write_text
+
+    if not source.is_dir():
+        raise UsageError(f"--source {source}: not a directory", hint="point it at the root of a JAX checkout")
+    markers = ("WORKSPACE", "WORKSPACE.bazel", "MODULE.bazel", ".bazelrc")
+    if not any((source / name).exists() for name in markers):
+        raise UsageError(
+            f"--source {source}: not a bazel workspace (none of {', '.join(markers)} found)",
+            hint="point it at the root of a JAX checkout",
+        )
+    target = source / ".bazelrc.user"
+    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    update = update_block(existing, config_name, text, file_label=str(target))
+    workspace_rc = source / ".bazelrc"
+    if not workspace_rc.exists() or not imports_user_rc(workspace_rc.read_text(encoding="utf-8", errors="replace")):
+        console.warn(
+            f"{workspace_rc} does not import .bazelrc.user, so bazel will not see this config; "
+            "add `try-import %workspace%/.bazelrc.user` to it (JAX's .bazelrc has it)"
+        )
+    if dry_run:
+        diff = difflib.unified_diff(
+            existing.splitlines(keepends=True), update.text.splitlines(keepends=True), str(target), str(target)
+        )
+        typer.echo("".join(diff), nl=False)
+        console.info(f"dry run: {target} would be {update.action if update.changed else 'left unchanged'}")
+        return
+    if update.changed:
+        atomic_write_text(target, update.text)
+        console.info(f"{target}: config '{config_name}' {update.action}; build with --config={config_name}")
+    else:
+        console.info(f"{target}: config '{config_name}' already up to date")

@@ -1,0 +1,77 @@
+"""Terminal output. Data goes to stdout, messages and progress to stderr.
+
+rich is imported on first use, not at CLI start-up. Colour follows rich's rules:
+off when NO_COLOR is set or the stream is not a terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from functools import lru_cache
+from typing import Iterator
+
+
+@lru_cache(maxsize=None)
+def _console(stderr: bool):
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    # Not a terminal (a pipe, a CI log): no 80-column wrapping of tables and paths.
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else 240
+    # highlight=False: rich's automatic number/path colouring is noise in tool output.
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+
+
+def out():
+    """Console on stdout, for the data a command produces."""
+    return _console(False)
+
+
+def err():
+    """Console on stderr, for messages, warnings and progress."""
+    return _console(True)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as _escape
+
+    return _escape(text)
+
+
+def info(message: str) -> None:
+    err().print(message)
+
+
+def warn(message: str) -> None:
+    err().print(f"[yellow]warning:[/yellow] {escape(message)}")
+
+
+def error(message: str) -> None:
+    err().print(f"[bold red]error:[/bold red] {escape(message)}")
+
+
+def step(message: str) -> None:
+    """Announce a step of longer work (echoed before it runs)."""
+    err().print(f"[cyan]==>[/cyan] {escape(message)}")
+
+
+def in_github_actions() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+@contextlib.contextmanager
+def group(title: str) -> Iterator[None]:
+    """A foldable log group in GitHub Actions; a plain step header elsewhere."""
+    if in_github_actions():
+        sys.stderr.write(f"::group::{title}\n")
+        sys.stderr.flush()
+        try:
+            yield
+        finally:
+            sys.stderr.write("::endgroup::\n")
+            sys.stderr.flush()
+    else:
+        step(title)
+        yield
