@@ -1,0 +1,143 @@
+"""Artifact bundles: one fresh directory per run or build, never reused.
+
+Layout: `<out>/<UTC time>-<name>-<short id>/` holding `manifest.json` (written
+atomically, first with status "running", then with the outcome) and whatever
+the run or build produced; `<out>/latest` points at the newest bundle.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import socket
+import sys
+import tarfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from xlatools.errors import UsageError
+from xlatools.fsutil import atomic_write_json
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+STATUSES = ("running", "ok", "failed", "timeout", "interrupted")
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.I)
+REDACTED = "***redacted***"
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    """Copy of `env` with the values of secret-looking names hidden."""
+    return {name: (REDACTED if _SECRET_NAME.search(name) else value) for name, value in env.items()}
+
+
+def safe_name(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")
+    return cleaned[:60] or "bundle"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def host_info() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "platform": sys.platform,
+        "machine": os.uname().machine if hasattr(os, "uname") else None,
+        "cpu_count": os.cpu_count(),
+    }
+
+
+@dataclass
+class Bundle:
+    path: Path
+    kind: str  # "run" or "build"
+    name: str
+    id: str
+    created: str  # ISO 8601 UTC
+
+    @classmethod
+    def create(cls, out_root: Path, name: str, kind: str) -> "Bundle":
+        """Make a new, empty bundle directory; never returns an existing one."""
+        out_root = Path(out_root)
+        try:
+            out_root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create output directory {out_root}: {exc.strerror}", hint="pick another --out") from None
+        now = datetime.now(timezone.utc)
+        stamp = now.strftime("%Y%m%dT%H%M%SZ")
+        for _ in range(20):
+            short = secrets.token_hex(3)
+            path = out_root / f"{stamp}-{safe_name(name)}-{short}"
+            try:
+                path.mkdir()  # exist_ok=False: a collision picks a new id
+            except FileExistsError:
+                continue
+            bundle = cls(path, kind, name, short, now.isoformat(timespec="seconds"))
+            bundle._point_latest()
+            return bundle
+        raise UsageError(f"could not create a fresh bundle directory under {out_root}")
+
+    def _point_latest(self) -> None:
+        link = self.path.parent / "latest"
+        tmp = self.path.parent / f".latest.{os.getpid()}.{self.id}"
+        try:
+            os.symlink(self.path.name, tmp)
+            os.replace(tmp, link)  # atomic: readers see the old or the new target
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def write_manifest(self, data: dict[str, Any]) -> Path:
+        if data.get("status") not in STATUSES:
+            raise ValueError(f"bad bundle status {data.get('status')!r}")
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": self.kind,
+            "name": self.name,
+            "id": self.id,
+            "created": self.created,
+            **data,
+        }
+        atomic_write_json(self.path / MANIFEST, manifest)
+        return self.path / MANIFEST
+
+    def file_index(self, exclude: tuple[str, ...] = (MANIFEST,)) -> list[dict[str, Any]]:
+        """Every file in the bundle with its size and sha256, sorted by path."""
+        entries = []
+        for root, dirs, files in os.walk(self.path):
+            dirs.sort()
+            for filename in sorted(files):
+                full = Path(root) / filename
+                rel = full.relative_to(self.path).as_posix()
+                if rel in exclude or full.is_symlink():
+                    continue
+                entries.append({"path": rel, "size": full.stat().st_size, "sha256": sha256_file(full)})
+        return entries
+
+    def archive(self) -> Path:
+        """Write `<bundle>.tar.gz` beside the bundle (atomically) and return its path."""
+        target = self.path.parent / f"{self.path.name}.tar.gz"
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            with tarfile.open(tmp, "w:gz") as tar:
+                tar.add(self.path, arcname=self.path.name)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return target
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
