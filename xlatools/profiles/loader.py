@@ -125,18 +125,23 @@ def load(ref: str) -> ResolvedProfile:
     file = search.locate(ref)
     resolver = _Resolver()
     resolved = resolver.resolve(file, ())
-    if resolved is None or resolver.problems:
+    if resolved is None:
         raise _profile_error(ref, resolver.problems)
     tree, chain = resolved
     from pydantic import ValidationError
 
     from xlatools.profiles.model import Profile
 
+    # Validate even when extends had problems, so one run reports everything.
     where = origins(tree)
+    problems = list(resolver.problems)
     try:
         profile = Profile.model_validate(to_plain(tree))
     except ValidationError as exc:
-        raise _profile_error(ref, _validation_problems(exc, where, display_path(file.path))) from None
+        problems += _validation_problems(exc, where, display_path(file.path))
+    if problems:
+        problems.sort(key=lambda p: (p.file or "", p.line or 0))
+        raise _profile_error(ref, problems)
     return ResolvedProfile(profile, file.path, chain, where)
 
 
@@ -210,10 +215,15 @@ def _expected(error: dict) -> str:
     message = error["msg"]
     if message.startswith("Value error, "):
         return message[len("Value error, "):]
+    if message.startswith("Input should be "):
+        message = "expected " + message[len("Input should be "):]
+    elif message.startswith("String should match pattern "):
+        message = "expected a value matching " + message[len("String should match pattern "):]
+    message = message[0].lower() + message[1:]
     value = error.get("input")
-    if error["type"] not in ("missing",) and not isinstance(value, (dict, list)):
-        return f"{message[0].lower()}{message[1:]}; got {value!r}"
-    return f"{message[0].lower()}{message[1:]}"
+    if error["type"] != "missing" and not isinstance(value, (dict, list)):
+        return f"{message}; got {value!r}"
+    return message
 
 
 def _fields_at(model: type, loc: tuple) -> list[str]:
