@@ -15,6 +15,7 @@ import typer
 
 from xlatools import __version__
 from xlatools.commands import bazelrc_cmd, profiles_cmd
+from xlatools.commands import build_cmd, clean_cmd
 from xlatools.errors import XlaToolsError
 
 app = typer.Typer(
@@ -49,6 +50,8 @@ def _root(
 
 app.add_typer(profiles_cmd.app, name="profiles")
 app.command("bazelrc")(bazelrc_cmd.bazelrc)
+app.command("build")(build_cmd.build)
+app.command("clean")(clean_cmd.clean)
 
 
 def _click_exceptions():

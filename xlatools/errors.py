@@ -68,3 +68,9 @@ class Interrupted(XlaToolsError):
 
 class TimedOut(XlaToolsError):
     exit_code = 124
+
+
+class ContainerError(XlaToolsError):
+    """The container engine refused something (image build, container start)."""
+
+    exit_code = 1

@@ -115,12 +115,20 @@ class Container(_Section):
     build_args: dict[str, EnvValue] = Field(default_factory=dict)
     ca_bundle: str | None = Field(None, description="CA bundle mounted for pip and bazel (TLS-intercepting proxies).")
     env: dict[str, EnvValue] = Field(default_factory=dict)
+    network: Literal["bridge", "host", "none"] = Field(
+        "bridge", description="Container network; host lets the build reach a cache on the host's 127.0.0.1."
+    )
 
 
 class Build(_Section):
     wheels: list[str] = Field(default_factory=list)
     output_dir: str = "dist"
-    command: list[str] | None = Field(None, description="Command template replacing JAX's build/build.py.")
+    command: list[str] | None = Field(
+        None,
+        description="Command template replacing JAX's build/build.py; placeholders: {source}, {output}, {wheels}, "
+        "{python}, {config}, {bazel_cache}, {jobs}, {xla}; a token that is exactly {bazel_options} becomes "
+        "one argument per option.",
+    )
     container: Container = Field(default_factory=Container)
 
     @field_validator("wheels")

@@ -1,0 +1,190 @@
+"""Execute a BuildPlan: prepare the tree, build or reuse the image, run the
+command (container or host), collect wheels into a build bundle and dist/.
+
+The bundle's manifest is written when the build starts (status "running") and
+again with the outcome, whatever it is: ok, failed or interrupted.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from xlatools.errors import Interrupted, XlaToolsError
+
+LOG_NAME = "build.log"
+TAIL_LINES = 25
+
+
+class BuildFailed(XlaToolsError):
+    """The build command ran and failed; its exit status becomes ours."""
+
+    def __init__(self, message: str, exit_code: int, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.exit_code = exit_code if 0 < exit_code < 256 else 1
+
+
+class LogSink:
+    """Each output line goes to build.log and, live, to stderr; the tail is kept for errors."""
+
+    def __init__(self, path: Path, echo: bool):
+        self.handle = open(path, "a", encoding="utf-8", buffering=1)
+        self.echo = echo
+        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+
+    def __call__(self, line: str) -> None:
+        self.handle.write(line + "\n")
+        self.tail.append(line)
+        if self.echo:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """CI cancels jobs with SIGTERM: clean up exactly as for Ctrl-C."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _collect_wheels(stage: Path, bundle_dir: Path, dist: Path) -> list[dict[str, Any]]:
+    """Wheels from the staging dir into the bundle, then copied atomically into dist/."""
+    from xlatools.bundle import sha256_file
+
+    wheels = []
+    target_dir = bundle_dir / "wheels"
+    for wheel in sorted(stage.rglob("*.whl")):
+        target_dir.mkdir(exist_ok=True)
+        kept = target_dir / wheel.name
+        shutil.move(str(wheel), kept)
+        dist.mkdir(parents=True, exist_ok=True)
+        tmp = dist / f".{wheel.name}.{os.getpid()}.tmp"
+        try:
+            shutil.copyfile(kept, tmp)
+            os.replace(tmp, dist / wheel.name)  # readers never see half a wheel
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        wheels.append({
+            "name": wheel.name,
+            "size": kept.stat().st_size,
+            "sha256": sha256_file(kept),
+            "path": f"wheels/{wheel.name}",
+            "dist_path": str(dist / wheel.name),
+        })
+    return wheels
+
+
+def _make_host_dirs(plan) -> None:
+    # Created by us (the invoking user) before docker sees them: a bind mount
+    # of a missing path would otherwise be created root-owned by the engine.
+    for mount in plan.mounts:
+        if not mount.read_only:
+            Path(mount.source).mkdir(parents=True, exist_ok=True)
+    Path(plan.stage_dir).mkdir(parents=True, exist_ok=True)
+    Path(plan.bazel_cache).mkdir(parents=True, exist_ok=True)
+
+
+def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, Any] | None,
+            keep_container: bool = False, rebuild_image: bool = False, echo: bool = True,
+            client=None) -> dict[str, Any]:
+    """Run the build; returns the final manifest, or raises with the manifest written."""
+    from xlatools import console
+    from xlatools.bundle import Bundle, host_info, utc_now
+
+    bundle = Bundle.create(out_root, plan.profile, kind="build")
+    manifest: dict[str, Any] = {
+        "status": "running",
+        "profile": plan.profile,
+        "mode": plan.mode,
+        "started": utc_now(),
+        "plan": plan.to_dict(),
+        "pin": pin,
+        "tree": tree_info,
+        "host": host_info(),
+        "log": LOG_NAME,
+    }
+    bundle.write_manifest(manifest)
+    sink = LogSink(bundle.path / LOG_NAME, echo)
+    durations: dict[str, float] = {}
+    t0 = time.monotonic()
+    status, exit_code, error = "failed", None, None
+    try:
+        with _sigterm_as_interrupt():
+            _make_host_dirs(plan)
+            if plan.mode == "container":
+                from xlatools.container import ensure_image, run_container
+
+                with console.group(f"image {plan.image.ref}"):
+                    t = time.monotonic()
+                    image = ensure_image(client, plan.image, rebuild_image, sink)
+                    durations["image_s"] = round(time.monotonic() - t, 3)
+                    manifest["image"] = {"ref": image.ref, "id": image.id, "built": image.built}
+                    console.step(f"image {'built' if image.built else 'reused'}: {image.ref} ({image.id[:19]})")
+                with console.group(f"build in container {plan.container_name}"):
+                    t = time.monotonic()
+                    exit_code = run_container(client, plan, sink, keep_container)
+            else:
+                from xlatools.builder.local import run_local
+
+                with console.group(f"build on this host in {plan.workdir}"):
+                    t = time.monotonic()
+                    exit_code = run_local(plan, sink)
+            durations["build_s"] = round(time.monotonic() - t, 3)
+            if exit_code == 0:
+                manifest["wheels"] = _collect_wheels(Path(plan.stage_dir), bundle.path, Path(plan.dist_dir))
+                status = "ok" if manifest["wheels"] else "failed"
+                if not manifest["wheels"]:
+                    error = BuildFailed(
+                        f"the build succeeded but left no wheel in {plan.stage_dir}",
+                        1,
+                        hint="a custom build.command must write wheels into {output}",
+                    )
+            else:
+                error = BuildFailed(
+                    f"the build failed with exit status {exit_code}; last lines of {bundle.path / LOG_NAME}:\n  "
+                    + "\n  ".join(sink.tail),
+                    exit_code,
+                    hint=f"full log: {bundle.path / LOG_NAME}; the manifest records the plan that ran",
+                )
+    except KeyboardInterrupt:
+        status = "interrupted"
+        error = Interrupted(f"build interrupted; container removed; record in {bundle.path}")
+    except XlaToolsError as exc:
+        error = exc
+        manifest["error"] = exc.message
+    finally:
+        sink.close()
+        shutil.rmtree(plan.stage_dir, ignore_errors=True)
+        durations["total_s"] = round(time.monotonic() - t0, 3)
+        if keep_container and plan.container_name:
+            manifest["kept_container"] = plan.container_name
+        manifest.update(status=status, exit_code=exit_code, finished=utc_now(), durations=durations,
+                        log_tail=list(sink.tail) if status != "ok" else [])
+        manifest.setdefault("wheels", [])
+        manifest["files"] = bundle.file_index()
+        bundle.write_manifest(manifest)
+    manifest["bundle"] = str(bundle.path)
+    if error is not None:
+        raise error
+    return manifest

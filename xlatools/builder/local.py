@@ -1,0 +1,48 @@
+"""`--local`: the plan's command as a host process (CI runners that already are containers)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+from xlatools.errors import EnvironmentMissing
+
+
+def run_local(plan, sink) -> int:
+    env = dict(os.environ)
+    env.update(plan.env)
+    try:
+        # Own session: Ctrl-C reaches us, and we stop the whole process tree
+        # (build.py, bazel client) ourselves, in order, in `finally`.
+        proc = subprocess.Popen(
+            list(plan.argv), cwd=plan.workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise EnvironmentMissing(f"--local: {plan.argv[0]} not found on PATH",
+                                 hint="install it, or build in a container (drop --local)") from None
+    try:
+        assert proc.stdout is not None
+        for raw in iter(proc.stdout.readline, b""):
+            sink(raw.decode("utf-8", errors="replace").rstrip("\n"))
+        return proc.wait()
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the process group, SIGKILL after a grace period."""
+    for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue

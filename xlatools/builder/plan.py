@@ -1,0 +1,219 @@
+"""Profile + source tree + options -> BuildPlan. Pure: no processes, no Docker,
+no writes; it reads only the Dockerfile and CA bundle it hashes.
+
+The plan is what `--dry-run` prints and exactly what `execute` consumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlatools.builder.command import CommandInputs, buildpy_argv, expand_template
+from xlatools.builder.image import ImageSpec, image_spec
+from xlatools.errors import UsageError
+
+# Where things live inside the build container. Fixed, so that bazel's output
+# base (keyed by the workspace path) is reused from one build to the next.
+C_SOURCE = "/xlatools/src"
+C_OUTPUT = "/xlatools/out"
+C_BAZEL_CACHE = "/xlatools/bazel-cache"
+C_HOME = "/xlatools/home"
+C_XLA = "/xlatools/xla"
+C_CA_BUNDLE = "/xlatools/ca-bundle.crt"
+
+LABEL_MANAGED = "org.xlatools.managed"
+LABEL_RUN_ID = "org.xlatools.run-id"
+LABEL_PROFILE = "org.xlatools.profile"
+
+# Every client that reads a CA bundle from the environment: pip, requests,
+# curl, git, OpenSSL-based tools, node.
+CA_ENV_NAMES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS")
+
+
+@dataclass(frozen=True)
+class Mount:
+    source: str  # host path
+    target: str  # path inside the container
+    read_only: bool
+    purpose: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """What the command line and the machine contribute to a plan."""
+
+    source: Path
+    out_root: Path  # build bundles go here
+    dist_dir: Path  # wheels are copied here after a successful build
+    cache_root: Path  # persistent caches (bazel disk cache, container HOME)
+    run_id: str
+    uid: int
+    gid: int
+    user_name: str
+    local: bool = False
+    jobs: int | None = None
+    local_xla: Path | None = None  # from the lock or the profile's source.xla.local_path
+    config_name: str = "xlatools"
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    profile: str
+    chain: tuple[str, ...]
+    mode: str  # "container" or "local"
+    source: str
+    stage_dir: str  # host dir the build writes wheels into (mounted at C_OUTPUT)
+    dist_dir: str
+    bazel_cache: str  # host path of the bazel disk cache
+    image: ImageSpec | None
+    container_name: str | None
+    labels: dict[str, str]
+    network: str | None
+    mounts: tuple[Mount, ...]
+    env: dict[str, str]
+    user: str
+    workdir: str
+    argv: tuple[str, ...]
+    config_name: str
+    bazelrc: str  # the managed block written into <source>/.bazelrc.user
+    wheels: tuple[str, ...]
+    remote_cache: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["image"] = self.image.to_dict() if self.image else None
+        data["mounts"] = [m.to_dict() for m in self.mounts]
+        return data
+
+
+def _host_path(value: str, origin_file: str | None) -> Path:
+    """A path from a profile: `~` expanded, relative ones taken from the profile's directory."""
+    path = Path(value).expanduser()
+    if not path.is_absolute() and origin_file:
+        path = Path(origin_file).resolve().parent / path
+    return path.resolve()
+
+
+def _origin(resolved, *key: str) -> str | None:
+    origin = resolved.origin_of(key)
+    return origin.file if origin else None
+
+
+def profile_for_tree(resolved):
+    """The profile as written into .bazelrc.user: without the disk cache,
+    whose path depends on where the build runs (it goes on the command line)."""
+    profile = resolved.profile
+    bazel = profile.bazel.model_copy(update={"disk_cache": None})
+    return dataclasses.replace(resolved, profile=profile.model_copy(update={"bazel": bazel}))
+
+
+def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = None) -> BuildPlan:
+    from xlatools.bazelrc import render
+
+    profile = resolved.profile
+    source = Path(options.source).resolve()
+    stage = (Path(options.out_root) / ".staging" / options.run_id).resolve()
+    if profile.bazel.disk_cache:
+        bazel_cache = _host_path(profile.bazel.disk_cache, _origin(resolved, "bazel", "disk_cache"))
+    else:
+        bazel_cache = (Path(options.cache_root) / "bazel-disk-cache").resolve()
+    container_cfg = profile.build.container
+    ca_bundle = (
+        _host_path(container_cfg.ca_bundle, _origin(resolved, "build", "container", "ca_bundle"))
+        if container_cfg.ca_bundle
+        else None
+    )
+    local_xla = Path(options.local_xla).resolve() if options.local_xla else None
+    jobs = options.jobs or profile.bazel.jobs
+    if rendered_bazelrc is None:
+        rendered_bazelrc = render(profile_for_tree(resolved), options.config_name)
+
+    if options.local:
+        paths = {"source": str(source), "output": str(stage), "cache": str(bazel_cache),
+                 "xla": str(local_xla) if local_xla else None, "ca": str(ca_bundle) if ca_bundle else None}
+    else:
+        paths = {"source": C_SOURCE, "output": C_OUTPUT, "cache": C_BAZEL_CACHE,
+                 "xla": C_XLA if local_xla else None, "ca": C_CA_BUNDLE if ca_bundle else None}
+
+    extra_bazel = []
+    remote = profile.bazel.remote_cache
+    if paths["ca"] and remote and remote.startswith(("https://", "grpcs://")):
+        extra_bazel.append(f"--tls_certificate={paths['ca']}")
+    inputs = CommandInputs(
+        source=paths["source"],
+        output=paths["output"],
+        wheels=tuple(profile.build.wheels),
+        python_version=profile.target.python,
+        config_name=options.config_name,
+        bazel_cache=paths["cache"],
+        jobs=jobs,
+        local_xla=paths["xla"],
+        extra_bazel_options=tuple(extra_bazel),
+        python="python3",
+    )
+    if profile.build.command:
+        argv = expand_template(profile.build.command, inputs)
+    else:
+        argv = buildpy_argv(profile, inputs)
+
+    env = {"PYTHONUNBUFFERED": "1"}
+    if paths["ca"]:
+        env.update({name: paths["ca"] for name in CA_ENV_NAMES})
+    notes = []
+    if options.local:
+        env.update(container_cfg.env)
+        return BuildPlan(
+            profile=profile.name, chain=tuple(resolved.chain), mode="local", source=str(source),
+            stage_dir=str(stage), dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(bazel_cache),
+            image=None, container_name=None, labels={}, network=None, mounts=(), env=env,
+            user=f"{options.uid}:{options.gid}", workdir=str(source), argv=tuple(argv),
+            config_name=options.config_name, bazelrc=rendered_bazelrc, wheels=tuple(profile.build.wheels),
+            remote_cache=remote, notes=tuple(notes),
+        )
+
+    home = (Path(options.cache_root) / "home" / profile.name).resolve()
+    mounts = [
+        Mount(str(source), C_SOURCE, False, "source tree"),
+        Mount(str(stage), C_OUTPUT, False, "wheels written by this build"),
+        Mount(str(bazel_cache), C_BAZEL_CACHE, False, "bazel disk cache (persistent)"),
+        Mount(str(home), C_HOME, False, "HOME: bazel output base and downloads (persistent per profile)"),
+    ]
+    if local_xla:
+        mounts.append(Mount(str(local_xla), C_XLA, True, "local XLA checkout (--local_xla_path)"))
+    if ca_bundle:
+        mounts.append(Mount(str(ca_bundle), C_CA_BUNDLE, True, "CA bundle for pip, git and bazel"))
+    # A user with no passwd entry in the image: bazel and getpass need USER.
+    env.update({"HOME": C_HOME, "USER": options.user_name, "LOGNAME": options.user_name})
+    env.update(container_cfg.env)
+    if remote and ("127.0.0.1" in remote or "localhost" in remote) and container_cfg.network != "host":
+        notes.append("the remote cache is on localhost, which a bridged container cannot reach; "
+                     "set build.container.network: host")
+    image = image_spec(resolved, ca_bundle)
+    labels = {LABEL_MANAGED: "1", LABEL_RUN_ID: options.run_id, LABEL_PROFILE: profile.name}
+    return BuildPlan(
+        profile=profile.name, chain=tuple(resolved.chain), mode="container", source=str(source),
+        stage_dir=str(stage), dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(bazel_cache),
+        image=image, container_name=f"xlatools-build-{profile.name}-{options.run_id}", labels=labels,
+        network=container_cfg.network, mounts=tuple(mounts), env=env, user=f"{options.uid}:{options.gid}",
+        workdir=C_SOURCE, argv=tuple(argv), config_name=options.config_name, bazelrc=rendered_bazelrc,
+        wheels=tuple(profile.build.wheels), remote_cache=remote, notes=tuple(notes),
+    )
+
+
+def check_source(plan: BuildPlan, uses_buildpy: bool) -> None:
+    """The source tree exists and, for the default command, looks like JAX."""
+    source = Path(plan.source)
+    if not source.is_dir():
+        raise UsageError(f"--source {source}: not a directory", hint="point --source at a JAX checkout")
+    if uses_buildpy and not (source / "build" / "build.py").is_file():
+        raise UsageError(
+            f"--source {source}: no build/build.py (not a JAX checkout?)",
+            hint="point --source at the root of a JAX checkout, or set build.command in the profile",
+        )

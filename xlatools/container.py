@@ -1,0 +1,181 @@
+"""Docker engine access through the docker SDK: connect, build an image with
+streamed output, run one build container, clean up leftovers by label.
+
+Imported only inside commands (never at CLI start-up). Every container we
+create is removed in `finally` (success, failure, Ctrl-C) unless asked to keep it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from xlatools.errors import ContainerError, EnvironmentMissing
+
+START_HINT = (
+    "start the Docker engine (`sudo systemctl start docker`, or `sudo dockerd > /tmp/dockerd.log 2>&1 &`), "
+    "or set DOCKER_HOST if it listens elsewhere; use --local to build on this host without Docker"
+)
+
+LineSink = Callable[[str], None]
+
+
+def connect():
+    """A client for a running engine, or EnvironmentMissing (exit 3) saying how to start one."""
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        raise EnvironmentMissing("the docker Python package is not installed", hint="pip install docker") from None
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except DockerException as exc:
+        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        raise EnvironmentMissing(f"no Docker engine answers at {where} ({_short(exc)})", hint=START_HINT) from None
+    return client
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[-1][:300] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class ImageResult:
+    id: str
+    ref: str
+    built: bool  # False: an existing image with the same content tag was reused
+
+
+def ensure_image(client, spec, rebuild: bool, sink: LineSink) -> ImageResult:
+    """The plan's image: reused when its content tag exists, else built (streaming)."""
+    from docker.errors import ImageNotFound
+
+    try:
+        existing = client.images.get(spec.ref)
+    except ImageNotFound:
+        existing = None
+    if spec.prebuilt:
+        if existing is None:
+            raise EnvironmentMissing(
+                f"image {spec.ref} (build.container.image) is not present on this engine",
+                hint=f"docker pull {spec.ref}, or drop build.container.image to let xlatools build one",
+            )
+        return ImageResult(existing.id, spec.ref, built=False)
+    if existing is not None and not rebuild:
+        return ImageResult(existing.id, spec.ref, built=False)
+    return ImageResult(_build(client, spec, sink), spec.ref, built=True)
+
+
+def _build(client, spec, sink: LineSink) -> str:
+    from docker.errors import APIError
+
+    from xlatools.builder.image import CA_CONTEXT_NAME
+
+    context = Path(tempfile.mkdtemp(prefix="xlatools-image-"))
+    try:
+        # A minimal context: the Dockerfile and the CA bundle (empty when none).
+        shutil.copyfile(spec.dockerfile, context / "Dockerfile")
+        ca = Path(spec.ca_bundle).read_bytes() if spec.ca_bundle else b""
+        (context / CA_CONTEXT_NAME).write_bytes(ca)
+        tail: list[str] = []
+        image_id = None
+        try:
+            stream = client.api.build(
+                path=str(context), tag=spec.ref, buildargs=dict(spec.build_args), rm=True, forcerm=True,
+                pull=False, decode=True, labels={"org.xlatools.managed": "1", "org.xlatools.content-hash": spec.content_hash},
+            )
+            for chunk in stream:
+                if "error" in chunk:
+                    message = chunk.get("errorDetail", {}).get("message") or chunk["error"]
+                    raise ContainerError(
+                        f"building image {spec.ref} from {spec.dockerfile} failed: {message.strip()}",
+                        hint=_build_hint(message, spec),
+                    )
+                text = chunk.get("stream") or ""
+                if chunk.get("aux", {}).get("ID"):
+                    image_id = chunk["aux"]["ID"]
+                for line in text.splitlines():
+                    sink(line)
+                    tail = (tail + [line])[-20:]
+        except APIError as exc:
+            raise ContainerError(f"building image {spec.ref} failed: {_short(exc)}", hint=_build_hint(str(exc), spec)) from None
+        return image_id or client.images.get(spec.ref).id
+    finally:
+        shutil.rmtree(context, ignore_errors=True)
+
+
+def _build_hint(message: str, spec) -> str:
+    base = spec.build_args.get("BASE_IMAGE", "the Dockerfile's default BASE_IMAGE")
+    if "pull access denied" in message or "not found" in message or "manifest unknown" in message:
+        return f"the base image ({base}) must be pullable or present locally; set build.container.base_image"
+    return "see the image build output above; --rebuild-image forces a fresh build"
+
+
+def run_container(client, plan, sink: LineSink, keep: bool, on_started: Callable[[object], None] | None = None) -> int:
+    """Run the plan's command in a fresh container, stream its output, return its exit code.
+
+    The container is removed in `finally` (also on Ctrl-C) unless `keep`."""
+    from docker.errors import APIError, NotFound
+    from docker.types import Mount as DockerMount
+
+    container = None
+    try:
+        try:
+            container = client.containers.create(
+                image=plan.image.ref,
+                command=list(plan.argv),
+                name=plan.container_name,
+                labels=dict(plan.labels),
+                user=plan.user,
+                working_dir=plan.workdir,
+                environment=dict(plan.env),
+                mounts=[DockerMount(m.target, m.source, type="bind", read_only=m.read_only) for m in plan.mounts],
+                network_mode=plan.network,
+                init=True,  # tini as PID 1: signals reach build.py/bazel, zombies are reaped
+                privileged=False,
+                security_opt=["no-new-privileges"],
+                detach=True,
+            )
+            container.start()
+        except APIError as exc:
+            raise ContainerError(f"could not start build container {plan.container_name}: {_short(exc)}",
+                                 hint="check the mounts' host paths and the image") from None
+        if on_started:
+            on_started(container)
+        buffered = ""
+        for chunk in container.logs(stream=True, follow=True):
+            buffered += chunk.decode("utf-8", errors="replace")
+            *lines, buffered = buffered.split("\n")
+            for line in lines:
+                sink(line)
+        if buffered:
+            sink(buffered)
+        return int(container.wait().get("StatusCode", 1))
+    finally:
+        if container is not None and not keep:
+            try:
+                container.remove(force=True)  # SIGKILL if still running, then delete
+            except NotFound:
+                pass
+
+
+def leftover_containers(client) -> list:
+    from xlatools.builder.plan import LABEL_MANAGED
+
+    return client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
+
+
+def remove_container(container) -> None:
+    from docker.errors import NotFound
+
+    try:
+        container.remove(force=True)
+    except NotFound:
+        pass
+
