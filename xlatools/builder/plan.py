@@ -84,6 +84,7 @@ class BuildPlan:
     bazelrc: str  # the managed block written into <source>/.bazelrc.user
     wheels: tuple[str, ...]
     remote_cache: str | None = None
+    local_xla: str | None = None  # host path of a local XLA checkout
     notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,6 +105,13 @@ def _host_path(value: str, origin_file: str | None) -> Path:
 def _origin(resolved, *key: str) -> str | None:
     origin = resolved.origin_of(key)
     return origin.file if origin else None
+
+
+def _profile_local_xla(resolved) -> Path | None:
+    xla = resolved.profile.source.xla
+    if xla is None or not xla.local_path:
+        return None
+    return _host_path(xla.local_path, _origin(resolved, "source", "xla", "local_path"))
 
 
 def profile_for_tree(resolved):
@@ -130,7 +138,7 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
         if container_cfg.ca_bundle
         else None
     )
-    local_xla = Path(options.local_xla).resolve() if options.local_xla else None
+    local_xla = Path(options.local_xla).resolve() if options.local_xla else _profile_local_xla(resolved)
     jobs = options.jobs or profile.bazel.jobs
     if rendered_bazelrc is None:
         rendered_bazelrc = render(profile_for_tree(resolved), options.config_name)
@@ -175,7 +183,7 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
             image=None, container_name=None, labels={}, network=None, mounts=(), env=env,
             user=f"{options.uid}:{options.gid}", workdir=str(source), argv=tuple(argv),
             config_name=options.config_name, bazelrc=rendered_bazelrc, wheels=tuple(profile.build.wheels),
-            remote_cache=remote, notes=tuple(notes),
+            remote_cache=remote, local_xla=paths["xla"], notes=tuple(notes),
         )
 
     home = (Path(options.cache_root) / "home" / profile.name).resolve()
@@ -203,7 +211,8 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
         image=image, container_name=f"xlatools-build-{profile.name}-{options.run_id}", labels=labels,
         network=container_cfg.network, mounts=tuple(mounts), env=env, user=f"{options.uid}:{options.gid}",
         workdir=C_SOURCE, argv=tuple(argv), config_name=options.config_name, bazelrc=rendered_bazelrc,
-        wheels=tuple(profile.build.wheels), remote_cache=remote, notes=tuple(notes),
+        wheels=tuple(profile.build.wheels), remote_cache=remote, local_xla=str(local_xla) if local_xla else None,
+        notes=tuple(notes),
     )
 
 
@@ -216,4 +225,9 @@ def check_source(plan: BuildPlan, uses_buildpy: bool) -> None:
         raise UsageError(
             f"--source {source}: no build/build.py (not a JAX checkout?)",
             hint="point --source at the root of a JAX checkout, or set build.command in the profile",
+        )
+    if plan.local_xla and not Path(plan.local_xla).is_dir():
+        raise UsageError(
+            f"local XLA checkout {plan.local_xla} (from the lock or source.xla.local_path) is not a directory",
+            hint="fix the path, or re-create the lock with `xlatools pin local`",
         )

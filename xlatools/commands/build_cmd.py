@@ -36,9 +36,7 @@ def build(
 
     resolved = load(profile)
     lock_obj = load_lock_file(lock) if lock else None
-    local_xla = lock_local_xla(lock_obj) if lock_obj else None
-    if local_xla is None and resolved.profile.source.xla and resolved.profile.source.xla.local_path:
-        local_xla = Path(resolved.profile.source.xla.local_path).expanduser()
+    local_xla = lock_local_xla(lock_obj) if lock_obj else None  # else the profile's source.xla.local_path
     options = BuildOptions(
         source=source,
         out_root=out,
@@ -54,7 +52,6 @@ def build(
     )
     plan = plan_build(resolved, options)
     check_source(plan, uses_buildpy=resolved.profile.build.command is None)
-    _check_local_xla(local_xla)
     for note in plan.notes:
         console.warn(note)
 
@@ -119,14 +116,6 @@ def _user_name() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return "xlatools"
-
-
-def _check_local_xla(path: Optional[Path]) -> None:
-    from xlatools.errors import UsageError
-
-    if path is not None and not Path(path).is_dir():
-        raise UsageError(f"local XLA checkout {path} (from the lock or source.xla.local_path) is not a directory",
-                         hint="fix the path, or re-create the lock with `xlatools pin local`")
 
 
 def _print_plan(plan, bazelrc_action: str, pin_changed) -> None:
