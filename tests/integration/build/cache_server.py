@@ -41,6 +41,7 @@ class CacheServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # bazel refuses HTTP/1.0 replies
             def log_message(self, *args) -> None:  # quiet test output
                 pass
 
