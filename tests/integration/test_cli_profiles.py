@@ -171,3 +171,18 @@ def test_bazelrc_source_checks(cli, tmp_path):
     (tree / "WORKSPACE").write_text("")
     result = cli("bazelrc", "-p", "dbg-cpu", "--source", str(tree), cwd=tmp_path)
     assert result.returncode == 0 and "does not import .bazelrc.user" in result.stderr
+
+
+def test_no_colour_codes_when_not_a_terminal(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "XLATOOLS_PROFILE_PATH")}
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "bad.yaml").write_text("bazel: {strip: maybe}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "xlatools", "profiles", "show", "bad"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 2 and "error:" in result.stderr
+    assert "\x1b[" not in result.stderr
