@@ -15,6 +15,7 @@ import typer
 
 from xlatools import __version__
 from xlatools.commands import bazelrc_cmd, profiles_cmd
+from xlatools.commands import pin_cmd
 from xlatools.errors import XlaToolsError
 
 app = typer.Typer(
@@ -50,6 +51,7 @@ def _root(
 
 
 app.add_typer(profiles_cmd.app, name="profiles")
+app.add_typer(pin_cmd.app, name="pin")
 app.command("bazelrc")(bazelrc_cmd.bazelrc)
 
 
