@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     except click_exc.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except (click_exc.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):  # typer 0.29 keeps Abort/Exit outside its click copy
         sys.stderr.write("\ninterrupted\n")
         return 130
-    except (typer.Exit, click_exc.Exit) as exc:
+    except typer.Exit as exc:
         return exc.exit_code
     except BrokenPipeError:
         # `xlatools ... | head`: the reader left; not an error of ours.

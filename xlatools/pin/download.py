@@ -8,6 +8,7 @@ goes wrong (including Ctrl-C), the partial file is removed before the error leav
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -137,13 +138,14 @@ def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress
         response.close()
         raise PinError(f"{label} at {final_url} is {declared} bytes, over the {max_bytes}-byte cap",
                        hint="raise the cap with XLATOOLS_PIN_MAX_BYTES if this archive is really that large")
-    fd, name = tempfile.mkstemp(prefix=f"{label}.", suffix=".part", dir=tmp_dir)
-    temp = Path(name)
-    checker = ArchiveChecker(prefix, commit, f"{label} from {final_url}")
     digest = hashlib.sha256()
     size = 0
+    checker = temp = None
     try:
-        with os.fdopen(fd, "wb") as sink, response, _Progress(label, declared, progress) as bar:
+        fd, name = tempfile.mkstemp(prefix=f"{label}.", suffix=".part", dir=tmp_dir)
+        temp = Path(name)
+        checker = ArchiveChecker(prefix, commit, f"{label} from {final_url}")
+        with os.fdopen(fd, "wb") as sink, contextlib.closing(response), _Progress(label, declared, progress) as bar:
             try:
                 for chunk in response.iter_raw():
                     size += len(chunk)
@@ -161,9 +163,12 @@ def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress
             if declared is not None and size != declared and not checker.problem:
                 raise _Transient(f"transfer ended after {size} of {declared} bytes")
         checker.finish()
-    except BaseException:
-        checker.abort()
-        temp.unlink(missing_ok=True)
+    except BaseException:  # including Ctrl-C: no partial file survives
+        if checker is not None:
+            checker.abort()
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+        response.close()
         raise
     return Fetched(temp, digest.hexdigest(), size, final_url)
 
