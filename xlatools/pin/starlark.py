@@ -227,7 +227,8 @@ def literal(text: str, span: Span):
 
 
 def quote(value: str, like: str = '"') -> str:
-    mark = "'" if like.lstrip("rRbB").startswith("'") and '"' in value else '"'
+    """A string literal for value, in the quote style of `like` (the literal it replaces)."""
+    mark = "'" if like.lstrip("rRbB").startswith("'") else '"'
     escaped = value.replace("\\", "\\\\").replace(mark, "\\" + mark)
     return f"{mark}{escaped}{mark}"
 
