@@ -118,7 +118,9 @@ def plan_tree(lock: Lock, source_dir: Path) -> TreePlan:
         if path.name not in wanted
     ) if patch_dir.is_dir() else ()
     old = {name: _read(source_dir / name) for name in [*writes, *deletes]}
-    warnings = layouts.upstream_url_warnings(layout, entry, _default_url(entry))
+    warnings = []
+    if (source_dir / "third_party/xla/workspace.bzl").is_file():
+        warnings = layouts.upstream_url_warnings(layout, entry, _default_url(entry))
     return TreePlan(layout, entry, writes, deletes, old, tuple(warnings))
 
 

@@ -129,7 +129,7 @@ def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cac
         notes.append(f"{name}: the archive of {commit[:12]} changed since the lock was written "
                      f"({previous.sha256[:12]}... -> {sha256[:12]}...); check why before trusting it")
     entry = LockEntry(
-        name=name, kind="archive", commit=commit, repo=dep.repo or UPSTREAMS[name].repo, ref=dep.ref,
+        name=name, kind="archive", commit=commit, repo=dep.repo or (UPSTREAMS[name].repo if dep.ref else None), ref=dep.ref,
         urls=tuple(urls), sha256=sha256, integrity=hex_to_sri(sha256), strip_prefix=prefix, patches=patches,
         resolved_at=now_utc(),
     )

@@ -266,3 +266,22 @@ def test_profile_without_source_and_missing_lock_are_clear_errors(tmp_path, pin)
     result = pin("verify")
     assert result.returncode == 2 and "xlatools.lock does not exist" in result.stderr
     assert_no_traceback(result)
+
+
+def test_jax_xla_and_tensorflow_resolve_together_and_dry_run_writes_nothing(tmp_path, archive_server, pin):
+    source = ""
+    for name in ("jax", "xla", "tensorflow"):
+        archive_server.serve(f"/{name}/{COMMIT}.tar.gz", make_tarball(f"{name}-{COMMIT}"))
+        source += f'  {name}:\n    commit: "{COMMIT}"\n    urls: ["{archive_server.url(f"/{name}/{{commit}}.tar.gz")}"]\n'
+    profile = write_profile(tmp_path, source)
+
+    dry = pin("resolve", "--profile", str(profile), "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert json.loads(dry.stdout)["written"] is False and not (tmp_path / "xlatools.lock").exists()
+
+    result = pin("resolve", "--profile", str(profile))
+    assert result.returncode == 0, result.stderr
+    deps = read_lock(tmp_path)["dependencies"]
+    assert list(deps) == ["jax", "xla", "tensorflow"]
+    assert {deps[n]["strip_prefix"] for n in deps} == {f"{n}-{COMMIT}" for n in ("jax", "xla", "tensorflow")}
+    assert archive_server.total_requests == 3  # the dry run filled the cache
