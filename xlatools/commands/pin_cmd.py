@@ -44,7 +44,12 @@ def resolve(
 
     resolved = load(profile)
     lock_path = lock if lock is not None else default_lock_for(resolved.path)
-    previous = load_lock(lock_path) if lock_path.exists() else Lock(lock_path)
+    previous = Lock(lock_path)
+    if lock_path.exists():
+        try:
+            previous = load_lock(lock_path)
+        except PinError as exc:  # resolve is how a broken or outdated lock gets repaired
+            console.warn(f"{exc.message}; it will be replaced")
     deps = {name: getattr(resolved.profile.source, name) for name in ("jax", "xla", "tensorflow")}
     deps = {name: dep for name, dep in deps.items() if dep is not None}
     if not deps:

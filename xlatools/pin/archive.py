@@ -12,7 +12,6 @@ import posixpath
 import queue
 import tarfile
 import threading
-from pathlib import Path
 
 from xlatools.errors import PinError
 
@@ -126,10 +125,3 @@ class ArchiveChecker:
         self._pipe.put(None)
         self._thread.join()
 
-
-def check_archive_file(path: Path, prefix: str, commit: str | None) -> None:
-    checker = ArchiveChecker(prefix, commit, str(path))
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            checker.feed(chunk)
-    checker.finish()

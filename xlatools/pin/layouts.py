@@ -20,6 +20,7 @@ from xlatools.pin.lock import LockEntry
 from xlatools.pin.sri import hex_to_sri
 
 PATCH_PREFIX = "xlatools-"  # patch files we place (and may remove) carry this prefix
+PATCH_LIST_KEYS = ("patches", "patch_file")
 KEEP = object()  # a field on which the lock has no opinion
 REMOVE = object()  # the keyword argument must be absent
 
@@ -191,6 +192,7 @@ def _current(text: str, spec: Field):
 def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels: list[str]) -> dict[str, str]:
     """New contents of the layout's files (only those that change)."""
     new = {name: text for name, text in texts.items() if text is not None}
+    listed_patches = False
     for spec in layout.fields:
         text = new.get(spec.file)
         if text is None:
@@ -205,10 +207,8 @@ def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels:
             if spec.required:
                 raise PinError(f"{spec.file}: no {spec.what.rsplit('.', 1)[0]} call found",
                                hint="the file does not have the shape xlatools edits; see docs/pinning.md")
-            if labels and spec.key in ("patches", "patch_file"):
-                raise PinError(f"{spec.file}: cannot list patches, no {spec.what.rsplit('.', 1)[0]} call found",
-                               hint="apply the patches yourself, or drop `patches:` from the profile")
             continue
+        listed_patches = listed_patches or spec.key in PATCH_LIST_KEYS
         want = spec.want(entry, labels, current)
         if want is KEEP:
             continue
@@ -219,6 +219,9 @@ def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels:
         else:
             edits = starlark.set_kwarg(text, call, spec.key, want)
         new[spec.file] = starlark.apply_edits(text, edits)
+    if labels and not listed_patches:
+        raise PinError(f"the tree has no place to list patches ({layout.description})",
+                       hint="apply the patches yourself, or drop `patches:` from the profile")
     return {name: text for name, text in new.items() if text != texts.get(name)}
 
 
@@ -232,7 +235,7 @@ def disagreements(layout: Layout, entry: LockEntry, texts: dict[str, str | None]
             continue
         call, current, present = _current(text, spec)
         if spec.functions and call is None:
-            if spec.required or (labels and spec.key in ("patches", "patch_file")):
+            if spec.required:
                 found.append(Disagreement(spec.file, spec.what.rsplit(".", 1)[0], "missing", "present"))
             continue
         want = spec.want(entry, labels, current)

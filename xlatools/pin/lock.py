@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from xlatools.errors import PinError
-from xlatools.pin.sri import hex_to_sri, is_sha256_hex, sri_to_hex
+from xlatools.pin.sri import hex_to_sri, is_sha256_hex
 
 LOCK_VERSION = 1
 DEFAULT_LOCK_NAME = "xlatools.lock"
@@ -171,17 +171,9 @@ def entry_problems(entry: LockEntry) -> list[str]:
     return problems
 
 
-def sri_of(entry: LockEntry) -> str:
-    return hex_to_sri(entry.sha256) if entry.sha256 else ""
-
-
 def write_lock(lock: Lock) -> None:
     from xlatools.fsutil import atomic_write_text
 
     if lock.path is None:
         raise ValueError("lock has no path")
     atomic_write_text(lock.path, lock.render())
-
-
-__all__ = ["Lock", "LockEntry", "PatchEntry", "load_lock", "write_lock", "LOCK_VERSION", "DEFAULT_LOCK_NAME",
-           "sri_to_hex"]

@@ -97,10 +97,6 @@ def _string_end(text: str, pos: int, quote: str, start: int) -> int:
     raise StarlarkSyntaxError(f"unterminated string starting on line {line}")
 
 
-def line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
-
-
 # ---------------------------------------------------------------- top-level assignments
 
 

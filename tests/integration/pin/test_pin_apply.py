@@ -246,3 +246,14 @@ def test_pin_local_records_head_and_dirty_state(tmp_path, pin, git_repo):
 
     not_git = pin("local", "--xla", str(tmp_path / "jax"))
     assert not_git.returncode == 2 and "not a git checkout" in not_git.stderr
+
+
+def test_patches_without_a_place_to_list_them_are_refused(tmp_path):
+    tree = make_tree(tmp_path / "jax", "revision_bzl")
+    (tree / "MODULE.bazel").unlink()
+    (tree / "third_party/xla/workspace.bzl").write_text("# no archive rule here\n")
+    lock = make_lock(tmp_path, archive_entry(patches=[PatchEntry("fix.patch", sha(PATCH))]), patch=PATCH)
+    before = snapshot(tree)
+    with pytest.raises(PinError, match="no place to list patches"):
+        apply_lock(lock, tree)
+    assert snapshot(tree) == before

@@ -285,3 +285,11 @@ def test_jax_xla_and_tensorflow_resolve_together_and_dry_run_writes_nothing(tmp_
     assert list(deps) == ["jax", "xla", "tensorflow"]
     assert {deps[n]["strip_prefix"] for n in deps} == {f"{n}-{COMMIT}" for n in ("jax", "xla", "tensorflow")}
     assert archive_server.total_requests == 3  # the dry run filled the cache
+
+
+def test_resolve_replaces_an_unreadable_lock_with_a_warning(tmp_path, archive_server, pin):
+    archive_server.serve(f"/xla/{COMMIT}.tar.gz", make_tarball(f"xla-{COMMIT}"))
+    (tmp_path / "xlatools.lock").write_text('{"lock_version": 0, "dependencies": {}}')
+    result = pin("resolve", "--profile", str(xla_profile(tmp_path, archive_server)))
+    assert result.returncode == 0 and "lock_version 0 is not supported" in result.stderr
+    assert read_lock(tmp_path)["lock_version"] == 1
