@@ -61,6 +61,7 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
 
     for url in urls:
         check_url(url)
+    remove_stale_partials(tmp_dir)
     max_bytes = max_bytes or int(_env_float("XLATOOLS_PIN_MAX_BYTES", DEFAULT_MAX_BYTES))
     delay = _env_float("XLATOOLS_PIN_RETRY_DELAY", 1.0)
     timeout = httpx.Timeout(_env_float("XLATOOLS_PIN_TIMEOUT", 60.0), connect=30.0)
@@ -93,6 +94,19 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
     raise FetchError(f"could not download {label} from any of {len(urls)} URL(s)",
                      hint="check the network or add a mirror to `urls:`; `--offline` uses the cache only",
                      problems=[_line(failure) for failure in failures])
+
+
+def remove_stale_partials(tmp_dir: Path, max_age_s: float = 24 * 3600) -> None:
+    """Partial files of processes killed hard (SIGKILL, power loss); ours clean up after themselves."""
+    if not tmp_dir.is_dir():
+        return
+    cutoff = time.time() - max_age_s
+    for path in tmp_dir.glob("*.part"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass
 
 
 def _line(text: str):

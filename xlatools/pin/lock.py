@@ -41,6 +41,14 @@ class LockEntry:
     local_path: str | None = None  # kind == "local": pass as --local_xla_path
     dirty: bool = False  # kind == "local": uncommitted changes when recorded (not reproducible)
 
+    def local_override_options(self) -> list[str]:
+        """Bazel options for a local checkout, as upstream build.py's --local_xla_path adds them:
+        both, because under Bzlmod --override_repository alone is silently ignored."""
+        if self.kind != "local" or not self.local_path:
+            return []
+        return [f"--override_repository={self.name}={self.local_path}",
+                f"--override_module={self.name}={self.local_path}"]
+
     def to_json(self) -> dict:
         data = asdict(self)
         data["urls"] = list(self.urls)

@@ -228,6 +228,8 @@ def test_pin_local_records_head_and_dirty_state(tmp_path, pin, git_repo):
     entry = load_lock(tmp_path / "xlatools.lock").xla
     assert (entry.kind, entry.commit, entry.dirty) == ("local", git_repo["head"], False)
     assert entry.local_path == str(git_repo["path"].resolve())
+    assert entry.local_override_options() == [f"--override_repository=xla={entry.local_path}",
+                                              f"--override_module=xla={entry.local_path}"]
     applied = pin("apply", "--source", str(tree))
     assert applied.returncode == 0 and f"--local_xla_path={entry.local_path}" in applied.stderr
     assert snapshot(tree) == before
