@@ -78,11 +78,9 @@ def patch_entries(name: str, dep, profile_dir: Path, lock_dir: Path) -> tuple[Pa
         except OSError as exc:
             raise PinError(f"source.{name}.patches: cannot read {path}: {exc.strerror}",
                            hint="patch paths are relative to the profile file") from None
-        try:
+        try:  # relative to the lock, so a lock committed with its patches works in any checkout
             shown = os.path.relpath(path.resolve(), lock_dir.resolve())
         except ValueError:  # another drive
-            shown = str(path.resolve())
-        if shown.startswith(".."):
             shown = str(path.resolve())
         entries.append(PatchEntry(Path(shown).as_posix(), hashlib.sha256(data).hexdigest()))
     return tuple(entries)

@@ -5,6 +5,7 @@ Returns disagreements as sentences; an empty list means everything agrees.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def verify_lock(lock: Lock) -> list[str]:
 
 def verify_tree(lock: Lock, source_dir: Path) -> list[str]:
     source_dir = Path(source_dir)
-    found = verify_lock(lock)
+    found = verify_lock(lock) + verify_jax_checkout(lock, source_dir)
     layout = detect_layout(source_dir)
     entry = entry_for(lock, layout, source_dir)
     if entry.kind == "local":
@@ -54,22 +55,35 @@ def verify_tree(lock: Lock, source_dir: Path) -> list[str]:
     return found
 
 
-def verify_local(entry: LockEntry) -> list[str]:
-    """A local checkout still at the recorded commit (and no newly dirty)."""
+def _git(path: Path, *args: str) -> subprocess.CompletedProcess:
     from xlatools.pin.refs import git_executable
 
+    return subprocess.run([git_executable(), "-C", str(path), *args], capture_output=True, text=True, timeout=120)
+
+
+def verify_jax_checkout(lock: Lock, source_dir: Path) -> list[str]:
+    """If the lock pins JAX and the tree is a git checkout, it must be at that commit.
+    (Uncommitted changes are expected: `pin apply` makes them.) Trees without git are not checked."""
+    if lock.jax is None or not (source_dir / ".git").exists() or shutil.which("git") is None:
+        return []
+    head = _git(source_dir, "rev-parse", "HEAD")
+    if head.returncode == 0 and head.stdout.strip() != lock.jax.commit:
+        return [f"jax: {source_dir} is at {head.stdout.strip()}, the lock says {lock.jax.commit}"]
+    return []
+
+
+def verify_local(entry: LockEntry) -> list[str]:
+    """A local checkout still at the recorded commit (and not newly dirty)."""
     path = Path(entry.local_path or "")
     if not path.is_dir():
         return [f"{entry.name}: local checkout {path} does not exist"]
-    git = git_executable()
-    head = subprocess.run([git, "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    head = _git(path, "rev-parse", "HEAD")
     if head.returncode != 0:
         return [f"{entry.name}: {path} is not a git checkout"]
     found = []
     if head.stdout.strip() != entry.commit:
         found.append(f"{entry.name}: local checkout {path} is at {head.stdout.strip()}, the lock says {entry.commit}")
-    status = subprocess.run([git, "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                            capture_output=True, text=True)
+    status = _git(path, "status", "--porcelain", "--untracked-files=no")
     if status.stdout.strip() and not entry.dirty:
         found.append(f"{entry.name}: local checkout {path} has uncommitted changes the lock did not record")
     return found

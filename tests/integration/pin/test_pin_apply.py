@@ -259,3 +259,18 @@ def test_patches_without_a_place_to_list_them_are_refused(tmp_path):
     with pytest.raises(PinError, match="no place to list patches"):
         apply_lock(lock, tree)
     assert snapshot(tree) == before
+
+
+def test_verify_checks_a_git_jax_tree_is_at_the_pinned_jax_commit(tmp_path, git_repo):
+    tree = make_tree(git_repo["path"], "workspace_bzl")  # the repository plays a JAX checkout here
+    git_repo["git"]("add", "-A")
+    git_repo["git"]("commit", "-q", "-m", "jax tree")
+    head = git_repo["git"]("rev-parse", "HEAD")
+    jax_entry = lambda commit: LockEntry(**{**archive_entry("jax").__dict__, "commit": commit,  # noqa: E731
+                                            "strip_prefix": f"jax-{commit}"})
+    lock = make_lock(tmp_path, archive_entry(), jax_entry(head))
+    apply_lock(lock, tree)
+    assert verify_tree(lock, tree) == []  # the edits apply makes are uncommitted, as expected
+
+    other = make_lock(tmp_path, archive_entry(), jax_entry(git_repo["first"]))
+    assert verify_tree(other, tree) == [f"jax: {tree} is at {head}, the lock says {git_repo['first']}"]
