@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlatools.errors import PinError
+from xlatools.errors import PinError, Problem
 from xlatools.pin import layouts
 from xlatools.pin.lock import Lock, LockEntry
 
@@ -39,7 +39,10 @@ def read_texts(source_dir: Path, names) -> dict[str, str | None]:
     texts = {}
     for name in names:
         path = source_dir / name
-        texts[name] = path.read_text(encoding="utf-8") if path.is_file() else None
+        try:
+            texts[name] = path.read_text(encoding="utf-8") if path.is_file() else None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PinError(f"cannot read {path}: {exc}") from None
     return texts
 
 
@@ -53,15 +56,9 @@ def detect_layout(source_dir: Path) -> layouts.Layout:
             f"{source_dir}: unrecognised JAX tree layout; found {', '.join(present) or 'none of the files looked at'}",
             hint="xlatools edits JAX trees that pin XLA (or TensorFlow) in one of the shapes listed; "
                  "is this the root of a JAX checkout?",
-            problems=[layouts_problem(shape) for shape in layouts.SHAPES_LOOKED_FOR],
+            problems=[Problem(f"looked for: {shape}") for shape in layouts.SHAPES_LOOKED_FOR],
         )
     return layout
-
-
-def layouts_problem(shape: str):
-    from xlatools.errors import Problem
-
-    return Problem(f"looked for: {shape}")
 
 
 def entry_for(lock: Lock, layout: layouts.Layout, source_dir: Path) -> LockEntry:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from xlatools.errors import FetchError, PinError
+from xlatools.errors import FetchError, PinError, Problem
 from xlatools.pin.archive import ArchiveChecker
 
 DEFAULT_MAX_BYTES = 4 << 30  # XLA archives are tens of MB; TensorFlow's ~100 MB
@@ -88,12 +88,12 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
                         f"sha256 mismatch for {label} from {fetched.url}",
                         hint="the profile's `sha256` and the archive disagree; nothing was written. If the new "
                              "archive is right, update `sha256` (or drop it to trust what is downloaded)",
-                        problems=[_line(f"expected {expected_sha256}"), _line(f"actual   {fetched.sha256}")],
+                        problems=[Problem(f"expected {expected_sha256}"), Problem(f"actual   {fetched.sha256}")],
                     )
                 return fetched
     raise FetchError(f"could not download {label} from any of {len(urls)} URL(s)",
                      hint="check the network or add a mirror to `urls:`; `--offline` uses the cache only",
-                     problems=[_line(failure) for failure in failures])
+                     problems=[Problem(failure) for failure in failures])
 
 
 def remove_stale_partials(tmp_dir: Path, max_age_s: float = 24 * 3600) -> None:
@@ -107,12 +107,6 @@ def remove_stale_partials(tmp_dir: Path, max_age_s: float = 24 * 3600) -> None:
                 path.unlink()
         except OSError:
             pass
-
-
-def _line(text: str):
-    from xlatools.errors import Problem
-
-    return Problem(text)
 
 
 def _open(client, url: str):

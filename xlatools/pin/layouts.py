@@ -11,6 +11,7 @@ new contents, `disagreements` compares a tree's values with a lock entry.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -126,17 +127,28 @@ SHAPES_LOOKED_FOR = [
 ]
 
 
+@contextlib.contextmanager
+def _reading(file: str):
+    try:
+        yield
+    except starlark.StarlarkSyntaxError as exc:
+        raise PinError(f"{file}: cannot read it ({exc})", hint="fix the file's syntax, then try again") from None
+
+
 def detect(texts: dict[str, str | None]) -> Layout | None:
     """Which layout these file contents are (keys: relative paths; None: file absent)."""
     revision = texts.get("third_party/xla/revision.bzl")
-    if revision is not None and starlark.find_assignment(revision, "XLA_COMMIT"):
-        return REVISION_BZL
+    with _reading("third_party/xla/revision.bzl"):
+        if revision is not None and starlark.find_assignment(revision, "XLA_COMMIT"):
+            return REVISION_BZL
     workspace_bzl = texts.get("third_party/xla/workspace.bzl")
-    if workspace_bzl is not None and starlark.find_assignment(workspace_bzl, "XLA_COMMIT"):
-        return WORKSPACE_BZL
+    with _reading("third_party/xla/workspace.bzl"):
+        if workspace_bzl is not None and starlark.find_assignment(workspace_bzl, "XLA_COMMIT"):
+            return WORKSPACE_BZL
     workspace = texts.get("WORKSPACE")
-    if workspace is not None and _find(workspace, TENSORFLOW_WORKSPACE.fields[0]) is not None:
-        return TENSORFLOW_WORKSPACE
+    with _reading("WORKSPACE"):
+        if workspace is not None and _find(workspace, TENSORFLOW_WORKSPACE.fields[0]) is not None:
+            return TENSORFLOW_WORKSPACE
     return None
 
 
@@ -176,6 +188,11 @@ class Disagreement:
 
 def _current(text: str, spec: Field):
     """(call or None, current value, present?) of one field in one file's text."""
+    with _reading(spec.file):
+        return _current_value(text, spec)
+
+
+def _current_value(text: str, spec: Field):
     if not spec.functions:
         span = starlark.find_assignment(text, spec.key)
         if span is None:
@@ -199,10 +216,7 @@ def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels:
             if spec.required:
                 raise PinError(f"{spec.file} is missing", hint=f"layout {layout.id} needs it; see docs/pinning.md")
             continue
-        try:
-            call, current, present = _current(text, spec)
-        except starlark.StarlarkSyntaxError as exc:
-            raise PinError(f"{spec.file}: cannot read it ({exc})") from None
+        call, current, present = _current(text, spec)
         if spec.functions and call is None:
             if spec.required:
                 raise PinError(f"{spec.file}: no {spec.what.rsplit('.', 1)[0]} call found",

@@ -274,3 +274,12 @@ def test_verify_checks_a_git_jax_tree_is_at_the_pinned_jax_commit(tmp_path, git_
 
     other = make_lock(tmp_path, archive_entry(), jax_entry(git_repo["first"]))
     assert verify_tree(other, tree) == [f"jax: {tree} is at {head}, the lock says {git_repo['first']}"]
+
+
+def test_a_file_that_does_not_parse_is_a_clear_error(tmp_path, pin):
+    tree = make_tree(tmp_path / "jax", "workspace_bzl")
+    (tree / "third_party/xla/workspace.bzl").write_text('XLA_COMMIT = "unterminated\n')
+    make_lock(tmp_path, archive_entry())
+    result = pin("apply", "--source", str(tree))
+    assert result.returncode == 2 and "third_party/xla/workspace.bzl: cannot read it (unterminated string" in result.stderr
+    assert "Traceback" not in result.stderr
