@@ -12,6 +12,7 @@ new contents, `disagreements` compares a tree's values with a lock entry.
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -167,7 +168,7 @@ def patch_labels(layout: Layout, names: list[str]) -> list[str]:
 
 def placed_patch_name(index: int, original: str) -> str:
     """File name a lock patch gets in the tree: numbered (order matters), marked as ours."""
-    base = original.rsplit("/", 1)[-1]
+    base = re.sub(r"[^A-Za-z0-9._-]", "-", original.rsplit("/", 1)[-1])  # a valid bazel label name
     if not base.endswith(".patch"):
         base += ".patch"
     return f"{PATCH_PREFIX}{index:02d}-{base}"
