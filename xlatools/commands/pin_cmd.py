@@ -56,7 +56,11 @@ def resolve(
         raise PinError(f"profile '{resolved.profile.name}' has no source.xla, source.jax or source.tensorflow",
                        hint="add e.g. `source: {xla: {commit: <40 hex>}}` to the profile (see docs/pinning.md)")
     cache = ArchiveCache.default()
-    new_lock = Lock(lock_path, dict(previous.entries), _relative(resolved.path, lock_path.parent))
+    # The lock follows the profile; only a local checkout recorded by `pin local` outlives it.
+    kept = {name: e for name, e in previous.entries.items() if e.kind == "local" and name not in deps}
+    for name in sorted(set(previous.entries) - set(deps) - set(kept)):
+        console.info(f"{name}: no longer in the profile, dropped from the lock")
+    new_lock = Lock(lock_path, kept, _relative(resolved.path, lock_path.parent))
     rows = []
     for name, dep in deps.items():
         outcome = resolve_dependency(name, dep, profile_dir=resolved.path.parent, lock_dir=lock_path.parent,

@@ -293,3 +293,17 @@ def test_resolve_replaces_an_unreadable_lock_with_a_warning(tmp_path, archive_se
     result = pin("resolve", "--profile", str(xla_profile(tmp_path, archive_server)))
     assert result.returncode == 0 and "lock_version 0 is not supported" in result.stderr
     assert read_lock(tmp_path)["lock_version"] == 1
+
+
+def test_the_lock_follows_the_profile_but_keeps_a_local_checkout(tmp_path, archive_server, pin, git_repo):
+    for name in ("jax", "tensorflow"):
+        archive_server.serve(f"/{name}/{COMMIT}.tar.gz", make_tarball(f"{name}-{COMMIT}"))
+    entry = lambda name: f'  {name}:\n    commit: "{COMMIT}"\n    urls: ["{archive_server.url(f"/{name}/{{commit}}.tar.gz")}"]\n'  # noqa: E731
+    assert pin("resolve", "--profile", str(write_profile(tmp_path, entry("jax") + entry("tensorflow")))).returncode == 0
+    assert pin("local", "--xla", str(git_repo["path"])).returncode == 0
+
+    result = pin("resolve", "--profile", str(write_profile(tmp_path, entry("jax"))))
+
+    assert result.returncode == 0 and "tensorflow: no longer in the profile, dropped" in result.stderr
+    deps = read_lock(tmp_path)["dependencies"]
+    assert sorted(deps) == ["jax", "xla"] and deps["xla"]["kind"] == "local"
