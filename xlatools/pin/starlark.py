@@ -289,6 +289,8 @@ def set_kwarg(text: str, call: Call, key: str, value) -> list[Edit]:
     # After the last argument (and any comment on its line), one argument per line.
     line_end = text.find("\n", anchor)
     line_end = len(text) if line_end < 0 else line_end
+    if call.close < line_end:  # the call closes on the last argument's line: `urls = [...])`
+        return [Edit(anchor, anchor, f"{comma}\n{indent}{key} = {rendered}")]
     edits = [Edit(anchor, anchor, comma)] if comma else []
     edits.append(Edit(line_end, line_end, f"\n{indent}{key} = {rendered},"))
     return edits

@@ -112,3 +112,11 @@ def test_parse_lock_rejects_other_versions_and_inconsistent_entries():
         parse_lock({"lock_version": LOCK_VERSION, "dependencies": {"xla": entry}}, None)
     entry["integrity"] = hex_to_sri("1" * 64)
     assert parse_lock({"lock_version": LOCK_VERSION, "dependencies": {"xla": entry}}, None).xla.commit == A
+
+
+def test_insertion_when_the_call_closes_on_the_last_line():
+    text = 'http_archive(\n    name = "x",\n    urls = ["a"])\n'
+    call = starlark.find_call(text, "http_archive", "name", "x")
+    new = starlark.apply_edits(text, starlark.set_kwarg(text, call, "patches", ["p"]))
+    assert new == 'http_archive(\n    name = "x",\n    urls = ["a"],\n    patches = ["p"])\n'
+    assert starlark.literal(new, starlark.find_call(new, "http_archive", "name", "x").kwarg("patches").value) == ["p"]
