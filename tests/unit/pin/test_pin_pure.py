@@ -120,3 +120,17 @@ def test_insertion_when_the_call_closes_on_the_last_line():
     new = starlark.apply_edits(text, starlark.set_kwarg(text, call, "patches", ["p"]))
     assert new == 'http_archive(\n    name = "x",\n    urls = ["a"],\n    patches = ["p"])\n'
     assert starlark.literal(new, starlark.find_call(new, "http_archive", "name", "x").kwarg("patches").value) == ["p"]
+
+
+def test_default_urls_and_prefixes_follow_upstream_or_a_github_fork():
+    from xlatools.pin.resolve import strip_prefix_template, url_templates
+    from xlatools.profiles.model import SourceDep
+
+    upstream = SourceDep(commit=A)
+    assert url_templates("xla", upstream) == ["https://github.com/openxla/xla/archive/{commit}.tar.gz"]
+    assert strip_prefix_template("tensorflow", upstream) == "tensorflow-{commit}"
+    fork = SourceDep(commit=A, repo="https://github.com/me/xla-fork.git")
+    assert url_templates("xla", fork) == ["https://github.com/me/xla-fork/archive/{commit}.tar.gz"]
+    assert strip_prefix_template("xla", fork) == "xla-fork-{commit}"
+    mirror = SourceDep(commit=A, urls=["https://m.example/{commit}.tgz"], strip_prefix="src-{commit}")
+    assert (url_templates("xla", mirror), strip_prefix_template("xla", mirror)) == (mirror.urls, "src-{commit}")
