@@ -36,69 +36,28 @@ def resolve(
 ) -> None:
     """Resolve source.xla (and source.jax / source.tensorflow) to commits and verified archives; write the lock."""
     from xlatools import console
-    from xlatools.errors import PinError
-    from xlatools.pin.cache import ArchiveCache
-    from xlatools.pin.lock import Lock, load_lock, write_lock
-    from xlatools.pin.resolve import resolve_dependency
+    from xlatools.pin.lock import write_lock
+    from xlatools.pin.resolve import resolve_profile
     from xlatools.profiles import load
 
     resolved = load(profile)
     lock_path = lock if lock is not None else default_lock_for(resolved.path)
-    previous = Lock(lock_path)
-    if lock_path.exists():
-        try:
-            previous = load_lock(lock_path)
-        except PinError as exc:  # resolve is how a broken or outdated lock gets repaired
-            console.warn(f"{exc.message}; it will be replaced")
-    deps = {name: getattr(resolved.profile.source, name) for name in ("jax", "xla", "tensorflow")}
-    deps = {name: dep for name, dep in deps.items() if dep is not None}
-    if not deps:
-        raise PinError(f"profile '{resolved.profile.name}' has no source.xla, source.jax or source.tensorflow",
-                       hint="add e.g. `source: {xla: {commit: <40 hex>}}` to the profile (see docs/pinning.md)")
-    cache = ArchiveCache.default()
-    # The lock follows the profile; only a local checkout recorded by `pin local` outlives it.
-    kept = {name: e for name, e in previous.entries.items() if e.kind == "local" and name not in deps}
-    for name in sorted(set(previous.entries) - set(deps) - set(kept)):
-        console.info(f"{name}: no longer in the profile, dropped from the lock")
-    new_lock = Lock(lock_path, kept, _relative(resolved.path, lock_path.parent))
-    rows = []
-    for name, dep in deps.items():
-        outcome = resolve_dependency(name, dep, profile_dir=resolved.path.parent, lock_dir=lock_path.parent,
-                                     cache=cache, offline=offline, previous=previous.get(name))
-        for note in outcome.notes:
-            console.warn(note)
-        new_lock = new_lock.with_entry(outcome.entry)
-        rows.append((outcome.entry, outcome.source))
-    changed = not lock_path.exists() or _comparable(previous) != _comparable(new_lock)
-    if changed and not dry_run:
-        write_lock(new_lock)
+    result = resolve_profile(resolved, lock_path, offline=offline)
+    if result.changed and not dry_run:
+        write_lock(result.lock)
     if as_json:
-        _emit_json({"lock": str(lock_path), "written": changed and not dry_run, "dry_run": dry_run,
-                    "dependencies": {e.name: {**e.to_json(), "source": src} for e, src in rows}})
+        _emit_json({"lock": str(lock_path), "written": result.changed and not dry_run, "dry_run": dry_run,
+                    "dropped": result.dropped,
+                    "dependencies": {o.entry.name: {**o.entry.to_json(), "source": o.source} for o in result.outcomes}})
         return
-    for entry, source in rows:
+    for outcome in result.outcomes:
+        entry = outcome.entry
         digest = f"sha256 {entry.sha256}" if entry.sha256 else ("dirty" if entry.dirty else "clean")
-        console.info(f"{entry.name}: {entry.commit} {digest} ({source})")
-    state = "would be written" if dry_run else ("written" if changed else "unchanged")
+        console.info(f"{entry.name}: {entry.commit} {digest} ({outcome.source})")
+    for name in result.dropped:
+        console.info(f"{name}: no longer in the profile, {'would be ' if dry_run else ''}dropped from the lock")
+    state = "would be written" if dry_run else ("written" if result.changed else "unchanged")
     console.info(f"lock {lock_path}: {state}")
-
-
-def _comparable(lock) -> dict:
-    """A lock's content without the resolution times (re-resolving the same pin is no change)."""
-    data = lock.to_json()
-    data.pop("generator", None)
-    for entry in data["dependencies"].values():
-        entry.pop("resolved_at", None)
-    return data
-
-
-def _relative(path: Path, base: Path) -> str:
-    import os
-
-    try:
-        return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def default_lock_for(profile_path: Path) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 from xlatools.errors import FetchError, PinError
 from xlatools.pin import refs
 from xlatools.pin.cache import ArchiveCache
-from xlatools.pin.lock import LockEntry, PatchEntry
+from xlatools.pin.lock import Lock, LockEntry, PatchEntry, load_lock
 from xlatools.pin.sri import hex_to_sri
 from xlatools.pin.upstream import UPSTREAMS, expand
 
@@ -26,6 +26,14 @@ class Outcome:
     entry: LockEntry
     source: str  # "download", "cache", "local"
     notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolveResult:
+    lock: Lock  # the new lock, not yet written
+    outcomes: tuple[Outcome, ...]
+    dropped: list[str]  # dependencies the profile no longer names
+    changed: bool  # differs from the lock on disk (resolution times aside)
 
 
 def now_utc() -> str:
@@ -78,11 +86,8 @@ def patch_entries(name: str, dep, profile_dir: Path, lock_dir: Path) -> tuple[Pa
         except OSError as exc:
             raise PinError(f"source.{name}.patches: cannot read {path}: {exc.strerror}",
                            hint="patch paths are relative to the profile file") from None
-        try:  # relative to the lock, so a lock committed with its patches works in any checkout
-            shown = os.path.relpath(path.resolve(), lock_dir.resolve())
-        except ValueError:  # another drive
-            shown = str(path.resolve())
-        entries.append(PatchEntry(Path(shown).as_posix(), hashlib.sha256(data).hexdigest()))
+        # Relative to the lock, so a lock committed with its patches works in any checkout.
+        entries.append(PatchEntry(_relative(path, lock_dir), hashlib.sha256(data).hexdigest()))
     return tuple(entries)
 
 
@@ -150,3 +155,52 @@ def _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, p
     cache.store(fetched.path, fetched.sha256)
     cache.remember(name, commit, urls, fetched.sha256, fetched.url)
     return fetched.sha256, "download"
+
+
+def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: ArchiveCache | None = None,
+                    progress: bool = True) -> ResolveResult:
+    """Resolve every source dependency of a loaded profile into a new Lock (written by the caller)."""
+    from xlatools import console
+
+    previous = Lock(lock_path)
+    if lock_path.exists():
+        try:
+            previous = load_lock(lock_path)
+        except PinError as exc:  # resolve is how a broken or outdated lock gets repaired
+            console.warn(f"{exc.message}; it will be replaced")
+    deps = {name: getattr(resolved.profile.source, name) for name in ("jax", "xla", "tensorflow")}
+    deps = {name: dep for name, dep in deps.items() if dep is not None}
+    if not deps:
+        raise PinError(f"profile '{resolved.profile.name}' has no source.xla, source.jax or source.tensorflow",
+                       hint="add e.g. `source: {xla: {commit: <40 hex>}}` to the profile (see docs/pinning.md)")
+    cache = cache or ArchiveCache.default()
+    # The lock follows the profile; only a local checkout recorded by `pin local` outlives it.
+    kept = {name: e for name, e in previous.entries.items() if e.kind == "local" and name not in deps}
+    dropped = sorted(set(previous.entries) - set(deps) - set(kept))
+    lock = Lock(lock_path, kept, _relative(resolved.path, lock_path.parent))
+    outcomes = []
+    for name, dep in deps.items():
+        outcome = resolve_dependency(name, dep, profile_dir=resolved.path.parent, lock_dir=lock_path.parent,
+                                     cache=cache, offline=offline, previous=previous.get(name), progress=progress)
+        for note in outcome.notes:
+            console.warn(note)
+        lock = lock.with_entry(outcome.entry)
+        outcomes.append(outcome)
+    changed = not lock_path.exists() or _comparable(previous) != _comparable(lock)
+    return ResolveResult(lock, tuple(outcomes), dropped, changed)
+
+
+def _comparable(lock: Lock) -> dict:
+    """A lock's content without the resolution times (re-resolving the same pin is no change)."""
+    data = lock.to_json()
+    data.pop("generator", None)
+    for entry in data["dependencies"].values():
+        entry.pop("resolved_at", None)
+    return data
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+    except ValueError:  # another drive
+        return str(path)
