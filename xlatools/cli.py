@@ -14,8 +14,7 @@ from typing import Optional
 import typer
 
 from xlatools import __version__
-from xlatools.commands import bazelrc_cmd, profiles_cmd
-from xlatools.commands import pin_cmd
+from xlatools.commands import bazelrc_cmd, pin_cmd, profiles_cmd
 from xlatools.errors import XlaToolsError
 
 app = typer.Typer(

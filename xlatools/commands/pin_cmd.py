@@ -11,6 +11,7 @@ import typer
 app = typer.Typer(
     help="Pin XLA (and TensorFlow for old JAX) by commit and verified sha256; apply the pin to a JAX tree.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 _LOCK_HELP = "Lock file (default: ./xlatools.lock)."
