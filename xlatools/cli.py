@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from xlatools import __version__
-from xlatools.commands import bazelrc_cmd, profiles_cmd
+from xlatools.commands import bazelrc_cmd, pin_cmd, profiles_cmd
 from xlatools.commands import build_cmd, clean_cmd
 from xlatools.errors import XlaToolsError
 
@@ -23,6 +23,8 @@ app = typer.Typer(
     help="Build-and-debug orchestration for XLA-based projects (JAX/jaxlib first).",
     no_args_is_help=True,
     add_completion=False,
+    # Plain click help: typer's rich help formatting costs ~70 ms of imports per start.
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -49,6 +51,7 @@ def _root(
 
 
 app.add_typer(profiles_cmd.app, name="profiles")
+app.add_typer(pin_cmd.app, name="pin")
 app.command("bazelrc")(bazelrc_cmd.bazelrc)
 app.command("build")(build_cmd.build)
 app.command("clean")(clean_cmd.clean)
@@ -86,10 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     except click_exc.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except (click_exc.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):  # typer 0.29 keeps Abort/Exit outside its click copy
         sys.stderr.write("\ninterrupted\n")
         return 130
-    except (typer.Exit, click_exc.Exit) as exc:
+    except typer.Exit as exc:
         return exc.exit_code
     except BrokenPipeError:
         # `xlatools ... | head`: the reader left; not an error of ours.

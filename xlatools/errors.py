@@ -70,6 +70,20 @@ class TimedOut(XlaToolsError):
     exit_code = 124
 
 
+class PinError(UsageError):
+    """A pin that cannot be honoured as stated: digest mismatch, unsafe archive, unknown tree layout."""
+
+
+class FetchError(EnvironmentMissing):
+    """An archive or a ref could not be obtained: network down, every URL failed, offline with no cache."""
+
+
+class VerifyFailed(XlaToolsError):
+    """`pin verify` found disagreements; the check ran, the tree or archive does not match the lock."""
+
+    exit_code = 1
+
+
 class ContainerError(XlaToolsError):
     """The container engine refused something (image build, container start)."""
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-app = typer.Typer(help="List, show, validate and describe build-and-debug profiles.", no_args_is_help=True)
+app = typer.Typer(help="List, show, validate and describe build-and-debug profiles.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command("list")

@@ -98,8 +98,13 @@ class SourceDep(_Section):
     urls: list[Annotated[str, Field(pattern=r"\{commit\}")]] = Field(
         default_factory=list, description="Archive URL templates containing {commit}, tried in order."
     )
+    strip_prefix: str | None = Field(
+        None, description="Top folder of the archive, may contain {commit}; default <name>-{commit}."
+    )
     local_path: str | None = Field(None, description="A local checkout used instead of an archive.")
-    patches: list[str] = Field(default_factory=list)
+    patches: list[str] = Field(
+        default_factory=list, description="Patch files (-p1, relative to the profile) applied to the archive."
+    )
 
 
 class Source(_Section):

@@ -1,0 +1,222 @@
+"""Streamed archive download: hash, safety check and write in one pass over the bytes.
+
+Mirrors are tried in order (like bazel's url list). Per URL: bounded retries with
+back-off for transient failures (connection errors, timeouts, 5xx, 429), none for
+4xx. Only http(s) URLs and redirects. A size cap stops runaway downloads. Whatever
+goes wrong (including Ctrl-C), the partial file is removed before the error leaves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from xlatools.errors import FetchError, PinError, Problem
+from xlatools.pin.archive import ArchiveChecker
+
+DEFAULT_MAX_BYTES = 4 << 30  # XLA archives are tens of MB; TensorFlow's ~100 MB
+ATTEMPTS_PER_URL = 3
+MAX_REDIRECTS = 10
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class Fetched:
+    path: Path  # temporary file in the cache's tmp dir; the caller moves it into place
+    sha256: str
+    size: int
+    url: str
+
+
+class _Transient(Exception):
+    """A failure worth retrying on the same URL."""
+
+
+class _SkipUrl(Exception):
+    """A failure that another mirror may not have (404, 403, ...)."""
+
+
+def check_url(url: str) -> None:
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise PinError(f"unsupported URL '{url}': only http:// and https:// archive URLs are allowed",
+                       hint="fix `urls:` in the profile")
+
+
+def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, label: str,
+          expected_sha256: str | None = None, max_bytes: int | None = None, progress: bool = True) -> Fetched:
+    import httpx
+
+    for url in urls:
+        check_url(url)
+    remove_stale_partials(tmp_dir)
+    max_bytes = max_bytes or int(_env_float("XLATOOLS_PIN_MAX_BYTES", DEFAULT_MAX_BYTES))
+    delay = _env_float("XLATOOLS_PIN_RETRY_DELAY", 1.0)
+    timeout = httpx.Timeout(_env_float("XLATOOLS_PIN_TIMEOUT", 60.0), connect=30.0)
+    failures: list[str] = []
+    from xlatools import __version__
+
+    headers = {"Accept-Encoding": "identity", "User-Agent": f"xlatools/{__version__}"}
+    with httpx.Client(timeout=timeout, headers=headers, follow_redirects=False) as client:
+        for url in urls:
+            for attempt in range(1, ATTEMPTS_PER_URL + 1):
+                try:
+                    fetched = _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress)
+                except _Transient as exc:
+                    failures.append(f"{url} (attempt {attempt}): {exc}")
+                    if attempt < ATTEMPTS_PER_URL:
+                        time.sleep(delay * 2 ** (attempt - 1))
+                    continue
+                except _SkipUrl as exc:
+                    failures.append(f"{url}: {exc}")
+                    break
+                if expected_sha256 and fetched.sha256 != expected_sha256:
+                    fetched.path.unlink(missing_ok=True)
+                    raise PinError(
+                        f"sha256 mismatch for {label} from {fetched.url}",
+                        hint="the profile's `sha256` and the archive disagree; nothing was written. If the new "
+                             "archive is right, update `sha256` (or drop it to trust what is downloaded)",
+                        problems=[Problem(f"expected {expected_sha256}"), Problem(f"actual   {fetched.sha256}")],
+                    )
+                return fetched
+    raise FetchError(f"could not download {label} from any of {len(urls)} URL(s)",
+                     hint="check the network or add a mirror to `urls:`; `--offline` uses the cache only",
+                     problems=[Problem(failure) for failure in failures])
+
+
+def remove_stale_partials(tmp_dir: Path, max_age_s: float = 24 * 3600) -> None:
+    """Partial files of processes killed hard (SIGKILL, power loss); ours clean up after themselves."""
+    if not tmp_dir.is_dir():
+        return
+    cutoff = time.time() - max_age_s
+    for path in tmp_dir.glob("*.part"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _open(client, url: str):
+    """Send GET, following only http(s) redirects; returns a streaming response."""
+    import httpx
+
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            response = client.send(client.build_request("GET", url), stream=True)
+        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            raise _Transient(f"{type(exc).__name__}: {exc}") from None
+        if response.is_redirect:
+            location = response.headers.get("location", "")
+            response.close()
+            target = urljoin(url, location)
+            if urlsplit(target).scheme not in ("http", "https"):
+                raise _SkipUrl(f"refused redirect to non-http(s) URL '{target}'")
+            url = target
+            continue
+        if response.status_code == 429 or response.status_code >= 500:
+            response.close()
+            raise _Transient(f"HTTP {response.status_code}")
+        if response.status_code != 200:
+            response.close()
+            raise _SkipUrl(f"HTTP {response.status_code}")
+        return response, url
+    raise _SkipUrl(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress) -> Fetched:
+    import httpx
+
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    response, final_url = _open(client, url)
+    declared = int(response.headers.get("content-length") or 0) or None
+    if declared and declared > max_bytes:
+        response.close()
+        raise PinError(f"{label} at {final_url} is {declared} bytes, over the {max_bytes}-byte cap",
+                       hint="raise the cap with XLATOOLS_PIN_MAX_BYTES if this archive is really that large")
+    digest = hashlib.sha256()
+    size = 0
+    checker = temp = None
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{label}.", suffix=".part", dir=tmp_dir)
+        temp = Path(name)
+        checker = ArchiveChecker(prefix, commit, f"{label} from {final_url}")
+        with os.fdopen(fd, "wb") as sink, contextlib.closing(response), _Progress(label, declared, progress) as bar:
+            try:
+                for chunk in response.iter_raw():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise PinError(f"{label} at {final_url} exceeds the {max_bytes}-byte cap",
+                                       hint="raise the cap with XLATOOLS_PIN_MAX_BYTES if this is expected")
+                    digest.update(chunk)
+                    checker.feed(chunk)
+                    sink.write(chunk)
+                    bar.advance(len(chunk))
+                    if checker.problem:
+                        break
+            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                raise _Transient(f"transfer broke after {size} bytes: {type(exc).__name__}: {exc}") from None
+            if declared is not None and size != declared and not checker.problem:
+                raise _Transient(f"transfer ended after {size} of {declared} bytes")
+        checker.finish()
+    except BaseException:  # including Ctrl-C: no partial file survives
+        if checker is not None:
+            checker.abort()
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+        response.close()
+        raise
+    return Fetched(temp, digest.hexdigest(), size, final_url)
+
+
+class _Progress:
+    """A rich progress bar on a terminal; one line before and after elsewhere (CI logs)."""
+
+    def __init__(self, label: str, total: int | None, enabled: bool) -> None:
+        self.label, self.total, self.enabled = label, total, enabled
+        self.bar = None
+        self.done = 0
+        self.started = time.monotonic()
+
+    def __enter__(self) -> "_Progress":
+        if not self.enabled:
+            return self
+        from xlatools import console
+
+        if sys.stderr.isatty():
+            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn, TimeRemainingColumn
+
+            self.bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                                TransferSpeedColumn(), TimeRemainingColumn(), console=console.err(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(f"downloading {self.label}", total=self.total)
+        else:
+            size = f" ({self.total / 1e6:.1f} MB)" if self.total else ""
+            console.info(f"downloading {self.label}{size} ...")
+        return self
+
+    def advance(self, amount: int) -> None:
+        self.done += amount
+        if self.bar is not None:
+            self.bar.update(self.task, advance=amount)
+
+    def __exit__(self, exc_type, *_exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+        if self.enabled and exc_type is None:
+            from xlatools import console
+
+            seconds = max(time.monotonic() - self.started, 1e-6)
+            console.info(f"downloaded {self.label}: {self.done / 1e6:.1f} MB in {seconds:.1f}s")

@@ -1,0 +1,187 @@
+"""The lock file: what each source dependency was resolved to (JSON, versioned).
+
+Format (LOCK_VERSION 1) is documented in docs/pinning.md. Paths of patches are stored
+relative to the lock file's directory when they are below it, so a lock committed with
+its patches stays valid in another checkout.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from xlatools.errors import PinError
+from xlatools.pin.sri import hex_to_sri, is_sha256_hex
+
+LOCK_VERSION = 1
+DEFAULT_LOCK_NAME = "xlatools.lock"
+DEPENDENCY_ORDER = ("jax", "xla", "tensorflow")
+
+
+@dataclass(frozen=True)
+class PatchEntry:
+    path: str  # as written in the lock (relative to the lock's directory, or absolute)
+    sha256: str
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    name: str  # jax, xla or tensorflow
+    kind: str  # "archive" (downloaded, verified) or "local" (a checkout used in place)
+    commit: str
+    repo: str | None = None
+    ref: str | None = None
+    urls: tuple[str, ...] = ()
+    sha256: str | None = None
+    integrity: str | None = None  # SRI form of sha256, as MODULE.bazel wants it
+    strip_prefix: str | None = None
+    patches: tuple[PatchEntry, ...] = ()
+    resolved_at: str | None = None
+    local_path: str | None = None  # kind == "local": pass as --local_xla_path
+    dirty: bool = False  # kind == "local": uncommitted changes when recorded (not reproducible)
+
+    def local_override_options(self) -> list[str]:
+        """Bazel options for a local checkout, as upstream build.py's --local_xla_path adds them:
+        both, because under Bzlmod --override_repository alone is silently ignored."""
+        if self.kind != "local" or not self.local_path:
+            return []
+        return [f"--override_repository={self.name}={self.local_path}",
+                f"--override_module={self.name}={self.local_path}"]
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["urls"] = list(self.urls)
+        data["patches"] = [asdict(patch) for patch in self.patches]
+        if self.kind == "archive":
+            del data["local_path"], data["dirty"]
+        return data
+
+
+@dataclass(frozen=True)
+class Lock:
+    path: Path | None
+    entries: dict[str, LockEntry] = field(default_factory=dict)
+    profile: str | None = None
+    generator: str | None = None
+
+    def get(self, name: str) -> LockEntry | None:
+        return self.entries.get(name)
+
+    @property
+    def xla(self) -> LockEntry | None:
+        return self.entries.get("xla")
+
+    @property
+    def tensorflow(self) -> LockEntry | None:
+        return self.entries.get("tensorflow")
+
+    @property
+    def jax(self) -> LockEntry | None:
+        return self.entries.get("jax")
+
+    def with_entry(self, entry: LockEntry) -> "Lock":
+        return replace(self, entries={**self.entries, entry.name: entry})
+
+    def patch_file(self, patch: PatchEntry) -> Path:
+        """Where a patch named in the lock lives on disk."""
+        path = Path(patch.path)
+        if path.is_absolute() or self.path is None:
+            return path
+        return self.path.parent / path
+
+    def to_json(self) -> dict:
+        from xlatools import __version__
+
+        ordered = sorted(self.entries, key=lambda n: (DEPENDENCY_ORDER + (n,)).index(n))
+        return {
+            "lock_version": LOCK_VERSION,
+            "generator": f"xlatools {__version__}",
+            "profile": self.profile,
+            "dependencies": {name: self.entries[name].to_json() for name in ordered},
+        }
+
+    def render(self) -> str:
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+
+def load_lock(path: Path) -> Lock:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PinError(f"lock file {path} does not exist",
+                       hint="create it with `xlatools pin resolve --profile P` (or `pin local`), or pass --lock") from None
+    except OSError as exc:
+        raise PinError(f"cannot read lock file {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise PinError(f"{path}:{getattr(exc, 'lineno', '?')}: not valid JSON ({exc})",
+                       hint="the lock is written by `xlatools pin resolve`; regenerate it") from None
+    return parse_lock(data, path)
+
+
+def parse_lock(data, path: Path | None) -> Lock:
+    where = str(path) if path else "lock"
+    if not isinstance(data, dict) or not isinstance(data.get("dependencies"), dict):
+        raise PinError(f"{where}: not an xlatools lock file (no `dependencies` mapping)")
+    version = data.get("lock_version")
+    if version != LOCK_VERSION:
+        raise PinError(f"{where}: lock_version {version!r} is not supported (this xlatools reads {LOCK_VERSION})",
+                       hint="regenerate it with `xlatools pin resolve`, or use the xlatools version that wrote it")
+    entries = {}
+    for name, raw in data["dependencies"].items():
+        entries[name] = _parse_entry(name, raw, where)
+    return Lock(path, entries, data.get("profile"), data.get("generator"))
+
+
+def _parse_entry(name: str, raw, where: str) -> LockEntry:
+    key = f"{where} [dependencies.{name}]"
+    if not isinstance(raw, dict):
+        raise PinError(f"{key}: must be a mapping")
+    try:
+        patches = tuple(PatchEntry(str(p["path"]), str(p["sha256"])) for p in raw.get("patches") or [])
+        entry = LockEntry(
+            name=name, kind=raw.get("kind", "archive"), commit=str(raw["commit"]), repo=raw.get("repo"),
+            ref=raw.get("ref"), urls=tuple(raw.get("urls") or ()), sha256=raw.get("sha256"),
+            integrity=raw.get("integrity"), strip_prefix=raw.get("strip_prefix"), patches=patches,
+            resolved_at=raw.get("resolved_at"), local_path=raw.get("local_path"), dirty=bool(raw.get("dirty", False)),
+        )
+    except (KeyError, TypeError) as exc:
+        raise PinError(f"{key}: missing or malformed field {exc}") from None
+    problems = entry_problems(entry)
+    if problems:
+        raise PinError(f"{key}: {'; '.join(problems)}", hint="regenerate the lock with `xlatools pin resolve`")
+    return entry
+
+
+def entry_problems(entry: LockEntry) -> list[str]:
+    """Internal consistency of one entry: kinds, digest formats, SRI == hex (pure)."""
+    problems = []
+    if entry.kind not in ("archive", "local"):
+        problems.append(f"kind '{entry.kind}' is neither 'archive' nor 'local'")
+    if len(entry.commit) != 40 or any(c not in "0123456789abcdef" for c in entry.commit):
+        problems.append(f"commit '{entry.commit}' is not 40 hex digits")
+    if entry.kind == "archive":
+        if not entry.sha256 or not is_sha256_hex(entry.sha256):
+            problems.append(f"sha256 {entry.sha256!r} is not 64 hex digits")
+        elif entry.integrity != hex_to_sri(entry.sha256):
+            problems.append(f"integrity {entry.integrity!r} does not match sha256 {entry.sha256} "
+                            f"(expected {hex_to_sri(entry.sha256)})")
+        if not entry.urls:
+            problems.append("no urls")
+    elif not entry.local_path:
+        problems.append("kind 'local' without local_path")
+    for patch in entry.patches:
+        if not is_sha256_hex(patch.sha256):
+            problems.append(f"patch {patch.path}: sha256 {patch.sha256!r} is not 64 hex digits")
+    return problems
+
+
+def write_lock(lock: Lock) -> None:
+    from xlatools.fsutil import atomic_write_text
+
+    if lock.path is None:
+        raise ValueError("lock has no path")
+    atomic_write_text(lock.path, lock.render())

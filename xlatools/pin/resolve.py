@@ -1,0 +1,206 @@
+"""Profile `source:` -> lock entries: commit resolved, archive downloaded (or cached) and verified.
+
+Nothing is written to the lock here; the caller writes the whole lock once, after every
+dependency resolved, so a failure in any of them leaves the old lock as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from xlatools.errors import FetchError, PinError
+from xlatools.pin import refs
+from xlatools.pin.cache import ArchiveCache
+from xlatools.pin.lock import Lock, LockEntry, PatchEntry, load_lock
+from xlatools.pin.sri import hex_to_sri
+from xlatools.pin.upstream import UPSTREAMS, expand
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry: LockEntry
+    source: str  # "download", "cache", "local"
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResolveResult:
+    lock: Lock  # the new lock, not yet written
+    outcomes: tuple[Outcome, ...]
+    dropped: list[str]  # dependencies the profile no longer names
+    changed: bool  # differs from the lock on disk (resolution times aside)
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def url_templates(name: str, dep) -> list[str]:
+    if dep.urls:
+        return list(dep.urls)
+    upstream = UPSTREAMS[name]
+    repo = (dep.repo or "").rstrip("/").removesuffix(".git")
+    if repo and repo != upstream.repo and repo.startswith("https://github.com/"):
+        return [f"{repo}/archive/{{commit}}.tar.gz"]  # a fork: its own archives
+    return [upstream.url]
+
+
+def strip_prefix_template(name: str, dep) -> str:
+    if dep.strip_prefix:
+        return dep.strip_prefix
+    repo = (dep.repo or "").rstrip("/").removesuffix(".git")
+    if dep.urls or not repo.startswith("https://github.com/"):
+        return UPSTREAMS[name].strip_prefix
+    return repo.rsplit("/", 1)[-1] + "-{commit}"  # GitHub names the top folder after the repository
+
+
+def resolve_commit(name: str, dep, offline: bool, previous: LockEntry | None) -> tuple[str, list[str]]:
+    if dep.commit:
+        return dep.commit, []
+    if not dep.ref:
+        raise PinError(f"source.{name}: neither `commit` nor `ref` is set",
+                       hint=f"set source.{name}.commit (40 hex) or source.{name}.ref (branch or tag)")
+    if refs.is_commit(dep.ref):
+        return dep.ref, []
+    repo = dep.repo or UPSTREAMS[name].repo
+    if offline:
+        if previous is not None and previous.ref == dep.ref and previous.repo == repo:
+            return previous.commit, [f"offline: ref '{dep.ref}' not re-resolved; using {previous.commit} from the lock"]
+        raise FetchError(f"offline: cannot resolve ref '{dep.ref}' of {name} without asking {repo}",
+                         hint="run once without --offline, or pin `commit:` in the profile")
+    return refs.resolve_ref(repo, dep.ref), []
+
+
+def patch_entries(name: str, dep, profile_dir: Path, lock_dir: Path) -> tuple[PatchEntry, ...]:
+    entries = []
+    for raw in dep.patches:
+        path = Path(raw).expanduser()
+        path = path if path.is_absolute() else profile_dir / path
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise PinError(f"source.{name}.patches: cannot read {path}: {exc.strerror}",
+                           hint="patch paths are relative to the profile file") from None
+        # Relative to the lock, so a lock committed with its patches works in any checkout.
+        entries.append(PatchEntry(_relative(path, lock_dir), hashlib.sha256(data).hexdigest()))
+    return tuple(entries)
+
+
+def record_local(name: str, path: Path) -> tuple[LockEntry, list[str]]:
+    """A local checkout used in place of an archive: its HEAD and whether it is dirty."""
+    path = path.expanduser()
+    if not path.is_dir():
+        raise PinError(f"{path}: not a directory", hint="point --xla at a local XLA git checkout")
+    git = refs.git_executable()
+
+    def run(*args: str) -> str:
+        done = subprocess.run([git, "-C", str(path), *args], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise PinError(f"{path}: not a git checkout ({done.stderr.strip() or 'git ' + args[0] + ' failed'})",
+                           hint="point --xla at the root of an XLA git clone")
+        return done.stdout
+
+    commit = run("rev-parse", "HEAD").strip()
+    dirty = bool(run("status", "--porcelain", "--untracked-files=no").strip())
+    notes = []
+    if dirty:
+        notes.append(f"{path} has uncommitted changes: builds from it are NOT reproducible from this lock "
+                     f"(commit {commit[:12]} plus local edits)")
+    entry = LockEntry(name=name, kind="local", commit=commit, local_path=str(path.resolve()), dirty=dirty,
+                      resolved_at=now_utc())
+    return entry, notes
+
+
+def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cache: ArchiveCache, offline: bool,
+                       previous: LockEntry | None, progress: bool = True) -> Outcome:
+    if dep.local_path:
+        local = Path(dep.local_path).expanduser()
+        entry, notes = record_local(name, local if local.is_absolute() else profile_dir / local)
+        return Outcome(entry, "local", tuple(notes))
+    commit, notes = resolve_commit(name, dep, offline, previous)
+    urls = [expand(template, commit) for template in url_templates(name, dep)]
+    prefix = expand(strip_prefix_template(name, dep), commit)
+    patches = patch_entries(name, dep, profile_dir, lock_dir)
+    sha256, source = _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, progress)
+    if previous is not None and previous.kind == "archive" and previous.commit == commit \
+            and previous.urls == tuple(urls) and previous.sha256 != sha256:
+        notes.append(f"{name}: the archive of {commit[:12]} changed since the lock was written "
+                     f"({previous.sha256[:12]}... -> {sha256[:12]}...); check why before trusting it")
+    entry = LockEntry(
+        name=name, kind="archive", commit=commit, repo=dep.repo or (UPSTREAMS[name].repo if dep.ref else None), ref=dep.ref,
+        urls=tuple(urls), sha256=sha256, integrity=hex_to_sri(sha256), strip_prefix=prefix, patches=patches,
+        resolved_at=now_utc(),
+    )
+    return Outcome(entry, source, tuple(notes))
+
+
+def _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, progress) -> tuple[str, str]:
+    known = dep.sha256 or cache.remembered_digest(name, commit, urls)
+    if known is None and previous is not None and previous.commit == commit and previous.urls == tuple(urls):
+        known = previous.sha256
+    if known and cache.lookup(known):
+        return known, "cache"
+    if offline:
+        raise FetchError(f"offline: no cached archive for {name} at {commit}",
+                         hint=f"run `xlatools pin resolve` once with network access (cache: {cache.root})")
+    from xlatools.pin.download import fetch
+
+    fetched = fetch(urls, tmp_dir=cache.tmp_dir, prefix=prefix, commit=commit, label=f"{name}-{commit[:12]}",
+                    expected_sha256=dep.sha256, progress=progress)
+    cache.store(fetched.path, fetched.sha256)
+    cache.remember(name, commit, urls, fetched.sha256, fetched.url)
+    return fetched.sha256, "download"
+
+
+def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: ArchiveCache | None = None,
+                    progress: bool = True) -> ResolveResult:
+    """Resolve every source dependency of a loaded profile into a new Lock (written by the caller)."""
+    from xlatools import console
+
+    previous = Lock(lock_path)
+    if lock_path.exists():
+        try:
+            previous = load_lock(lock_path)
+        except PinError as exc:  # resolve is how a broken or outdated lock gets repaired
+            console.warn(f"{exc.message}; it will be replaced")
+    deps = {name: getattr(resolved.profile.source, name) for name in ("jax", "xla", "tensorflow")}
+    deps = {name: dep for name, dep in deps.items() if dep is not None}
+    if not deps:
+        raise PinError(f"profile '{resolved.profile.name}' has no source.xla, source.jax or source.tensorflow",
+                       hint="add e.g. `source: {xla: {commit: <40 hex>}}` to the profile (see docs/pinning.md)")
+    cache = cache or ArchiveCache.default()
+    # The lock follows the profile; only a local checkout recorded by `pin local` outlives it.
+    kept = {name: e for name, e in previous.entries.items() if e.kind == "local" and name not in deps}
+    dropped = sorted(set(previous.entries) - set(deps) - set(kept))
+    lock = Lock(lock_path, kept, _relative(resolved.path, lock_path.parent))
+    outcomes = []
+    for name, dep in deps.items():
+        outcome = resolve_dependency(name, dep, profile_dir=resolved.path.parent, lock_dir=lock_path.parent,
+                                     cache=cache, offline=offline, previous=previous.get(name), progress=progress)
+        for note in outcome.notes:
+            console.warn(note)
+        lock = lock.with_entry(outcome.entry)
+        outcomes.append(outcome)
+    changed = not lock_path.exists() or _comparable(previous) != _comparable(lock)
+    return ResolveResult(lock, tuple(outcomes), dropped, changed)
+
+
+def _comparable(lock: Lock) -> dict:
+    """A lock's content without the resolution times (re-resolving the same pin is no change)."""
+    data = lock.to_json()
+    data.pop("generator", None)
+    for entry in data["dependencies"].values():
+        entry.pop("resolved_at", None)
+    return data
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+    except ValueError:  # another drive
+        return str(path)
