@@ -71,15 +71,15 @@ def build(
         from xlatools.container import connect
 
         client = connect()  # exit 3 before anything is written
+    pin_changed: tuple[str, ...] = ()
+    if lock_obj is not None:  # first: a tree that cannot be pinned is refused before anything else changes
+        pin_changed, _ = apply_pin(lock_obj, Path(plan.source), dry_run=False)
+        console.step(f"pin from {lock}: {', '.join(pin_changed) or 'tree already agrees with the lock'}")
     changes = write_bazelrc_block(Path(plan.source), plan.config_name, plan.bazelrc, dry_run=False)
     console.step(f"{plan.source}/.bazelrc.user: config '{plan.config_name}' {changes.bazelrc_action}")
     if not changes.bazelrc_imported:
         console.warn(f"{plan.source}/.bazelrc does not import .bazelrc.user, so bazel will not see "
                      f"--config={plan.config_name}; add `try-import %workspace%/.bazelrc.user` to it")
-    pin_changed: tuple[str, ...] = ()
-    if lock_obj is not None:
-        pin_changed, _ = apply_pin(lock_obj, Path(plan.source), dry_run=False)
-        console.step(f"XLA pin from {lock}: {', '.join(pin_changed) or 'tree already pinned'}")
 
     from xlatools.builder.execute import execute
 

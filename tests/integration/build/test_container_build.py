@@ -43,7 +43,8 @@ def test_build_produces_wheel_manifest_and_log(docker_client, base_image, cache_
     assert sha256_file(dist_wheel) == wheel["sha256"]
     # The profile reached bazel: debug config, build.py's options, the local XLA.
     info = wheel_info(dist_wheel)
-    assert info == {"compilation_mode": "dbg", "env": {"HERMETIC_PYTHON_VERSION": "3.11"}, "xla": "local-xla-checkout"}
+    assert info == {"compilation_mode": "dbg", "env": {"HERMETIC_PYTHON_VERSION": "3.11"}, "xla": "local-xla-checkout",
+                    "xla_commit": "0" * 40}
     log = (result.bundle / "build.log").read_text()
     assert "build:xlatools in file /xlatools/src/.bazelrc.user" in log
     assert "--override_repository=xla=/xlatools/xla" in log
