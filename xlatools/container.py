@@ -69,10 +69,11 @@ def ensure_image(client, spec, rebuild: bool, sink: LineSink) -> ImageResult:
         return ImageResult(existing.id, spec.ref, built=False)
     if existing is not None and not rebuild:
         return ImageResult(existing.id, spec.ref, built=False)
-    return ImageResult(_build(client, spec, sink), spec.ref, built=True)
+    # --rebuild-image also skips the layer cache: a fresh apt-get, not the old layers again.
+    return ImageResult(_build(client, spec, sink, no_cache=rebuild), spec.ref, built=True)
 
 
-def _build(client, spec, sink: LineSink) -> str:
+def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
     from docker.errors import APIError
 
     from xlatools.builder.image import CA_CONTEXT_NAME
@@ -88,7 +89,7 @@ def _build(client, spec, sink: LineSink) -> str:
         try:
             stream = client.api.build(
                 path=str(context), tag=spec.ref, buildargs=dict(spec.build_args), rm=True, forcerm=True,
-                pull=False, decode=True, labels={"org.xlatools.managed": "1", "org.xlatools.content-hash": spec.content_hash},
+                pull=False, nocache=no_cache, decode=True, labels={"org.xlatools.managed": "1", "org.xlatools.content-hash": spec.content_hash},
             )
             for chunk in stream:
                 if "error" in chunk:
