@@ -76,12 +76,14 @@ def ensure_image(client, spec, rebuild: bool, sink: LineSink) -> ImageResult:
 def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
     from docker.errors import APIError
 
-    from xlatools.builder.image import CA_CONTEXT_NAME
+    from xlatools.builder.image import CA_CONTEXT_NAME, CONTEXT_SCRIPT
+    from xlatools.builder.plan import LABEL_MANAGED
 
     context = Path(tempfile.mkdtemp(prefix="xlatools-image-"))
     try:
-        # A minimal context: the Dockerfile and the CA bundle (empty when none).
+        # A minimal context: the Dockerfile, the install script, the CA bundle (empty when none).
         shutil.copyfile(spec.dockerfile, context / "Dockerfile")
+        shutil.copyfile(CONTEXT_SCRIPT, context / CONTEXT_SCRIPT.name)
         ca = Path(spec.ca_bundle).read_bytes() if spec.ca_bundle else b""
         (context / CA_CONTEXT_NAME).write_bytes(ca)
         tail: list[str] = []
@@ -89,7 +91,7 @@ def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
         try:
             stream = client.api.build(
                 path=str(context), tag=spec.ref, buildargs=dict(spec.build_args), rm=True, forcerm=True,
-                pull=False, nocache=no_cache, decode=True, labels={"org.xlatools.managed": "1", "org.xlatools.content-hash": spec.content_hash},
+                pull=False, nocache=no_cache, decode=True, labels={LABEL_MANAGED: "1", "org.xlatools.content-hash": spec.content_hash},
             )
             for chunk in stream:
                 if "error" in chunk:
@@ -180,3 +182,17 @@ def remove_container(container) -> None:
     except NotFound:
         pass
 
+
+def managed_images(client) -> list:
+    from xlatools.builder.plan import LABEL_MANAGED
+
+    return client.images.list(filters={"label": f"{LABEL_MANAGED}=1"})
+
+
+def remove_image(client, image) -> None:
+    from docker.errors import NotFound
+
+    try:
+        client.images.remove(image.id, force=True)
+    except NotFound:
+        pass

@@ -18,6 +18,8 @@ from xlatools.errors import UsageError
 SHIPPED_DIR = Path(__file__).resolve().parent.parent / "containers"
 SHIPPED = ("cpu", "cuda")
 CA_CONTEXT_NAME = "xlatools-ca.crt"
+# Put into every build context beside the Dockerfile (the shipped ones run it).
+CONTEXT_SCRIPT = SHIPPED_DIR / "install-build-deps.sh"
 IMAGE_REPOSITORY = "xlatools-build"
 
 
@@ -65,9 +67,9 @@ def dockerfile_path(choice: str | None, backend: str, origin_file: str | None) -
     return path.resolve()
 
 
-def content_hash(dockerfile: bytes, build_args: dict[str, str], ca_bundle: bytes) -> str:
+def content_hash(dockerfile: bytes, build_args: dict[str, str], ca_bundle: bytes, script: bytes = b"") -> str:
     digest = hashlib.sha256()
-    for part in (dockerfile, json.dumps(build_args, sort_keys=True).encode(), ca_bundle):
+    for part in (dockerfile, json.dumps(build_args, sort_keys=True).encode(), ca_bundle, script):
         # Length-prefixed, so moving bytes between parts changes the hash.
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
@@ -93,7 +95,7 @@ def image_spec(resolved, ca_bundle: Path | None) -> ImageSpec:
                 f"build.container.ca_bundle: cannot read {ca_bundle}: {exc.strerror}",
                 hint="point it at a PEM bundle, e.g. /etc/ssl/certs/ca-certificates.crt",
             ) from None
-    digest = content_hash(dockerfile.read_bytes(), args, ca_bytes)
+    digest = content_hash(dockerfile.read_bytes(), args, ca_bytes, CONTEXT_SCRIPT.read_bytes())
     flavour = dockerfile.parent.name if dockerfile.parent.parent == SHIPPED_DIR else "custom"
     return ImageSpec(
         ref=f"{IMAGE_REPOSITORY}-{flavour}:{digest[:16]}",

@@ -1,4 +1,4 @@
-"""`xlatools clean`: remove build containers left behind (by label)."""
+"""`xlatools clean`: remove build containers left behind (by label), and on request the build images."""
 
 from __future__ import annotations
 
@@ -6,25 +6,31 @@ import typer
 
 
 def clean(
+    images: bool = typer.Option(False, "--images", help="Also remove the images xlatools built (rebuilt on the next build)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed; remove nothing."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable list of what was removed."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable list of what was (or would be) removed."),
 ) -> None:
-    """Remove xlatools build containers left behind (e.g. by --keep-container or a killed client)."""
+    """Remove xlatools build containers left behind (--keep-container, a killed client)."""
     import json
 
     from xlatools import console
-    from xlatools.container import connect, leftover_containers, remove_container
+    from xlatools.container import connect, leftover_containers, managed_images, remove_container, remove_image
 
     client = connect()
-    found = leftover_containers(client)
-    rows = [{"name": c.name, "id": c.short_id, "status": c.status, "labels": c.labels} for c in found]
+    containers = leftover_containers(client)
+    found_images = managed_images(client) if images else []
+    rows = [{"type": "container", "name": c.name, "id": c.short_id, "status": c.status} for c in containers]
+    rows += [{"type": "image", "name": ", ".join(i.tags) or "<untagged>", "id": i.short_id, "status": ""}
+             for i in found_images]
     if not dry_run:
-        for container in found:
+        for container in containers:  # containers first: an image in use cannot go
             remove_container(container)
+        for image in found_images:
+            remove_image(client, image)
     if as_json:
-        typer.echo(json.dumps({"removed" if not dry_run else "would_remove": rows}, indent=2))
+        typer.echo(json.dumps({"dry_run": dry_run, "removed" if not dry_run else "would_remove": rows}, indent=2))
         return
     verb = "would remove" if dry_run else "removed"
     for row in rows:
-        console.info(f"{verb} {row['name']} ({row['id']}, {row['status']})")
-    console.info(f"{verb} {len(rows)} container(s)")
+        console.info(f"{verb} {row['type']} {row['name']} ({row['id']}{', ' + row['status'] if row['status'] else ''})")
+    console.info(f"{verb} {len(containers)} container(s)" + (f" and {len(found_images)} image(s)" if images else ""))

@@ -154,9 +154,11 @@ def test_keep_container_then_clean_removes_it(docker_client, base_image, cache_r
     assert result.proc.returncode == 0, result.proc.stderr[-3000:]
     [kept] = containers_of(docker_client, "fixture-keep")
     assert result.manifest["kept_container"] == kept.name
-    listed = cli("clean", "--dry-run", "--json")
-    assert kept.name in {row["name"] for row in json.loads(listed.stdout)["would_remove"]}
-    assert containers_of(docker_client, "fixture-keep")
+    listed = json.loads(cli("clean", "--dry-run", "--json", "--images").stdout)["would_remove"]
+    assert kept.name in {row["name"] for row in listed if row["type"] == "container"}
+    image_ref = result.manifest["image"]["ref"]
+    assert any(image_ref in row["name"] for row in listed if row["type"] == "image")
+    assert containers_of(docker_client, "fixture-keep") and docker_client.images.get(image_ref)
     done = cli("clean")
     assert done.returncode == 0 and kept.name in done.stderr
     assert not containers_of(docker_client, "fixture-keep")
