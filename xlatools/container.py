@@ -120,7 +120,7 @@ def _build_hint(message: str, spec) -> str:
     return "see the image build output above; --rebuild-image forces a fresh build"
 
 
-def run_container(client, plan, sink: LineSink, keep: bool, on_started: Callable[[object], None] | None = None) -> int:
+def run_container(client, plan, sink: LineSink, keep: bool) -> int:
     """Run the plan's command in a fresh container, stream its output, return its exit code.
 
     The container is removed in `finally` (also on Ctrl-C) unless `keep`."""
@@ -149,8 +149,6 @@ def run_container(client, plan, sink: LineSink, keep: bool, on_started: Callable
         except APIError as exc:
             raise ContainerError(f"could not start build container {plan.container_name}: {_short(exc)}",
                                  hint="check the mounts' host paths and the image") from None
-        if on_started:
-            on_started(container)
         buffered = ""
         for chunk in container.logs(stream=True, follow=True):
             buffered += chunk.decode("utf-8", errors="replace")

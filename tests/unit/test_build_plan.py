@@ -19,7 +19,7 @@ from xlatools.profiles import load
 from xlatools.profiles.search import SHIPPED_DIR
 
 REPO = Path(__file__).resolve().parents[2]
-GOLDEN = REPO / "tests" / "golden" / "build"
+GOLDEN = REPO / "tests" / "golden" / "buildplan"
 SHIPPED = sorted(p.stem for p in SHIPPED_DIR.glob("*.yaml"))
 
 # JAX build/build.py options (FIELD_NOTES §1): global ones, then `build`'s.
