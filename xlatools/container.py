@@ -86,46 +86,52 @@ def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
         shutil.copyfile(CONTEXT_SCRIPT, context / CONTEXT_SCRIPT.name)
         ca = Path(spec.ca_bundle).read_bytes() if spec.ca_bundle else b""
         (context / CA_CONTEXT_NAME).write_bytes(ca)
-        tail: list[str] = []
         image_id = None
         try:
             stream = client.api.build(
                 path=str(context), tag=spec.ref, buildargs=dict(spec.build_args), rm=True, forcerm=True,
-                pull=False, nocache=no_cache, decode=True, labels={LABEL_MANAGED: "1", "org.xlatools.content-hash": spec.content_hash},
+                pull=False, nocache=no_cache, decode=True,
+                labels={LABEL_MANAGED: "1", "org.xlatools.content-hash": spec.content_hash},
             )
             for chunk in stream:
                 if "error" in chunk:
-                    message = chunk.get("errorDetail", {}).get("message") or chunk["error"]
-                    raise ContainerError(
-                        f"building image {spec.ref} from {spec.dockerfile} failed: {message.strip()}",
-                        hint=_build_hint(message, spec),
-                    )
-                text = chunk.get("stream") or ""
+                    raise _image_error(chunk.get("errorDetail", {}).get("message") or chunk["error"], spec)
                 if chunk.get("aux", {}).get("ID"):
                     image_id = chunk["aux"]["ID"]
-                for line in text.splitlines():
+                for line in (chunk.get("stream") or "").splitlines():
                     sink(line)
-                    tail = (tail + [line])[-20:]
         except APIError as exc:
-            raise ContainerError(f"building image {spec.ref} failed: {_short(exc)}", hint=_build_hint(str(exc), spec)) from None
+            raise _image_error(_short(exc), spec) from None
         return image_id or client.images.get(spec.ref).id
     finally:
         shutil.rmtree(context, ignore_errors=True)
 
 
-def _build_hint(message: str, spec) -> str:
-    base = spec.build_args.get("BASE_IMAGE", "the Dockerfile's default BASE_IMAGE")
-    if "pull access denied" in message or "not found" in message or "manifest unknown" in message:
-        return f"the base image ({base}) must be pullable or present locally; set build.container.base_image"
-    return "see the image build output above; --rebuild-image forces a fresh build"
+_NO_BASE = ("pull access denied", "not found", "manifest unknown", "no such host", "repository does not exist")
+
+
+def _image_error(message: str, spec):
+    """A missing base image is the environment's (exit 3); a failing step is the image's (exit 1)."""
+    message = message.strip()
+    if any(marker in message for marker in _NO_BASE):
+        base = spec.build_args.get("BASE_IMAGE", "the Dockerfile's default BASE_IMAGE")
+        return EnvironmentMissing(
+            f"building image {spec.ref}: the base image {base} is neither present nor pullable ({message})",
+            hint="load or pull it (docker load / docker pull), or set build.container.base_image to one you have",
+        )
+    return ContainerError(
+        f"building image {spec.ref} from {spec.dockerfile} failed: {message}",
+        hint="the image build output is above and in build.log; --rebuild-image rebuilds without the layer cache",
+    )
 
 
 def run_container(client, plan, sink: LineSink, keep: bool) -> int:
     """Run the plan's command in a fresh container, stream its output, return its exit code.
 
     The container is removed in `finally` (also on Ctrl-C) unless `keep`."""
-    from docker.errors import APIError, NotFound
+    from docker.errors import APIError, DockerException, NotFound
     from docker.types import Mount as DockerMount
+    from requests import RequestException
 
     container = None
     try:
@@ -149,21 +155,29 @@ def run_container(client, plan, sink: LineSink, keep: bool) -> int:
         except APIError as exc:
             raise ContainerError(f"could not start build container {plan.container_name}: {_short(exc)}",
                                  hint="check the mounts' host paths and the image") from None
-        buffered = ""
-        for chunk in container.logs(stream=True, follow=True):
-            buffered += chunk.decode("utf-8", errors="replace")
-            *lines, buffered = buffered.split("\n")
-            for line in lines:
-                sink(line)
-        if buffered:
-            sink(buffered)
-        return int(container.wait().get("StatusCode", 1))
+        try:
+            return _follow(container, sink)
+        except (DockerException, RequestException) as exc:
+            raise ContainerError(f"lost the Docker engine during the build: {_short(exc)}", hint=START_HINT) from None
     finally:
         if container is not None and not keep:
             try:
                 container.remove(force=True)  # SIGKILL if still running, then delete
             except NotFound:
                 pass
+
+
+def _follow(container, sink: LineSink) -> int:
+    """Stream the container's output line by line until it exits; its exit status."""
+    buffered = ""
+    for chunk in container.logs(stream=True, follow=True):
+        buffered += chunk.decode("utf-8", errors="replace")
+        *lines, buffered = buffered.split("\n")
+        for line in lines:
+            sink(line)
+    if buffered:
+        sink(buffered)
+    return int(container.wait().get("StatusCode", 1))
 
 
 def leftover_containers(client) -> list:

@@ -162,3 +162,23 @@ def test_keep_container_then_clean_removes_it(docker_client, base_image, cache_r
     done = cli("clean")
     assert done.returncode == 0 and kept.name in done.stderr
     assert not containers_of(docker_client, "fixture-keep")
+
+
+def test_missing_base_image_is_an_environment_problem(docker_client, tree, tmp_path, cache_root):
+    profile = profile_file(tmp_path, "fixture-nobase", f"extends: {FIXTURE_CPU}\nbuild:\n  container:\n"
+                                                       "    base_image: xlatools-no-such-base:1\n")
+    result = run_build(tree, profile, cache_root)
+    assert result.proc.returncode == 3, result.proc.stderr[-2000:]
+    assert "the base image xlatools-no-such-base:1 is neither present nor pullable" in result.proc.stderr
+    assert "Traceback" not in result.proc.stderr
+    assert result.manifest["status"] == "failed" and "base image" in result.manifest["error"]
+
+
+def test_failing_image_step_is_reported_with_its_output(docker_client, base_image, tree, tmp_path, cache_root):
+    profile = profile_file(tmp_path, "fixture-badpkg", f"extends: {FIXTURE_CPU}\nbuild:\n  container:\n"
+                                                       "    build_args:\n      EXTRA_PACKAGES: xlatools-no-such-package\n")
+    result = run_build(tree, profile, cache_root)
+    assert result.proc.returncode == 1
+    assert "Unable to locate package xlatools-no-such-package" in result.proc.stderr  # streamed
+    assert "building image xlatools-build-cpu:" in result.proc.stderr and "failed" in result.proc.stderr
+    assert "Unable to locate package" in (result.bundle / "build.log").read_text()
