@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TREE = REPO / "tests" / "fixtures" / "jaxlike"
-PROFILE = REPO / "tests" / "integration" / "build" / "profiles" / "fixture-cpu.yaml"
+PROFILE = REPO / "tests" / "integration" / "building" / "profiles" / "fixture-cpu.yaml"
 
 
 def xlatools(work: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
