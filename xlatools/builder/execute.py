@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -105,10 +106,21 @@ def _make_host_dirs(plan) -> None:
     Path(plan.bazel_cache).mkdir(parents=True, exist_ok=True)
 
 
+@dataclass
+class BuildOutcome:
+    manifest: dict[str, Any]  # as written, plus "bundle": its directory
+    error: XlaToolsError | None  # for the CLI to raise once it has reported the manifest
+
+    def raise_for_status(self) -> dict[str, Any]:
+        if self.error is not None:
+            raise self.error
+        return self.manifest
+
+
 def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, Any] | None,
             keep_container: bool = False, rebuild_image: bool = False, echo: bool = True,
-            client=None) -> dict[str, Any]:
-    """Run the build; returns the final manifest, or raises with the manifest written."""
+            client=None) -> BuildOutcome:
+    """Run the build and write its bundle; failures come back in the outcome, not raised."""
     from xlatools import console
     from xlatools.bundle import Bundle, host_info, utc_now
 
@@ -185,6 +197,4 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
         manifest["files"] = bundle.file_index()
         bundle.write_manifest(manifest)
     manifest["bundle"] = str(bundle.path)
-    if error is not None:
-        raise error
-    return manifest
+    return BuildOutcome(manifest, error)

@@ -122,97 +122,104 @@ def profile_for_tree(resolved):
     return dataclasses.replace(resolved, profile=profile.model_copy(update={"bazel": bazel}))
 
 
+@dataclass(frozen=True)
+class _HostPaths:
+    source: Path
+    stage: Path
+    bazel_cache: Path
+    home: Path
+    ca_bundle: Path | None
+    local_xla: Path | None
+
+
+def _host_paths(resolved, options: BuildOptions) -> _HostPaths:
+    """Every host path the build touches; profile paths are relative to the profile file."""
+    profile = resolved.profile
+    cache_root = Path(options.cache_root)
+    if profile.bazel.disk_cache:
+        bazel_cache = _host_path(profile.bazel.disk_cache, _origin(resolved, "bazel", "disk_cache"))
+    else:
+        bazel_cache = (cache_root / "bazel-disk-cache").resolve()
+    ca = profile.build.container.ca_bundle
+    return _HostPaths(
+        source=Path(options.source).resolve(),
+        stage=(Path(options.out_root) / ".staging" / options.run_id).resolve(),
+        bazel_cache=bazel_cache,
+        home=(cache_root / "home" / profile.name).resolve(),
+        ca_bundle=_host_path(ca, _origin(resolved, "build", "container", "ca_bundle")) if ca else None,
+        local_xla=Path(options.local_xla).resolve() if options.local_xla else _profile_local_xla(resolved),
+    )
+
+
+def _command(profile, options: BuildOptions, seen: dict[str, str | None]) -> list[str]:
+    """The argv, with paths as the build sees them (`seen`)."""
+    extra_bazel = []
+    remote = profile.bazel.remote_cache
+    if seen["ca"] and remote and remote.startswith(("https://", "grpcs://")):
+        extra_bazel.append(f"--tls_certificate={seen['ca']}")
+    inputs = CommandInputs(
+        source=seen["source"], output=seen["output"], wheels=tuple(profile.build.wheels),
+        python_version=profile.target.python, config_name=options.config_name, bazel_cache=seen["cache"],
+        jobs=options.jobs or profile.bazel.jobs, local_xla=seen["xla"], extra_bazel_options=tuple(extra_bazel),
+    )
+    if profile.build.command:
+        return expand_template(profile.build.command, inputs)
+    return buildpy_argv(profile, inputs)
+
+
 def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = None) -> BuildPlan:
     from xlatools.bazelrc import render
 
     profile = resolved.profile
-    source = Path(options.source).resolve()
-    stage = (Path(options.out_root) / ".staging" / options.run_id).resolve()
-    if profile.bazel.disk_cache:
-        bazel_cache = _host_path(profile.bazel.disk_cache, _origin(resolved, "bazel", "disk_cache"))
-    else:
-        bazel_cache = (Path(options.cache_root) / "bazel-disk-cache").resolve()
-    container_cfg = profile.build.container
-    ca_bundle = (
-        _host_path(container_cfg.ca_bundle, _origin(resolved, "build", "container", "ca_bundle"))
-        if container_cfg.ca_bundle
-        else None
-    )
-    local_xla = Path(options.local_xla).resolve() if options.local_xla else _profile_local_xla(resolved)
-    jobs = options.jobs or profile.bazel.jobs
-    if rendered_bazelrc is None:
-        rendered_bazelrc = render(profile_for_tree(resolved), options.config_name)
-
+    container = profile.build.container
+    host = _host_paths(resolved, options)
     if options.local:
-        paths = {"source": str(source), "output": str(stage), "cache": str(bazel_cache),
-                 "xla": str(local_xla) if local_xla else None, "ca": str(ca_bundle) if ca_bundle else None}
+        seen = {"source": str(host.source), "output": str(host.stage), "cache": str(host.bazel_cache),
+                "xla": str(host.local_xla) if host.local_xla else None,
+                "ca": str(host.ca_bundle) if host.ca_bundle else None}
     else:
-        paths = {"source": C_SOURCE, "output": C_OUTPUT, "cache": C_BAZEL_CACHE,
-                 "xla": C_XLA if local_xla else None, "ca": C_CA_BUNDLE if ca_bundle else None}
-
-    extra_bazel = []
-    remote = profile.bazel.remote_cache
-    if paths["ca"] and remote and remote.startswith(("https://", "grpcs://")):
-        extra_bazel.append(f"--tls_certificate={paths['ca']}")
-    inputs = CommandInputs(
-        source=paths["source"],
-        output=paths["output"],
-        wheels=tuple(profile.build.wheels),
-        python_version=profile.target.python,
-        config_name=options.config_name,
-        bazel_cache=paths["cache"],
-        jobs=jobs,
-        local_xla=paths["xla"],
-        extra_bazel_options=tuple(extra_bazel),
-        python="python3",
-    )
-    if profile.build.command:
-        argv = expand_template(profile.build.command, inputs)
-    else:
-        argv = buildpy_argv(profile, inputs)
-
+        seen = {"source": C_SOURCE, "output": C_OUTPUT, "cache": C_BAZEL_CACHE,
+                "xla": C_XLA if host.local_xla else None, "ca": C_CA_BUNDLE if host.ca_bundle else None}
     env = {"PYTHONUNBUFFERED": "1"}
-    if paths["ca"]:
-        env.update({name: paths["ca"] for name in CA_ENV_NAMES})
-    notes = []
+    if seen["ca"]:
+        env.update({name: seen["ca"] for name in CA_ENV_NAMES})
+    common = dict(
+        profile=profile.name, chain=tuple(resolved.chain), source=str(host.source), stage_dir=str(host.stage),
+        dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(host.bazel_cache),
+        user=f"{options.uid}:{options.gid}", argv=tuple(_command(profile, options, seen)),
+        config_name=options.config_name,
+        bazelrc=rendered_bazelrc if rendered_bazelrc is not None else render(profile_for_tree(resolved), options.config_name),
+        wheels=tuple(profile.build.wheels), remote_cache=profile.bazel.remote_cache,
+        local_xla=str(host.local_xla) if host.local_xla else None,
+    )
     if options.local:
-        env.update(container_cfg.env)
-        return BuildPlan(
-            profile=profile.name, chain=tuple(resolved.chain), mode="local", source=str(source),
-            stage_dir=str(stage), dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(bazel_cache),
-            image=None, container_name=None, labels={}, network=None, mounts=(), env=env,
-            user=f"{options.uid}:{options.gid}", workdir=str(source), argv=tuple(argv),
-            config_name=options.config_name, bazelrc=rendered_bazelrc, wheels=tuple(profile.build.wheels),
-            remote_cache=remote, local_xla=paths["xla"], notes=tuple(notes),
-        )
+        env.update(container.env)
+        return BuildPlan(mode="local", image=None, container_name=None, labels={}, network=None, mounts=(),
+                         env=env, workdir=str(host.source), **common)
 
-    home = (Path(options.cache_root) / "home" / profile.name).resolve()
     mounts = [
-        Mount(str(source), C_SOURCE, False, "source tree"),
-        Mount(str(stage), C_OUTPUT, False, "wheels written by this build"),
-        Mount(str(bazel_cache), C_BAZEL_CACHE, False, "bazel disk cache (persistent)"),
-        Mount(str(home), C_HOME, False, "HOME: bazel output base and downloads (persistent per profile)"),
+        Mount(str(host.source), C_SOURCE, False, "source tree"),
+        Mount(str(host.stage), C_OUTPUT, False, "wheels written by this build"),
+        Mount(str(host.bazel_cache), C_BAZEL_CACHE, False, "bazel disk cache (persistent)"),
+        Mount(str(host.home), C_HOME, False, "HOME: bazel output base and downloads (persistent per profile)"),
     ]
-    if local_xla:
-        mounts.append(Mount(str(local_xla), C_XLA, True, "local XLA checkout (--local_xla_path)"))
-    if ca_bundle:
-        mounts.append(Mount(str(ca_bundle), C_CA_BUNDLE, True, "CA bundle for pip, git and bazel"))
+    if host.local_xla:
+        mounts.append(Mount(str(host.local_xla), C_XLA, True, "local XLA checkout (--local_xla_path)"))
+    if host.ca_bundle:
+        mounts.append(Mount(str(host.ca_bundle), C_CA_BUNDLE, True, "CA bundle for pip, git and bazel"))
     # A user with no passwd entry in the image: bazel and getpass need USER.
     env.update({"HOME": C_HOME, "USER": options.user_name, "LOGNAME": options.user_name})
-    env.update(container_cfg.env)
-    if remote and ("127.0.0.1" in remote or "localhost" in remote) and container_cfg.network != "host":
+    env.update(container.env)
+    notes = []
+    remote = profile.bazel.remote_cache or ""
+    if ("127.0.0.1" in remote or "localhost" in remote) and container.network != "host":
         notes.append("the remote cache is on localhost, which a bridged container cannot reach; "
                      "set build.container.network: host")
-    image = image_spec(resolved, ca_bundle)
-    labels = {LABEL_MANAGED: "1", LABEL_RUN_ID: options.run_id, LABEL_PROFILE: profile.name}
     return BuildPlan(
-        profile=profile.name, chain=tuple(resolved.chain), mode="container", source=str(source),
-        stage_dir=str(stage), dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(bazel_cache),
-        image=image, container_name=f"xlatools-build-{profile.name}-{options.run_id}", labels=labels,
-        network=container_cfg.network, mounts=tuple(mounts), env=env, user=f"{options.uid}:{options.gid}",
-        workdir=C_SOURCE, argv=tuple(argv), config_name=options.config_name, bazelrc=rendered_bazelrc,
-        wheels=tuple(profile.build.wheels), remote_cache=remote, local_xla=str(local_xla) if local_xla else None,
-        notes=tuple(notes),
+        mode="container", image=image_spec(resolved, host.ca_bundle),
+        container_name=f"xlatools-build-{profile.name}-{options.run_id}",
+        labels={LABEL_MANAGED: "1", LABEL_RUN_ID: options.run_id, LABEL_PROFILE: profile.name},
+        network=container.network, mounts=tuple(mounts), env=env, workdir=C_SOURCE, notes=tuple(notes), **common,
     )
 
 

@@ -84,7 +84,7 @@ def build(
     from xlatools.builder.execute import execute
 
     console.step("$ " + " ".join(plan.argv))
-    manifest = execute(
+    outcome = execute(
         plan,
         out_root=out,
         tree_info={"bazelrc": changes.bazelrc_action, "pin_changed": list(pin_changed)},
@@ -93,8 +93,10 @@ def build(
         rebuild_image=rebuild_image,
         client=client,
     )
+    if as_json:  # the manifest also when the build failed: CI reads it either way
+        typer.echo(json.dumps(outcome.manifest, indent=2))
+    manifest = outcome.raise_for_status()
     if as_json:
-        typer.echo(json.dumps(manifest, indent=2))
         return
     for wheel in manifest["wheels"]:
         console.info(f"  {wheel['dist_path']}  sha256 {wheel['sha256'][:16]}...  {wheel['size']} bytes")

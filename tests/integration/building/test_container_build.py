@@ -67,8 +67,9 @@ def test_unchanged_second_build_reuses_the_image(docker_client, base_image, cach
 def test_failing_build_passes_exit_status_and_shows_log_tail(docker_client, base_image, cache_root, tree, tmp_path):
     profile = profile_file(tmp_path, "fixture-fail",
                            f"extends: {FIXTURE_CPU}\nbazel:\n  action_env:\n    FIXTURE_FAIL: '1'\n")
-    result = run_build(tree, profile, cache_root)
+    result = run_build(tree, profile, cache_root, "--json")
     assert result.proc.returncode == 1  # bazel's exit status for a failed build, passed through
+    assert json.loads(result.proc.stdout)["status"] == "failed"  # the manifest, even on failure
     assert "the build failed with exit status 1" in result.proc.stderr
     assert "FIXTURE: failing on purpose" in result.proc.stderr.split("error:", 1)[1]  # the tail, in the error
     assert "Traceback" not in result.proc.stderr
@@ -136,7 +137,8 @@ def test_container_runs_as_given_uid_and_its_files_are_owned_by_it(docker_client
         source=tree, out_root=tmp_path / "out", dist_dir=tmp_path / "dist", cache_root=cache, run_id="owner",
         uid=uid, gid=gid, user_name="builder"))
     write_bazelrc_block(tree, plan.config_name, plan.bazelrc, dry_run=False)
-    manifest = execute(plan, out_root=tmp_path / "out", tree_info={}, pin=None, client=docker_client, echo=False)
+    manifest = execute(plan, out_root=tmp_path / "out", tree_info={}, pin=None, client=docker_client,
+                       echo=False).raise_for_status()
     assert manifest["status"] == "ok"
     bundle = Path(manifest["bundle"])
     created = [tree / ".jax_configure.bazelrc", bundle / manifest["wheels"][0]["path"],
