@@ -74,7 +74,8 @@ def ensure_image(client, spec, rebuild: bool, sink: LineSink) -> ImageResult:
 
 
 def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
-    from docker.errors import APIError
+    from docker.errors import APIError, DockerException
+    from requests import RequestException
 
     from xlatools.builder.image import CA_CONTEXT_NAME, CONTEXT_SCRIPT
     from xlatools.builder.plan import LABEL_MANAGED
@@ -102,6 +103,9 @@ def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
                     sink(line)
         except APIError as exc:
             raise _image_error(_short(exc), spec) from None
+        except (DockerException, RequestException) as exc:
+            raise ContainerError(f"lost the Docker engine while building {spec.ref}: {_short(exc)}",
+                                 hint=START_HINT) from None
         return image_id or client.images.get(spec.ref).id
     finally:
         shutil.rmtree(context, ignore_errors=True)
@@ -129,7 +133,7 @@ def run_container(client, plan, sink: LineSink, keep: bool) -> int:
     """Run the plan's command in a fresh container, stream its output, return its exit code.
 
     The container is removed in `finally` (also on Ctrl-C) unless `keep`."""
-    from docker.errors import APIError, DockerException, NotFound
+    from docker.errors import APIError, DockerException
     from docker.types import Mount as DockerMount
     from requests import RequestException
 
@@ -161,10 +165,7 @@ def run_container(client, plan, sink: LineSink, keep: bool) -> int:
             raise ContainerError(f"lost the Docker engine during the build: {_short(exc)}", hint=START_HINT) from None
     finally:
         if container is not None and not keep:
-            try:
-                container.remove(force=True)  # SIGKILL if still running, then delete
-            except NotFound:
-                pass
+            remove_container(container)  # SIGKILL if still running, then delete
 
 
 def _follow(container, sink: LineSink) -> int:
@@ -187,12 +188,18 @@ def leftover_containers(client) -> list:
 
 
 def remove_container(container) -> None:
-    from docker.errors import NotFound
+    """Force-remove; one already gone is fine, one that cannot be removed is reported, not raised."""
+    from docker.errors import DockerException, NotFound
+    from requests import RequestException
+
+    from xlatools import console
 
     try:
         container.remove(force=True)
     except NotFound:
         pass
+    except (DockerException, RequestException) as exc:
+        console.warn(f"could not remove container {container.name} ({_short(exc)}); `xlatools clean` removes it later")
 
 
 def managed_images(client) -> list:
