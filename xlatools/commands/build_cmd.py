@@ -17,7 +17,7 @@ def build(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable plan (with --dry-run) or result."),
     out: Path = typer.Option(Path("artifacts/builds"), "--out", help="Where build bundles (manifest, build.log, wheels) go."),
     keep_container: bool = typer.Option(False, "--keep-container", help="Leave the build container for inspection."),
-    rebuild_image: bool = typer.Option(False, "--rebuild-image", help="Build the image even if one with the same content tag exists."),
+    rebuild_image: bool = typer.Option(False, "--rebuild-image", help="Build the image again, without the layer cache, even if its content tag exists."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs (overrides the profile's bazel.jobs)."),
 ) -> None:
     """Build jaxlib wheels for a profile: in a Docker container by default.
@@ -54,6 +54,8 @@ def build(
     check_source(plan, uses_buildpy=resolved.profile.build.command is None)
     for note in plan.notes:
         console.warn(note)
+    if lock is None and (Path.cwd() / "xlatools.lock").is_file():
+        console.warn("./xlatools.lock exists but is not used; pass --lock xlatools.lock to build with its pin")
 
     if dry_run:
         changes = write_bazelrc_block(Path(plan.source), plan.config_name, plan.bazelrc, dry_run=True)
