@@ -103,5 +103,3 @@ def wheel_info(wheel: Path, package: str = "jaxlib") -> dict:
         text = archive.read(f"{package}/_build_info.py").decode()
     return json.loads(text.split("=", 1)[1])
 
-
-os.environ.setdefault("XLATOOLS_TEST_BASE_IMAGE", BASE_IMAGE)
