@@ -4,7 +4,6 @@ the fixture JAX-like tree, and helpers to run `xlatools build` on it."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
