@@ -16,6 +16,7 @@ import typer
 from xlatools import __version__
 from xlatools.commands import bazelrc_cmd, profiles_cmd
 from xlatools.commands import pin_cmd
+from xlatools.commands import run_cmd
 from xlatools.errors import XlaToolsError
 
 app = typer.Typer(
@@ -53,6 +54,7 @@ def _root(
 app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(pin_cmd.app, name="pin")
 app.command("bazelrc")(bazelrc_cmd.bazelrc)
+app.command("run")(run_cmd.run)
 
 
 def _click_exceptions():
