@@ -17,6 +17,8 @@ from xlatools import __version__
 from xlatools.commands import bazelrc_cmd, profiles_cmd
 from xlatools.commands import pin_cmd
 from xlatools.commands import run_cmd
+from xlatools.commands import presets_cmd
+from xlatools.commands import inspect_cmd
 from xlatools.errors import XlaToolsError
 
 app = typer.Typer(
@@ -55,6 +57,8 @@ app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(pin_cmd.app, name="pin")
 app.command("bazelrc")(bazelrc_cmd.bazelrc)
 app.command("run")(run_cmd.run)
+app.add_typer(presets_cmd.app, name="presets")
+app.command("inspect")(inspect_cmd.inspect)
 
 
 def _click_exceptions():

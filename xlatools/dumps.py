@@ -153,7 +153,7 @@ def _classify(module: Module, tail: str, rel: str) -> None:
         return
     if "ir-no-opt" in tail or "ir-with-opt" in tail:
         module.stages.add("llvm_ir")
-    elif tail.endswith(".o"):
+    elif tail == "o" or tail.endswith(".o"):
         module.stages.add("object_code")
     elif tail == "debug_options":
         module.stages.add("debug_options")
