@@ -19,6 +19,7 @@ from xlatools.commands import pin_cmd
 from xlatools.commands import run_cmd
 from xlatools.commands import presets_cmd
 from xlatools.commands import inspect_cmd
+from xlatools.commands import lower_cmd
 from xlatools.errors import XlaToolsError
 
 app = typer.Typer(
@@ -59,6 +60,7 @@ app.command("bazelrc")(bazelrc_cmd.bazelrc)
 app.command("run")(run_cmd.run)
 app.add_typer(presets_cmd.app, name="presets")
 app.command("inspect")(inspect_cmd.inspect)
+app.command("lower")(lower_cmd.lower)
 
 
 def _click_exceptions():
