@@ -8,6 +8,7 @@ the dumps and writes the final manifest and summary.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -77,7 +78,8 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
         raise UsageError(
             f"jaxlib {target.jaxlib} at {target.python} does not know XLA flag{'s' if len(unknown) > 1 else ''} {named}; "
             "XLA would abort at start-up",
-            hint="drop it, pick a preset for this jaxlib (`xlatools presets show NAME` lists versions), or use a newer --python",
+            hint="drop it, pick a preset for this jaxlib (`xlatools presets list` shows versions), or use another --python; "
+            "a flag that takes a value also reads as unknown without one (--xla_dump_hlo_pass_re=.*)",
         )
     return Prepared(plan, target, how)
 
@@ -97,6 +99,23 @@ def _env_record(plan: RunPlan) -> list[dict[str, Any]]:
     return rows
 
 
+def redact_argv(argv: list[str]) -> list[str]:
+    """argv with the values of secret-looking `--env NAME=VALUE` items hidden."""
+    from xlatools.bundle import redact_env
+
+    out, after_env = [], False
+    for item in argv:
+        prefix = ""
+        if item.startswith("--env="):
+            prefix, item = "--env=", item[len("--env="):]
+        if (after_env or prefix) and "=" in item:
+            name, value = item.split("=", 1)
+            item = f"{name}={redact_env({name: value})[name]}"
+        out.append(prefix + item)
+        after_env = item == "--env"
+    return out
+
+
 def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], **extra: Any) -> dict[str, Any]:
     from xlatools.bundle import host_info
 
@@ -104,8 +123,8 @@ def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], *
         "status": status,
         "manifest_schema": MANIFEST_SCHEMA,
         "xlatools_version": __version__,
-        "command": "xlatools " + " ".join(argv),
-        "argv": argv,
+        "command": "xlatools " + " ".join(redact_argv(argv)),
+        "argv": redact_argv(argv),
         "program": plan.to_json()["program"],
         "program_argv": plan.argv,
         "cwd": plan.cwd,
@@ -175,7 +194,8 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     from xlatools.dumps import index_dump
     from xlatools.runner import execute
 
-    bundle = Bundle.create(out_root, prepared.plan.name, "run")
+    # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
+    bundle = Bundle.create(Path(os.path.abspath(out_root)), prepared.plan.name, "run")
     plan = prepared.plan.bind(bundle.path)
     if plan.dump_dir:
         Path(plan.dump_dir).mkdir(parents=True, exist_ok=True)

@@ -84,8 +84,10 @@ def _print_plan(prepared) -> None:
     for item in plan.overridden_flags:
         write(f"  [yellow]overridden:[/yellow] {esc(item['flag'])} ({esc(item['from'])}) by {esc(item['by'])} ({esc(item['source'])})")
     write("environment changes:")
+    from xlatools.bundle import redact_env
+
     for change in plan.env_changes:
-        value = "(removed)" if change.value is None else change.value
+        value = "(removed)" if change.value is None else redact_env({change.name: change.value})[change.name]
         write(f"  {esc(change.name)}={esc(value)}    [dim]# {esc(change.source)}[/dim]")
     write(f"bundle:   <out>/<UTC time>-{esc(plan.name)}-<id>/  (dumps: {esc(plan.dump_dir or 'none')})")
     write(f"timeout:  {plan.timeout if plan.timeout else 'none'}")
