@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-from pathlib import Path
 
 import pytest
-
-from tests.conftest import require, run_cli
+from run_helpers import require, run_cli
 
 
 @pytest.fixture(scope="session")
@@ -42,11 +39,3 @@ def xl(tmp_path, probe_cache, jax_python):
                 "JAX_PLATFORMS": "cpu", **(env or {})}
         return run_cli(*args, cwd=tmp_path, env=full, timeout=timeout)
     return call
-
-
-def bundles(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()) if root.is_dir() else []
-
-
-def manifest(bundle: Path) -> dict:
-    return json.loads((bundle / "manifest.json").read_text())

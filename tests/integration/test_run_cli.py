@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.integration.conftest import bundles, manifest
+from run_helpers import bundles, manifest
 from xlatools.runner import _alive
 
 

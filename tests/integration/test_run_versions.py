@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.integration.conftest import bundles, manifest
+from run_helpers import bundles, manifest
 from xlatools.target import probe, unknown_flags
 from xlatools.xla_flags import KNOWN_FLAGS, table_verdict
 
