@@ -114,8 +114,9 @@ def preset_dirs() -> list[Path]:
 def _read_yaml(path: Path) -> tuple[Any, list[Problem]]:
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: this sits on every run's start-up path
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}, []
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}, []
     except OSError as exc:
         return None, [Problem(f"cannot read: {exc.strerror}", file=str(path))]
     except yaml.YAMLError as exc:

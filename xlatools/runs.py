@@ -189,8 +189,8 @@ def _n(value: int | None) -> str:
 def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env: dict[str, str],
                  archive: bool = False, echo_stdout_to_stderr: bool = False) -> tuple[dict[str, Any], int, str]:
     """Run the plan into a fresh bundle; returns the final manifest, the exit code and the module table."""
-    from xlatools import console
     from xlatools.bundle import Bundle
+    from xlatools.console import in_github_actions
     from xlatools.dumps import index_dump
     from xlatools.runner import execute
 
@@ -206,10 +206,16 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     base = manifest_data(plan, prepared.target, "running", argv, bundle=str(bundle.path),
                          flag_checks=prepared.flag_checks)
     bundle.write_manifest(base)
-    console.step(f"{plan.program.label} -> {bundle.path}")
+    say(f"==> {plan.program.label} -> {bundle.path}")
+    if in_github_actions():
+        say(f"::group::{plan.program.label} output")
     stdout = sys.stderr.buffer if echo_stdout_to_stderr else sys.stdout.buffer
-    result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, bundle.path / "stdout.log",
-                     bundle.path / "stderr.log", plan.timeout, stdout, sys.stderr.buffer)
+    try:
+        result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, bundle.path / "stdout.log",
+                         bundle.path / "stderr.log", plan.timeout, stdout, sys.stderr.buffer)
+    finally:
+        if in_github_actions():
+            say("::endgroup::")
 
     dump = None
     table = ""
@@ -230,6 +236,13 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     if archive:
         final["archive"] = str(bundle.archive())
     return final, result.exit_code, table
+
+
+def say(text: str) -> None:
+    """A plain line on stderr. Not rich: its import alone costs more than the rest of a run's start-up."""
+    sys.stdout.flush()
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 def _read_json(path: Path) -> Any:

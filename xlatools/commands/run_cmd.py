@@ -33,7 +33,6 @@ def run(
     import os
     import sys
 
-    from xlatools import console
     from xlatools.errors import UsageError
     from xlatools.runplan import RunRequest, parse_program
     from xlatools.runs import execute_plan, prepare, profile_run
@@ -97,17 +96,14 @@ def _print_plan(prepared) -> None:
 
 
 def _print_outcome(manifest: dict, table: str) -> None:
-    from xlatools import console
+    from xlatools.runs import say
 
-    say = console.err().print
     dump = manifest.get("dump")
     if dump and dump["modules"]:
         say(f"\nXLA dump: {len(dump['modules'])} modules, {dump['files']} files, {dump['bytes']} bytes")
-        say(console.escape(table))
+        say(table)
     elif dump:
         say("\nXLA dump: no modules were dumped (did the program compile anything?)")
-    colour = "green" if manifest["status"] == "ok" else "red"
-    say(f"[{colour}]{manifest['status']}[/{colour}] (exit {manifest['exit_code']}, {manifest['duration_s']} s)  "
-        f"bundle: {console.escape(manifest['bundle'])}")
+    say(f"{manifest['status']} (exit {manifest['exit_code']}, {manifest['duration_s']} s)  bundle: {manifest['bundle']}")
     if dump and dump["modules"]:
-        say(f"read it with: xlatools inspect {console.escape(manifest['bundle'])} [--module ID|NAME]")
+        say(f"read it with: xlatools inspect {manifest['bundle']} [--module ID|NAME]")
