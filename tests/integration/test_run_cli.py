@@ -127,6 +127,12 @@ def test_bad_input_exits_2_without_bundle(xl, tmp_path, args, message):
     assert not bundles(tmp_path / "artifacts")
 
 
+def test_gpu_platform_without_gpu_exits_3(xl, tmp_path):
+    result = xl("run", "smoke:dot", "--platform", "gpu", env={"JAX_PLATFORMS": ""})
+    assert result.returncode == 3, result.stderr
+    assert "sees no GPU" in result.stderr and not bundles(tmp_path / "artifacts")
+
+
 def test_interpreter_without_jax_exits_3(xl, tmp_path):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
