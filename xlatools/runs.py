@@ -163,7 +163,7 @@ def _summary_text(manifest: dict[str, Any], modules_table: str) -> str:
         f"program: {manifest['program']['label']}",
         f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']} on {manifest['jax']['backend']}"
         f" ({manifest['interpreter']['python']})",
-        f"presets: {', '.join(p['name'] for p in manifest['presets']) or '-'}",
+        f"presets: {', '.join(p['kind'] + ':' + p['name'] for p in manifest['presets']) or '-'}",
         f"XLA_FLAGS: {' '.join(manifest['xla_flags']) or '-'}",
         f"duration: {manifest.get('duration_s')} s",
     ]
