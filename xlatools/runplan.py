@@ -11,7 +11,6 @@ XLA_FLAGS and TF_CPP_VMODULE are merged item by item, not replaced whole.
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,8 +194,7 @@ class _EnvBuilder:
         self.vmodule: dict[str, tuple[int, str]] = {}
         caller_flags = caller.get("XLA_FLAGS", "")
         self.flags.add(parse_env_flags(caller_flags) if caller_flags.strip() else [], "environment")
-        for module, level in parse_vmodule(caller.get("TF_CPP_VMODULE", ""), "TF_CPP_VMODULE").items():
-            self.vmodule[module] = (level, "environment")
+        self.add_vmodule(parse_vmodule(caller.get("TF_CPP_VMODULE", ""), "TF_CPP_VMODULE"), "environment")
 
     def set(self, name: str, value: str | None, source: str) -> None:
         if name == "XLA_FLAGS":
@@ -205,21 +203,18 @@ class _EnvBuilder:
                 validate_flag(flag, f"XLA_FLAGS from {source}")
             self.flags.add(flags, source)
         elif name == "TF_CPP_VMODULE":
-            for module, level in parse_vmodule(value or "", f"TF_CPP_VMODULE from {source}").items():
-                self.vmodule[module] = (level, source)
+            self.add_vmodule(parse_vmodule(value or "", f"TF_CPP_VMODULE from {source}"), source)
         else:
             self.values[name] = (value, source)
 
-    def setdefault_over(self, name: str, value: str, source: str, unless_from: str) -> None:
-        """Set `name` unless an explicit layer (`unless_from`) already chose a value."""
-        current = self.values.get(name)
-        if current is None or not current[1].startswith(unless_from):
-            self.values[name] = (value, source)
+    def add_vmodule(self, levels: dict[str, int], source: str) -> None:
+        for module, level in levels.items():
+            self.vmodule[module] = (level, source)
 
     def changes(self) -> list[EnvChange]:
         changes = []
         for name, (value, source) in self.values.items():
-            if value != self.caller.get(name) or value is None and name in self.caller:
+            if value != self.caller.get(name):
                 changes.append(EnvChange(name, value, source, self.caller.get(name)))
         final_flags = join_flags(self.flags.final())
         if final_flags != self.caller.get("XLA_FLAGS", ""):
@@ -227,7 +222,7 @@ class _EnvBuilder:
         vmodule = ",".join(f"{m}={lvl}" for m, (lvl, _) in self.vmodule.items())
         if vmodule != self.caller.get("TF_CPP_VMODULE", ""):
             changes.append(EnvChange("TF_CPP_VMODULE", vmodule or None, "merged", self.caller.get("TF_CPP_VMODULE")))
-        return [c for c in changes if not (c.value is None and c.name not in self.caller)]
+        return changes
 
 
 def _check_version(preset: Preset, jaxlib: str | None) -> None:
@@ -268,7 +263,7 @@ def plan_run(
     if request.dump:
         wanted.append(catalog.get(profile.dump_preset, kind="dump"))
     wanted += [catalog.get(ref) for ref in request.presets]
-    chosen: list[Preset] = list({(p.kind, p.name): p for p in reversed(wanted)}.values())[::-1]
+    chosen: list[Preset] = list({(p.kind, p.name): p for p in wanted}.values())  # first mention wins the order
     for preset in chosen:
         _check_version(preset, jaxlib)
     for preset in chosen:
@@ -276,8 +271,7 @@ def plan_run(
         for name, value in preset.env.items():
             env.set(name, value, source)
         env.flags.add(list(preset.xla_flags), source)
-        for module, level in preset.vmodule.items():
-            env.vmodule[module] = (level, source)
+        env.add_vmodule(preset.vmodule, source)
 
     # The profile's run section.
     for name, value in profile.env.items():
@@ -290,8 +284,7 @@ def plan_run(
         env.set(name, value, "--env")
     env.flags.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], "--xla-flag")
     for item in request.vmodule:
-        for module, level in parse_vmodule(item, "--vmodule").items():
-            env.vmodule[module] = (level, "--vmodule")
+        env.add_vmodule(parse_vmodule(item, "--vmodule"), "--vmodule")
     if request.vlog is not None:
         if request.vlog < 0:
             raise UsageError(f"--vlog {request.vlog}: must be 0 or more")
@@ -341,9 +334,6 @@ def plan_run(
     timeout = request.timeout if request.timeout is not None else profile.timeout
     if timeout is not None and timeout <= 0:
         raise UsageError(f"--timeout {timeout:g}: must be more than 0 seconds")
-    name = request.name or (program.name.split(",")[0] if program.kind == "smoke" and "," not in program.name
-                            else "smoke" if program.kind == "smoke" else Path(program.name).stem if program.kind == "script"
-                            else program.name.rsplit(".", 1)[-1])
     return RunPlan(
         program=program,
         python=request.python,
@@ -358,12 +348,17 @@ def plan_run(
         dump_dir=dump_dir,
         platform=platform,
         timeout=timeout,
-        name=name,
+        name=request.name or _default_name(program),
         copy_files=copy_files,
         notes=notes,
         profile=asdict(profile) if profile.name else None,
     )
 
 
-def caller_environment() -> dict[str, str]:
-    return dict(os.environ)
+def _default_name(program: Program) -> str:
+    """smoke:dot -> dot, smoke:a,b -> smoke, dir/train.py -> train, -m pkg.job -> job."""
+    if program.kind == "smoke":
+        return program.name if "," not in program.name else "smoke"
+    if program.kind == "script":
+        return Path(program.name).stem
+    return program.name.rsplit(".", 1)[-1]
