@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(help="List and show the presets `xlatools run --preset` accepts.", no_args_is_help=True)
+app = typer.Typer(help="List and show the presets `xlatools run --preset` accepts.", no_args_is_help=True, rich_markup_mode=None)
 
 _PROFILE_HELP = "Also show the presets a profile defines (run.define_presets)."
 
