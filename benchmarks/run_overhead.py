@@ -33,27 +33,28 @@ def timed(argv: list[str], env: dict[str, str], cwd: str) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="alternating runs per side (at least 5)")
-    parser.add_argument("--program", default="smoke:all", help="smoke:NAME[,NAME...] or smoke:all")
+    parser.add_argument("--program", default="smoke:all", help="smoke:NAME[,NAME...], smoke:all, or a .py file")
     parser.add_argument("--python", default=sys.executable, help="interpreter with jax that runs the program")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     if args.runs < 5:
         parser.error("--runs must be at least 5")
-    names = (ALL if args.program == "smoke:all" else args.program.removeprefix("smoke:")).split(",")
+    script = os.path.abspath(args.program) if args.program.endswith(".py") else None
+    names = [] if script else (ALL if args.program == "smoke:all" else args.program.removeprefix("smoke:")).split(",")
 
     work = tempfile.mkdtemp(prefix="xlatools-bench-")
     base_env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
                 "XLATOOLS_CACHE_DIR": os.path.join(work, "cache")}
     base_env.pop("XLA_FLAGS", None)
     flags = ["--xla_dump_hlo_as_text"] + (["--xla_force_host_platform_device_count=4"] if "collectives" in names else [])
-    by_tool = [sys.executable, "-m", "xlatools", "run", args.program, "--dump", "--python", args.python, "--out",
+    by_tool = [sys.executable, "-m", "xlatools", "run", script or args.program, "--dump", "--python", args.python, "--out",
                os.path.join(work, "artifacts")]
 
     def by_hand(i: int) -> float:
         dump = os.path.join(work, f"hand-{i}")
         env = {**base_env, "JAX_ENABLE_COMPILATION_CACHE": "false",
                "XLA_FLAGS": " ".join(flags + [f"--xla_dump_to={dump}"])}
-        return timed([args.python, str(SMOKE), *names], env, work)
+        return timed([args.python, script] if script else [args.python, str(SMOKE), *names], env, work)
 
     try:
         timed(by_tool, base_env, work)  # warm-up: file caches, and the one-time target probe
