@@ -103,7 +103,8 @@ class ProfileRun:
     platform: str = "auto"
     python: str | None = None
     timeout: float | None = None
-    provenance: list[dict[str, Any]] = field(default_factory=list)
+    resolved: dict[str, Any] = field(default_factory=dict)  # the whole profile after extends, for the manifest
+    provenance: list[dict[str, Any]] = field(default_factory=list)  # file:line of every value set
 
 
 @dataclass

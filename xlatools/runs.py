@@ -39,7 +39,7 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
 
     resolved = load(profile_ref)
     run = resolved.profile.run
-    provenance = [{"key": k, "value": v, "origin": o} for k, v, o in explain_rows(resolved) if k.startswith("run.")]
+    provenance = [{"key": k, "value": v, "origin": o} for k, v, o in explain_rows(resolved)]
     info = ProfileRun(
         name=resolved.profile.name,
         file=str(resolved.path),
@@ -51,6 +51,7 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
         platform=run.platform,
         python=run.python,
         timeout=run.timeout,
+        resolved=resolved.profile.model_dump(mode="json"),
         provenance=provenance,
     )
     return info, dict(run.define_presets)

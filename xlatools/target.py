@@ -153,6 +153,7 @@ def probe(python: str, platform: str = "auto", timeout: float = 120) -> Target:
     key = f"devices:{platform}"
     if cache.data.get(key):
         return Target(**cache.data[key])
+    _progress(f"probing {python} (jax/jaxlib versions, devices; cached afterwards)")
     info, proc = _run_probe(python, ["--devices"], _probe_env(platform), timeout)
     if info is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
@@ -190,6 +191,7 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
         else:
             unsure[name] = flag
     if unsure:
+        _progress(f"checking XLA flag(s) {', '.join(unsure.values())} with jaxlib {target.jaxlib} (not decided by the table)")
         for name, verdict in _probe_flags(target.python, unsure, timeout).items():
             verdicts[name], how[name] = verdict, "probe"
             known[name] = verdict
@@ -198,6 +200,11 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
                                "jaxlib_origin": target.jaxlib_origin, "jaxlib_stamp": _stamp(target.jaxlib_origin)})
             cache.save()
     return sorted(name for name, ok in verdicts.items() if not ok), how
+
+
+def _progress(message: str) -> None:
+    sys.stderr.write(f"==> {message}\n")
+    sys.stderr.flush()
 
 
 def _probe_flags(python: str, flags: dict[str, str], timeout: float) -> dict[str, bool]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -68,7 +69,7 @@ def test_full_ir_compiles_and_pass_log_presets(xl, tmp_path):
 
 
 @pytest.mark.parametrize("preset,expect", [
-    ("proto", lambda names: any(n.endswith(".hlo.pb") or n.endswith(".pb") for n in names)),
+    ("proto", lambda names: any(n.endswith("before_optimizations.hlo.pb") for n in names)),
     ("html", lambda names: any(n.endswith(".html") for n in names)),
     ("snapshots", lambda names: any(".snapshot." in n for n in names)),
     ("llvm", lambda names: any(n.endswith((".ll", ".mlir")) for n in names)),
@@ -104,10 +105,15 @@ def test_log_and_jax_presets_reach_the_program(xl, tmp_path):
 
 
 def test_info_preset_and_vmodule_option(xl, tmp_path):
-    result = xl("run", "smoke:dot", "--preset", "info", "--vmodule", "hlo_pass_pipeline=1")
+    result = xl("run", "smoke:dot", "--preset", "info")
     assert result.returncode == 0, result.stderr
     log = (tmp_path / "artifacts" / "latest" / "stderr.log").read_text()
-    assert "hlo_pass_pipeline.cc" in log
+    assert re.search(r"^I\d{4} ", log, re.M), "absl INFO lines"
+    assert "hlo_pass_pipeline.cc" not in log
+    result = xl("run", "smoke:dot", "--vmodule", "hlo_pass_pipeline=1")
+    assert result.returncode == 0, result.stderr
+    log = (tmp_path / "artifacts" / "latest" / "stderr.log").read_text()
+    assert "hlo_pass_pipeline.cc" in log  # --vmodule alone also unhides INFO
 
 
 @pytest.mark.parametrize("args,message", [
@@ -244,5 +250,6 @@ def test_module_program_and_profile(xl, tmp_path):
     data = manifest(tmp_path / "artifacts" / "latest")
     assert [p["name"] for p in data["presets"]] == ["team", "passes"]
     assert data["profile"]["name"] == "mine" and data["profile"]["chain"] == ["mine"]
+    assert data["profile"]["resolved"]["run"]["dump_preset"] == "passes"
     assert any(p["key"] == "run.env.PLAIN" for p in data["profile"]["provenance"])
     assert data["dump"]["modules"][0]["pass_steps"] > 0
