@@ -108,6 +108,12 @@ class TargetCache:
             return {}  # reinstalled or rebuilt: everything we knew may be wrong
         return data
 
+    def remember(self, jaxlib_origin: str | None, **entries: Any) -> None:
+        """Store `entries` with the stamps that tell when they go stale, and save."""
+        self.data.update(entries, python_stamp=_stamp(self.python), jaxlib_origin=jaxlib_origin,
+                         jaxlib_stamp=_stamp(jaxlib_origin))
+        self.save()
+
     def save(self) -> None:
         try:
             atomic_write_json(self.path, {**self.data, "cache_version": CACHE_VERSION, "python": self.python})
@@ -169,9 +175,7 @@ def probe(python: str, platform: str = "auto", timeout: float = 120) -> Target:
         )
     target = Target(**{k: info.get(k) for k in Target.__dataclass_fields__ if k in info})
     if target.devices_error is None:  # a failed device query may be transient (GPU busy): do not cache it
-        cache.data.update({key: target.to_json(), "python_stamp": _stamp(python), "jaxlib_origin": target.jaxlib_origin,
-                           "jaxlib_stamp": _stamp(target.jaxlib_origin)})
-        cache.save()
+        cache.remember(target.jaxlib_origin, **{key: target.to_json()})
     return target
 
 
@@ -196,9 +200,7 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
             verdicts[name], how[name] = verdict, "probe"
             known[name] = verdict
         if target.jaxlib_origin:
-            cache.data.update({"flags": known, "python_stamp": _stamp(target.python),
-                               "jaxlib_origin": target.jaxlib_origin, "jaxlib_stamp": _stamp(target.jaxlib_origin)})
-            cache.save()
+            cache.remember(target.jaxlib_origin, flags=known)
     return sorted(name for name, ok in verdicts.items() if not ok), how
 
 
