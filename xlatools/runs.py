@@ -85,7 +85,7 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
     return Prepared(plan, target, how)
 
 
-def _env_record(plan: RunPlan) -> list[dict[str, Any]]:
+def env_record(plan: RunPlan) -> list[dict[str, Any]]:
     from xlatools.bundle import REDACTED, redact_env
 
     rows = []
@@ -139,7 +139,7 @@ def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], *
         "xla_flags": plan.xla_flags,
         "xla_flag_sources": plan.xla_flag_sources,
         "overridden_flags": plan.overridden_flags,
-        "env_changes": _env_record(plan),
+        "env_changes": env_record(plan),
         "timeout": plan.timeout,
         "notes": plan.notes,
         **extra,

@@ -226,8 +226,9 @@ def test_dry_run_writes_nothing_and_archive(xl, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "--xla_dump_hlo_pass_re=.*" in result.stdout and "{bundle}/xla_dump" in result.stdout
     assert not (tmp_path / "artifacts").exists()
-    plan = json.loads(xl("run", "--dump", "--dry-run", "--json").stdout)["plan"]
+    plan = json.loads(xl("run", "--dump", "--dry-run", "--json", "--env", "A_TOKEN=hunter2").stdout)["plan"]
     assert plan["dump_dir"] == "{bundle}/xla_dump"
+    assert "hunter2" not in json.dumps(plan)
 
     result = xl("run", "smoke:reduce", "--archive", "--json", "--out", "out")
     assert result.returncode == 0, result.stderr

@@ -51,7 +51,9 @@ def run(
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
     if dry_run:
-        plan = prepared.plan.to_json()
+        from xlatools.runs import env_record
+
+        plan = {**prepared.plan.to_json(), "env_changes": env_record(prepared.plan)}  # secrets redacted, as in manifests
         if as_json:
             typer.echo(json.dumps({"plan": plan, "target": prepared.target.to_json(), "flag_checks": prepared.flag_checks}, indent=2))
         else:
