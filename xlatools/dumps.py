@@ -57,12 +57,15 @@ class Module:
     instructions_before: int | None = None
     instructions_after: int | None = None
 
-    def to_json(self, with_steps: bool = False) -> dict[str, Any]:
+    def to_json(self, with_steps: bool = False, with_files: bool = True) -> dict[str, Any]:
         data = asdict(self)
         data["stages"] = sorted(self.stages)
         data["pass_steps"] = len(self.steps)
+        data["file_count"] = len(self.files)
         if not with_steps:
             del data["steps"]
+        if not with_files:
+            del data["files"]
         return data
 
 

@@ -223,7 +223,8 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     if plan.dump_dir and Path(plan.dump_dir).is_dir():
         index = index_dump(Path(plan.dump_dir))
         dump = {"dir": "xla_dump", "layout": index.layout, **index.totals(),
-                "modules": [m.to_json() for m in sorted(index.modules.values(), key=lambda m: m.id)]}
+                # Without file lists: the manifest's `files` index has them, with sizes and hashes.
+                "modules": [m.to_json(with_files=False) for m in sorted(index.modules.values(), key=lambda m: m.id)]}
         table = modules_table(index) if index.modules else ""
     smoke = _read_json(bundle.path / "smoke_results.json")
     final = {**base, "status": result.status, "exit_code": result.exit_code, "returncode": result.returncode,
