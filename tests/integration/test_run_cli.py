@@ -176,7 +176,8 @@ def test_ctrl_c_ends_the_tree_and_marks_interrupted(tmp_path, probe_cache, jax_p
     env = {**os.environ, "XLATOOLS_CACHE_DIR": str(probe_cache), "NO_COLOR": "1"}
     # Its own session, as a terminal would make it a foreground job: SIGINT goes to xlatools only.
     proc = subprocess.Popen([sys.executable, "-m", "xlatools", "run", "tree.py"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_sigint_default)
     try:
         assert proc.stdout.readline() == b"ready\n"
         child = int((tmp_path / "pids.txt").read_text())
@@ -254,3 +255,9 @@ def test_module_program_and_profile(xl, tmp_path):
     assert data["profile"]["resolved"]["run"]["dump_preset"] == "passes"
     assert any(p["key"] == "run.env.PLAIN" for p in data["profile"]["provenance"])
     assert data["dump"]["modules"][0]["pass_steps"] > 0
+
+
+def _sigint_default() -> None:
+    # A job started in the background (as a CI harness may do) inherits SIGINT
+    # ignored, and the child Python then never sees Ctrl-C: restore the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
