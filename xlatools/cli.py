@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from xlatools import __version__
-from xlatools.commands import bazelrc_cmd, pin_cmd, profiles_cmd
+from xlatools.commands import bazelrc_cmd, inspect_cmd, lower_cmd, pin_cmd, presets_cmd, profiles_cmd, run_cmd
 from xlatools.commands import build_cmd, clean_cmd
 from xlatools.errors import XlaToolsError
 
@@ -53,6 +53,10 @@ def _root(
 app.add_typer(profiles_cmd.app, name="profiles")
 app.add_typer(pin_cmd.app, name="pin")
 app.command("bazelrc")(bazelrc_cmd.bazelrc)
+app.command("run")(run_cmd.run)
+app.add_typer(presets_cmd.app, name="presets")
+app.command("inspect")(inspect_cmd.inspect)
+app.command("lower")(lower_cmd.lower)
 app.command("build")(build_cmd.build)
 app.command("clean")(clean_cmd.clean)
 

@@ -5,7 +5,7 @@ Schema and every renderer are derived. Unknown keys are errors (extra="forbid").
 from __future__ import annotations
 
 import difflib
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
@@ -155,6 +155,11 @@ class Run(_Section):
     platform: Literal["auto", "cpu", "gpu"] = "auto"
     python: str | None = Field(None, description="Target interpreter that runs the program.")
     timeout: float | None = Field(None, gt=0)
+    define_presets: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Presets of this profile, by name: kind (dump, log, jax, frontend), description, xla_flags, env, "
+        "vmodule, min_jaxlib, max_jaxlib. Checked by `xlatools presets`.",
+    )
 
 
 class Profile(_Section):

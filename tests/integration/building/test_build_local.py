@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from .conftest import run_build, wheel_info
+from build_helpers import run_build, wheel_info
 
 pytestmark = pytest.mark.bazel
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from .cache_server import CacheServer
-from .conftest import PROFILES, profile_file, run_build
+from cache_server import CacheServer
+from build_helpers import PROFILES, profile_file, run_build
 
 pytestmark = pytest.mark.docker
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import PROFILES, containers_of, profile_file, run_build, wheel_info
+from build_helpers import PROFILES, containers_of, profile_file, run_build, wheel_info
 
 FIXTURE_CPU = str(PROFILES / "fixture-cpu.yaml")
 pytestmark = pytest.mark.docker
@@ -89,6 +89,7 @@ def test_ctrl_c_removes_container_and_records_interrupted(docker_client, base_im
     proc = subprocess.Popen(
         [sys.executable, "-m", "xlatools", "build", "--profile", profile, "--source", str(tree), "--out", str(out)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_sigint_default,
     )
     try:
         _wait_for_marker(out, "sleeping", proc)
@@ -103,6 +104,11 @@ def test_ctrl_c_removes_container_and_records_interrupted(docker_client, base_im
     assert not containers_of(docker_client, "fixture-sleep")
     manifest = json.loads((out / "latest" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
+
+
+def _sigint_default() -> None:
+    """A background CI job starts us with SIGINT ignored; the child must see Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_marker(out: Path, name: str, proc: subprocess.Popen) -> None:

@@ -1,0 +1,82 @@
+"""How much does `xlatools run --dump` cost over launching the same program by hand?
+
+Both sides run the same smoke program in the same interpreter with the same
+XLA_FLAGS (HLO text dumps into a fresh directory, compilation cache off); they
+alternate, so machine noise hits both alike. Prints the medians and their
+ratio (goal: <= 1.10). Usage:
+    python benchmarks/run_overhead.py [--runs 7] [--program smoke:all] [--python PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SMOKE = Path(__file__).resolve().parent.parent / "xlatools" / "smoke" / "main.py"
+ALL = "dot,matmul,conv,reduce,while,grad,collectives"
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: str) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="alternating runs per side (at least 5)")
+    parser.add_argument("--program", default="smoke:all", help="smoke:NAME[,NAME...], smoke:all, or a .py file")
+    parser.add_argument("--python", default=sys.executable, help="interpreter with jax that runs the program")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args()
+    if args.runs < 5:
+        parser.error("--runs must be at least 5")
+    script = os.path.abspath(args.program) if args.program.endswith(".py") else None
+    names = [] if script else (ALL if args.program == "smoke:all" else args.program.removeprefix("smoke:")).split(",")
+
+    work = tempfile.mkdtemp(prefix="xlatools-bench-")
+    base_env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
+                "XLATOOLS_CACHE_DIR": os.path.join(work, "cache")}
+    base_env.pop("XLA_FLAGS", None)
+    flags = ["--xla_dump_hlo_as_text"] + (["--xla_force_host_platform_device_count=4"] if "collectives" in names else [])
+    by_tool = [sys.executable, "-m", "xlatools", "run", script or args.program, "--dump", "--python", args.python, "--out",
+               os.path.join(work, "artifacts")]
+
+    def by_hand(i: int) -> float:
+        dump = os.path.join(work, f"hand-{i}")
+        env = {**base_env, "JAX_ENABLE_COMPILATION_CACHE": "false",
+               "XLA_FLAGS": " ".join(flags + [f"--xla_dump_to={dump}"])}
+        return timed([args.python, script] if script else [args.python, str(SMOKE), *names], env, work)
+
+    try:
+        timed(by_tool, base_env, work)  # warm-up: file caches, and the one-time target probe
+        by_hand(-1)
+        tool_times, hand_times = [], []
+        for i in range(args.runs):
+            hand_times.append(by_hand(i))
+            tool_times.append(timed(by_tool, base_env, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    hand, tool = statistics.median(hand_times), statistics.median(tool_times)
+    result = {"program": args.program, "runs": args.runs, "by_hand_median_s": round(hand, 3),
+              "xlatools_median_s": round(tool, 3), "ratio": round(tool / hand, 3), "goal": 1.10,
+              "by_hand_s": [round(t, 3) for t in hand_times], "xlatools_s": [round(t, 3) for t in tool_times]}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"by hand:  median {hand:.3f} s  {result['by_hand_s']}")
+        print(f"xlatools: median {tool:.3f} s  {result['xlatools_s']}")
+        print(f"ratio {result['ratio']:.3f} (goal <= 1.10); fixed cost {tool - hand:.3f} s per run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

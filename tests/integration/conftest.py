@@ -1,0 +1,41 @@
+"""Fixtures for the run/inspect/lower integration tests: real jax on CPU, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+from run_helpers import require, run_cli
+
+
+@pytest.fixture(scope="session")
+def probe_cache(tmp_path_factory) -> Path:
+    """One target-probe cache for the session: each interpreter is probed once, as for a user."""
+    return tmp_path_factory.mktemp("xlatools-cache")
+
+
+@pytest.fixture
+def jax_python() -> str:
+    import sys
+
+    require("jax", importlib.util.find_spec("jax") is not None, "pip install -e '.[jax]' (jax + jaxlib in this interpreter)")
+    return sys.executable
+
+
+@pytest.fixture
+def old_jax_python() -> str:
+    path = os.environ.get("XLATOOLS_OLD_JAX_PYTHON", "")
+    require("old_jax", bool(path) and os.path.exists(path),
+            "set XLATOOLS_OLD_JAX_PYTHON to a Python with jax/jaxlib 0.4.30 (scripts/make-old-jax-venv.sh PATH makes one)")
+    return path
+
+
+@pytest.fixture
+def xl(tmp_path, probe_cache, jax_python):
+    """Run `xlatools ARGS` in tmp_path with an isolated config dir and the shared probe cache."""
+    def call(*args, env=None, timeout=300):
+        full = {"XLATOOLS_CACHE_DIR": str(probe_cache), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+                "JAX_PLATFORMS": "cpu", **(env or {})}
+        return run_cli(*args, cwd=tmp_path, env=full, timeout=timeout)
+    return call

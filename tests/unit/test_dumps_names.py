@@ -1,0 +1,115 @@
+"""Dump-name parsing on synthetic trees named like real jaxlib 0.10.2 / 0.4.30 / GPU dumps."""
+
+from pathlib import Path
+
+import pytest
+
+from xlatools.dumps import index_dump, pass_details, resolve_dump_dir
+from xlatools.errors import UsageError
+
+HLO_BEFORE = """HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
+
+ENTRY %main.1 (x.1: f32[2]) -> f32[2] {
+  %x.1 = f32[2]{0} parameter(0)
+  %c = f32[] constant(2)
+  %b = f32[2]{0} broadcast(%c), dimensions={}
+  ROOT %m = f32[2]{0} multiply(%x.1, %b)
+}
+"""
+HLO_AFTER = HLO_BEFORE.replace("  %c = f32[] constant(2)\n", "")
+
+
+def make(root: Path, names: dict[str, str]) -> Path:
+    for name, text in names.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_new_layout_even_ids_folders_and_snapshots(tmp_path):
+    make(tmp_path, {
+        "module_0000.jit_f.before_optimizations.txt": HLO_BEFORE,
+        "module_0000.jit_f.cpu_after_optimizations.txt": HLO_AFTER,
+        "module_0000.jit_f.cpu_after_optimizations-buffer-assignment.txt": "x",
+        "module_0000.jit_f.cpu_after_optimizations-memory-usage-report.txt": "x",
+        "module_0000.jit_f.snapshot.-1075371339.pb": "x",
+        "module_0000.jit_f.snapshot.160189697.pb": "x",
+        "module_0000.jit_f.debug_options": "x",
+        "module_0000.jit_f.broadcast_add_fusion_kernel_module.ir-no-opt.ll": "x",
+        "module_0000.jit_f.obj-file.broadcast_add_fusion_kernel_module.o": "x",
+        "module_0000.jit_f/module.mlir": "x",
+        "module_0002.jit__reduce_sum.before_optimizations.txt": HLO_BEFORE,
+        "module_0002.jit__reduce_sum/compile_options.textproto": "x",
+    })
+    index = index_dump(tmp_path)
+    assert index.layout == "per-module folders"
+    assert sorted(index.modules) == [0, 2]
+    f = index.modules[0]
+    assert f.name == "jit_f" and f.platform == "cpu" and f.snapshots == 2
+    assert {"before_optimizations", "after_optimizations", "snapshots", "llvm_ir", "object_code", "debug_options",
+            "module_folder", "buffer-assignment", "memory-usage-report"} <= f.stages
+    assert (f.instructions_before, f.instructions_after) == (4, 3)
+    assert index.totals()["files"] == 12
+    assert index.modules[2].name == "jit__reduce_sum"
+    assert index.find("0002").id == 2 and index.find("jit_f").id == 0
+
+
+def test_old_layout_contiguous_ids_and_pass_steps(tmp_path):
+    make(tmp_path, {
+        "module_0000.jit_f.before_optimizations.txt": HLO_BEFORE,
+        "module_0000.jit_f.0000.sharding-removal.after_pipeline-start.before_sharding-remover.txt": HLO_BEFORE,
+        "module_0000.jit_f.0000.sharding-removal.after_pipeline-start.before_sharding-remover.html": "x",
+        "module_0000.jit_f.0001.simplification.after_algsimp.before_dce.txt": HLO_AFTER,
+        "module_0000.jit_f.0002.copy-insertion.after_adding_copies_to_resolve_interference.txt": HLO_AFTER,
+        "module_0000.jit_f.o": "x",
+        "module_0001.jit_g.before_optimizations.txt": HLO_BEFORE,
+    })
+    index = index_dump(tmp_path)
+    assert index.layout == "flat" and sorted(index.modules) == [0, 1]
+    steps = pass_details(index, index.find("jit_f"))
+    assert [(s.step, s.pipeline, s.pass_name, s.next_pass) for s in steps] == [
+        (0, "sharding-removal", "pipeline-start", "sharding-remover"),
+        (1, "simplification", "algsimp", "dce"),
+        (2, "copy-insertion", "adding_copies_to_resolve_interference", None),
+    ]
+    assert [s.changed for s in steps] == [False, True, False]
+    assert [s.instructions for s in steps] == [4, 3, 3]
+    assert "object_code" in index.modules[0].stages
+
+
+def test_dotted_names_gpu_platform_and_timestamps(tmp_path):
+    make(tmp_path, {
+        "1712345.module_0004.jit_Model.apply.before_optimizations.txt": HLO_BEFORE,
+        "1712345.module_0004.jit_Model.apply.sm_9.0_gpu_after_optimizations.txt": HLO_AFTER,
+        "1712345.module_0004.jit_Model.apply.0003.fusion.after_priority-fusion.before_dce.txt": HLO_AFTER,
+    })
+    module = index_dump(tmp_path).modules[4]
+    assert module.name == "jit_Model.apply"
+    assert module.platform == "sm_9.0_gpu"
+    assert module.instructions_after == 3
+    assert module.steps[0].pass_name == "priority-fusion"
+
+
+def test_find_errors(tmp_path):
+    make(tmp_path, {"module_0000.jit_f.before_optimizations.txt": HLO_BEFORE,
+                    "module_0001.jit_f.before_optimizations.txt": HLO_BEFORE})
+    index = index_dump(tmp_path)
+    with pytest.raises(UsageError, match="several modules are named 'jit_f'"):
+        index.find("jit_f")
+    with pytest.raises(UsageError, match="no module 'jit_g'"):
+        index.find("jit_g")
+
+
+def test_resolve_dump_dir(tmp_path):
+    bundle = tmp_path / "bundle"
+    make(bundle, {"manifest.json": "{}", "xla_dump/module_0000.jit_f.before_optimizations.txt": HLO_BEFORE})
+    assert resolve_dump_dir(bundle) == bundle / "xla_dump"
+    nodump = tmp_path / "nodump"
+    make(nodump, {"manifest.json": "{}"})
+    with pytest.raises(UsageError, match="did not dump"):
+        resolve_dump_dir(nodump)
+    with pytest.raises(UsageError, match="no XLA dump files"):
+        resolve_dump_dir(tmp_path)
+    with pytest.raises(UsageError, match="no such file"):
+        resolve_dump_dir(tmp_path / "absent")

@@ -1,0 +1,54 @@
+"""`xlatools inspect`: read an XLA dump (a run bundle or a dump directory)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def inspect(
+    path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
+    module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f): its pass sequence."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Modules in a dump (stages, per-pass steps, instruction counts, files, bytes), or one module's passes."""
+    from xlatools import console
+    from xlatools.dumps import index_dump, pass_details, resolve_dump_dir
+
+    root = resolve_dump_dir(path)
+    index = index_dump(root)
+    if module is None:
+        if as_json:
+            typer.echo(json.dumps(index.to_json(), indent=2))
+            return
+        from xlatools.runs import modules_table
+
+        totals = index.totals()
+        console.err().print(f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "
+                            f"{totals['bytes']} bytes ({index.layout})")
+        if index.modules:
+            typer.echo(modules_table(index))
+        return
+    chosen = index.find(module)
+    steps = pass_details(index, chosen)
+    if as_json:
+        typer.echo(json.dumps({"root": str(root), "module": chosen.to_json(with_steps=True)}, indent=2))
+        return
+    say = console.err().print
+    say(f"module {chosen.id:04d} {console.escape(chosen.name)}: stages {', '.join(sorted(chosen.stages))}; "
+        f"instructions {chosen.instructions_before} before, {chosen.instructions_after} after optimisation")
+    if not steps:
+        say("no per-pass dumps for this module (run with --preset passes or --preset full)")
+        for name in chosen.files:
+            typer.echo(name)
+        return
+    rows = [("step", "pipeline", "after pass", "changed", "instructions")]
+    for step in steps:
+        changed = {True: "yes", False: "no", None: "?"}[step.changed]
+        rows.append((f"{step.step:04d}", step.pipeline, step.pass_name, changed, str(step.instructions)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())

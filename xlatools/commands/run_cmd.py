@@ -1,0 +1,111 @@
+"""`xlatools run`: run a program with debug presets and collect a bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def run(
+    program: Optional[str] = typer.Argument(None, help="A .py file or smoke:NAME (smoke:all, the default, runs every smoke program)."),
+    args: Optional[List[str]] = typer.Argument(None, help="Arguments for the program, after --."),
+    module: Optional[str] = typer.Option(None, "-m", help="Run a module (python -m MODULE) instead of a file."),
+    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Profile whose run: section supplies presets, env and flags."),
+    dump: bool = typer.Option(False, "--dump", help="Turn on the profile's dump preset (default: hlo)."),
+    preset: List[str] = typer.Option([], "--preset", help="A dump, log, jax or frontend preset (repeatable); see `xlatools presets list`."),
+    xla_flag: List[str] = typer.Option([], "--xla-flag", help="An XLA flag, e.g. --xla-flag=--xla_dump_hlo_pass_re=.* (repeatable)."),
+    vmodule: List[str] = typer.Option([], "--vmodule", help="C++ VLOG level per source file, FILE=N (repeatable)."),
+    vlog: Optional[int] = typer.Option(None, "--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL)."),
+    env: List[str] = typer.Option([], "--env", help="Set an environment variable for the program, K=V (repeatable)."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the program (default: this one)."),
+    out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
+    name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: from the program)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop the program after this many seconds (exit 124)."),
+    platform: Optional[str] = typer.Option(None, "--platform", help="auto, cpu or gpu (default: the profile's, else auto)."),
+    archive: bool = typer.Option(False, "--archive", help="Also write <bundle>.tar.gz."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable summary on stdout (the program's stdout goes to stderr)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (env, flags, argv) and run nothing."),
+) -> None:
+    """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle."""
+    import json
+    import os
+    import sys
+
+    from xlatools.errors import UsageError
+    from xlatools.runplan import RunRequest, parse_program
+    from xlatools.runs import execute_plan, prepare, profile_run
+    from xlatools.target import resolve_python
+
+    if platform is not None and platform not in ("auto", "cpu", "gpu"):
+        raise UsageError(f"--platform {platform}: expected auto, cpu or gpu")
+    cwd = Path.cwd()
+    profile_info, define_presets = profile_run(profile)
+    request = RunRequest(
+        program=parse_program(program, module, list(args or []), cwd),
+        python=resolve_python(python or profile_info.python),
+        dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
+        env=list(env), platform=platform, timeout=timeout, name=name,
+    )
+    caller_env = dict(os.environ)
+    prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
+    if dry_run:
+        from xlatools.runs import env_record
+
+        plan = {**prepared.plan.to_json(), "env_changes": env_record(prepared.plan)}  # secrets redacted, as in manifests
+        if as_json:
+            typer.echo(json.dumps({"plan": plan, "target": prepared.target.to_json(), "flag_checks": prepared.flag_checks}, indent=2))
+        else:
+            _print_plan(prepared)
+        return
+    manifest, code, table = execute_plan(prepared, out, sys.argv[1:], caller_env, archive=archive, echo_stdout_to_stderr=as_json)
+    if as_json:
+        keep = ("status", "exit_code", "bundle", "duration_s", "program", "jax", "presets", "xla_flags", "dump", "smoke", "archive")
+        typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
+    else:
+        _print_outcome(manifest, table)
+    raise typer.Exit(code)
+
+
+def _print_plan(prepared) -> None:
+    import shlex
+
+    from xlatools import console
+
+    plan, target = prepared.plan, prepared.target
+    write = console.out().print
+    esc = console.escape
+    write(f"program:  {esc(plan.program.label)}")
+    write(f"python:   {esc(plan.python)} (jax {target.jax}, jaxlib {target.jaxlib}, {target.backend})")
+    write(f"presets:  {', '.join(p['name'] for p in plan.presets) or '-'}")
+    write("XLA_FLAGS:")
+    for flag in plan.xla_flags:
+        write(f"  {esc(flag)}    [dim]# {esc(plan.xla_flag_sources.get(flag, ''))}[/dim]")
+    for item in plan.overridden_flags:
+        write(f"  [yellow]overridden:[/yellow] {esc(item['flag'])} ({esc(item['from'])}) by {esc(item['by'])} ({esc(item['source'])})")
+    write("environment changes:")
+    from xlatools.bundle import redact_env
+
+    for change in plan.env_changes:
+        value = "(removed)" if change.value is None else redact_env({change.name: change.value})[change.name]
+        write(f"  {esc(change.name)}={esc(value)}    [dim]# {esc(change.source)}[/dim]")
+    write(f"bundle:   <out>/<UTC time>-{esc(plan.name)}-<id>/  (dumps: {esc(plan.dump_dir or 'none')})")
+    write(f"timeout:  {plan.timeout if plan.timeout else 'none'}")
+    write(f"argv:     {esc(shlex.join(plan.argv))}")
+    for note in plan.notes:
+        write(f"note:     {esc(note)}")
+
+
+def _print_outcome(manifest: dict, table: str) -> None:
+    from xlatools.runs import say
+
+    dump = manifest.get("dump")
+    if dump and dump["modules"]:
+        say(f"\nXLA dump: {len(dump['modules'])} modules, {dump['files']} files, {dump['bytes']} bytes")
+        say(table)
+    elif dump:
+        say("\nXLA dump: no modules were dumped (did the program compile anything?)")
+    say(f"{manifest['status']} (exit {manifest['exit_code']}, {manifest['duration_s']} s)  bundle: {manifest['bundle']}")
+    if dump and dump["modules"]:
+        say(f"read it with: xlatools inspect {manifest['bundle']} [--module ID|NAME]")

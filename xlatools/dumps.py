@@ -1,0 +1,244 @@
+"""Read an XLA dump directory: modules, their stages, per-pass steps, sizes.
+
+File names (both layouts seen in practice):
+  module_NNNN.<name>.before_optimizations.txt      (also .html, .pb, .dot)
+  module_NNNN.<name>.<platform>_after_optimizations.txt   (+ -buffer-assignment.txt, ...)
+  module_NNNN.<name>.NNNN.<pipeline>.after_<pass>.before_<next>.txt   (per-pass steps)
+  module_NNNN.<name>.snapshot.<run id>.pb, .debug_options, [<kernel>.]ir-no-opt.ll, .o
+jaxlib 0.10.x numbers modules 0000, 0002, ... and adds a folder per module
+(module_NNNN.<name>/module.mlir, ...); 0.4.30 numbers them 0000, 0001, ... without
+folders. --xla_dump_include_timestamp prefixes `<micros>.`.
+Module names may contain dots, so a module's name is taken from the file that
+names it unambiguously (before_optimizations, or its folder) and stripped from the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlatools.errors import UsageError
+
+_FILE = re.compile(r"^(?:(?P<stamp>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
+_PASS = re.compile(
+    r"^(?P<step>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<pass>.+?)(?:\.before_(?P<next>.+))?\.(?P<ext>[A-Za-z]+)$"
+)
+_AFTER = re.compile(r"^(?P<platform>.+?)_after_optimizations(?P<extra>[-.].*)?$")
+_SNAPSHOT = re.compile(r"^(?:unoptimized_)?snapshot\.-?\d+\.pb$")
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s=\s")
+
+
+@dataclass
+class PassStep:
+    step: int
+    pipeline: str
+    pass_name: str
+    next_pass: str | None
+    file: str
+    instructions: int | None = None
+    changed: bool | None = None  # compared with the previous step (the first: with before_optimizations)
+
+
+@dataclass
+class Module:
+    id: int
+    name: str
+    files: list[str] = field(default_factory=list)
+    bytes: int = 0
+    stages: set[str] = field(default_factory=set)
+    before_file: str | None = None
+    after_file: str | None = None
+    platform: str | None = None
+    snapshots: int = 0
+    steps: list[PassStep] = field(default_factory=list)
+    instructions_before: int | None = None
+    instructions_after: int | None = None
+
+    def to_json(self, with_steps: bool = False, with_files: bool = True) -> dict[str, Any]:
+        data = asdict(self)
+        data["stages"] = sorted(self.stages)
+        data["pass_steps"] = len(self.steps)
+        data["file_count"] = len(self.files)
+        if not with_steps:
+            del data["steps"]
+        if not with_files:
+            del data["files"]
+        return data
+
+
+@dataclass
+class DumpIndex:
+    root: Path
+    modules: dict[int, Module]
+    other_files: list[str]
+    layout: str  # "per-module folders" or "flat"
+
+    def find(self, ref: str) -> Module:
+        """A module by id (`10`, `0010`) or name (`jit_f`)."""
+        if ref.isdigit() and int(ref) in self.modules:
+            return self.modules[int(ref)]
+        named = [m for m in self.modules.values() if m.name == ref]
+        if len(named) == 1:
+            return named[0]
+        if len(named) > 1:
+            ids = ", ".join(f"{m.id:04d}" for m in named)
+            raise UsageError(f"several modules are named '{ref}' (ids {ids})", hint="pick one with --module ID")
+        import difflib
+
+        names = sorted({m.name for m in self.modules.values()})
+        close = difflib.get_close_matches(ref, names, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise UsageError(f"no module '{ref}' in {self.root}", hint=f"{hint}`xlatools inspect {self.root}` lists them")
+
+    def totals(self) -> dict[str, int]:
+        files = sum(len(m.files) for m in self.modules.values()) + len(self.other_files)
+        return {"modules": len(self.modules), "files": files, "bytes": sum(m.bytes for m in self.modules.values())}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "layout": self.layout,
+            **self.totals(),
+            "modules": [m.to_json() for m in sorted(self.modules.values(), key=lambda m: m.id)],
+            "other_files": self.other_files,
+        }
+
+
+def count_instructions(path: Path) -> int | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return sum(1 for line in handle if _INSTRUCTION.match(line))
+    except OSError:
+        return None
+
+
+def _module_names(entries: list[tuple[int, str, bool]]) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for module_id, rest, is_dir in entries:
+        if is_dir:
+            names[module_id] = rest
+    for module_id, rest, is_dir in entries:
+        marker = rest.rfind(".before_optimizations")
+        if not is_dir and marker > 0:
+            names.setdefault(module_id, rest[:marker])
+    for module_id, rest, _ in entries:
+        names.setdefault(module_id, rest.split(".", 1)[0])
+    return names
+
+
+def _classify(module: Module, tail: str, rel: str) -> None:
+    if tail.startswith("before_optimizations"):
+        module.stages.add("before_optimizations")
+        if tail == "before_optimizations.txt":
+            module.before_file = rel
+        return
+    step = _PASS.match(tail)
+    if step:
+        module.stages.add("passes")
+        if step["ext"] == "txt":
+            module.steps.append(PassStep(int(step["step"]), step["pipeline"], step["pass"], step["next"], rel))
+        return
+    if _SNAPSHOT.match(tail):
+        module.stages.add("snapshots")
+        module.snapshots += 1
+        return
+    after = _AFTER.match(tail)
+    if after:
+        module.stages.add("after_optimizations")
+        module.platform = after["platform"]
+        if after["extra"] == ".txt":
+            module.after_file = rel
+        elif after["extra"] and after["extra"].startswith("-"):
+            module.stages.add(after["extra"][1:].rsplit(".", 1)[0])  # buffer-assignment, memory-usage-report, ...
+        return
+    if "ir-no-opt" in tail or "ir-with-opt" in tail:
+        module.stages.add("llvm_ir")
+    elif tail == "o" or tail.endswith(".o"):
+        module.stages.add("object_code")
+    elif tail == "debug_options":
+        module.stages.add("debug_options")
+    else:
+        module.stages.add("other")
+
+
+def index_dump(root: Path) -> DumpIndex:
+    """Index every file under `root` (an XLA dump directory)."""
+    root = Path(root)
+    entries: list[tuple[int, str, bool]] = []
+    listing = sorted(root.iterdir())
+    for path in listing:
+        match = _FILE.match(path.name)
+        if match:
+            entries.append((int(match["id"]), match["rest"], path.is_dir()))
+    names = _module_names(entries)
+    modules = {module_id: Module(module_id, name) for module_id, name in names.items()}
+    other: list[str] = []
+    has_folders = False
+    for path in listing:
+        match = _FILE.match(path.name)
+        if not match:
+            other.extend(p.relative_to(root).as_posix() for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file())
+            continue
+        module = modules[int(match["id"])]
+        if path.is_dir():
+            has_folders = True
+            module.stages.add("module_folder")
+            inner = sorted(p for p in path.rglob("*") if p.is_file())
+            module.files += [p.relative_to(root).as_posix() for p in inner]
+            module.bytes += sum(p.stat().st_size for p in inner)
+            continue
+        rel = path.name
+        module.files.append(rel)
+        module.bytes += path.stat().st_size
+        rest = match["rest"]
+        tail = rest[len(module.name) + 1:] if rest.startswith(module.name + ".") else rest.split(".", 1)[-1]
+        _classify(module, tail, rel)
+    for module in modules.values():
+        module.steps.sort(key=lambda s: s.step)
+        if module.before_file:
+            module.instructions_before = count_instructions(root / module.before_file)
+        if module.after_file:
+            module.instructions_after = count_instructions(root / module.after_file)
+    return DumpIndex(root, modules, other, "per-module folders" if has_folders else "flat")
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    # The header line carries layouts and flags that passes rewrite without changing the graph;
+    # a pass "changed" the module when anything else differs.
+    body = text.split("\n", 1)[1] if text.startswith("HloModule") else text
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def pass_details(index: DumpIndex, module: Module) -> list[PassStep]:
+    """Fill instruction counts and changed flags of `module`'s steps (reads each step's text)."""
+    previous = _digest(index.root / module.before_file) if module.before_file else None
+    for step in module.steps:
+        path = index.root / step.file
+        step.instructions = count_instructions(path)
+        digest = _digest(path)
+        step.changed = None if previous is None or digest is None else digest != previous
+        previous = digest
+    return module.steps
+
+
+def resolve_dump_dir(path: Path) -> Path:
+    """A bundle (its xla_dump/), a `latest` link, or a dump directory itself."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory", hint="give a run bundle or an XLA dump directory")
+    if not path.is_dir():
+        raise UsageError(f"{path}: not a directory", hint="give a run bundle or an XLA dump directory")
+    if (path / "xla_dump").is_dir():
+        return path / "xla_dump"
+    if (path / "manifest.json").is_file():
+        raise UsageError(f"{path}: this bundle has no xla_dump/ (the run did not dump)", hint="run again with --dump")
+    if not any(_FILE.match(p.name) for p in path.iterdir()):
+        raise UsageError(f"{path}: no XLA dump files (module_NNNN.*) here", hint="give a run bundle or the --xla_dump_to directory")
+    return path

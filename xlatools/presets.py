@@ -1,0 +1,190 @@
+"""Presets: named bundles of XLA flags, environment and vmodule settings, as data.
+
+Shipped in xlatools/presets/*.yaml; more come from XLATOOLS_PRESET_PATH
+(colon separated directories), the user config dir (<config>/xlatools/presets)
+and a profile's `run.define_presets`. A later source may not silently replace
+a preset of the same name: that is an error, as for profiles.
+
+Values may contain `{bundle}`, replaced by the run's bundle directory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlatools.errors import Problem, ProfileError, UsageError
+from xlatools.xla_flags import flag_name, min_version
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "presets"
+KINDS = ("dump", "log", "jax", "frontend")
+_KEYS = {"kind", "description", "xla_flags", "env", "vmodule", "min_jaxlib", "max_jaxlib"}
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    kind: str
+    description: str
+    source: str
+    xla_flags: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    vmodule: dict[str, int] = field(default_factory=dict)
+    min_jaxlib: str | None = None
+    max_jaxlib: str | None = None
+
+    def jaxlib_range(self) -> tuple[str | None, str | None]:
+        """Versions that accept this preset: its own bounds, narrowed by the flag table."""
+        from packaging.version import Version
+
+        lows = [v for v in (self.min_jaxlib, min_version([flag_name(f) for f in self.xla_flags])) if v]
+        low = max(lows, key=Version) if lows else None
+        return low, self.max_jaxlib
+
+    def to_json(self) -> dict[str, Any]:
+        low, high = self.jaxlib_range()
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "description": self.description,
+            "xla_flags": list(self.xla_flags),
+            "env": dict(self.env),
+            "vmodule": dict(self.vmodule),
+            "min_jaxlib": low,
+            "max_jaxlib": high,
+            "source": self.source,
+        }
+
+
+def parse_preset(name: str, spec: Any, source: str) -> tuple[Preset | None, list[Problem]]:
+    """Validate one preset definition; returns the problems instead of raising, to report all at once."""
+    where = dict(file=source, key=name)
+    if not isinstance(spec, dict):
+        return None, [Problem("a preset must be a mapping (kind, description, xla_flags, env, vmodule)", **where)]
+    problems = []
+    for key in spec:
+        if key not in _KEYS:
+            close = difflib.get_close_matches(str(key), sorted(_KEYS), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(sorted(_KEYS))}"
+            problems.append(Problem(f"unknown key '{key}'", file=source, key=f"{name}.{key}", hint=hint))
+    kind = spec.get("kind")
+    if kind not in KINDS:
+        problems.append(Problem(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", file=source, key=f"{name}.kind"))
+    flags = spec.get("xla_flags") or []
+    env = spec.get("env") or {}
+    vmodule = spec.get("vmodule") or {}
+    if not isinstance(flags, list) or not all(isinstance(f, str) and f.startswith("--xla_") for f in flags):
+        problems.append(Problem("xla_flags must be a list of --xla_... strings", file=source, key=f"{name}.xla_flags"))
+        flags = []
+    if not isinstance(env, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in env.values()):
+        problems.append(Problem("env must map names to strings", file=source, key=f"{name}.env", hint='quote values: "0"'))
+        env = {}
+    if not isinstance(vmodule, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in vmodule.values()):
+        problems.append(Problem("vmodule must map source file names to levels", file=source, key=f"{name}.vmodule"))
+        vmodule = {}
+    for key in ("min_jaxlib", "max_jaxlib"):
+        if spec.get(key) is not None and not isinstance(spec.get(key), str):
+            problems.append(Problem(f"{key} must be a quoted version string", file=source, key=f"{name}.{key}"))
+    if problems:
+        return None, problems
+    preset = Preset(
+        name=name,
+        kind=kind,
+        description=str(spec.get("description", "")),
+        source=source,
+        xla_flags=tuple(flags),
+        env={str(k): str(v) for k, v in env.items()},
+        vmodule={str(k): int(v) for k, v in vmodule.items()},
+        min_jaxlib=spec.get("min_jaxlib"),
+        max_jaxlib=spec.get("max_jaxlib"),
+    )
+    return preset, []
+
+
+def preset_dirs() -> list[Path]:
+    from platformdirs import user_config_dir
+
+    dirs = [Path(p).expanduser() for p in os.environ.get("XLATOOLS_PRESET_PATH", "").split(os.pathsep) if p]
+    return [SHIPPED_DIR, Path(user_config_dir("xlatools")) / "presets", *dirs]
+
+
+def _read_yaml(path: Path) -> tuple[Any, list[Problem]]:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: this sits on every run's start-up path
+    try:
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}, []
+    except OSError as exc:
+        return None, [Problem(f"cannot read: {exc.strerror}", file=str(path))]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        return None, [Problem(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path), line=line)]
+
+
+class Catalog:
+    """All presets visible to a run, by name."""
+
+    def __init__(self, presets: dict[tuple[str, str], Preset]):
+        self.presets = presets  # by (kind, name)
+
+    @classmethod
+    def load(cls, extra: dict[str, Any] | None = None, extra_source: str = "profile run.define_presets") -> "Catalog":
+        presets: dict[tuple[str, str], Preset] = {}
+        problems: list[Problem] = []
+
+        def add_all(mapping: Any, source: str) -> None:
+            if not isinstance(mapping, dict):
+                problems.append(Problem("a preset file must map preset names to definitions", file=source))
+                return
+            for name, spec in mapping.items():
+                preset, found = parse_preset(str(name), spec, source)
+                problems.extend(found)
+                if preset is None:
+                    continue
+                key = (preset.kind, preset.name)
+                if key in presets:
+                    problems.append(
+                        Problem(
+                            f"{preset.kind} preset '{name}' is already defined in {presets[key].source}",
+                            file=source, key=str(name), hint="give it another name",
+                        )
+                    )
+                    continue
+                presets[key] = preset
+
+        for directory in preset_dirs():
+            if directory.is_dir():
+                for path in sorted(directory.glob("*.y*ml")):
+                    data, found = _read_yaml(path)
+                    problems.extend(found)
+                    if data is not None:
+                        add_all(data, str(path))
+        if extra:
+            add_all(extra, extra_source)
+        if problems:
+            raise ProfileError(f"{len(problems)} problem(s) in preset definitions", problems=problems)
+        return cls(presets)
+
+    def get(self, ref: str, kind: str | None = None) -> Preset:
+        """A preset by `NAME` or `KIND:NAME` (needed where two kinds share a name, e.g. dump:passes, log:passes)."""
+        if ":" in ref and ref.split(":", 1)[0] in KINDS:
+            kind, ref = ref.split(":", 1)
+        found = [p for (k, n), p in self.presets.items() if n == ref and (kind is None or k == kind)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            choices = "; ".join(f"{p.kind}:{p.name} ({p.description})" for p in found)
+            raise UsageError(f"preset '{ref}' is ambiguous: {choices}", hint=f"say which, e.g. --preset {found[0].kind}:{ref}")
+        names = sorted({n for (k, n) in self.presets if kind is None or k == kind})
+        close = difflib.get_close_matches(ref, names, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        what = f"{kind} preset" if kind else "preset"
+        raise UsageError(f"unknown {what} '{ref}'", hint=f"{hint}`xlatools presets list` shows them all")
+
+    def by_kind(self) -> list[Preset]:
+        return sorted(self.presets.values(), key=lambda p: (KINDS.index(p.kind), p.name))
+
