@@ -14,8 +14,17 @@ from typing import Optional
 import typer
 
 from xlatools import __version__
-from xlatools.commands import bazelrc_cmd, inspect_cmd, lower_cmd, pin_cmd, presets_cmd, profiles_cmd, run_cmd
-from xlatools.commands import build_cmd, clean_cmd
+from xlatools.commands import (
+    bazelrc_cmd,
+    build_cmd,
+    clean_cmd,
+    inspect_cmd,
+    lower_cmd,
+    pin_cmd,
+    presets_cmd,
+    profiles_cmd,
+    run_cmd,
+)
 from xlatools.errors import XlaToolsError
 
 app = typer.Typer(
