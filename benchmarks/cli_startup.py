@@ -11,28 +11,25 @@ import argparse
 import statistics
 import subprocess
 import sys
-import time
+
+from _bench import installed_env, timed
 
 HEAVY = ("jax", "docker", "httpx", "pydantic", "rich")
 
-
-def timed(argv: list[str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
+    env = installed_env()
     baseline_cmd = [sys.executable, "-c", "import typer"]
     cli_cmd = [sys.executable, "-m", "xlatools", "--help"]
-    timed(baseline_cmd), timed(cli_cmd)  # warm the file cache
+    timed(baseline_cmd, env=env), timed(cli_cmd, env=env)  # warm the file cache
     baseline, cli = [], []
     for _ in range(args.runs):  # alternate so drift hits both equally
-        baseline.append(timed(baseline_cmd))
-        cli.append(timed(cli_cmd))
+        baseline.append(timed(baseline_cmd, env=env))
+        cli.append(timed(cli_cmd, env=env))
     base_med, cli_med = statistics.median(baseline), statistics.median(cli)
     probe = subprocess.run(
         [sys.executable, "-c", "import sys, xlatools.cli; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,)],

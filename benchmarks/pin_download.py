@@ -16,7 +16,6 @@ import io
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -24,6 +23,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from _bench import installed_env, timed
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -62,11 +63,6 @@ def serve(body: bytes) -> tuple[ThreadingHTTPServer, str]:
     return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/xla/{COMMIT}.tar.gz"
 
 
-def timed(argv, **kwargs) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kwargs)
-    return time.perf_counter() - start
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -89,7 +85,7 @@ def main() -> int:
         def run_resolve() -> float:
             cache = work / "cache"
             shutil.rmtree(cache, ignore_errors=True)  # each run downloads
-            env = dict(os.environ, XLATOOLS_CACHE_DIR=str(cache), NO_COLOR="1")
+            env = dict(installed_env(), XLATOOLS_CACHE_DIR=str(cache), NO_COLOR="1")
             return timed(resolve, env=env)
 
         def run_pipeline() -> float:
@@ -105,10 +101,8 @@ def main() -> int:
         def run_startup() -> float:
             # The fixed cost: interpreter, imports, profile validation; `--offline` with an empty
             # cache stops (exit 3) right where the download would begin.
-            env = dict(os.environ, XLATOOLS_CACHE_DIR=str(work / "empty-cache"), NO_COLOR="1")
-            start = time.perf_counter()
-            subprocess.run(resolve + ["--offline"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            return time.perf_counter() - start
+            env = dict(installed_env(), XLATOOLS_CACHE_DIR=str(work / "empty-cache"), NO_COLOR="1")
+            return timed(resolve + ["--offline"], check=False, env=env)
 
         timed(curl), run_resolve()  # warm up
         curls, resolves, pipelines, startups = [], [], [], []

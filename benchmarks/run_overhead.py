@@ -14,20 +14,15 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _bench import installed_env, timed
 
 SMOKE = Path(__file__).resolve().parent.parent / "xlatools" / "smoke" / "main.py"
 ALL = "dot,matmul,conv,reduce,while,grad,collectives"
 
-
-def timed(argv: list[str], env: dict[str, str], cwd: str) -> float:
-    started = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - started
 
 
 def main() -> int:
@@ -43,7 +38,7 @@ def main() -> int:
     names = [] if script else (ALL if args.program == "smoke:all" else args.program.removeprefix("smoke:")).split(",")
 
     work = tempfile.mkdtemp(prefix="xlatools-bench-")
-    base_env = {**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
+    base_env = {**installed_env(), "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
                 "XLATOOLS_CACHE_DIR": os.path.join(work, "cache")}
     base_env.pop("XLA_FLAGS", None)
     flags = ["--xla_dump_hlo_as_text"] + (["--xla_force_host_platform_device_count=4"] if "collectives" in names else [])
@@ -54,15 +49,15 @@ def main() -> int:
         dump = os.path.join(work, f"hand-{i}")
         env = {**base_env, "JAX_ENABLE_COMPILATION_CACHE": "false",
                "XLA_FLAGS": " ".join(flags + [f"--xla_dump_to={dump}"])}
-        return timed([args.python, script] if script else [args.python, str(SMOKE), *names], env, work)
+        return timed([args.python, script] if script else [args.python, str(SMOKE), *names], env=env, cwd=work)
 
     try:
-        timed(by_tool, base_env, work)  # warm-up: file caches, and the one-time target probe
+        timed(by_tool, env=base_env, cwd=work)  # warm-up: file caches, and the one-time target probe
         by_hand(-1)
         tool_times, hand_times = [], []
         for i in range(args.runs):
             hand_times.append(by_hand(i))
-            tool_times.append(timed(by_tool, base_env, work))
+            tool_times.append(timed(by_tool, env=base_env, cwd=work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     hand, tool = statistics.median(hand_times), statistics.median(tool_times)
