@@ -179,9 +179,16 @@ class Catalog:
         if len(found) > 1:
             choices = "; ".join(f"{p.kind}:{p.name} ({p.description})" for p in found)
             raise UsageError(f"preset '{ref}' is ambiguous: {choices}", hint=f"say which, e.g. --preset {found[0].kind}:{ref}")
-        names = sorted({n for (k, n) in self.presets if kind is None or k == kind})
-        close = difflib.get_close_matches(ref, names, n=1)
-        hint = f"did you mean '{close[0]}'? " if close else ""
+        name, _, tail = ref.partition(":")
+        if tail in KINDS and (tail, name) in self.presets:
+            close = [f"{tail}:{name}"]  # KIND and NAME written the other way round
+        else:
+            names = sorted({n for (k, n) in self.presets if kind is None or k == kind})
+            close = difflib.get_close_matches(ref, names, n=1)
+            # A name two kinds share is itself ambiguous: suggest the qualified forms.
+            shared = [f"{k}:{n}" for (k, n) in self.presets if close and n == close[0] and (kind is None or k == kind)]
+            close = shared if len(shared) > 1 else close
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         what = f"{kind} preset" if kind else "preset"
         raise UsageError(f"unknown {what} '{ref}'", hint=f"{hint}`xlatools presets list` shows them all")
 

@@ -84,3 +84,13 @@ def test_bad_definitions_are_reported_together(tmp_path, monkeypatch):
 def test_kinds_order():
     kinds = [p.kind for p in Catalog.load().by_kind()]
     assert kinds == sorted(kinds, key=KINDS.index)
+
+
+def test_suggestions_qualify_shared_names_and_swapped_refs():
+    catalog = Catalog.load()
+    with pytest.raises(UsageError) as info:
+        catalog.get("passes:dump")
+    assert "did you mean 'dump:passes'" in info.value.hint
+    with pytest.raises(UsageError) as info:
+        catalog.get("pases")
+    assert "'dump:passes' or 'log:passes'" in info.value.hint
