@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from xlatools.errors import UsageError
 
@@ -122,3 +123,41 @@ def update_block(existing: str, config_name: str, rendered: str, file_label: str
 def imports_user_rc(bazelrc_text: str) -> bool:
     """Whether a workspace .bazelrc reads .bazelrc.user (JAX's does, via try-import)."""
     return re.search(r"^\s*(try-)?import\s+%workspace%/\.bazelrc\.user\s*$", bazelrc_text, re.M) is not None
+
+
+@dataclass(frozen=True)
+class TreeBlockWrite:
+    """What writing a config block into `<source>/.bazelrc.user` did (or, dry, would do)."""
+
+    path: Path
+    action: str  # "added", "replaced" or "unchanged"
+    changed: bool
+    imported: bool  # whether the tree's .bazelrc reads .bazelrc.user at all
+    diff: str  # unified diff of the file, empty when unchanged
+
+
+def write_tree_block(source: Path, config_name: str, rendered: str, dry_run: bool) -> TreeBlockWrite:
+    """Put the rendered config into the tree's `.bazelrc.user` managed block (the one writer
+    `xlatools bazelrc --source` and `xlatools build` share)."""
+    import difflib
+
+    from xlatools.fsutil import atomic_write_text
+
+    target = Path(source) / ".bazelrc.user"
+    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    update = update_block(existing, config_name, rendered, file_label=str(target))
+    workspace_rc = Path(source) / ".bazelrc"
+    imported = workspace_rc.is_file() and imports_user_rc(workspace_rc.read_text(encoding="utf-8", errors="replace"))
+    diff = "".join(difflib.unified_diff(existing.splitlines(keepends=True), update.text.splitlines(keepends=True),
+                                        str(target), str(target))) if update.changed else ""
+    if update.changed and not dry_run:
+        try:
+            atomic_write_text(target, update.text)
+        except OSError as exc:
+            raise UsageError(f"cannot write {target}: {exc.strerror}", hint="check the tree's permissions") from None
+    return TreeBlockWrite(target, update.action, update.changed, imported, diff)
+
+
+def not_imported_warning(source: Path, config_name: str) -> str:
+    return (f"{Path(source) / '.bazelrc'} does not import .bazelrc.user, so bazel will not see --config={config_name}; "
+            "add `try-import %workspace%/.bazelrc.user` to it (JAX's .bazelrc has it)")

@@ -7,7 +7,6 @@ the run or build produced; `<out>/latest` points at the newest bundle.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import secrets
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
-from xlatools.fsutil import atomic_write_json
+from xlatools.fsutil import atomic_write_json, sha256_file
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -37,14 +36,6 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
 def safe_name(name: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")
     return cleaned[:60] or "bundle"
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def host_info() -> dict[str, Any]:
@@ -139,5 +130,6 @@ class Bundle:
         return target
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+def utc_now(timespec: str = "milliseconds") -> str:
+    """An ISO 8601 UTC time stamp ending in Z, as every record of ours writes it."""
+    return datetime.now(timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")

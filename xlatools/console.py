@@ -62,16 +62,19 @@ def in_github_actions() -> bool:
 
 
 @contextlib.contextmanager
-def group(title: str) -> Iterator[None]:
-    """A foldable log group in GitHub Actions; a plain step header elsewhere."""
+def group(title: str, announce: bool = True) -> Iterator[None]:
+    """A foldable log group in GitHub Actions; elsewhere a step header (unless `announce` is off)."""
     if in_github_actions():
+        sys.stdout.flush()
         sys.stderr.write(f"::group::{title}\n")
         sys.stderr.flush()
         try:
             yield
         finally:
+            sys.stdout.flush()
             sys.stderr.write("::endgroup::\n")
             sys.stderr.flush()
     else:
-        step(title)
+        if announce:
+            step(title)
         yield

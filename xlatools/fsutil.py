@@ -1,7 +1,9 @@
-"""File-system helpers: atomic writes (temp file in the target dir, then os.replace)."""
+"""File-system helpers: atomic writes (temp file in the target dir, then os.replace),
+file digests, and the cache root every capability keeps its caches under."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -37,3 +39,22 @@ def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
 
 def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_root() -> Path:
+    """XLATOOLS_CACHE_DIR (with ~ expanded), else the user cache dir: target probes, archives,
+    bazel caches and environments all live below it."""
+    override = os.environ.get("XLATOOLS_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("xlatools"))

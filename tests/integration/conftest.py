@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from run_helpers import require, run_cli
+from tests.helpers import require, run_cli
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from run_helpers import bundles, manifest
-from xlatools.runner import _alive
+from tests.helpers import bundles, manifest, sigint_default
+from xlatools.proctree import alive
 
 
 def test_run_dump_smoke_all(xl, tmp_path):
@@ -177,7 +177,7 @@ def test_ctrl_c_ends_the_tree_and_marks_interrupted(tmp_path, probe_cache, jax_p
     # Its own session, as a terminal would make it a foreground job: SIGINT goes to xlatools only.
     proc = subprocess.Popen([sys.executable, "-m", "xlatools", "run", "tree.py"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=_sigint_default)
+                            preexec_fn=sigint_default)
     try:
         assert proc.stdout.readline() == b"ready\n"
         child = int((tmp_path / "pids.txt").read_text())
@@ -190,9 +190,9 @@ def test_ctrl_c_ends_the_tree_and_marks_interrupted(tmp_path, probe_cache, jax_p
     data = manifest(tmp_path / "artifacts" / "latest")
     assert data["status"] == "interrupted" and data["exit_code"] == 130
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(child), "the program's child survived Ctrl-C"
+    assert not alive(child), "the program's child survived Ctrl-C"
 
 
 def test_two_parallel_runs_make_two_complete_bundles(tmp_path, probe_cache, jax_python):
@@ -256,8 +256,3 @@ def test_module_program_and_profile(xl, tmp_path):
     assert any(p["key"] == "run.env.PLAIN" for p in data["profile"]["provenance"])
     assert data["dump"]["modules"][0]["pass_steps"] > 0
 
-
-def _sigint_default() -> None:
-    # A job started in the background (as a CI harness may do) inherits SIGINT
-    # ignored, and the child Python then never sees Ctrl-C: restore the default.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -4,7 +4,8 @@ import os
 import sys
 import time
 
-from xlatools.runner import _alive, execute
+from xlatools.proctree import alive as _alive
+from xlatools.run.process import execute
 
 # child.py starts middle.py, which starts a grandchild in the group and one that leaves it (setsid).
 SPAWNER = """\

@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from run_helpers import bundles, manifest
-from xlatools.target import probe, unknown_flags
-from xlatools.xla_flags import KNOWN_FLAGS, table_verdict
+from tests.helpers import bundles, manifest
+from xlatools.run.target import probe, unknown_flags
+from xlatools.run.flags import KNOWN_FLAGS, table_verdict
 
 
 def test_default_dump_preset_on_old_jaxlib(xl, tmp_path, old_jax_python):
@@ -67,7 +67,7 @@ def test_flag_table_matches_both_jaxlibs(tmp_path, monkeypatch, jax_python, old_
     for python in (jax_python, old_jax_python):
         target = probe(python, "cpu")
         flags = {name: f"--{name}" + (f"={values[name]}" if name in values else "") for name in KNOWN_FLAGS}
-        monkeypatch.setattr("xlatools.target.table_verdict", lambda name, version: None)  # force probing
+        monkeypatch.setattr("xlatools.run.target.table_verdict", lambda name, version: None)  # force probing
         refused, how = unknown_flags(target, flags)
         monkeypatch.undo()
         monkeypatch.setenv("XLATOOLS_CACHE_DIR", str(tmp_path))

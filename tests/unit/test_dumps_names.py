@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from xlatools.dumps import index_dump, pass_details, resolve_dump_dir
+from xlatools.run.dumps import index_dump, pass_details, resolve_dump_dir
 from xlatools.errors import UsageError
 
 HLO_BEFORE = """HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}

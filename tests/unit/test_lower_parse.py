@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from xlatools.errors import UsageError
-from xlatools.lowering import parse_constants, parse_function, parse_input_shapes, plan_lower
+from xlatools.run.lower import parse_constants, parse_function, parse_input_shapes, plan_lower
 
 
 def test_shapes():

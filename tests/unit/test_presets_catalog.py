@@ -3,7 +3,7 @@
 import pytest
 
 from xlatools.errors import ProfileError, UsageError
-from xlatools.presets import KINDS, Catalog
+from xlatools.run.presets.catalog import KINDS, Catalog
 
 REQUIRED = {
     "dump": ["hlo", "passes", "html", "proto", "snapshots", "fusion", "llvm", "full"],

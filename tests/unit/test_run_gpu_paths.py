@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from xlatools import target as targets
+from xlatools.run import target as targets
 from xlatools.errors import EnvironmentMissing
-from xlatools.runplan import Program, ProfileRun, RunRequest
-from xlatools.runs import prepare
-from xlatools.target import Target
+from xlatools.run.plan import Program, ProfileRun, RunRequest
+from xlatools.run.execute import prepare
+from xlatools.run.target import Target
 
 GPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="gpu", plugins=["jax-cuda12-plugin"],
              devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H100 80GB HBM3"}])

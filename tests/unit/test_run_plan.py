@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from xlatools.errors import UsageError
-from xlatools.presets import Catalog
-from xlatools.runplan import Program, ProfileRun, RunRequest, parse_program, plan_run
+from xlatools.run.presets.catalog import Catalog
+from xlatools.run.plan import Program, ProfileRun, RunRequest, parse_program, plan_run
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_smoke_collectives_gets_cpu_devices_only_off_gpu(catalog):
 
 
 def test_version_gate():
-    from xlatools.presets import parse_preset
+    from xlatools.run.presets.catalog import parse_preset
 
     preset, problems = parse_preset("new", {"kind": "dump", "xla_flags": ["--xla_dump_hlo_as_text"], "min_jaxlib": "0.10.2"}, "t")
     assert not problems

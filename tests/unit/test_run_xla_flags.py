@@ -3,7 +3,7 @@
 import pytest
 
 from xlatools.errors import UsageError
-from xlatools.xla_flags import (
+from xlatools.run.flags import (
     FlagLayers, flag_name, join_flags, min_version, parse_env_flags, table_verdict, unknown_from_abort, validate_flag,
 )
 

@@ -10,15 +10,14 @@ from __future__ import annotations
 import collections
 import os
 import shutil
-import signal
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from xlatools.errors import Interrupted, XlaToolsError
+from xlatools.proctree import sigterm_as_interrupt
 
 LOG_NAME = "build.log"
 TAIL_LINES = 25
@@ -51,26 +50,9 @@ class LogSink:
         self.handle.close()
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """CI cancels jobs with SIGTERM: clean up exactly as for Ctrl-C."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _collect_wheels(stage: Path, bundle_dir: Path, dist: Path) -> list[dict[str, Any]]:
     """Wheels from the staging dir into the bundle, then copied atomically into dist/."""
-    from xlatools.bundle import sha256_file
+    from xlatools.fsutil import sha256_file
 
     wheels = []
     target_dir = bundle_dir / "wheels"
@@ -142,10 +124,10 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
     t0 = time.monotonic()
     status, exit_code, error = "failed", None, None
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             _make_host_dirs(plan)
             if plan.mode == "container":
-                from xlatools.container import ensure_image, run_container
+                from xlatools.builder.engine import ensure_image, run_container
 
                 with console.group(f"image {plan.image.ref}"):
                     t = time.monotonic()

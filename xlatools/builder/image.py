@@ -15,7 +15,7 @@ from typing import Any
 
 from xlatools.errors import UsageError
 
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "containers"
+SHIPPED_DIR = Path(__file__).resolve().parent / "containers"
 SHIPPED = ("cpu", "cuda")
 CA_CONTEXT_NAME = "xlatools-ca.crt"
 # Put into every build context beside the Dockerfile (the shipped ones run it).

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 
 from xlatools.errors import EnvironmentMissing
+from xlatools.proctree import end_tree
 
 
 def run_local(plan, sink) -> int:
@@ -29,20 +29,6 @@ def run_local(plan, sink) -> int:
         return proc.wait()
     finally:
         if proc.poll() is None:
-            _stop(proc)
+            end_tree(proc, grace=10)  # build.py and the bazel client get time to stop cleanly
         if proc.stdout:
             proc.stdout.close()
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the process group, SIGKILL after a grace period."""
-    for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue

@@ -1,73 +1,45 @@
-"""Getting the source tree ready before the build command runs: the profile's
-managed block in `.bazelrc.user`, and the lock's XLA pin (applied, then verified).
-"""
+"""Getting the source tree ready before the build command runs: the lock's XLA pin
+(applied, then verified) and the profile's managed block in `.bazelrc.user`
+(written by `xlatools.bazelrc.write_tree_block`, shared with `xlatools bazelrc`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlatools.errors import EnvironmentMissing, Problem, UsageError
+from xlatools.errors import Problem, UsageError
+from xlatools.pin.lock import Lock
 
 
-@dataclass(frozen=True)
-class TreeChanges:
-    bazelrc_action: str  # "added", "replaced", "unchanged"
-    bazelrc_imported: bool  # whether the tree's .bazelrc reads .bazelrc.user
-    pin_changed: tuple[str, ...] = ()
-    pin_diff: str = ""
+def load_lock_file(path: Path) -> Lock:
+    from xlatools.pin.lock import load_lock
 
-
-def pin_modules():
-    """The pinning API (issue 4), imported late: it may not be installed."""
-    try:
-        from xlatools.pin.apply import apply_lock
-        from xlatools.pin.lock import load_lock
-        from xlatools.pin.verify import verify_tree
-    except ImportError as exc:
-        raise EnvironmentMissing(
-            f"--lock needs xlatools' pinning module, which this installation lacks ({exc})",
-            hint="install an xlatools with `xlatools pin`, or build without --lock",
-        ) from None
-    return load_lock, apply_lock, verify_tree
-
-
-def load_lock_file(path: Path):
-    load_lock, _, _ = pin_modules()
     if not Path(path).is_file():
-        raise UsageError(f"--lock {path}: no such file", hint="create one with `xlatools pin lock`")
+        raise UsageError(f"--lock {path}: no such file",
+                         hint="create one with `xlatools pin resolve --profile P` (or `xlatools pin local --xla DIR`)")
     return load_lock(Path(path))
 
 
-def lock_local_xla(lock) -> Path | None:
-    """A local XLA checkout named by the lock (entry `local_path`), if any."""
-    entry = getattr(lock, "xla", None)
-    path = getattr(entry, "local_path", None) if entry is not None else None
-    return Path(path).expanduser() if path else None
+def lock_local_xla(lock: Lock) -> Path | None:
+    """A local XLA checkout named by the lock (an entry of kind `local`), if any."""
+    entry = lock.xla
+    return Path(entry.local_path).expanduser() if entry is not None and entry.local_path else None
 
 
-def lock_summary(lock, path: Path | None) -> dict[str, Any] | None:
+def lock_summary(lock: Lock | None, path: Path | None) -> dict[str, Any] | None:
     """What the manifest records about the pin."""
     if lock is None:
         return None
-    if hasattr(lock, "to_json"):
-        data = lock.to_json()
-    elif hasattr(lock, "model_dump"):
-        data = lock.model_dump(mode="json")
-    else:
-        import dataclasses
-
-        data = dataclasses.asdict(lock) if dataclasses.is_dataclass(lock) else {"repr": repr(lock)}
-    return {"lock_file": str(path) if path else None, "lock": data}
+    return {"lock_file": str(path) if path else None, "lock": lock.to_json()}
 
 
-def apply_pin(lock, source: Path, dry_run: bool) -> tuple[tuple[str, ...], str]:
+def apply_pin(lock: Lock, source: Path, dry_run: bool) -> tuple[tuple[str, ...], str]:
     """Apply the lock to the tree, then verify it; refuse (exit 2) if they disagree."""
-    _, apply_lock, verify_tree = pin_modules()
+    from xlatools.pin.apply import apply_lock
+    from xlatools.pin.verify import verify_tree
+
     result = apply_lock(lock, source, dry_run=dry_run)
-    changed = tuple(str(p) for p in getattr(result, "changed", ()) or ())
-    diff = getattr(result, "diff", "") or ""
+    changed = tuple(str(p) for p in result.changed)
     if not dry_run:
         problems = verify_tree(lock, source)
         if problems:
@@ -76,18 +48,4 @@ def apply_pin(lock, source: Path, dry_run: bool) -> tuple[tuple[str, ...], str]:
                 problems=[Problem(str(p)) for p in problems],
                 hint="run `xlatools pin verify` for details; fix the tree or regenerate the lock",
             )
-    return changed, diff
-
-
-def write_bazelrc_block(source: Path, config_name: str, rendered: str, dry_run: bool) -> TreeChanges:
-    from xlatools.bazelrc import imports_user_rc, update_block
-    from xlatools.fsutil import atomic_write_text
-
-    target = source / ".bazelrc.user"
-    existing = target.read_text(encoding="utf-8") if target.exists() else ""
-    update = update_block(existing, config_name, rendered, file_label=str(target))
-    workspace_rc = source / ".bazelrc"
-    imported = workspace_rc.is_file() and imports_user_rc(workspace_rc.read_text(encoding="utf-8", errors="replace"))
-    if update.changed and not dry_run:
-        atomic_write_text(target, update.text)
-    return TreeChanges(update.action, imported)
+    return changed, result.diff

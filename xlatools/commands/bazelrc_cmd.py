@@ -41,12 +41,9 @@ def bazelrc(
 
 
 def _write_into_tree(source: Path, config_name: str, text: str, dry_run: bool) -> None:
-    import difflib
-
     from xlatools import console
-    from xlatools.bazelrc import imports_user_rc, update_block
+    from xlatools.bazelrc import not_imported_warning, write_tree_block
     from xlatools.errors import UsageError
-    from xlatools.fsutil import atomic_write_text
 
     if not source.is_dir():
         raise UsageError(f"--source {source}: not a directory", hint="point it at the root of a JAX checkout")
@@ -56,24 +53,13 @@ def _write_into_tree(source: Path, config_name: str, text: str, dry_run: bool) -
             f"--source {source}: not a bazel workspace (none of {', '.join(markers)} found)",
             hint="point it at the root of a JAX checkout",
         )
-    target = source / ".bazelrc.user"
-    existing = target.read_text(encoding="utf-8") if target.exists() else ""
-    update = update_block(existing, config_name, text, file_label=str(target))
-    workspace_rc = source / ".bazelrc"
-    if not workspace_rc.exists() or not imports_user_rc(workspace_rc.read_text(encoding="utf-8", errors="replace")):
-        console.warn(
-            f"{workspace_rc} does not import .bazelrc.user, so bazel will not see this config; "
-            "add `try-import %workspace%/.bazelrc.user` to it (JAX's .bazelrc has it)"
-        )
+    written = write_tree_block(source, config_name, text, dry_run)
+    if not written.imported:
+        console.warn(not_imported_warning(source, config_name))
     if dry_run:
-        diff = difflib.unified_diff(
-            existing.splitlines(keepends=True), update.text.splitlines(keepends=True), str(target), str(target)
-        )
-        typer.echo("".join(diff), nl=False)
-        console.info(f"dry run: {target} would be {update.action if update.changed else 'left unchanged'}")
-        return
-    if update.changed:
-        atomic_write_text(target, update.text)
-        console.info(f"{target}: config '{config_name}' {update.action}; build with --config={config_name}")
+        typer.echo(written.diff, nl=False)
+        console.info(f"dry run: {written.path} would be {written.action if written.changed else 'left unchanged'}")
+    elif written.changed:
+        console.info(f"{written.path}: config '{config_name}' {written.action}; build with --config={config_name}")
     else:
-        console.info(f"{target}: config '{config_name}' already up to date")
+        console.info(f"{written.path}: config '{config_name}' already up to date")

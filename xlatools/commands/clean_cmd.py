@@ -14,7 +14,7 @@ def clean(
     import json
 
     from xlatools import console
-    from xlatools.container import connect, leftover_containers, managed_images, remove_container, remove_image
+    from xlatools.builder.engine import connect, leftover_containers, managed_images, remove_container, remove_image
 
     client = connect()
     containers = leftover_containers(client)

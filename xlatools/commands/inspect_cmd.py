@@ -16,7 +16,7 @@ def inspect(
 ) -> None:
     """Modules in a dump (stages, per-pass steps, instruction counts, files, bytes), or one module's passes."""
     from xlatools import console
-    from xlatools.dumps import index_dump, pass_details, resolve_dump_dir
+    from xlatools.run.dumps import index_dump, pass_details, resolve_dump_dir
 
     root = resolve_dump_dir(path)
     index = index_dump(root)
@@ -24,7 +24,7 @@ def inspect(
         if as_json:
             typer.echo(json.dumps(index.to_json(), indent=2))
             return
-        from xlatools.runs import modules_table
+        from xlatools.run.execute import modules_table
 
         totals = index.totals()
         console.err().print(f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "

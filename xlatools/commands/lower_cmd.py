@@ -23,15 +23,12 @@ def lower(
 ) -> None:
     """Lower FN for the given input shapes and constants; write the IR and print XLA's cost analysis."""
     import json
-    import os
-    import subprocess
-    import tempfile
 
     from xlatools import console
-    from xlatools.errors import TimedOut, UsageError, XlaToolsError
+    from xlatools.errors import UsageError
     from xlatools.fsutil import atomic_write_bytes
-    from xlatools.lowering import cost_rows, plan_lower
-    from xlatools.target import PROBES, probe, resolve_python
+    from xlatools.run.lower import cost_rows, execute_lower, plan_lower
+    from xlatools.run.target import probe, resolve_python
 
     if platform not in ("auto", "cpu", "gpu"):
         raise UsageError(f"--platform {platform}: expected auto, cpu or gpu")
@@ -41,42 +38,16 @@ def lower(
             raise UsageError(f"{dest}: the folder {dest.parent} does not exist")
     interpreter = resolve_python(python)
     target = probe(interpreter, platform)
-    env = dict(os.environ)
-    if platform == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
-    elif platform == "gpu":
-        env["JAX_PLATFORMS"] = target.gpu_platform()
-    with tempfile.TemporaryDirectory(prefix="xlatools-lower-") as tmp:
-        request.text_out = os.path.join(tmp, "ir.txt")
-        request.proto_out = os.path.join(tmp, "ir.pb") if ir_dest else None
-        with open(os.path.join(tmp, "request.json"), "w") as handle:
-            json.dump(request.to_json(), handle)
-        answer_path = os.path.join(tmp, "answer.json")
-        console.step(f"lowering {fn} to {request.ir_format}{' (optimised)' if optimized else ''} "
-                     f"with jax {target.jax} ({interpreter})")
-        try:
-            proc = subprocess.run([interpreter, str(PROBES / "lower.py"), os.path.join(tmp, "request.json"), answer_path],
-                                  env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise TimedOut(f"lowering {fn} took longer than {timeout:g} s", hint="raise --timeout") from None
-        try:
-            with open(answer_path) as handle:
-                answer = json.load(handle)
-        except (OSError, ValueError):
-            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
-            raise XlaToolsError(f"lowering {fn} crashed (exit {proc.returncode}): {tail}") from None
-        if not answer["ok"]:
-            if proc.stderr.strip() and answer["kind"] != "usage":
-                console.err().print(console.escape(proc.stderr.rstrip()))
-            cls = UsageError if answer["kind"] == "usage" else XlaToolsError
-            raise cls(f"lowering {fn} failed: {answer['message']}")
-        text = Path(request.text_out).read_text()
-        if ir_human_dest is not None:
-            atomic_write_bytes(ir_human_dest, text.encode())
-        elif not as_json:
-            typer.echo(text, nl=False)
-        if ir_dest is not None:
-            atomic_write_bytes(ir_dest, Path(request.proto_out).read_bytes())
+    console.step(f"lowering {fn} to {request.ir_format}{' (optimised)' if optimized else ''} "
+                 f"with jax {target.jax} ({interpreter})")
+    lowered = execute_lower(request, interpreter, platform, target.gpu_platform(), timeout)
+    answer, text = lowered.answer, lowered.text
+    if ir_human_dest is not None:
+        atomic_write_bytes(ir_human_dest, text.encode())
+    elif not as_json:
+        typer.echo(text, nl=False)
+    if ir_dest is not None:
+        atomic_write_bytes(ir_dest, lowered.proto)
     cost = answer.get("cost_analysis") or {}
     if as_json:
         answer.update(ir_format=request.ir_format, optimized=optimized, inputs=request.inputs, constants=request.constants,

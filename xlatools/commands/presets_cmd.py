@@ -13,8 +13,8 @@ _PROFILE_HELP = "Also show the presets a profile defines (run.define_presets)."
 
 
 def _catalog(profile: Optional[str]):
-    from xlatools.presets import Catalog
-    from xlatools.runs import profile_run
+    from xlatools.run.presets.catalog import Catalog
+    from xlatools.run.execute import profile_run
 
     info, define = profile_run(profile)
     return Catalog.load(define, f"profile {info.name} (run.define_presets)")

@@ -34,9 +34,9 @@ def run(
     import sys
 
     from xlatools.errors import UsageError
-    from xlatools.runplan import RunRequest, parse_program
-    from xlatools.runs import execute_plan, prepare, profile_run
-    from xlatools.target import resolve_python
+    from xlatools.run.plan import RunRequest, parse_program
+    from xlatools.run.execute import execute_plan, prepare, profile_run
+    from xlatools.run.target import resolve_python
 
     if platform is not None and platform not in ("auto", "cpu", "gpu"):
         raise UsageError(f"--platform {platform}: expected auto, cpu or gpu")
@@ -51,7 +51,7 @@ def run(
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
     if dry_run:
-        from xlatools.runs import env_record
+        from xlatools.run.execute import env_record
 
         plan = {**prepared.plan.to_json(), "env_changes": env_record(prepared.plan)}  # secrets redacted, as in manifests
         if as_json:
@@ -98,7 +98,7 @@ def _print_plan(prepared) -> None:
 
 
 def _print_outcome(manifest: dict, table: str) -> None:
-    from xlatools.runs import say
+    from xlatools.run.execute import say
 
     dump = manifest.get("dump")
     if dump and dump["modules"]:

@@ -16,27 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlatools.fsutil import atomic_write_json
-
-HASH_CHUNK = 1 << 20
-
-
-def cache_root() -> Path:
-    override = os.environ.get("XLATOOLS_CACHE_DIR")
-    if override:
-        return Path(override).expanduser()
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("xlatools"))
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
+from xlatools.fsutil import atomic_write_json, cache_root, sha256_file
 
 @dataclass(frozen=True)
 class ArchiveCache:

@@ -10,9 +10,10 @@ import hashlib
 import os
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
+
 from pathlib import Path
 
+from xlatools.bundle import utc_now
 from xlatools.errors import FetchError, PinError
 from xlatools.pin import refs
 from xlatools.pin.cache import ArchiveCache
@@ -20,13 +21,11 @@ from xlatools.pin.lock import Lock, LockEntry, PatchEntry, load_lock
 from xlatools.pin.sri import hex_to_sri
 from xlatools.pin.upstream import UPSTREAMS, expand
 
-
 @dataclass(frozen=True)
 class Outcome:
     entry: LockEntry
     source: str  # "download", "cache", "local"
     notes: tuple[str, ...] = ()
-
 
 @dataclass(frozen=True)
 class ResolveResult:
@@ -34,11 +33,6 @@ class ResolveResult:
     outcomes: tuple[Outcome, ...]
     dropped: list[str]  # dependencies the profile no longer names
     changed: bool  # differs from the lock on disk (resolution times aside)
-
-
-def now_utc() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
 
 def url_templates(name: str, dep) -> list[str]:
     if dep.urls:
@@ -49,7 +43,6 @@ def url_templates(name: str, dep) -> list[str]:
         return [f"{repo}/archive/{{commit}}.tar.gz"]  # a fork: its own archives
     return [upstream.url]
 
-
 def strip_prefix_template(name: str, dep) -> str:
     if dep.strip_prefix:
         return dep.strip_prefix
@@ -57,7 +50,6 @@ def strip_prefix_template(name: str, dep) -> str:
     if dep.urls or not repo.startswith("https://github.com/"):
         return UPSTREAMS[name].strip_prefix
     return repo.rsplit("/", 1)[-1] + "-{commit}"  # GitHub names the top folder after the repository
-
 
 def resolve_commit(name: str, dep, offline: bool, previous: LockEntry | None) -> tuple[str, list[str]]:
     if dep.commit:
@@ -75,7 +67,6 @@ def resolve_commit(name: str, dep, offline: bool, previous: LockEntry | None) ->
                          hint="run once without --offline, or pin `commit:` in the profile")
     return refs.resolve_ref(repo, dep.ref), []
 
-
 def patch_entries(name: str, dep, profile_dir: Path, lock_dir: Path) -> tuple[PatchEntry, ...]:
     entries = []
     for raw in dep.patches:
@@ -89,7 +80,6 @@ def patch_entries(name: str, dep, profile_dir: Path, lock_dir: Path) -> tuple[Pa
         # Relative to the lock, so a lock committed with its patches works in any checkout.
         entries.append(PatchEntry(_relative(path, lock_dir), hashlib.sha256(data).hexdigest()))
     return tuple(entries)
-
 
 def record_local(name: str, path: Path) -> tuple[LockEntry, list[str]]:
     """A local checkout used in place of an archive: its HEAD and whether it is dirty."""
@@ -112,9 +102,8 @@ def record_local(name: str, path: Path) -> tuple[LockEntry, list[str]]:
         notes.append(f"{path} has uncommitted changes: builds from it are NOT reproducible from this lock "
                      f"(commit {commit[:12]} plus local edits)")
     entry = LockEntry(name=name, kind="local", commit=commit, local_path=str(path.resolve()), dirty=dirty,
-                      resolved_at=now_utc())
+                      resolved_at=utc_now("seconds"))
     return entry, notes
-
 
 def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cache: ArchiveCache, offline: bool,
                        previous: LockEntry | None, progress: bool = True) -> Outcome:
@@ -134,10 +123,9 @@ def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cac
     entry = LockEntry(
         name=name, kind="archive", commit=commit, repo=dep.repo or (UPSTREAMS[name].repo if dep.ref else None), ref=dep.ref,
         urls=tuple(urls), sha256=sha256, integrity=hex_to_sri(sha256), strip_prefix=prefix, patches=patches,
-        resolved_at=now_utc(),
+        resolved_at=utc_now("seconds"),
     )
     return Outcome(entry, source, tuple(notes))
-
 
 def _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, progress) -> tuple[str, str]:
     known = dep.sha256 or cache.remembered_digest(name, commit, urls)
@@ -155,7 +143,6 @@ def _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, p
     cache.store(fetched.path, fetched.sha256)
     cache.remember(name, commit, urls, fetched.sha256, fetched.url)
     return fetched.sha256, "download"
-
 
 def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: ArchiveCache | None = None,
                     progress: bool = True) -> ResolveResult:
@@ -189,7 +176,6 @@ def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: 
     changed = not lock_path.exists() or _comparable(previous) != _comparable(lock)
     return ResolveResult(lock, tuple(outcomes), dropped, changed)
 
-
 def _comparable(lock: Lock) -> dict:
     """A lock's content without the resolution times (re-resolving the same pin is no change)."""
     data = lock.to_json()
@@ -197,7 +183,6 @@ def _comparable(lock: Lock) -> dict:
     for entry in data["dependencies"].values():
         entry.pop("resolved_at", None)
     return data
-
 
 def _relative(path: Path, base: Path) -> str:
     try:

@@ -12,7 +12,8 @@ from pathlib import Path
 from xlatools.errors import PinError
 from xlatools.pin import layouts
 from xlatools.pin.apply import detect_layout, entry_for, read_texts
-from xlatools.pin.cache import ArchiveCache, sha256_file
+from xlatools.fsutil import sha256_file
+from xlatools.pin.cache import ArchiveCache
 from xlatools.pin.lock import Lock, LockEntry, entry_problems
 
 

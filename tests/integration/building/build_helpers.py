@@ -1,19 +1,13 @@
-"""Helpers shared by the build tests (a plain module: pytest puts this folder on
-sys.path, and `tests` is not a package, so the root conftest is loaded by path)."""
+"""Helpers shared by the build tests: run `xlatools build` on the fixture tree, read its bundle."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("xlatools_tests_root_conftest_build",
-                                               Path(__file__).resolve().parents[2] / "conftest.py")
-_root = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_root)
-REPO, require, run_cli = _root.REPO, _root.require, _root.run_cli
+from tests.helpers import REPO, run_cli
 
 FIXTURE_TREE = REPO / "tests" / "fixtures" / "jaxlike"
 PROFILES = Path(__file__).resolve().parent / "profiles"

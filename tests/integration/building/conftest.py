@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from build_helpers import BASE_IMAGE, FIXTURE_TREE, REPO, require
+from tests.helpers import REPO, require
+from tests.integration.building.build_helpers import BASE_IMAGE, FIXTURE_TREE
 
 
 def _engine_problem() -> str | None:
@@ -22,7 +23,7 @@ def _engine_problem() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def docker_client():
+def _engine():
     problem = _engine_problem()
     require("docker", problem is None, problem or "")
     import docker
@@ -30,8 +31,15 @@ def docker_client():
     return docker.from_env(timeout=120)
 
 
+@pytest.fixture
+def docker_client(request, _engine):
+    """The engine, for tests marked `docker` only: `pytest -m "not docker"` must leave Docker alone."""
+    assert request.node.get_closest_marker("docker"), f"{request.node.nodeid} uses Docker: mark it @pytest.mark.docker"
+    return _engine
+
+
 @pytest.fixture(scope="session")
-def base_image(docker_client) -> str:
+def base_image(_engine) -> str:
     """The offline Debian image (scripts/make-test-base-image.sh; reused when present)."""
     script = REPO / "scripts" / "make-test-base-image.sh"
     done = subprocess.run([str(script), BASE_IMAGE], capture_output=True, text=True, timeout=900)

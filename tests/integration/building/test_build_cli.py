@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from build_helpers import PROFILES, run_build
+from tests.integration.building.build_helpers import PROFILES, run_build
 
 FIXTURE_CPU = str(PROFILES / "fixture-cpu.yaml")
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}

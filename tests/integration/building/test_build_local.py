@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from build_helpers import run_build, wheel_info
+from tests.integration.building.build_helpers import run_build, wheel_info
 
 pytestmark = pytest.mark.bazel
 

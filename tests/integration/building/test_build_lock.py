@@ -14,7 +14,8 @@ import pytest
 from xlatools.pin.lock import Lock, LockEntry, write_lock
 from xlatools.pin.sri import hex_to_sri
 
-from build_helpers import PROFILES, require, run_build, run_cli, wheel_info
+from tests.helpers import require, run_cli
+from tests.integration.building.build_helpers import PROFILES, run_build, wheel_info
 
 COMMIT = "1234567890abcdef1234567890abcdef12345678"
 SHA256 = "36fd883a02fbdabd8c105cf28a97337420a872b17d3849bee95726709cdd2809"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cache_server import CacheServer
-from build_helpers import PROFILES, profile_file, run_build
+from tests.integration.building.cache_server import CacheServer
+from tests.integration.building.build_helpers import PROFILES, profile_file, run_build
 
 pytestmark = pytest.mark.docker
 

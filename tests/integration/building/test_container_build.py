@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import PROFILES, containers_of, profile_file, run_build, wheel_info
+from tests.helpers import sigint_default
+from tests.integration.building.build_helpers import PROFILES, containers_of, profile_file, run_build, wheel_info
 
 FIXTURE_CPU = str(PROFILES / "fixture-cpu.yaml")
 pytestmark = pytest.mark.docker
@@ -38,7 +39,7 @@ def test_build_produces_wheel_manifest_and_log(docker_client, base_image, cache_
     dist_wheel = tmp_path / "dist" / wheel["name"]
     assert Path(wheel["dist_path"]) == dist_wheel and dist_wheel.is_file()
     assert (result.bundle / wheel["path"]).read_bytes() == dist_wheel.read_bytes()
-    from xlatools.bundle import sha256_file
+    from xlatools.fsutil import sha256_file
 
     assert sha256_file(dist_wheel) == wheel["sha256"]
     # The profile reached bazel: debug config, build.py's options, the local XLA.
@@ -89,7 +90,7 @@ def test_ctrl_c_removes_container_and_records_interrupted(docker_client, base_im
     proc = subprocess.Popen(
         [sys.executable, "-m", "xlatools", "build", "--profile", profile, "--source", str(tree), "--out", str(out)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=_sigint_default,
+        preexec_fn=sigint_default,
     )
     try:
         _wait_for_marker(out, "sleeping", proc)
@@ -105,10 +106,6 @@ def test_ctrl_c_removes_container_and_records_interrupted(docker_client, base_im
     manifest = json.loads((out / "latest" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
 
-
-def _sigint_default() -> None:
-    """A background CI job starts us with SIGINT ignored; the child must see Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_marker(out: Path, name: str, proc: subprocess.Popen) -> None:
@@ -128,7 +125,7 @@ def test_container_runs_as_given_uid_and_its_files_are_owned_by_it(docker_client
     """In-process, so the uid can differ from ours when we are root (as in CI)."""
     from xlatools.builder.execute import execute
     from xlatools.builder.plan import BuildOptions, plan_build
-    from xlatools.builder.tree import write_bazelrc_block
+    from xlatools.bazelrc import write_tree_block
     from xlatools.profiles import load
 
     uid, gid = (4321, 4322) if os.getuid() == 0 else (os.getuid(), os.getgid())
@@ -142,7 +139,7 @@ def test_container_runs_as_given_uid_and_its_files_are_owned_by_it(docker_client
     plan = plan_build(load(FIXTURE_CPU), BuildOptions(
         source=tree, out_root=tmp_path / "out", dist_dir=tmp_path / "dist", cache_root=cache, run_id="owner",
         uid=uid, gid=gid, user_name="builder"))
-    write_bazelrc_block(tree, plan.config_name, plan.bazelrc, dry_run=False)
+    write_tree_block(tree, plan.config_name, plan.bazelrc, dry_run=False)
     manifest = execute(plan, out_root=tmp_path / "out", tree_info={}, pin=None, client=docker_client,
                        echo=False).raise_for_status()
     assert manifest["status"] == "ok"

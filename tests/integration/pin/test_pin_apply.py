@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import (
+from tests.integration.pin.helpers import (
     COMMIT,
     MODULE_BAZEL,
     OLD_COMMIT,

@@ -10,7 +10,8 @@ import tarfile
 import time
 
 import pytest
-from conftest import (
+from tests.helpers import sigint_default
+from tests.integration.pin.helpers import (
     COMMIT,
     cache_files,
     make_tarball,
@@ -136,7 +137,7 @@ def test_ctrl_c_during_download_leaves_no_partial_files(tmp_path, archive_server
     env = dict(os.environ, **pin_env, NO_COLOR="1")
     process = subprocess.Popen([sys.executable, "-m", "xlatools", "pin", "resolve", "--profile", str(profile)],
                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=_sigint_default)
+                               preexec_fn=sigint_default)
     try:
         assert archive_server.half_sent.wait(60), "the download never started"
         deadline = time.monotonic() + 60  # a bound on waiting, not an assertion on speed
@@ -309,8 +310,3 @@ def test_the_lock_follows_the_profile_but_keeps_a_local_checkout(tmp_path, archi
     deps = read_lock(tmp_path)["dependencies"]
     assert sorted(deps) == ["jax", "xla"] and deps["xla"]["kind"] == "local"
 
-
-def _sigint_default() -> None:
-    # A job started in the background (as a CI harness may do) inherits SIGINT
-    # ignored, and the child Python then never sees Ctrl-C: restore the default.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.fsutil import atomic_write_json
-from xlatools.xla_flags import join_flags, table_verdict, unknown_from_abort
+from xlatools.fsutil import atomic_write_json, cache_root
+from xlatools.run.flags import join_flags, table_verdict, unknown_from_abort
 
 PROBES = Path(__file__).resolve().parent / "probes"
 CACHE_VERSION = 2
@@ -48,14 +48,6 @@ class Target:
 
     def gpu_platform(self) -> str:
         return "rocm" if any("rocm" in p for p in self.plugins) else "cuda"
-
-
-def cache_dir() -> Path:
-    if os.environ.get("XLATOOLS_CACHE_DIR"):
-        return Path(os.environ["XLATOOLS_CACHE_DIR"])
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("xlatools"))
 
 
 def resolve_python(spec: str | None) -> str:
@@ -94,7 +86,7 @@ class TargetCache:
     def __init__(self, python: str):
         self.python = python
         digest = hashlib.sha256(python.encode()).hexdigest()[:16]
-        self.path = cache_dir() / "targets" / f"{digest}.json"
+        self.path = cache_root() / "targets" / f"{digest}.json"
         self.data = self._read()
 
     def _read(self) -> dict[str, Any]:

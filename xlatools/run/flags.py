@@ -5,7 +5,7 @@ long after the user pressed enter. So every flag is checked before launch:
 first against a table of versions where the flag was seen accepted or refused,
 and when the table cannot decide (a flag not in it, a version between the
 known ones, a self-built jaxlib), by probing the target interpreter once and
-caching the answer (see xlatools.target).
+caching the answer (see xlatools.run.target).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from typing import Any
 
 from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.runplan import ProfileRun, RunPlan, RunRequest, plan_run
-from xlatools.target import Target
+from xlatools.run.plan import ProfileRun, RunPlan, RunRequest, plan_run
+from xlatools.run.target import Target
 
 MANIFEST_SCHEMA = "xlatools.run/1"
 
@@ -59,8 +59,8 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
 
 def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, Any], caller_env: dict[str, str],
             cwd: Path) -> Prepared:
-    from xlatools import target as targets
-    from xlatools.presets import Catalog
+    from xlatools.run import target as targets
+    from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load(define_presets, f"profile {profile.name} (run.define_presets)")
     platform = request.platform or profile.platform or "auto"
@@ -191,9 +191,9 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
                  archive: bool = False, echo_stdout_to_stderr: bool = False) -> tuple[dict[str, Any], int, str]:
     """Run the plan into a fresh bundle; returns the final manifest, the exit code and the module table."""
     from xlatools.bundle import Bundle
-    from xlatools.console import in_github_actions
-    from xlatools.dumps import index_dump
-    from xlatools.runner import execute
+    from xlatools.console import group
+    from xlatools.run.dumps import index_dump
+    from xlatools.run.process import execute
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
     bundle = Bundle.create(Path(os.path.abspath(out_root)), prepared.plan.name, "run")
@@ -208,15 +208,10 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
                          flag_checks=prepared.flag_checks)
     bundle.write_manifest(base)
     say(f"==> {plan.program.label} -> {bundle.path}")
-    if in_github_actions():
-        say(f"::group::{plan.program.label} output")
     stdout = sys.stderr.buffer if echo_stdout_to_stderr else sys.stdout.buffer
-    try:
+    with group(f"{plan.program.label} output", announce=False):
         result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, bundle.path / "stdout.log",
                          bundle.path / "stderr.log", plan.timeout, stdout, sys.stderr.buffer)
-    finally:
-        if in_github_actions():
-            say("::endgroup::")
 
     dump = None
     table = ""

@@ -1,6 +1,6 @@
 """Presets: named bundles of XLA flags, environment and vmodule settings, as data.
 
-Shipped in xlatools/presets/*.yaml; more come from XLATOOLS_PRESET_PATH
+Shipped in xlatools/run/presets/*.yaml; more come from XLATOOLS_PRESET_PATH
 (colon separated directories), the user config dir (<config>/xlatools/presets)
 and a profile's `run.define_presets`. A later source may not silently replace
 a preset of the same name: that is an error, as for profiles.
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import Problem, ProfileError, UsageError
-from xlatools.xla_flags import flag_name, min_version
+from xlatools.run.flags import flag_name, min_version
 
-SHIPPED_DIR = Path(__file__).resolve().parent / "presets"
+SHIPPED_DIR = Path(__file__).resolve().parent
 KINDS = ("dump", "log", "jax", "frontend")
 _KEYS = {"kind", "description", "xla_flags", "env", "vmodule", "min_jaxlib", "max_jaxlib"}
 

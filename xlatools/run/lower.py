@@ -2,7 +2,8 @@
 
 Parsing and checking of FN, --input-shapes and --constants happen here (pure),
 so malformed input fails with exit 2 naming the offending part before any
-interpreter starts. probes/lower.py does the jax work in the target interpreter.
+interpreter starts. execute_lower() runs probes/lower.py, which does the jax work
+in the target interpreter, and brings back its answer and the IR bytes.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class LowerRequest:
     constants: dict[str, Any]
     ir_format: str
     optimized: bool
-    text_out: str | None = None  # filled by the command: temp files in the destination folders
+    want_proto: bool = False  # --ir-dest: also a serialized HloModuleProto
+    text_out: str | None = None  # filled by execute_lower: files in its temporary folder
     proto_out: str | None = None
     extra_sys_path: list[str] = field(default_factory=list)
 
@@ -149,10 +151,62 @@ def plan_lower(fn: str, input_shapes: str | None, constants: str | None, ir_form
     kind, source, function = parse_function(fn, cwd)
     inputs = parse_input_shapes(input_shapes)
     return LowerRequest(kind, source, function, inputs, parse_constants(constants, inputs), ir_format, optimized,
-                        extra_sys_path=[str(cwd)])
+                        want_proto=bool(ir_dest), extra_sys_path=[str(cwd)])
 
 
 def cost_rows(cost: dict[str, Any]) -> list[tuple[str, Any]]:
     """The headline numbers of XLA's cost analysis (per-operand details left out)."""
     keys = ("flops", "transcendentals", "bytes accessed", "optimal_seconds", "utilization")
     return [(key, cost[key]) for key in keys if key in cost]
+
+
+@dataclass
+class Lowered:
+    """What the target answered: its JSON answer, the IR text, and the serialized proto if asked for."""
+
+    answer: dict[str, Any]
+    text: str
+    proto: bytes | None
+
+
+def execute_lower(request: LowerRequest, python: str, platform: str, gpu_platform: str, timeout: float) -> Lowered:
+    """Run probes/lower.py in the target interpreter; errors become XlaToolsError subclasses."""
+    import os
+    import subprocess
+    import tempfile
+
+    from xlatools import console
+    from xlatools.errors import TimedOut, XlaToolsError
+    from xlatools.run.target import PROBES
+
+    env = dict(os.environ)
+    if platform == "cpu":
+        env["JAX_PLATFORMS"] = "cpu"
+    elif platform == "gpu":
+        env["JAX_PLATFORMS"] = gpu_platform
+    label = f"{request.source}:{request.function}"
+    with tempfile.TemporaryDirectory(prefix="xlatools-lower-") as tmp:
+        request.text_out = os.path.join(tmp, "ir.txt")
+        request.proto_out = os.path.join(tmp, "ir.pb") if request.want_proto else None
+        request_path, answer_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "answer.json")
+        with open(request_path, "w") as handle:
+            json.dump(request.to_json(), handle)
+        try:
+            proc = subprocess.run([python, str(PROBES / "lower.py"), request_path, answer_path],
+                                  env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimedOut(f"lowering {label} took longer than {timeout:g} s", hint="raise --timeout") from None
+        try:
+            with open(answer_path) as handle:
+                answer = json.load(handle)
+        except (OSError, ValueError):
+            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+            raise XlaToolsError(f"lowering {label} crashed (exit {proc.returncode}): {tail}") from None
+        if not answer["ok"]:
+            if proc.stderr.strip() and answer["kind"] != "usage":
+                console.err().print(console.escape(proc.stderr.rstrip()))
+            cls = UsageError if answer["kind"] == "usage" else XlaToolsError
+            raise cls(f"lowering {label} failed: {answer['message']}")
+        text = Path(request.text_out).read_text()
+        proto = Path(request.proto_out).read_bytes() if request.proto_out else None
+    return Lowered(answer, text, proto)

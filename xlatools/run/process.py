@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-GRACE_SECONDS = 3.0
+from xlatools.errors import Interrupted, TimedOut
+from xlatools.proctree import end_tree, signal_tree, sigterm_as_interrupt
 
 
 @dataclass
@@ -57,72 +58,6 @@ class _Tee(threading.Thread):
         self.log.flush()
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid` (Linux /proc; empty elsewhere)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: fields start after the last ')'.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _signal_tree(pid: int, pgid: int, extra: list[int], sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    for other in extra:
-        try:
-            os.kill(other, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def end_tree(proc: subprocess.Popen, grace: float = GRACE_SECONDS) -> None:
-    """SIGTERM the program's whole tree, then SIGKILL whatever is left after `grace` seconds."""
-    tree = descendants(proc.pid)
-    _signal_tree(proc.pid, proc.pid, tree, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        alive = [p for p in tree if _alive(p)]
-        if proc.poll() is not None and not alive:
-            break
-        time.sleep(0.05)
-    tree = sorted(set(tree) | set(descendants(proc.pid)))
-    _signal_tree(proc.pid, proc.pid, tree, signal.SIGKILL)
-    proc.wait()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return b") Z " not in handle.read()  # a zombie is gone, only not reaped
-    except OSError:
-        return False
-
-
-class _Terminated(Exception):
-    """SIGTERM (a CI job cancelled): handled like Ctrl-C."""
-
-
 def execute(
     argv: list[str],
     env: dict[str, str],
@@ -138,11 +73,6 @@ def execute(
 
     started = utc_now()
     t0 = time.monotonic()
-    previous_term = signal.getsignal(signal.SIGTERM)
-
-    def on_sigterm(signum, frame):
-        raise _Terminated()
-
     with open(stdout_log, "wb") as out_log, open(stderr_log, "wb") as err_log:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -153,26 +83,23 @@ def execute(
             tee.start()
         status = None
         try:
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, on_sigterm)
-            if on_start is not None:
-                on_start(proc)
-            try:
-                proc.wait(timeout=timeout)
-                # Children the program left behind in its group would hold our pipes open.
-                _signal_tree(proc.pid, proc.pid, [], signal.SIGKILL)
-            except subprocess.TimeoutExpired:
-                status = "timeout"
-                end_tree(proc)
-        except (KeyboardInterrupt, _Terminated):
+            with sigterm_as_interrupt():
+                if on_start is not None:
+                    on_start(proc)
+                try:
+                    proc.wait(timeout=timeout)
+                    # Children the program left behind in its group would hold our pipes open.
+                    signal_tree(proc.pid, [], signal.SIGKILL)
+                except subprocess.TimeoutExpired:
+                    status = "timeout"
+                    end_tree(proc)
+        except KeyboardInterrupt:
             status = "interrupted"
             end_tree(proc)
         except BaseException:
             end_tree(proc)
             raise
         finally:
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, previous_term)
             for tee in tees:
                 tee.join(timeout=10)  # pipes close once the whole tree is gone
             for pipe in (proc.stdout, proc.stderr):
@@ -180,7 +107,7 @@ def execute(
     returncode = proc.returncode
     if status is None:
         status = "ok" if returncode == 0 else "failed"
-    exit_code = {"timeout": 124, "interrupted": 130}.get(status)
+    exit_code = {"timeout": TimedOut.exit_code, "interrupted": Interrupted.exit_code}.get(status)
     if exit_code is None:
         exit_code = returncode if returncode >= 0 else 128 - returncode
     return RunResult(status, exit_code, returncode, round(time.monotonic() - t0, 3), started, utc_now())

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
-from xlatools.presets import Catalog, Preset
-from xlatools.xla_flags import FlagLayers, flag_name, join_flags, parse_env_flags, validate_flag
+from xlatools.run.presets.catalog import Catalog, Preset
+from xlatools.run.flags import FlagLayers, flag_name, join_flags, parse_env_flags, validate_flag
 
 BUNDLE = "{bundle}"
 DUMP_DIR = f"{BUNDLE}/xla_dump"

@@ -1,0 +1,273 @@
+"""Helpers for the `xlatools pin` tests: generated archives, a real HTTP server's
+state and handler (served on 127.0.0.1 by the conftest fixture), and JAX trees in
+each upstream pin layout, written from the layouts' known field names and URL forms."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import tarfile
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+COMMIT2 = "89abcdef0123456789abcdef0123456789abcdef"
+OLD_COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
+OLD_SHA = "1" * 64
+
+
+def make_tarball(prefix: str, files: dict[str, bytes] | None = None, commit: str | None = None,
+                 extra: list[tarfile.TarInfo] | None = None) -> bytes:
+    """A gzipped tar like GitHub's archives: one top folder, the commit in a pax global header."""
+    files = files if files is not None else {"BUILD": b"# xla\n", "xla/service/hlo.cc": b"int main() {}\n"}
+    raw = io.BytesIO()
+    headers = {"comment": commit} if commit else {}
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT, pax_headers=headers) as tar:
+        top = tarfile.TarInfo(prefix)
+        top.type = tarfile.DIRTYPE
+        top.mode = 0o755
+        tar.addfile(top)
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{prefix}/{name}")
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+        for info in extra or []:
+            tar.addfile(info, io.BytesIO(b"x" * info.size) if info.isfile() else None)
+    return gzip.compress(raw.getvalue(), mtime=0)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class Route:
+    bodies: list[bytes]  # served in turn; the last one repeats
+    mode: str = "ok"  # ok | cut (close midway every time) | stall (send half, wait for release) | status
+    status: int = 200
+    location: str | None = None
+
+
+@dataclass
+class ArchiveServer:
+    """Threaded HTTP server on 127.0.0.1 with per-path behaviour and request counts."""
+
+    routes: dict[str, Route] = field(default_factory=dict)
+    requests: Counter = field(default_factory=Counter)
+    half_sent: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    base: str = ""
+
+    def url(self, path: str) -> str:
+        return f"{self.base}{path}"
+
+    def serve(self, path: str, *bodies: bytes, mode: str = "ok", status: int = 200, location: str | None = None):
+        self.routes[path] = Route(list(bodies), mode, status, location)
+        return self.url(path)
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+
+def archive_handler(server: ArchiveServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # keep pytest output clean
+            pass
+
+        def do_GET(self):  # noqa: N802
+            path = self.path.split("?")[0]
+            server.requests[path] += 1
+            route = server.routes.get(path)
+            if route is None:
+                return self._status(404)
+            if route.mode == "status":
+                headers = {"Location": route.location} if route.location else {}
+                return self._status(route.status, headers)
+            body = route.bodies[min(server.requests[path], len(route.bodies)) - 1]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if route.mode == "ok":
+                self.wfile.write(body)
+                return
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            if route.mode == "stall":
+                server.half_sent.set()
+                server.release.wait(30)
+            self.close_connection = True  # "cut": the peer sees a short body
+
+        def _status(self, code: int, headers: dict | None = None):
+            self.send_response(code)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    return Handler
+
+
+def write_profile(directory: Path, source: str, name: str = "bug") -> Path:
+    path = directory / f"{name}.yaml"
+    path.write_text(f"description: pin test\nsource:\n{source}", encoding="utf-8")
+    return path
+
+
+def cache_files(tmp_path: Path) -> list[str]:
+    root = tmp_path / "cache"
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+# ------------------------------------------------------------------ git
+
+
+REVISION_BZL = f'''# Copyright 2025 The JAX Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+
+# To update XLA to a new revision,
+# a) update XLA_COMMIT to the new git commit hash
+# b) get the sha256 hash of the commit by running:
+#    curl -L https://github.com/openxla/xla/archive/<git hash>.tar.gz | sha256sum
+#    and update XLA_SHA256 with the result.
+
+XLA_COMMIT = "{OLD_COMMIT}"
+XLA_SHA256 = "{OLD_SHA}"
+'''
+
+WORKSPACE_BZL_LOADING = '''# Copyright 2025 The JAX Authors.
+
+load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
+load("//third_party/xla:revision.bzl", "XLA_COMMIT", "XLA_SHA256")
+
+def repo():
+    tf_http_archive(
+        name = "xla",
+        sha256 = XLA_SHA256,
+        strip_prefix = "xla-{commit}".format(commit = XLA_COMMIT),
+        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
+    )
+
+    # For development, one often wants to make changes to the XLA repository as well
+    # as the JAX repository: pass --local_xla_path to build/build.py.
+'''
+
+MODULE_BAZEL = f'''module(name = "jax")
+
+bazel_dep(name = "rules_python", version = "1.6.0")
+bazel_dep(name = "xla")
+
+# XLA is pinned here and in third_party/xla/revision.bzl; keep them in sync.
+archive_override(
+    module_name = "xla",
+    integrity = "sha256-ERERERERERERERERERERERERERERERERERERERERERE=",  # keep
+    strip_prefix = "xla-{OLD_COMMIT}",
+    urls = ["https://github.com/openxla/xla/archive/{OLD_COMMIT}.tar.gz"],
+)
+
+bazel_dep(name = "tsl")
+archive_override(
+    module_name = "tsl",
+    integrity = "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+    strip_prefix = "tsl-{OLD_COMMIT}",
+    urls = ["https://github.com/openxla/tsl/archive/{OLD_COMMIT}.tar.gz"],
+)
+'''
+
+WORKSPACE_BZL_2024 = f'''# Copyright 2023 The JAX Authors.
+
+load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
+
+# To update XLA to a new revision,
+# a) update XLA_COMMIT to the new git commit hash
+# b) get the sha256 hash of the commit by running:
+#    curl -L https://github.com/openxla/xla/archive/<git hash>.tar.gz | sha256sum
+#    and update XLA_SHA256 with the result.
+
+XLA_COMMIT = "{OLD_COMMIT}"
+XLA_SHA256 = "{OLD_SHA}"
+
+def repo():
+    tf_http_archive(
+        name = "xla",
+        sha256 = XLA_SHA256,
+        strip_prefix = "xla-{{commit}}".format(commit = XLA_COMMIT),
+        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{{commit}}.tar.gz".format(commit = XLA_COMMIT)),
+    )
+
+    # For development, one often wants to make changes to the TF repository as well
+    # as the JAX repository. You can override the pinned repository above with a
+    # local checkout by either:
+    # a) overriding the TF repository on the build.py command line by passing a flag
+    #    like:
+    #    python build/build.py --bazel_options=--override_repository=xla=/path/to/xla
+    #    or
+    # b) by commenting out the http_archive above and uncommenting the following:
+    # local_repository(
+    #    name = "xla",
+    #    path = "/path/to/xla",
+    # )
+'''
+
+WORKSPACE_2022 = f'''load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")
+
+# To update TensorFlow to a new revision,
+# a) update URL and strip_prefix to the new git commit hash
+# b) get the sha256 hash of the commit by running:
+#    curl -L https://github.com/tensorflow/tensorflow/archive/<git hash>.tar.gz | sha256sum
+#    and update the sha256 with the result.
+http_archive(
+    name = "org_tensorflow",
+    sha256 = "{OLD_SHA}",
+    strip_prefix = "tensorflow-{OLD_COMMIT}",
+    urls = [
+        "https://github.com/tensorflow/tensorflow/archive/{OLD_COMMIT}.tar.gz",
+    ],
+)
+
+# For development, one can use a local TF repository instead.
+# local_repository(
+#    name = "org_tensorflow",
+#    path = "tensorflow",
+# )
+
+load("//third_party/pocketfft:workspace.bzl", pocketfft = "repo")
+pocketfft()
+'''
+
+TREES = {
+    "revision_bzl": {
+        "third_party/xla/revision.bzl": REVISION_BZL,
+        "third_party/xla/workspace.bzl": WORKSPACE_BZL_LOADING,
+        "third_party/xla/BUILD.bazel": "",
+        "MODULE.bazel": MODULE_BAZEL,
+        "WORKSPACE": 'workspace(name = "jax")\n',
+    },
+    "workspace_bzl": {
+        "third_party/xla/workspace.bzl": WORKSPACE_BZL_2024,
+        "third_party/xla/BUILD": "",
+        "WORKSPACE": 'workspace(name = "jax")\n',
+    },
+    "tensorflow_workspace": {"WORKSPACE": WORKSPACE_2022},
+}
+
+
+def make_tree(root: Path, layout: str) -> Path:
+    for name, text in TREES[layout].items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

@@ -1,0 +1,100 @@
+"""Process trees: stop a child and everything it started, and treat SIGTERM like Ctrl-C.
+
+Shared by runs (the program under test) and local builds (build.py, bazel client):
+a child runs in its own session, so its process group can be signalled whole;
+descendants that left the group are found through /proc (Linux).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from typing import Iterator
+
+GRACE_SECONDS = 3.0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (Linux /proc; empty elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        # The command name may hold spaces and parentheses: fields start after the last ')'.
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return b") Z " not in handle.read()  # a zombie is gone, only not reaped
+    except OSError:
+        return False
+
+
+def signal_tree(pgid: int, extra: list[int], sig: int) -> None:
+    """`sig` to the process group `pgid` and to each pid in `extra`; the gone are skipped."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for other in extra:
+        try:
+            os.kill(other, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def end_tree(proc: subprocess.Popen, grace: float = GRACE_SECONDS) -> None:
+    """SIGTERM the child's whole tree, then SIGKILL whatever is left after `grace` seconds.
+
+    The child must have been started with start_new_session=True (its pid is its group)."""
+    tree = descendants(proc.pid)
+    signal_tree(proc.pid, tree, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not any(alive(p) for p in tree):
+            break
+        time.sleep(0.05)
+    tree = sorted(set(tree) | set(descendants(proc.pid)))
+    signal_tree(proc.pid, tree, signal.SIGKILL)
+    proc.wait()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """CI cancels jobs with SIGTERM: raise KeyboardInterrupt, so clean-up runs exactly as for Ctrl-C.
+
+    Outside the main thread signals cannot be handled; there it does nothing."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

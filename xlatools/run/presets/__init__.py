@@ -1,0 +1,1 @@
+"""Run presets: the catalog code (catalog.py) beside the shipped YAML definitions."""
