@@ -40,7 +40,7 @@ def lower(
     target = probe(interpreter, platform)
     console.step(f"lowering {fn} to {request.ir_format}{' (optimised)' if optimized else ''} "
                  f"with jax {target.jax} ({interpreter})")
-    lowered = execute_lower(request, interpreter, platform, target.gpu_platform(), timeout)
+    lowered = execute_lower(request, fn, interpreter, platform, target.gpu_platform(), timeout)
     answer, text = lowered.answer, lowered.text
     if ir_human_dest is not None:
         atomic_write_bytes(ir_human_dest, text.encode())

@@ -169,8 +169,9 @@ class Lowered:
     proto: bytes | None
 
 
-def execute_lower(request: LowerRequest, python: str, platform: str, gpu_platform: str, timeout: float) -> Lowered:
-    """Run probes/lower.py in the target interpreter; errors become XlaToolsError subclasses."""
+def execute_lower(request: LowerRequest, label: str, python: str, platform: str, gpu_platform: str,
+                  timeout: float) -> Lowered:
+    """Run probes/lower.py in the target interpreter; errors (naming `label`, the FN as given) become XlaToolsError subclasses."""
     import os
     import subprocess
     import tempfile
@@ -184,7 +185,6 @@ def execute_lower(request: LowerRequest, python: str, platform: str, gpu_platfor
         env["JAX_PLATFORMS"] = "cpu"
     elif platform == "gpu":
         env["JAX_PLATFORMS"] = gpu_platform
-    label = f"{request.source}:{request.function}"
     with tempfile.TemporaryDirectory(prefix="xlatools-lower-") as tmp:
         request.text_out = os.path.join(tmp, "ir.txt")
         request.proto_out = os.path.join(tmp, "ir.pb") if request.want_proto else None
