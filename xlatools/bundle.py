@@ -16,21 +16,69 @@ import tarfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from xlatools.errors import UsageError
 from xlatools.fsutil import atomic_write_json, sha256_file
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
-STATUSES = ("running", "ok", "failed", "timeout", "interrupted")
+Status = Literal["running", "ok", "failed", "timeout", "interrupted"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+BundleKind = Literal["run", "build", "replay", "bisect"]
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.I)
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_ENV_KEYS = frozenset({"env", "environment", "repo_env", "action_env"})
 REDACTED = "***redacted***"
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
     """Copy of `env` with the values of secret-looking names hidden."""
-    return {name: (REDACTED if _SECRET_NAME.search(name) else value) for name, value in env.items()}
+    return {name: (REDACTED if is_secret_name(name) else value) for name, value in env.items()}
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """argv with the values of secret-looking `--env NAME=VALUE` / `--env=NAME=VALUE` items hidden."""
+    out, after_env = [], False
+    for item in argv:
+        prefix = ""
+        if item.startswith("--env="):
+            prefix, item = "--env=", item[len("--env="):]
+        if (after_env or prefix) and "=" in item:
+            name, value = item.split("=", 1)
+            item = f"{name}={REDACTED if is_secret_name(name) else value}"
+        out.append(prefix + item)
+        after_env = item == "--env"
+    return out
+
+
+def redact(record: Any, in_env: bool = False) -> Any:
+    """A copy of a JSON-like record with every secret hidden, wherever it sits: values of
+    secret-looking variables in environment mappings (an `env` key, or UPPER_CASE names),
+    `{"name"|"key": SECRET, "value": ...}` rows (environment changes, profile provenance),
+    and `--env NAME=VALUE` items of argv lists."""
+    if isinstance(record, dict):
+        label = record.get("name", record.get("key"))
+        hide_values = isinstance(label, str) and is_secret_name(label.rsplit(".", 1)[-1])
+        out = {}
+        for key, value in record.items():
+            env_name = isinstance(key, str) and (in_env or _ENV_NAME.match(key))
+            if env_name and isinstance(value, str) and is_secret_name(key):
+                out[key] = REDACTED
+            elif hide_values and key in ("value", "previous") and value is not None:
+                out[key] = REDACTED
+            elif key == "argv" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+                out[key] = redact_argv(value)
+            else:
+                out[key] = redact(value, in_env=key in _ENV_KEYS)
+        return out
+    if isinstance(record, (list, tuple)):
+        return [redact(item) for item in record]
+    return record
 
 
 def safe_name(name: str) -> str:
@@ -50,13 +98,13 @@ def host_info() -> dict[str, Any]:
 @dataclass
 class Bundle:
     path: Path
-    kind: str  # "run" or "build"
+    kind: BundleKind
     name: str
     id: str
     created: str  # ISO 8601 UTC
 
     @classmethod
-    def create(cls, out_root: Path, name: str, kind: str) -> "Bundle":
+    def create(cls, out_root: Path, name: str, kind: BundleKind) -> "Bundle":
         """Make a new, empty bundle directory; never returns an existing one."""
         out_root = Path(out_root)
         try:
@@ -90,6 +138,7 @@ class Bundle:
                 pass
 
     def write_manifest(self, data: dict[str, Any]) -> Path:
+        """The one writer of every manifest: checks the status, always redacts secrets, writes atomically."""
         if data.get("status") not in STATUSES:
             raise ValueError(f"bad bundle status {data.get('status')!r}")
         manifest = {
@@ -100,7 +149,7 @@ class Bundle:
             "created": self.created,
             **data,
         }
-        atomic_write_json(self.path / MANIFEST, manifest)
+        atomic_write_json(self.path / MANIFEST, redact(manifest))
         return self.path / MANIFEST
 
     def file_index(self, exclude: tuple[str, ...] = (MANIFEST,)) -> list[dict[str, Any]]:

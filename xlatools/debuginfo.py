@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Expansions of the upstream configs our profiles may name (FIELD_NOTES §1).
+# Expansions of the upstream configs our profiles may name: JAX's .bazelrc `debug_symbols` / `debug`
+# and XLA's tensorflow.bazelrc `dbg`.
 UPSTREAM_CONFIGS: dict[str, list[str]] = {
     # JAX .bazelrc
     "debug_symbols": ["--strip=never", "--per_file_copt=xla/pjrt|xla/python@-g3"],

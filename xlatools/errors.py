@@ -88,3 +88,11 @@ class ContainerError(XlaToolsError):
     """The container engine refused something (image build, container start)."""
 
     exit_code = 1
+
+
+class BuildFailed(XlaToolsError):
+    """The build command ran and failed; its exit status becomes ours."""
+
+    def __init__(self, message: str, exit_code: int, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.exit_code = exit_code if 0 < exit_code < 256 else 1

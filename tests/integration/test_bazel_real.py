@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.bazel
 
-# Stand-ins for configs that JAX's .bazelrc defines (FIELD_NOTES §1).
+# Stand-ins for configs that JAX's .bazelrc defines (debug_symbols, debug) and XLA's tensorflow.bazelrc (dbg).
 WORKSPACE_RC = """\
 build --spawn_strategy=local
 build:debug_symbols --strip=never

@@ -1,5 +1,5 @@
 """Build plans (pure): golden plans for every shipped profile, option names
-checked against JAX's build.py (FIELD_NOTES §1), templates, images, mounts."""
+checked against JAX's build/build.py options, templates, images, mounts."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "buildplan"
 SHIPPED = sorted(p.stem for p in SHIPPED_DIR.glob("*.yaml"))
 
-# JAX build/build.py options (FIELD_NOTES §1): global ones, then `build`'s.
+# JAX build/build.py options (its argparse definitions): global ones, then `build`'s.
 BUILDPY_OPTIONS = {
     "--python_version", "--bazel_path", "--bazel_startup_options", "--bazel_options", "--dry_run", "--verbose",
     "--detailed_timestamped_log", "--wheels", "--editable", "--output_path", "--configure_only", "--cuda_version",

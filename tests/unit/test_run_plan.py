@@ -6,7 +6,7 @@ import pytest
 
 from xlatools.errors import UsageError
 from xlatools.run.presets.catalog import Catalog
-from xlatools.run.plan import Program, ProfileRun, RunRequest, parse_program, plan_run
+from xlatools.run.plan import Program, ProfileRun, RunRequest, parse_program, plan_run, settle_request
 
 
 @pytest.fixture(scope="module")
@@ -15,8 +15,9 @@ def catalog():
 
 
 def plan(catalog, caller=None, profile=None, jaxlib="0.10.2", **kwargs):
+    profile = profile or ProfileRun()
     request = RunRequest(program=kwargs.pop("program", Program("script", "/x/prog.py")), python="/py", **kwargs)
-    return plan_run(request, profile or ProfileRun(), catalog, caller or {}, Path("/work"), jaxlib=jaxlib)
+    return plan_run(settle_request(request, profile), profile, catalog, caller or {}, Path("/work"), jaxlib=jaxlib)
 
 
 def env_of(p, caller=None):
@@ -37,7 +38,7 @@ def test_caller_dump_to_is_replaced_and_reported(catalog):
     p = plan(catalog, caller={"XLA_FLAGS": "--xla_dump_to=/elsewhere --xla_cpu_use_thunk_runtime=false"}, dump=True)
     flags = p.bind(Path("/b")).xla_flags
     assert "--xla_dump_to=/b/xla_dump" in flags and "--xla_cpu_use_thunk_runtime=false" in flags
-    assert p.overridden_flags[0]["flag"] == "--xla_dump_to=/elsewhere"
+    assert p.overridden_flags[0].flag == "--xla_dump_to=/elsewhere"
     assert any("/elsewhere" in note for note in p.notes)
 
 
@@ -51,9 +52,9 @@ def test_precedence_cli_over_profile_over_presets_over_caller(catalog):
     assert env["JAX_TRACEBACK_FILTERING"] == "tracebackhide"  # profile beats preset beats caller
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "2"  # explicit CLI beats profile
     assert "--xla_dump_hlo_pass_re=cli" in p.xla_flags
-    assert [o["source"] for o in p.overridden_flags] == ["preset passes", "profile prof", "--xla-flag"]
+    assert [str(o.source) for o in p.overridden_flags] == ["preset passes", "profile prof", "--xla-flag"]
     change = next(c for c in p.env_changes if c.name == "JAX_TRACEBACK_FILTERING")
-    assert (change.previous, change.source) == ("auto", "profile prof")
+    assert (change.previous, str(change.source)) == ("auto", "profile prof")
 
 
 def test_vlog_and_vmodule_unhide_info(catalog):
@@ -104,7 +105,7 @@ def test_version_gate():
     catalog = Catalog({("dump", "new"): preset})
     with pytest.raises(UsageError, match="needs jaxlib >= 0.10.2; the target has jaxlib 0.4.30"):
         plan(catalog, presets=["new"], jaxlib="0.4.30")
-    assert plan(catalog, presets=["new"], jaxlib="0.10.2").presets[0]["name"] == "new"
+    assert plan(catalog, presets=["new"], jaxlib="0.10.2").presets[0].name == "new"
 
 
 @pytest.mark.parametrize("kwargs,message", [

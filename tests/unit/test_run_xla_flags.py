@@ -3,8 +3,9 @@
 import pytest
 
 from xlatools.errors import UsageError
+from xlatools.run.env import ENVIRONMENT, FlagLayers, Layer, Source
 from xlatools.run.flags import (
-    FlagLayers, flag_name, join_flags, min_version, parse_env_flags, table_verdict, unknown_from_abort, validate_flag,
+    flag_name, join_flags, min_version, parse_env_flags, table_verdict, unknown_from_abort, validate_flag,
 )
 
 ABORT_0_10 = "F1122 08:59:19.229159    6697 parse_flags_from_env.cc:234] Unknown flags in XLA_FLAGS: --xla_bogus2 --xla_bogus"
@@ -39,11 +40,20 @@ def test_table_verdicts():
 
 def test_layers_later_wins_and_reports():
     layers = FlagLayers()
-    layers.add(["--xla_dump_hlo_as_text", "--xla_dump_hlo_pass_re=foo"], "environment")
-    layers.add(["--xla_dump_hlo_pass_re=.*"], "preset passes")
+    layers.add(["--xla_dump_hlo_as_text", "--xla_dump_hlo_pass_re=foo"], ENVIRONMENT)
+    layers.add(["--xla_dump_hlo_pass_re=.*"], Source(Layer.PRESET, "preset passes"))
     assert layers.final() == ["--xla_dump_hlo_as_text", "--xla_dump_hlo_pass_re=.*"]
-    assert layers.overridden == [{"flag": "--xla_dump_hlo_pass_re=foo", "by": "--xla_dump_hlo_pass_re=.*",
-                                  "from": "environment", "source": "preset passes"}]
+    assert [o.to_json() for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=foo", "by": "--xla_dump_hlo_pass_re=.*",
+                                                         "from": "environment", "source": "preset passes"}]
+
+
+def test_a_lower_layer_never_replaces_a_higher_one_whatever_the_order():
+    layers = FlagLayers()
+    layers.add(["--xla_dump_hlo_pass_re=cli"], Source(Layer.COMMAND_LINE, "--xla-flag"))
+    layers.add(["--xla_dump_hlo_pass_re=preset"], Source(Layer.PRESET, "preset passes"))
+    assert layers.final() == ["--xla_dump_hlo_pass_re=cli"]
+    assert [o.to_json() for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=preset", "by": "--xla_dump_hlo_pass_re=cli",
+                                                         "from": "preset passes", "source": "--xla-flag"}]
 
 
 def test_env_flags_parsing():

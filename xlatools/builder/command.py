@@ -2,7 +2,7 @@
 profile's `build.command` template (TensorFlow, PyTorch/XLA, ...). Pure.
 
 Option names follow JAX's build.py (subcommand CLI, late 2024 on); see
-FIELD_NOTES §1. build.py turns the CUDA options into hermetic repo_env settings,
+JAX's `build/build.py` (its argparse options). build.py turns the CUDA options into hermetic repo_env settings,
 so a CUDA jaxlib builds on a machine without a GPU.
 """
 

@@ -16,19 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlatools.errors import Interrupted, XlaToolsError
+from xlatools.errors import BuildFailed, Interrupted, XlaToolsError
 from xlatools.proctree import sigterm_as_interrupt
 
 LOG_NAME = "build.log"
 TAIL_LINES = 25
-
-
-class BuildFailed(XlaToolsError):
-    """The build command ran and failed; its exit status becomes ours."""
-
-    def __init__(self, message: str, exit_code: int, hint: str | None = None):
-        super().__init__(message, hint=hint)
-        self.exit_code = exit_code if 0 < exit_code < 256 else 1
 
 
 class LogSink:
@@ -163,7 +155,11 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
                 )
     except KeyboardInterrupt:
         status = "interrupted"
-        error = Interrupted(f"build interrupted; container removed; record in {bundle.path}")
+        if plan.mode == "container":
+            cleanup = f"container {plan.container_name} kept" if keep_container else "container removed"
+        else:
+            cleanup = "build process tree stopped"
+        error = Interrupted(f"build interrupted; {cleanup}; record in {bundle.path}")
     except XlaToolsError as exc:
         error = exc
         manifest["error"] = exc.message

@@ -41,7 +41,7 @@ def inspect(
     say(f"module {chosen.id:04d} {console.escape(chosen.name)}: stages {', '.join(sorted(chosen.stages))}; "
         f"instructions {chosen.instructions_before} before, {chosen.instructions_after} after optimisation")
     if not steps:
-        say("no per-pass dumps for this module (run with --preset passes or --preset full)")
+        say("no per-pass dumps for this module (run with --preset dump:passes or --preset dump:full)")
         for name in chosen.files:
             typer.echo(name)
         return

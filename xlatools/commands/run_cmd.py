@@ -36,7 +36,6 @@ def run(
     from xlatools.errors import UsageError
     from xlatools.run.plan import RunRequest, parse_program
     from xlatools.run.execute import execute_plan, prepare, profile_run
-    from xlatools.run.target import resolve_python
 
     if platform is not None and platform not in ("auto", "cpu", "gpu"):
         raise UsageError(f"--platform {platform}: expected auto, cpu or gpu")
@@ -44,16 +43,16 @@ def run(
     profile_info, define_presets = profile_run(profile)
     request = RunRequest(
         program=parse_program(program, module, list(args or []), cwd),
-        python=resolve_python(python or profile_info.python),
+        python=python,
         dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
         env=list(env), platform=platform, timeout=timeout, name=name,
     )
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
     if dry_run:
-        from xlatools.run.execute import env_record
+        from xlatools.bundle import redact
 
-        plan = {**prepared.plan.to_json(), "env_changes": env_record(prepared.plan)}  # secrets redacted, as in manifests
+        plan = redact(prepared.plan.to_json())  # secrets hidden, as in manifests
         if as_json:
             typer.echo(json.dumps({"plan": plan, "target": prepared.target.to_json(), "flag_checks": prepared.flag_checks}, indent=2))
         else:
@@ -78,18 +77,18 @@ def _print_plan(prepared) -> None:
     esc = console.escape
     write(f"program:  {esc(plan.program.label)}")
     write(f"python:   {esc(plan.python)} (jax {target.jax}, jaxlib {target.jaxlib}, {target.backend})")
-    write(f"presets:  {', '.join(p['name'] for p in plan.presets) or '-'}")
+    write(f"presets:  {', '.join(f'{p.kind}:{p.name}' for p in plan.presets) or '-'}")
     write("XLA_FLAGS:")
     for flag in plan.xla_flags:
         write(f"  {esc(flag)}    [dim]# {esc(plan.xla_flag_sources.get(flag, ''))}[/dim]")
     for item in plan.overridden_flags:
-        write(f"  [yellow]overridden:[/yellow] {esc(item['flag'])} ({esc(item['from'])}) by {esc(item['by'])} ({esc(item['source'])})")
+        write(f"  [yellow]overridden:[/yellow] {esc(item.flag)} ({esc(str(item.origin))}) by {esc(item.by)} ({esc(str(item.source))})")
     write("environment changes:")
     from xlatools.bundle import redact_env
 
     for change in plan.env_changes:
         value = "(removed)" if change.value is None else redact_env({change.name: change.value})[change.name]
-        write(f"  {esc(change.name)}={esc(value)}    [dim]# {esc(change.source)}[/dim]")
+        write(f"  {esc(change.name)}={esc(value)}    [dim]# {esc(str(change.source))}[/dim]")
     write(f"bundle:   <out>/<UTC time>-{esc(plan.name)}-<id>/  (dumps: {esc(plan.dump_dir or 'none')})")
     write(f"timeout:  {plan.timeout if plan.timeout else 'none'}")
     write(f"argv:     {esc(shlex.join(plan.argv))}")

@@ -59,11 +59,17 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
 
 def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, Any], caller_env: dict[str, str],
             cwd: Path) -> Prepared:
+    """Settle the request against the profile, probe the target, plan, and check every flag. Writes nothing."""
+    from dataclasses import replace
+
     from xlatools.run import target as targets
+    from xlatools.run.plan import settle_request
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load(define_presets, f"profile {profile.name} (run.define_presets)")
-    platform = request.platform or profile.platform or "auto"
+    request = settle_request(request, profile)
+    request = replace(request, python=targets.resolve_python(request.python))
+    platform = request.platform
     target = targets.probe(request.python, platform)
     if platform == "gpu" and not target.has_gpu:
         raise EnvironmentMissing(
@@ -85,48 +91,17 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
     return Prepared(plan, target, how)
 
 
-def env_record(plan: RunPlan) -> list[dict[str, Any]]:
-    from xlatools.bundle import REDACTED, redact_env
-
-    rows = []
-    for change in plan.env_changes:
-        hidden = redact_env({change.name: "x"})[change.name] == REDACTED
-        rows.append({
-            "name": change.name,
-            "value": REDACTED if hidden and change.value is not None else change.value,
-            "previous": REDACTED if hidden and change.previous is not None else change.previous,
-            "source": change.source,
-        })
-    return rows
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """argv with the values of secret-looking `--env NAME=VALUE` items hidden."""
-    from xlatools.bundle import redact_env
-
-    out, after_env = [], False
-    for item in argv:
-        prefix = ""
-        if item.startswith("--env="):
-            prefix, item = "--env=", item[len("--env="):]
-        if (after_env or prefix) and "=" in item:
-            name, value = item.split("=", 1)
-            item = f"{name}={redact_env({name: value})[name]}"
-        out.append(prefix + item)
-        after_env = item == "--env"
-    return out
-
-
 def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], **extra: Any) -> dict[str, Any]:
-    from xlatools.bundle import host_info
+    from xlatools.bundle import host_info, redact_argv
 
+    planned = plan.to_json()
     return {
         "status": status,
         "manifest_schema": MANIFEST_SCHEMA,
         "xlatools_version": __version__,
         "command": "xlatools " + " ".join(redact_argv(argv)),
-        "argv": redact_argv(argv),
-        "program": plan.to_json()["program"],
+        "argv": argv,
+        "program": planned["program"],
         "program_argv": plan.argv,
         "cwd": plan.cwd,
         "host": host_info(),
@@ -135,11 +110,11 @@ def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], *
                 "plugins": target.plugins},
         "platform": plan.platform,
         "profile": plan.profile,
-        "presets": plan.presets,
+        "presets": planned["presets"],
         "xla_flags": plan.xla_flags,
         "xla_flag_sources": plan.xla_flag_sources,
-        "overridden_flags": plan.overridden_flags,
-        "env_changes": env_record(plan),
+        "overridden_flags": planned["overridden_flags"],
+        "env_changes": planned["env_changes"],
         "timeout": plan.timeout,
         "notes": plan.notes,
         **extra,

@@ -11,8 +11,6 @@ caching the answer (see xlatools.run.target).
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
-
 from packaging.version import InvalidVersion, Version
 
 from xlatools.errors import UsageError
@@ -103,29 +101,6 @@ def join_flags(flags: list[str]) -> str:
             flag = f'{name}="{value}"'
         parts.append(flag)
     return " ".join(parts)
-
-
-@dataclass
-class FlagLayers:
-    """Flags merged layer by layer; a later layer's flag replaces an earlier one of the same name."""
-
-    flags: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (flag, source)
-    overridden: list[dict[str, str]] = field(default_factory=list)
-
-    def add(self, flags: list[str], source: str) -> None:
-        for flag in flags:
-            name = flag_name(flag)
-            old = self.flags.get(name)
-            if old is not None and old[0] != flag:
-                self.overridden.append({"flag": old[0], "by": flag, "from": old[1], "source": source})
-            self.flags.pop(name, None)  # re-insert: the order shows the layer it came from
-            self.flags[name] = (flag, source)
-
-    def final(self) -> list[str]:
-        return [flag for flag, _ in self.flags.values()]
-
-    def sources(self) -> dict[str, str]:
-        return {flag: source for flag, source in self.flags.values()}
 
 
 def _version(text: str | None) -> Version | None:

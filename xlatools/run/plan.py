@@ -1,23 +1,26 @@
-"""Plan a run: program + presets + profile + CLI switches -> RunPlan (pure).
+"""Plan a run: program + presets + profile + CLI switches -> RunPlan.
 
-Nothing here touches processes or files; `xlatools run --dry-run` prints the
-same RunPlan that the runner executes. Paths inside the bundle are written
-`{bundle}/...` and bound once the bundle directory exists.
-
-Environment precedence, lowest first: the caller's environment < presets (in
-the order given) < the profile's `run:` section < explicit CLI switches.
-XLA_FLAGS and TF_CPP_VMODULE are merged item by item, not replaced whole.
+No processes, no writes (parse_program only checks that a script exists);
+`xlatools run --dry-run` prints the same RunPlan that execute.py runs. Paths
+inside the bundle are written `{bundle}/...` and bound once the bundle exists.
+Environment precedence is env.Layer's: the caller's environment < presets (in
+the order given) < the profile's `run:` section < command line < xlatools.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from xlatools.errors import UsageError
+from xlatools.run.env import EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
+from xlatools.run.flags import flag_name, validate_flag
 from xlatools.run.presets.catalog import Catalog, Preset
-from xlatools.run.flags import FlagLayers, flag_name, join_flags, parse_env_flags, validate_flag
+
+ProgramKind = Literal["smoke", "script", "module"]
+Platform = Literal["auto", "cpu", "gpu"]
+PLATFORMS: tuple[Platform, ...] = ("auto", "cpu", "gpu")
 
 BUNDLE = "{bundle}"
 DUMP_DIR = f"{BUNDLE}/xla_dump"
@@ -29,7 +32,7 @@ _LOG_VARS = ("TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE")
 
 @dataclass(frozen=True)
 class Program:
-    kind: str  # "smoke", "script" or "module"
+    kind: ProgramKind
     name: str  # smoke names joined by ",", the script path, or the module
     args: tuple[str, ...] = ()
 
@@ -77,14 +80,14 @@ class RunRequest:
     """Everything the user asked for, already split into lists (from the CLI and the profile)."""
 
     program: Program
-    python: str
+    python: str | None  # the interpreter as asked for; execute.prepare resolves it to a path
     dump: bool = False
     presets: list[str] = field(default_factory=list)
     xla_flags: list[str] = field(default_factory=list)
     vmodule: list[str] = field(default_factory=list)
     vlog: int | None = None
     env: list[str] = field(default_factory=list)
-    platform: str | None = None
+    platform: Platform | None = None
     timeout: float | None = None
     name: str | None = None
 
@@ -100,19 +103,11 @@ class ProfileRun:
     dump_preset: str = "hlo"
     env: dict[str, str] = field(default_factory=dict)
     xla_flags: list[str] = field(default_factory=list)
-    platform: str = "auto"
+    platform: Platform = "auto"
     python: str | None = None
     timeout: float | None = None
     resolved: dict[str, Any] = field(default_factory=dict)  # the whole profile after extends, for the manifest
     provenance: list[dict[str, Any]] = field(default_factory=list)  # file:line of every value set
-
-
-@dataclass
-class EnvChange:
-    name: str
-    value: str | None  # None: removed
-    source: str
-    previous: str | None  # the caller's value, when it had one
 
 
 @dataclass
@@ -125,10 +120,10 @@ class RunPlan:
     env_changes: list[EnvChange]
     xla_flags: list[str]
     xla_flag_sources: dict[str, str]
-    overridden_flags: list[dict[str, str]]
-    presets: list[dict[str, Any]]
+    overridden_flags: list[Override]
+    presets: list[Preset]
     dump_dir: str | None
-    platform: str
+    platform: Platform
     timeout: float | None
     name: str
     copy_files: list[str]
@@ -149,13 +144,14 @@ class RunPlan:
         def sub(value):
             return value.replace(BUNDLE, str(bundle)) if isinstance(value, str) else value
 
-        bound = RunPlan(**{**self.__dict__})
-        bound.argv = [sub(a) for a in self.argv]
-        bound.env_changes = [EnvChange(c.name, sub(c.value), c.source, c.previous) for c in self.env_changes]
-        bound.xla_flags = [sub(f) for f in self.xla_flags]
-        bound.xla_flag_sources = {sub(k): v for k, v in self.xla_flag_sources.items()}
-        bound.dump_dir = sub(self.dump_dir)
-        return bound
+        return replace(
+            self,
+            argv=[sub(a) for a in self.argv],
+            env_changes=[replace(c, value=sub(c.value)) for c in self.env_changes],
+            xla_flags=[sub(f) for f in self.xla_flags],
+            xla_flag_sources={sub(k): v for k, v in self.xla_flag_sources.items()},
+            dump_dir=sub(self.dump_dir),
+        )
 
     def flags_to_check(self) -> dict[str, str]:
         return {flag_name(flag): flag for flag in self.xla_flags}
@@ -163,67 +159,21 @@ class RunPlan:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["program"] = {**asdict(self.program), "label": self.program.label}
+        data["env_changes"] = [{"name": c.name, "value": c.value, "previous": c.previous, "source": str(c.source)}
+                               for c in self.env_changes]
+        data["overridden_flags"] = [o.to_json() for o in self.overridden_flags]
+        data["presets"] = [{"name": p.name, "kind": p.kind, "source": p.source} for p in self.presets]
         return data
 
 
-def split_assignment(item: str, option: str, sep: str = "=") -> tuple[str, str]:
-    key, found, value = item.partition(sep)
-    if not found or not key.strip():
-        example = {"--env": "JAX_TRACEBACK_FILTERING=off", "--vmodule": "hlo_pass_pipeline=1"}.get(option, "KEY=VALUE")
-        raise UsageError(f"{option} {item!r}: expected KEY{sep}VALUE", hint=f"e.g. {option} {example}")
-    return key.strip(), value
-
-
-def parse_vmodule(value: str, where: str) -> dict[str, int]:
-    levels: dict[str, int] = {}
-    for item in (part for part in value.split(",") if part.strip()):
-        module, level = split_assignment(item, where)
-        try:
-            levels[module] = int(level)
-        except ValueError:
-            raise UsageError(f"{where} {item!r}: the level must be a whole number", hint="e.g. hlo_pass_pipeline=1") from None
-    return levels
-
-
-class _EnvBuilder:
-    """Collects environment settings layer by layer, remembering where each came from."""
-
-    def __init__(self, caller: dict[str, str]):
-        self.caller = caller
-        self.values: dict[str, tuple[str | None, str]] = {}
-        self.flags = FlagLayers()
-        self.vmodule: dict[str, tuple[int, str]] = {}
-        caller_flags = caller.get("XLA_FLAGS", "")
-        self.flags.add(parse_env_flags(caller_flags) if caller_flags.strip() else [], "environment")
-        self.add_vmodule(parse_vmodule(caller.get("TF_CPP_VMODULE", ""), "TF_CPP_VMODULE"), "environment")
-
-    def set(self, name: str, value: str | None, source: str) -> None:
-        if name == "XLA_FLAGS":
-            flags = parse_env_flags(value or "")
-            for flag in flags:
-                validate_flag(flag, f"XLA_FLAGS from {source}")
-            self.flags.add(flags, source)
-        elif name == "TF_CPP_VMODULE":
-            self.add_vmodule(parse_vmodule(value or "", f"TF_CPP_VMODULE from {source}"), source)
-        else:
-            self.values[name] = (value, source)
-
-    def add_vmodule(self, levels: dict[str, int], source: str) -> None:
-        for module, level in levels.items():
-            self.vmodule[module] = (level, source)
-
-    def changes(self) -> list[EnvChange]:
-        changes = []
-        for name, (value, source) in self.values.items():
-            if value != self.caller.get(name):
-                changes.append(EnvChange(name, value, source, self.caller.get(name)))
-        final_flags = join_flags(self.flags.final())
-        if final_flags != self.caller.get("XLA_FLAGS", ""):
-            changes.append(EnvChange("XLA_FLAGS", final_flags or None, "merged", self.caller.get("XLA_FLAGS")))
-        vmodule = ",".join(f"{m}={lvl}" for m, (lvl, _) in self.vmodule.items())
-        if vmodule != self.caller.get("TF_CPP_VMODULE", ""):
-            changes.append(EnvChange("TF_CPP_VMODULE", vmodule or None, "merged", self.caller.get("TF_CPP_VMODULE")))
-        return changes
+def settle_request(request: RunRequest, profile: "ProfileRun") -> RunRequest:
+    """The one place where "command line > profile > default" is decided for a run."""
+    return replace(
+        request,
+        python=request.python or profile.python,
+        platform=request.platform or profile.platform or "auto",
+        timeout=request.timeout if request.timeout is not None else profile.timeout,
+    )
 
 
 def _check_version(preset: Preset, jaxlib: str | None) -> None:
@@ -246,6 +196,87 @@ def _check_version(preset: Preset, jaxlib: str | None) -> None:
         )
 
 
+def _choose_presets(request: RunRequest, profile: ProfileRun, catalog: Catalog, jaxlib: str | None) -> list[Preset]:
+    """The profile's presets, then --dump's, then --preset's, each once, in that order."""
+    wanted = [catalog.get(ref) for ref in profile.presets]
+    if request.dump:
+        wanted.append(catalog.get(profile.dump_preset, kind="dump"))
+    wanted += [catalog.get(ref) for ref in request.presets]
+    chosen = list({(p.kind, p.name): p for p in wanted}.values())  # first mention wins the order
+    for preset in chosen:
+        _check_version(preset, jaxlib)
+    return chosen
+
+
+def _add_layers(env: EnvBuilder, request: RunRequest, profile: ProfileRun, presets: list[Preset]) -> None:
+    """Presets, the profile's run section and the command line's switches, each with its Source."""
+    for preset in presets:
+        source = Source(Layer.PRESET, f"preset {preset.name}")
+        for name, value in preset.env.items():
+            env.set(name, value, source)
+        env.flags.add(list(preset.xla_flags), source)
+        env.add_vmodule(preset.vmodule, source)
+    from_profile = Source(Layer.PROFILE, f"profile {profile.name}" if profile.name else "profile")
+    for name, value in profile.env.items():
+        env.set(name, value, from_profile)
+    env.flags.add([validate_flag(f, str(from_profile)) for f in profile.xla_flags], from_profile)
+    for item in request.env:
+        name, value = split_assignment(item, "--env")
+        env.set(name, value, Source(Layer.COMMAND_LINE, "--env"))
+    env.flags.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], Source(Layer.COMMAND_LINE, "--xla-flag"))
+    for item in request.vmodule:
+        env.add_vmodule(parse_vmodule(item, "--vmodule"), Source(Layer.COMMAND_LINE, "--vmodule"))
+    if request.vlog is not None:
+        if request.vlog < 0:
+            raise UsageError(f"--vlog {request.vlog}: must be 0 or more")
+        env.set("TF_CPP_MAX_VLOG_LEVEL", str(request.vlog), Source(Layer.COMMAND_LINE, "--vlog"))
+
+
+def _unhide_vlog(env: EnvBuilder, notes: list[str]) -> None:
+    """jax hides INFO (and so every VLOG line) unless TF_CPP_MIN_LOG_LEVEL=0."""
+    wants_log = bool(env.vmodule) or any(env.get(v)[0] not in (None, "0") for v in _LOG_VARS)
+    level, source = env.get("TF_CPP_MIN_LOG_LEVEL")
+    if not wants_log or level == "0":
+        return
+    if source is not None and source.layer == Layer.COMMAND_LINE:
+        notes.append("TF_CPP_MIN_LOG_LEVEL set by --env is not 0: VLOG/vmodule lines will not show")
+    else:
+        env.set("TF_CPP_MIN_LOG_LEVEL", "0", Source(Layer.XLATOOLS, "needed for VLOG/vmodule output"))
+
+
+def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[str]) -> str | None:
+    """Dumps always go into the bundle, and a dumping run must compile (no cache hits)."""
+    dumping = any(name.startswith("xla_dump") for name in env.flags.flags if name != "xla_dump_to")
+    if not dumping and "xla_dump_to" not in env.flags.flags:
+        return None
+    old = env.flags.flags.get("xla_dump_to")
+    if old is not None:
+        notes.append(f"{old[0]} (from {old[1]}) replaced: dumps go into the bundle")
+    env.flags.add([f"--xla_dump_to={DUMP_DIR}"], Source(Layer.XLATOOLS, "xlatools (bundle)"))
+    dumping_run = Source(Layer.XLATOOLS, "xlatools (dumping run)")
+    env.set("JAX_ENABLE_COMPILATION_CACHE", "false", dumping_run)
+    if caller_env.get("JAX_COMPILATION_CACHE_DIR") or "JAX_COMPILATION_CACHE_DIR" in env.values:
+        env.set("JAX_COMPILATION_CACHE_DIR", None, dumping_run)
+    notes.append("persistent compilation cache disabled (a cache hit compiles nothing, so dumps nothing)")
+    return DUMP_DIR
+
+
+def _program_argv(request: RunRequest, env: EnvBuilder) -> tuple[list[str], list[str]]:
+    """The program's argv and the files to copy into the bundle."""
+    program, python = request.program, request.python
+    if program.kind == "module":
+        return [python, "-m", program.name, *program.args], []
+    if program.kind == "script":
+        return [python, program.name, *program.args], [program.name]
+    if "collectives" in program.name.split(",") and request.platform != "gpu" \
+            and "xla_force_host_platform_device_count" not in env.flags.flags:
+        env.flags.add([f"--xla_force_host_platform_device_count={SMOKE_HOST_DEVICES}"],
+                      Source(Layer.XLATOOLS, "smoke:collectives (CPU devices)"))
+    argv = [python, str(SMOKE_DIR / "main.py"), "--result", f"{BUNDLE}/smoke_results.json",
+            *program.name.split(","), *program.args]
+    return argv, sorted(str(p) for p in SMOKE_DIR.glob("*.py"))
+
+
 def plan_run(
     request: RunRequest,
     profile: ProfileRun,
@@ -255,88 +286,21 @@ def plan_run(
     jaxlib: str | None = None,
     gpu_platform: str = "cuda",
 ) -> RunPlan:
-    env = _EnvBuilder(caller_env)
+    """The whole run as data. `request` comes settled (settle_request) with the interpreter resolved."""
+    env = EnvBuilder(caller_env)
     notes: list[str] = []
-    profile_src = f"profile {profile.name}" if profile.name else "profile"
-
-    # Presets: the profile's, then --dump's, then --preset's, each once, in that order.
-    wanted = [catalog.get(ref) for ref in profile.presets]
-    if request.dump:
-        wanted.append(catalog.get(profile.dump_preset, kind="dump"))
-    wanted += [catalog.get(ref) for ref in request.presets]
-    chosen: list[Preset] = list({(p.kind, p.name): p for p in wanted}.values())  # first mention wins the order
-    for preset in chosen:
-        _check_version(preset, jaxlib)
-    for preset in chosen:
-        source = f"preset {preset.name}"
-        for name, value in preset.env.items():
-            env.set(name, value, source)
-        env.flags.add(list(preset.xla_flags), source)
-        env.add_vmodule(preset.vmodule, source)
-
-    # The profile's run section.
-    for name, value in profile.env.items():
-        env.set(name, value, profile_src)
-    env.flags.add([validate_flag(f, profile_src) for f in profile.xla_flags], profile_src)
-
-    # Explicit CLI switches.
-    for item in request.env:
-        name, value = split_assignment(item, "--env")
-        env.set(name, value, "--env")
-    env.flags.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], "--xla-flag")
-    for item in request.vmodule:
-        env.add_vmodule(parse_vmodule(item, "--vmodule"), "--vmodule")
-    if request.vlog is not None:
-        if request.vlog < 0:
-            raise UsageError(f"--vlog {request.vlog}: must be 0 or more")
-        env.set("TF_CPP_MAX_VLOG_LEVEL", str(request.vlog), "--vlog")
-
-    # jax hides INFO (and so every VLOG line) unless TF_CPP_MIN_LOG_LEVEL=0.
-    wants_log = bool(env.vmodule) or any(env.values.get(v, (None,))[0] not in (None, "0") for v in _LOG_VARS)
-    if wants_log and env.values.get("TF_CPP_MIN_LOG_LEVEL", (None,))[0] != "0":
-        if env.values.get("TF_CPP_MIN_LOG_LEVEL", (None, ""))[1] == "--env":
-            notes.append("TF_CPP_MIN_LOG_LEVEL set by --env is not 0: VLOG/vmodule lines will not show")
-        else:
-            env.set("TF_CPP_MIN_LOG_LEVEL", "0", "needed for VLOG/vmodule output")
-
-    # Dumps always go into the bundle, and a dumping run must compile (no cache hits).
-    dumping = any(name.startswith("xla_dump") for name in env.flags.flags if name != "xla_dump_to")
-    dump_dir = None
-    if dumping or "xla_dump_to" in env.flags.flags:
-        old = env.flags.flags.get("xla_dump_to")
-        if old is not None:
-            notes.append(f"{old[0]} (from {old[1]}) replaced: dumps go into the bundle")
-        env.flags.add([f"--xla_dump_to={DUMP_DIR}"], "xlatools (bundle)")
-        dump_dir = DUMP_DIR
-        env.set("JAX_ENABLE_COMPILATION_CACHE", "false", "xlatools (dumping run)")
-        if caller_env.get("JAX_COMPILATION_CACHE_DIR") or "JAX_COMPILATION_CACHE_DIR" in env.values:
-            env.set("JAX_COMPILATION_CACHE_DIR", None, "xlatools (dumping run)")
-        notes.append("persistent compilation cache disabled (a cache hit compiles nothing, so dumps nothing)")
-
-    platform = request.platform or profile.platform or "auto"
-    if platform == "cpu":
-        env.set("JAX_PLATFORMS", "cpu", "--platform cpu")
-    elif platform == "gpu":
-        env.set("JAX_PLATFORMS", gpu_platform, "--platform gpu")
-
-    program = request.program
-    if program.kind == "smoke":
-        argv = [request.python, str(SMOKE_DIR / "main.py"), "--result", f"{BUNDLE}/smoke_results.json",
-                *program.name.split(","), *program.args]
-        copy_files = sorted(str(p) for p in SMOKE_DIR.glob("*.py"))
-        if "collectives" in program.name.split(",") and platform != "gpu" \
-                and "xla_force_host_platform_device_count" not in env.flags.flags:
-            env.flags.add([f"--xla_force_host_platform_device_count={SMOKE_HOST_DEVICES}"], "smoke:collectives (CPU devices)")
-    elif program.kind == "module":
-        argv, copy_files = [request.python, "-m", program.name, *program.args], []
-    else:
-        argv, copy_files = [request.python, program.name, *program.args], [program.name]
-
-    timeout = request.timeout if request.timeout is not None else profile.timeout
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout {timeout:g}: must be more than 0 seconds")
+    presets = _choose_presets(request, profile, catalog, jaxlib)
+    _add_layers(env, request, profile, presets)
+    _unhide_vlog(env, notes)
+    dump_dir = _dump_into_bundle(env, caller_env, notes)
+    platform = request.platform or "auto"
+    if platform != "auto":
+        env.set("JAX_PLATFORMS", "cpu" if platform == "cpu" else gpu_platform, Source(Layer.COMMAND_LINE, f"--platform {platform}"))
+    argv, copy_files = _program_argv(request, env)
+    if request.timeout is not None and request.timeout <= 0:
+        raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
     return RunPlan(
-        program=program,
+        program=request.program,
         python=request.python,
         jaxlib=jaxlib,
         argv=argv,
@@ -345,11 +309,11 @@ def plan_run(
         xla_flags=env.flags.final(),
         xla_flag_sources=env.flags.sources(),
         overridden_flags=env.flags.overridden,
-        presets=[{"name": p.name, "kind": p.kind, "source": p.source} for p in chosen],
+        presets=presets,
         dump_dir=dump_dir,
         platform=platform,
-        timeout=timeout,
-        name=request.name or _default_name(program),
+        timeout=request.timeout,
+        name=request.name or _default_name(request.program),
         copy_files=copy_files,
         notes=notes,
         profile=asdict(profile) if profile.name else None,
