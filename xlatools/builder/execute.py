@@ -91,24 +91,58 @@ class BuildOutcome:
         return self.manifest
 
 
+def _run_command(plan, client, sink: LogSink, keep_container: bool, rebuild_image: bool,
+                 manifest: dict[str, Any], durations: dict[str, float]) -> int:
+    """The image (container mode), then the build command; its exit status."""
+    from xlatools import console
+
+    if plan.mode == "local":
+        from xlatools.builder.local import run_local
+
+        with console.group(f"build on this host in {plan.workdir}"):
+            t = time.monotonic()
+            exit_code = run_local(plan, sink)
+        durations["build_s"] = round(time.monotonic() - t, 3)
+        return exit_code
+    from xlatools.builder.engine import ensure_image, run_container
+
+    with console.group(f"image {plan.image.ref}"):
+        t = time.monotonic()
+        image = ensure_image(client, plan.image, rebuild_image, sink)
+        durations["image_s"] = round(time.monotonic() - t, 3)
+        manifest["image"] = {"ref": image.ref, "id": image.id, "built": image.built}
+        console.step(f"image {'built' if image.built else 'reused'}: {image.ref} ({image.id[:19]})")
+    with console.group(f"build in container {plan.container_name}"):
+        t = time.monotonic()
+        exit_code = run_container(client, plan, sink, keep_container)
+    durations["build_s"] = round(time.monotonic() - t, 3)
+    return exit_code
+
+
+def _judge(plan, exit_code: int, wheels: list[dict[str, Any]], log: Path, tail) -> XlaToolsError | None:
+    """The build's error, if it failed: a non-zero status, or success without a wheel."""
+    if exit_code != 0:
+        return BuildFailed(
+            f"the build failed with exit status {exit_code}; last lines of {log}:\n  " + "\n  ".join(tail),
+            exit_code,
+            hint=f"full log: {log}; the manifest records the plan that ran",
+        )
+    if not wheels:
+        return BuildFailed(f"the build succeeded but left no wheel in {plan.stage_dir}", 1,
+                           hint="a custom build.command must write wheels into {output}")
+    return None
+
+
 def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, Any] | None,
             keep_container: bool = False, rebuild_image: bool = False, echo: bool = True,
             client=None) -> BuildOutcome:
     """Run the build and write its bundle; failures come back in the outcome, not raised."""
-    from xlatools import console
     from xlatools.bundle import Bundle, host_info, utc_now
 
     bundle = Bundle.create(out_root, plan.profile, kind="build")
     manifest: dict[str, Any] = {
-        "status": "running",
-        "profile": plan.profile,
-        "mode": plan.mode,
-        "started": utc_now(),
-        "plan": plan.to_dict(),
-        "pin": pin,
-        "tree": tree_info,
-        "host": host_info(),
-        "log": LOG_NAME,
+        "status": "running", "profile": plan.profile, "mode": plan.mode, "started": utc_now(),
+        "plan": plan.to_dict(), "pin": pin, "tree": tree_info, "host": host_info(), "log": LOG_NAME,
     }
     bundle.write_manifest(manifest)
     sink = LogSink(bundle.path / LOG_NAME, echo)
@@ -118,41 +152,11 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
     try:
         with sigterm_as_interrupt():
             _make_host_dirs(plan)
-            if plan.mode == "container":
-                from xlatools.builder.engine import ensure_image, run_container
-
-                with console.group(f"image {plan.image.ref}"):
-                    t = time.monotonic()
-                    image = ensure_image(client, plan.image, rebuild_image, sink)
-                    durations["image_s"] = round(time.monotonic() - t, 3)
-                    manifest["image"] = {"ref": image.ref, "id": image.id, "built": image.built}
-                    console.step(f"image {'built' if image.built else 'reused'}: {image.ref} ({image.id[:19]})")
-                with console.group(f"build in container {plan.container_name}"):
-                    t = time.monotonic()
-                    exit_code = run_container(client, plan, sink, keep_container)
-            else:
-                from xlatools.builder.local import run_local
-
-                with console.group(f"build on this host in {plan.workdir}"):
-                    t = time.monotonic()
-                    exit_code = run_local(plan, sink)
-            durations["build_s"] = round(time.monotonic() - t, 3)
+            exit_code = _run_command(plan, client, sink, keep_container, rebuild_image, manifest, durations)
             if exit_code == 0:
                 manifest["wheels"] = _collect_wheels(Path(plan.stage_dir), bundle.path, Path(plan.dist_dir))
-                status = "ok" if manifest["wheels"] else "failed"
-                if not manifest["wheels"]:
-                    error = BuildFailed(
-                        f"the build succeeded but left no wheel in {plan.stage_dir}",
-                        1,
-                        hint="a custom build.command must write wheels into {output}",
-                    )
-            else:
-                error = BuildFailed(
-                    f"the build failed with exit status {exit_code}; last lines of {bundle.path / LOG_NAME}:\n  "
-                    + "\n  ".join(sink.tail),
-                    exit_code,
-                    hint=f"full log: {bundle.path / LOG_NAME}; the manifest records the plan that ran",
-                )
+            error = _judge(plan, exit_code, manifest.get("wheels", []), bundle.path / LOG_NAME, sink.tail)
+            status = "ok" if error is None else "failed"
     except KeyboardInterrupt:
         status = "interrupted"
         if plan.mode == "container":
