@@ -78,3 +78,10 @@ def group(title: str, announce: bool = True) -> Iterator[None]:
         if announce:
             step(title)
         yield
+
+
+def columns(rows: list[tuple[str, ...]]) -> str:
+    """Rows as plain left-aligned columns (the first row is the header). No rich: it sits on
+    the run path, whose start-up cost matters."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)

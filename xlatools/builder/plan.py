@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from xlatools.builder.command import CommandInputs, buildpy_argv, expand_template
 from xlatools.builder.image import ImageSpec, image_spec
@@ -23,6 +23,8 @@ C_BAZEL_CACHE = "/xlatools/bazel-cache"
 C_HOME = "/xlatools/home"
 C_XLA = "/xlatools/xla"
 C_CA_BUNDLE = "/xlatools/ca-bundle.crt"
+
+BuildMode = Literal["container", "local"]
 
 LABEL_MANAGED = "org.xlatools.managed"
 LABEL_RUN_ID = "org.xlatools.run-id"
@@ -66,7 +68,7 @@ class BuildOptions:
 class BuildPlan:
     profile: str
     chain: tuple[str, ...]
-    mode: str  # "container" or "local"
+    mode: BuildMode
     source: str
     stage_dir: str  # host dir the build writes wheels into (mounted at C_OUTPUT)
     dist_dir: str

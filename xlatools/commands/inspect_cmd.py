@@ -49,6 +49,4 @@ def inspect(
     for step in steps:
         changed = {True: "yes", False: "no", None: "?"}[step.changed]
         rows.append((f"{step.step:04d}", step.pipeline, step.pass_name, changed, str(step.instructions)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    typer.echo(console.columns(rows))

@@ -154,8 +154,9 @@ def modules_table(dump_index) -> str:
     for module in sorted(dump_index.modules.values(), key=lambda m: m.id):
         rows.append((f"{module.id:04d}", module.name, _n(module.instructions_before), _n(module.instructions_after),
                      str(len(module.steps)), str(module.snapshots), str(len(module.files)), str(module.bytes)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+    from xlatools.console import columns
+
+    return columns(rows)
 
 
 def _n(value: int | None) -> str:
