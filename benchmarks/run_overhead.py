@@ -20,7 +20,7 @@ from pathlib import Path
 
 from _bench import installed_env, timed
 
-SMOKE = Path(__file__).resolve().parent.parent / "xlatools" / "smoke" / "main.py"
+SMOKE = Path(__file__).resolve().parent.parent / "xlatools" / "run" / "smoke" / "main.py"
 ALL = "dot,matmul,conv,reduce,while,grad,collectives"
 
 

@@ -2,7 +2,7 @@
 
 Layout: `<out>/<UTC time>-<name>-<short id>/` holding `manifest.json` (written
 atomically, first with status "running", then with the outcome) and whatever
-the run or build produced; `<out>/latest` points at the newest bundle.
+the run or build produced; `<out>/latest` points at the newest finished bundle.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from xlatools.fsutil import atomic_write_json, sha256_file
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
-Status = Literal["running", "ok", "failed", "timeout", "interrupted"]
+RESERVE = ".manifest-reserve"
+RESERVE_BYTES = 64 * 1024
+# error: xlatools itself could not finish the run's records (disk full); the others are the run's outcome.
+Status = Literal["running", "ok", "failed", "timeout", "interrupted", "error"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 BundleKind = Literal["run", "build", "replay", "bisect"]
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.I)
@@ -121,9 +124,18 @@ class Bundle:
             except FileExistsError:
                 continue
             bundle = cls(path, kind, name, short, now.isoformat(timespec="seconds"))
-            bundle._point_latest()
+            bundle._reserve()
             return bundle
         raise UsageError(f"could not create a fresh bundle directory under {out_root}")
+
+    def _reserve(self) -> None:
+        """Space kept for the final manifest: when the disk fills up during a run, this file is
+        removed to make room for a manifest that says so."""
+        try:
+            with open(self.path / RESERVE, "wb") as handle:
+                handle.write(b"\0" * RESERVE_BYTES)
+        except OSError:
+            (self.path / RESERVE).unlink(missing_ok=True)
 
     def _point_latest(self) -> None:
         link = self.path.parent / "latest"
@@ -137,10 +149,16 @@ class Bundle:
             except OSError:
                 pass
 
-    def write_manifest(self, data: dict[str, Any]) -> Path:
-        """The one writer of every manifest: checks the status, always redacts secrets, writes atomically."""
+    def write_manifest(self, data: dict[str, Any], use_reserve: bool = False) -> Path:
+        """The one writer of every manifest: checks the status, always redacts secrets, writes atomically.
+
+        A final manifest (any status but "running") points `<out>/latest` at this bundle, so
+        `latest` is always the newest finished bundle. `use_reserve` frees the space kept at
+        creation first (the disk is full)."""
         if data.get("status") not in STATUSES:
             raise ValueError(f"bad bundle status {data.get('status')!r}")
+        if use_reserve:
+            (self.path / RESERVE).unlink(missing_ok=True)
         manifest = {
             "schema_version": SCHEMA_VERSION,
             "kind": self.kind,
@@ -150,9 +168,12 @@ class Bundle:
             **data,
         }
         atomic_write_json(self.path / MANIFEST, redact(manifest))
+        if data["status"] != "running":
+            (self.path / RESERVE).unlink(missing_ok=True)
+            self._point_latest()
         return self.path / MANIFEST
 
-    def file_index(self, exclude: tuple[str, ...] = (MANIFEST,)) -> list[dict[str, Any]]:
+    def file_index(self, exclude: tuple[str, ...] = (MANIFEST, RESERVE)) -> list[dict[str, Any]]:
         """Every file in the bundle with its size and sha256, sorted by path."""
         entries = []
         for root, dirs, files in os.walk(self.path):

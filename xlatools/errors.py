@@ -91,8 +91,11 @@ class ContainerError(XlaToolsError):
 
 
 class BuildFailed(XlaToolsError):
-    """The build command ran and failed; its exit status becomes ours."""
+    """The build command ran and failed (exit 1, like any failure of what xlatools runs);
+    the command's own status is kept in `build_status` and the build manifest."""
 
-    def __init__(self, message: str, exit_code: int, hint: str | None = None):
+    exit_code = 1
+
+    def __init__(self, message: str, build_status: int, hint: str | None = None):
         super().__init__(message, hint=hint)
-        self.exit_code = exit_code if 0 < exit_code < 256 else 1
+        self.build_status = build_status

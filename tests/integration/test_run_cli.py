@@ -94,8 +94,10 @@ def test_log_and_jax_presets_reach_the_program(xl, tmp_path):
     result = xl("run", "show_env.py", "--preset", "vlog1", "--preset", "no-opt", "--preset", "tracebacks",
                 "--preset", "tf-clustering", "--preset", "torch-xla")
     assert result.returncode == 0, result.stderr
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
     bundle = (tmp_path / "artifacts" / "latest").resolve()
+    # VLOG 1 makes the run quiet by default: the program's output is in the bundle, not the terminal.
+    assert result.stdout == "" and "quiet" in result.stderr
+    seen = json.loads((bundle / "stdout.log").read_text().strip().splitlines()[-1])
     assert seen == {"TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_MAX_VLOG_LEVEL": "1", "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
                     "JAX_TRACEBACK_FILTERING": "off", "TF_XLA_FLAGS": "--tf_xla_clustering_debug",
                     "TF_DUMP_GRAPH_PREFIX": f"{bundle}/tf_graphs", "XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}
@@ -150,8 +152,9 @@ def test_interpreter_without_jax_exits_3(xl, tmp_path):
 def test_program_status_timeout_and_mismatch(xl, tmp_path):
     (tmp_path / "fails.py").write_text("import sys; print('bye'); sys.exit(5)\n")
     result = xl("run", "fails.py")
-    assert result.returncode == 5
-    assert manifest(tmp_path / "artifacts" / "latest")["status"] == "failed"
+    assert result.returncode == 1 and "program exit 5" in result.stderr
+    data = manifest(tmp_path / "artifacts" / "latest")
+    assert (data["status"], data["exit_code"], data["returncode"], data["program_outcome"]) == ("failed", 1, 5, "exit 5")
 
     (tmp_path / "slow.py").write_text("import time; print('start', flush=True); time.sleep(300)\n")
     result = xl("run", "slow.py", "--timeout", "2", "--name", "slow")

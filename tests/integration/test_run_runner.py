@@ -5,6 +5,7 @@ import sys
 import time
 
 from xlatools.proctree import alive as _alive
+from xlatools.run.execute import exit_code_for
 from xlatools.run.process import execute
 
 # child.py starts middle.py, which starts a grandchild in the group and one that leaves it (setsid).
@@ -40,23 +41,25 @@ def run(tmp_path, code, timeout=None, args=()):
 def test_heavy_output_on_both_streams_does_not_deadlock(tmp_path):
     code = "import sys\nfor i in range(40000):\n    sys.stderr.write('E%d\\n' % i)\n    sys.stdout.write('O%d\\n' % i)\n"
     result = run(tmp_path, code)
-    assert result.status == "ok" and result.exit_code == 0
+    assert result.status == "ok" and result.returncode == 0
     assert (tmp_path / "err.log").read_text().count("\n") == 40000
     assert (tmp_path / "out.log").read_text().splitlines()[-1] == "O39999"
 
 
-def test_exit_status_is_the_programs(tmp_path):
+def test_the_programs_status_and_signal_are_kept_and_named(tmp_path):
     result = run(tmp_path, "import sys; sys.exit(7)")
-    assert (result.status, result.exit_code, result.returncode) == ("failed", 7, 7)
-    result = run(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    assert (result.status, result.exit_code, result.returncode) == ("failed", 137, -9)
+    assert (result.status, result.returncode, result.signal_name, result.describe()) == ("failed", 7, None, "exit 7")
+    assert (exit_code_for(result), exit_code_for(result, "program")) == (1, 7)
+    result = run(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert (result.status, result.returncode, result.describe()) == ("failed", -11, "killed by SIGSEGV")
+    assert (exit_code_for(result), exit_code_for(result, "program")) == (1, 139)
 
 
 def test_timeout_ends_the_whole_tree(tmp_path):
     pids_file = tmp_path / "pids"
     (tmp_path / "middle.py").write_text(MIDDLE)
     result = run(tmp_path, SPAWNER, timeout=5, args=(str(pids_file),))
-    assert (result.status, result.exit_code) == ("timeout", 124)
+    assert (result.status, exit_code_for(result), exit_code_for(result, "program")) == ("timeout", 124, 124)
     pids = [int(p) for p in pids_file.read_text().split()]
     assert len(pids) == 3
     deadline = time.monotonic() + 10

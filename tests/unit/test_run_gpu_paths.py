@@ -6,7 +6,8 @@ import pytest
 
 from xlatools.run import target as targets
 from xlatools.errors import EnvironmentMissing
-from xlatools.run.plan import Program, ProfileRun, RunRequest
+from xlatools.run.plan import ProfileRun, RunRequest
+from xlatools.run.program import Program
 from xlatools.run.execute import prepare
 from xlatools.run.target import Target
 

@@ -6,7 +6,8 @@ import pytest
 
 from xlatools.errors import UsageError
 from xlatools.run.presets.catalog import Catalog
-from xlatools.run.plan import Program, ProfileRun, RunRequest, parse_program, plan_run, settle_request
+from xlatools.run.plan import ProfileRun, RunRequest, plan_run, settle_request
+from xlatools.run.program import Program, parse_program
 
 
 @pytest.fixture(scope="module")

@@ -173,7 +173,8 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
         durations["total_s"] = round(time.monotonic() - t0, 3)
         if keep_container and plan.container_name:
             manifest["kept_container"] = plan.container_name
-        manifest.update(status=status, exit_code=exit_code, finished=utc_now(), durations=durations,
+        xlatools_exit = 0 if error is None else error.exit_code
+        manifest.update(status=status, exit_code=xlatools_exit, returncode=exit_code, finished=utc_now(), durations=durations,
                         log_tail=list(sink.tail) if status != "ok" else [])
         manifest.setdefault("wheels", [])
         manifest["files"] = bundle.file_index()

@@ -27,6 +27,11 @@ def run(
     archive: bool = typer.Option(False, "--archive", help="Also write <bundle>.tar.gz."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable summary on stdout (the program's stdout goes to stderr)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (env, flags, argv) and run nothing."),
+    quiet: Optional[bool] = typer.Option(None, "--quiet/--no-quiet", help="Program output only into the bundle's logs, "
+                                         "with a heartbeat line (default: quiet when VLOG output is asked for)."),
+    exit_code: str = typer.Option("xlatools", "--exit-code", help="xlatools: any failure of the program exits 1 "
+                                  "(the program's status is in the summary and manifest); program: exit with the "
+                                  "program's own status (128+N for signal N)."),
 ) -> None:
     """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle."""
     import json
@@ -34,18 +39,22 @@ def run(
     import sys
 
     from xlatools.errors import UsageError
-    from xlatools.run.plan import RunRequest, parse_program
     from xlatools.run.execute import execute_plan, prepare, profile_run
+    from xlatools.run.plan import PLATFORMS, RunRequest
+    from xlatools.run.program import parse_program, refuse_program_and_module
 
-    if platform is not None and platform not in ("auto", "cpu", "gpu"):
+    if platform is not None and platform not in PLATFORMS:
         raise UsageError(f"--platform {platform}: expected auto, cpu or gpu")
+    if exit_code not in ("xlatools", "program"):
+        raise UsageError(f"--exit-code {exit_code}: expected xlatools or program")
+    refuse_program_and_module(sys.argv[1:], program, module)
     cwd = Path.cwd()
     profile_info, define_presets = profile_run(profile)
     request = RunRequest(
         program=parse_program(program, module, list(args or []), cwd),
         python=python,
         dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
-        env=list(env), platform=platform, timeout=timeout, name=name,
+        env=list(env), platform=platform, timeout=timeout, name=name, quiet=quiet,
     )
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
@@ -58,13 +67,16 @@ def run(
         else:
             _print_plan(prepared)
         return
-    manifest, code, table = execute_plan(prepared, out, sys.argv[1:], caller_env, archive=archive, echo_stdout_to_stderr=as_json)
+    outcome = execute_plan(prepared, out, sys.argv[1:], caller_env, archive=archive, echo_stdout_to_stderr=as_json,
+                           exit_code_mode=exit_code)
+    manifest = outcome.manifest
     if as_json:
-        keep = ("status", "exit_code", "bundle", "duration_s", "program", "jax", "presets", "xla_flags", "dump", "smoke", "archive")
+        keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "bundle", "duration_s", "program",
+                "jax", "presets", "xla_flags", "dump", "smoke", "notes", "archive")
         typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
     else:
-        _print_outcome(manifest, table)
-    raise typer.Exit(code)
+        _print_outcome(manifest, outcome.table, prepared.plan.quiet)
+    raise typer.Exit(outcome.exit_code)
 
 
 def _print_plan(prepared) -> None:
@@ -96,15 +108,37 @@ def _print_plan(prepared) -> None:
         write(f"note:     {esc(note)}")
 
 
-def _print_outcome(manifest: dict, table: str) -> None:
+def _print_outcome(manifest: dict, table: str, quiet: bool) -> None:
+    from pathlib import Path
+
     from xlatools.run.execute import say
 
+    if quiet and manifest["status"] != "ok":
+        say(f"last lines of {manifest['bundle']}/stderr.log:")
+        say(_tail(Path(manifest["bundle"]) / "stderr.log", 20))
+    for note in manifest.get("notes", []):
+        if note.startswith("vmodule pattern"):
+            say(f"note: {note}")
     dump = manifest.get("dump")
     if dump and dump["modules"]:
         say(f"\nXLA dump: {len(dump['modules'])} modules, {dump['files']} files, {dump['bytes']} bytes")
         say(table)
     elif dump:
         say("\nXLA dump: no modules were dumped (did the program compile anything?)")
-    say(f"{manifest['status']} (exit {manifest['exit_code']}, {manifest['duration_s']} s)  bundle: {manifest['bundle']}")
+    program = "" if manifest["status"] == "ok" else f"; program {manifest['program_outcome']}"
+    say(f"{manifest['status']} (exit {manifest['exit_code']}{program}, {manifest['duration_s']} s)  bundle: {manifest['bundle']}")
     if dump and dump["modules"]:
         say(f"read it with: xlatools inspect {manifest['bundle']} [--module ID|NAME]")
+
+
+def _tail(path, lines: int) -> str:
+    """The last `lines` lines of a log, read from its end (logs can be gigabytes)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])

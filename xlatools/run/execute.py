@@ -13,14 +13,14 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from xlatools import __version__
-from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.errors import EnvironmentMissing, Interrupted, TimedOut, UsageError
 from xlatools.run.plan import ProfileRun, RunPlan, RunRequest, plan_run
+from xlatools.run.process import ProgramResult
 from xlatools.run.target import Target
 
-MANIFEST_SCHEMA = "xlatools.run/1"
+HEARTBEAT_SECONDS = float(os.environ.get("XLATOOLS_HEARTBEAT_S", "15"))  # quiet runs: a line this often
 
 
 @dataclass
@@ -91,36 +91,6 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
     return Prepared(plan, target, how)
 
 
-def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], **extra: Any) -> dict[str, Any]:
-    from xlatools.bundle import host_info, redact_argv
-
-    planned = plan.to_json()
-    return {
-        "status": status,
-        "manifest_schema": MANIFEST_SCHEMA,
-        "xlatools_version": __version__,
-        "command": "xlatools " + " ".join(redact_argv(argv)),
-        "argv": argv,
-        "program": planned["program"],
-        "program_argv": plan.argv,
-        "cwd": plan.cwd,
-        "host": host_info(),
-        "interpreter": {"python": target.python, "python_version": target.python_version},
-        "jax": {"jax": target.jax, "jaxlib": target.jaxlib, "backend": target.backend, "devices": target.devices,
-                "plugins": target.plugins},
-        "platform": plan.platform,
-        "profile": plan.profile,
-        "presets": planned["presets"],
-        "xla_flags": plan.xla_flags,
-        "xla_flag_sources": plan.xla_flag_sources,
-        "overridden_flags": planned["overridden_flags"],
-        "env_changes": planned["env_changes"],
-        "timeout": plan.timeout,
-        "notes": plan.notes,
-        **extra,
-    }
-
-
 def _copy_program(plan: RunPlan, bundle_path: Path) -> None:
     if not plan.copy_files:
         return
@@ -133,82 +103,112 @@ def _copy_program(plan: RunPlan, bundle_path: Path) -> None:
             pass  # the program may have been removed meanwhile; the run says so itself
 
 
-def _summary_text(manifest: dict[str, Any], modules_table: str) -> str:
-    lines = [
-        f"status: {manifest['status']} (exit {manifest.get('exit_code')})",
-        f"program: {manifest['program']['label']}",
-        f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']} on {manifest['jax']['backend']}"
-        f" ({manifest['interpreter']['python']})",
-        f"presets: {', '.join(p['kind'] + ':' + p['name'] for p in manifest['presets']) or '-'}",
-        f"XLA_FLAGS: {' '.join(manifest['xla_flags']) or '-'}",
-        f"duration: {manifest.get('duration_s')} s",
-    ]
-    lines += [f"note: {note}" for note in manifest["notes"]]
-    if modules_table:
-        lines += ["", modules_table]
-    return "\n".join(lines) + "\n"
+ExitCodeMode = Literal["xlatools", "program"]
 
 
-def modules_table(dump_index) -> str:
-    rows = [("id", "module", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
-    for module in sorted(dump_index.modules.values(), key=lambda m: m.id):
-        rows.append((f"{module.id:04d}", module.name, _n(module.instructions_before), _n(module.instructions_after),
-                     str(len(module.steps)), str(module.snapshots), str(len(module.files)), str(module.bytes)))
-    from xlatools.console import columns
+def exit_code_for(result: ProgramResult, mode: ExitCodeMode = "xlatools") -> int:
+    """xlatools' exit code: its own outcomes keep 0/3/124/130; any failure of the program is 1,
+    unless `mode` is "program" (the program's own status, 128+N for signal N)."""
+    codes = {"ok": 0, "timeout": TimedOut.exit_code, "interrupted": Interrupted.exit_code,
+             "error": EnvironmentMissing.exit_code}
+    if result.status in codes:
+        return codes[result.status]
+    if mode == "program" and result.returncode is not None:
+        return result.returncode if result.returncode >= 0 else 128 - result.returncode
+    return 1
 
-    return columns(rows)
 
-
-def _n(value: int | None) -> str:
-    return "-" if value is None else str(value)
+@dataclass
+class RunOutcome:
+    manifest: dict[str, Any]
+    exit_code: int
+    table: str  # the module table, empty when nothing was dumped
 
 
 def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env: dict[str, str],
-                 archive: bool = False, echo_stdout_to_stderr: bool = False) -> tuple[dict[str, Any], int, str]:
-    """Run the plan into a fresh bundle; returns the final manifest, the exit code and the module table."""
+                 archive: bool = False, echo_stdout_to_stderr: bool = False,
+                 exit_code_mode: ExitCodeMode = "xlatools") -> RunOutcome:
+    """Run the plan into a fresh bundle. The program starts as soon as the bundle exists; the
+    program copy and the first manifest are written while it runs. A record we cannot write
+    (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
     from xlatools.bundle import Bundle
     from xlatools.console import group
-    from xlatools.run.dumps import index_dump
     from xlatools.run.process import execute
+    from xlatools.run.record import manifest_data
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
     bundle = Bundle.create(Path(os.path.abspath(out_root)), prepared.plan.name, "run")
     plan = prepared.plan.bind(bundle.path)
+    base = manifest_data(plan, prepared.target, "running", argv, bundle=str(bundle.path),
+                         flag_checks=prepared.flag_checks)
+    try:
+        _make_folders(plan, bundle.path)
+
+        def on_start(_proc) -> None:
+            _copy_program(plan, bundle.path)
+            bundle.write_manifest(base)
+
+        say(f"==> {plan.program.label} -> {bundle.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else ""))
+        stdout = sys.stderr.buffer if echo_stdout_to_stderr else sys.stdout.buffer
+        with group(f"{plan.program.label} output", announce=False):
+            result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, bundle.path / "stdout.log",
+                             bundle.path / "stderr.log", plan.timeout, None if plan.quiet else stdout,
+                             None if plan.quiet else sys.stderr.buffer, on_start=on_start,
+                             heartbeat=HEARTBEAT_SECONDS if plan.quiet else None)
+        outcome = _finish(plan, bundle, base, result, exit_code_for(result, exit_code_mode))
+    except OSError as exc:
+        _record_failure(bundle, base, exc)
+        raise EnvironmentMissing(f"cannot write the run's records in {bundle.path}: {exc.strerror or exc}"
+                                 + (f" ({exc.filename})" if exc.filename else ""),
+                                 hint="free some space (or pick another --out) and run again") from None
+    if result.status == "error":
+        raise EnvironmentMissing(f"{result.error}; the program was stopped. Record: {bundle.path}",
+                                 hint="free some space (or pick another --out) and run again")
+    if archive:
+        outcome.manifest["archive"] = str(bundle.archive())
+    return outcome
+
+
+def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
     if plan.dump_dir:
         Path(plan.dump_dir).mkdir(parents=True, exist_ok=True)
     for change in plan.env_changes:  # folders that presets point into, e.g. torch_xla/tensors.txt
-        if change.value and change.value.startswith(str(bundle.path)) and change.name != "XLA_FLAGS":
+        if change.value and change.value.startswith(str(bundle_path)) and change.name != "XLA_FLAGS":
             Path(change.value).parent.mkdir(parents=True, exist_ok=True)
-    _copy_program(plan, bundle.path)
-    base = manifest_data(plan, prepared.target, "running", argv, bundle=str(bundle.path),
-                         flag_checks=prepared.flag_checks)
-    bundle.write_manifest(base)
-    say(f"==> {plan.program.label} -> {bundle.path}")
-    stdout = sys.stderr.buffer if echo_stdout_to_stderr else sys.stdout.buffer
-    with group(f"{plan.program.label} output", announce=False):
-        result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, bundle.path / "stdout.log",
-                         bundle.path / "stderr.log", plan.timeout, stdout, sys.stderr.buffer)
 
-    dump = None
-    table = ""
+
+def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, exit_code: int) -> RunOutcome:
+    """Index the dumps, check the log switches, write summary.txt and the final manifest."""
+    from xlatools.fsutil import atomic_write_text
+    from xlatools.run.dumps import index_dump
+    from xlatools.run.record import modules_table, outcome_fields, summary_text, unmatched_vmodule
+
+    dump, table = None, ""
     if plan.dump_dir and Path(plan.dump_dir).is_dir():
         index = index_dump(Path(plan.dump_dir))
         dump = {"dir": "xla_dump", "layout": index.layout, **index.totals(),
                 # Without file lists: the manifest's `files` index has them, with sizes and hashes.
                 "modules": [m.to_json(with_files=False) for m in sorted(index.modules.values(), key=lambda m: m.id)]}
         table = modules_table(index) if index.modules else ""
-    smoke = _read_json(bundle.path / "smoke_results.json")
-    final = {**base, "status": result.status, "exit_code": result.exit_code, "returncode": result.returncode,
-             "started": result.started, "finished": result.finished, "duration_s": result.duration,
-             "dump": dump, "smoke": smoke}
-    from xlatools.fsutil import atomic_write_text
-
-    atomic_write_text(bundle.path / "summary.txt", _summary_text(final, table))
+    notes = list(base["notes"])
+    for pattern in unmatched_vmodule(bundle.path / "stderr.log", plan.vmodule_patterns()):
+        notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names without "
+                     "the extension (e.g. hlo_pass_pipeline); check the name, or whether that file logs at that level")
+    final = {**base, **outcome_fields(result, exit_code), "notes": notes, "dump": dump,
+             "smoke": _read_json(bundle.path / "smoke_results.json")}
+    atomic_write_text(bundle.path / "summary.txt", summary_text(final, table))
     final["files"] = bundle.file_index()
     bundle.write_manifest(final)
-    if archive:
-        final["archive"] = str(bundle.archive())
-    return final, result.exit_code, table
+    return RunOutcome(final, exit_code, table)
+
+
+def _record_failure(bundle, base: dict[str, Any], exc: OSError) -> None:
+    """Best effort: the manifest says the run ended in an error (the bundle keeps a reserve for this)."""
+    try:
+        bundle.write_manifest({**base, "status": "error", "exit_code": EnvironmentMissing.exit_code,
+                               "error": f"cannot write the run's records: {exc.strerror or exc}"}, use_reserve=True)
+    except OSError:
+        pass
 
 
 def say(text: str) -> None:

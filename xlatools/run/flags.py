@@ -10,7 +10,10 @@ caching the answer (see xlatools.run.target).
 
 from __future__ import annotations
 
+import re
 import shlex
+from functools import lru_cache
+from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from xlatools.errors import UsageError
@@ -63,7 +66,61 @@ def flag_name(flag: str) -> str:
     return flag.lstrip("-").split("=", 1)[0]
 
 
+_TYPES_FILE = Path(__file__).with_name("flag_types.json")
+_BOOLEANS = ("true", "false", "1", "0")  # what XLA's flag parser (tsl) reads as a bool
+_EXAMPLES = {"bool": "true", "int32": "2", "int64": "2", "float": "0.5", "double": "0.5", "string": "VALUE"}
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+@lru_cache(maxsize=None)
+def flag_types() -> dict[str, str]:
+    """Flag name -> XLA's type for it (bool, int32, int64, float, double, string), as measured."""
+    import json
+
+    return json.loads(_TYPES_FILE.read_text())["types"]
+
+
+def is_regex_flag(name: str) -> bool:
+    return name.endswith("_re")
+
+
+def value_problem(flag: str) -> tuple[str, str] | None:
+    """(what is wrong, an example) when the flag's value cannot be of its type; None when fine or unknown."""
+    name, has_value, value = flag.lstrip("-").partition("=")
+    kind = flag_types().get(name)
+    if kind is None:
+        return None  # not in the table: the target probe decides
+    example = f"--{name}={'.*' if is_regex_flag(name) else _EXAMPLES.get(kind, 'VALUE')}"
+    if kind == "bool":
+        ok = not has_value or value in _BOOLEANS
+        return None if ok else (f"expects a bool ({' or '.join(_BOOLEANS[:2])}), not {value!r}", example)
+    if not has_value:
+        return f"takes a value ({kind}); without one XLA reads it as an unknown flag and aborts", example
+    if kind in _INT_RANGES:
+        low, high = _INT_RANGES[kind]
+        try:
+            number = int(value)
+        except ValueError:
+            return f"expects a whole number ({kind}), not {value!r}", example
+        return None if low <= number <= high else (f"expects a {kind}, and {value} is out of range", example)
+    if kind in ("float", "double"):
+        try:
+            float(value)
+        except ValueError:
+            return f"expects a number ({kind}), not {value!r}", example
+        return None
+    if is_regex_flag(name):
+        import re
+
+        try:
+            re.compile(value)
+        except re.error as exc:
+            return f"is a regular expression, and {value!r} does not compile ({exc})", example
+    return None
+
+
 def validate_flag(flag: str, where: str) -> str:
+    """The flag, or UsageError: not a flag, a logging switch XLA aborts on, or a value of the wrong type."""
     if not flag.startswith("--") or not flag_name(flag):
         raise UsageError(
             f"{where}: '{flag}' is not an XLA flag",
@@ -74,6 +131,9 @@ def validate_flag(flag: str, where: str) -> str:
             f"{where}: {flag} is not an XLA_FLAGS flag (XLA aborts on it)",
             hint="use --vlog N or --vmodule FILE=N; xlatools sets TF_CPP_MAX_VLOG_LEVEL / TF_CPP_VMODULE",
         )
+    problem = value_problem(flag)
+    if problem is not None:
+        raise UsageError(f"{where}: {flag}: --{flag_name(flag)} {problem[0]}", hint=f"e.g. {problem[1]}")
     return flag
 
 
@@ -137,6 +197,19 @@ def min_version(names: list[str]) -> str | None:
         if refused and since and (newest is None or since > newest):
             newest = since
     return str(newest) if newest else None
+
+
+_BAD_VALUE = re.compile(r"Couldn't interpret value (?P<value>.*) for flag (?P<name>[A-Za-z0-9_]+)\.")
+_HELP_ROW = r"^\t--{name}=[^\t]*\t+(?P<type>\w+)\t"
+
+
+def bad_value_from_abort(stderr: str) -> tuple[str, str, str | None] | None:
+    """(flag name, value, its type if XLA's printed flag table names it) when XLA refused a value."""
+    found = _BAD_VALUE.search(stderr)
+    if not found:
+        return None
+    row = re.search(_HELP_ROW.format(name=re.escape(found["name"])), stderr, re.M)
+    return found["name"], found["value"], row["type"] if row else None
 
 
 def unknown_from_abort(stderr: str) -> list[str] | None:

@@ -1,6 +1,6 @@
 """Plan a run: program + presets + profile + CLI switches -> RunPlan.
 
-No processes, no writes (parse_program only checks that a script exists);
+No processes, no writes (program.parse_program only checks that a script exists);
 `xlatools run --dry-run` prints the same RunPlan that execute.py runs. Paths
 inside the bundle are written `{bundle}/...` and bound once the bundle exists.
 Environment precedence is env.Layer's: the caller's environment < presets (in
@@ -15,64 +15,17 @@ from typing import Any, Literal
 
 from xlatools.errors import UsageError
 from xlatools.run.env import EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
-from xlatools.run.flags import flag_name, validate_flag
+from xlatools.run.flags import flag_name, join_flags, validate_flag
 from xlatools.run.presets.catalog import Catalog, Preset
+from xlatools.run.program import SMOKE_DIR, Program
 
-ProgramKind = Literal["smoke", "script", "module"]
 Platform = Literal["auto", "cpu", "gpu"]
 PLATFORMS: tuple[Platform, ...] = ("auto", "cpu", "gpu")
 
 BUNDLE = "{bundle}"
 DUMP_DIR = f"{BUNDLE}/xla_dump"
-SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
-SMOKE_PROGRAMS = ("dot", "matmul", "conv", "reduce", "while", "grad", "collectives")
 SMOKE_HOST_DEVICES = 4  # CPU devices for `collectives`, via --xla_force_host_platform_device_count
 _LOG_VARS = ("TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE")
-
-
-@dataclass(frozen=True)
-class Program:
-    kind: ProgramKind
-    name: str  # smoke names joined by ",", the script path, or the module
-    args: tuple[str, ...] = ()
-
-    @property
-    def label(self) -> str:
-        return {"smoke": f"smoke:{self.name}", "module": f"-m {self.name}"}.get(self.kind, self.name)
-
-
-def parse_program(program: str | None, module: str | None, args: list[str], cwd: Path) -> Program:
-    if module and program:
-        # `-m mod a b`: typer hands us the first extra word as PROGRAM.
-        args = [program, *args]
-        program = None
-    if module:
-        return Program("module", module, tuple(args))
-    if not program or program == "smoke:all":
-        return Program("smoke", ",".join(SMOKE_PROGRAMS), tuple(args))
-    if program.startswith("smoke:"):
-        names = [n for n in program[len("smoke:"):].split(",") if n]
-        for name in names:
-            if name not in SMOKE_PROGRAMS:
-                import difflib
-
-                close = difflib.get_close_matches(name, SMOKE_PROGRAMS, n=1)
-                hint = f"did you mean 'smoke:{close[0]}'? " if close else ""
-                raise UsageError(f"unknown smoke program '{name}'", hint=f"{hint}known: all, {', '.join(SMOKE_PROGRAMS)}")
-        if not names:
-            raise UsageError("smoke: needs a name", hint=f"e.g. smoke:dot; known: all, {', '.join(SMOKE_PROGRAMS)}")
-        return Program("smoke", ",".join(names), tuple(args))
-    path = Path(program).expanduser()
-    if not path.is_absolute():
-        path = cwd / path
-    if not path.is_file():
-        raise UsageError(
-            f"program not found: {program}",
-            hint="give a .py file, `-m module`, or smoke:NAME (smoke:all runs every built-in smoke program)",
-        )
-    if path.suffix != ".py":
-        raise UsageError(f"program {program} is not a .py file", hint="for a module use -m NAME")
-    return Program("script", str(path), tuple(args))
 
 
 @dataclass
@@ -90,6 +43,7 @@ class RunRequest:
     platform: Platform | None = None
     timeout: float | None = None
     name: str | None = None
+    quiet: bool | None = None  # None: quiet when the run asks for VLOG output (thousands of lines)
 
 
 @dataclass
@@ -129,6 +83,12 @@ class RunPlan:
     copy_files: list[str]
     notes: list[str]
     profile: dict[str, Any] | None
+    quiet: bool = False  # the program's output goes only to the bundle's logs; a heartbeat line instead
+
+    def vmodule_patterns(self) -> list[str]:
+        """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
+        value = next((c.value for c in self.env_changes if c.name == "TF_CPP_VMODULE" and c.value), "")
+        return [item.split("=", 1)[0] for item in value.split(",") if "=" in item]
 
     def child_env(self, caller: dict[str, str]) -> dict[str, str]:
         env = dict(caller)
@@ -144,11 +104,14 @@ class RunPlan:
         def sub(value):
             return value.replace(BUNDLE, str(bundle)) if isinstance(value, str) else value
 
+        flags = [sub(f) for f in self.xla_flags]
+        # XLA_FLAGS is joined again, not substituted: a bundle path with a space must be quoted.
         return replace(
             self,
             argv=[sub(a) for a in self.argv],
-            env_changes=[replace(c, value=sub(c.value)) for c in self.env_changes],
-            xla_flags=[sub(f) for f in self.xla_flags],
+            env_changes=[replace(c, value=join_flags(flags) if c.name == "XLA_FLAGS" and c.value else sub(c.value))
+                         for c in self.env_changes],
+            xla_flags=flags,
             xla_flag_sources={sub(k): v for k, v in self.xla_flag_sources.items()},
             dump_dir=sub(self.dump_dir),
         )
@@ -296,6 +259,8 @@ def plan_run(
     platform = request.platform or "auto"
     if platform != "auto":
         env.set("JAX_PLATFORMS", "cpu" if platform == "cpu" else gpu_platform, Source(Layer.COMMAND_LINE, f"--platform {platform}"))
+    if "PYTHONFAULTHANDLER" not in caller_env:  # a crash leaves a Python stack in stderr.log
+        env.set("PYTHONFAULTHANDLER", "1", Source(Layer.XLATOOLS, "xlatools (crash stacks in stderr.log)"))
     argv, copy_files = _program_argv(request, env)
     if request.timeout is not None and request.timeout <= 0:
         raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
@@ -317,7 +282,14 @@ def plan_run(
         copy_files=copy_files,
         notes=notes,
         profile=asdict(profile) if profile.name else None,
+        quiet=request.quiet if request.quiet is not None else _asks_for_vlog(env),
     )
+
+
+def _asks_for_vlog(env: EnvBuilder) -> bool:
+    """VLOG level 1 alone prints ~10k lines for a small program: too many for a terminal."""
+    level = env.get("TF_CPP_MAX_VLOG_LEVEL")[0]
+    return level is not None and level.isdigit() and int(level) >= 1
 
 
 def _default_name(program: Program) -> str:

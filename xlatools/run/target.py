@@ -20,7 +20,7 @@ from typing import Any
 
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.fsutil import atomic_write_json, cache_root
-from xlatools.run.flags import join_flags, table_verdict, unknown_from_abort
+from xlatools.run.flags import bad_value_from_abort, join_flags, table_verdict, unknown_from_abort
 
 PROBES = Path(__file__).resolve().parent / "probes"
 CACHE_VERSION = 2
@@ -212,8 +212,16 @@ def _probe_flags(python: str, flags: dict[str, str], timeout: float) -> dict[str
     ok, unknown, stderr = attempt(flags)
     if ok:
         return {name: True for name in flags}
+    refused = bad_value_from_abort(stderr)
+    if unknown is None and refused is not None:
+        name, value, kind = refused
+        flag = flags.get(name, f"--{name}={value}")
+        raise UsageError(f"XLA refuses the value of {flag}: {value!r} is not a{' ' + kind if kind else ' valid value'}"
+                         f" for --{name}", hint="fix the value (`XLA_FLAGS=--help python -c 'import jax; jax.devices()'` "
+                         "lists the flags XLA prints with their types)")
     if unknown is None:
-        tail = " | ".join(stderr.strip().splitlines()[-2:])
+        lines = [line for line in stderr.strip().splitlines() if not line.startswith("\t--")]  # no flag table
+        tail = " | ".join(lines[-2:])[:500]
         raise EnvironmentMissing(
             f"cannot tell whether {python} accepts {', '.join(flags.values())}: the probe failed: {tail}",
             hint="run it by hand: XLA_FLAGS=... python -c 'import jax; jax.devices()'",

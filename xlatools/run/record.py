@@ -1,0 +1,104 @@
+"""What a run leaves behind, as data: the manifest, the summary text, the module table,
+and what the logs say about the run's own switches (vmodule patterns that matched nothing)."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+from typing import Any
+
+from xlatools import __version__
+from xlatools.run.plan import RunPlan
+from xlatools.run.process import ProgramResult
+from xlatools.run.target import Target
+
+MANIFEST_SCHEMA = "xlatools.run/1"
+# absl / TF log lines: `I1123 03:07:28.491441   26219 hlo_pass_pipeline.cc:93] ...`
+_LOG_SOURCE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<file>[\w.\-]+)\.(?:cc|h|cpp|c):\d+\]")
+
+
+def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], **extra: Any) -> dict[str, Any]:
+    """The manifest of a run that is starting (status "running"); outcome_fields() completes it."""
+    from xlatools.bundle import host_info, redact_argv
+
+    planned = plan.to_json()
+    return {
+        "status": status,
+        "manifest_schema": MANIFEST_SCHEMA,
+        "xlatools_version": __version__,
+        "command": "xlatools " + " ".join(redact_argv(argv)),
+        "argv": argv,
+        "program": planned["program"],
+        "program_argv": plan.argv,
+        "cwd": plan.cwd,
+        "host": host_info(),
+        "interpreter": {"python": target.python, "python_version": target.python_version},
+        "jax": {"jax": target.jax, "jaxlib": target.jaxlib, "backend": target.backend, "devices": target.devices,
+                "plugins": target.plugins},
+        "platform": plan.platform,
+        "profile": plan.profile,
+        "presets": planned["presets"],
+        "xla_flags": plan.xla_flags,
+        "xla_flag_sources": plan.xla_flag_sources,
+        "overridden_flags": planned["overridden_flags"],
+        "env_changes": planned["env_changes"],
+        "timeout": plan.timeout,
+        "notes": plan.notes,
+        **extra,
+    }
+
+
+def outcome_fields(result: ProgramResult, exit_code: int) -> dict[str, Any]:
+    """The manifest fields of a finished program: xlatools' exit code and the program's own outcome."""
+    return {"status": result.status, "exit_code": exit_code, "returncode": result.returncode,
+            "signal": result.signal_name, "program_outcome": result.describe(), "error": result.error,
+            "started": result.started, "finished": result.finished, "duration_s": result.duration}
+
+
+def unmatched_vmodule(stderr_log: Path, patterns: list[str]) -> list[str]:
+    """The vmodule patterns (file-name globs, as TF_CPP_VMODULE reads them) that no log line came from."""
+    if not patterns:
+        return []
+    seen: set[str] = set()
+    try:
+        with open(stderr_log, "rb") as handle:
+            for line in handle:
+                found = _LOG_SOURCE.match(line)
+                if found:
+                    seen.add(found["file"].decode(errors="replace"))
+    except OSError:
+        return []
+    return [p for p in patterns if not any(fnmatch.fnmatchcase(name, p) for name in seen)]
+
+
+def summary_text(manifest: dict[str, Any], modules_table: str) -> str:
+    lines = [
+        f"status: {manifest['status']} (xlatools exit {manifest.get('exit_code')}; program {manifest.get('program_outcome')})",
+        f"program: {manifest['program']['label']}",
+        f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']} on {manifest['jax']['backend']}"
+        f" ({manifest['interpreter']['python']})",
+        f"presets: {', '.join(p['kind'] + ':' + p['name'] for p in manifest['presets']) or '-'}",
+        f"XLA_FLAGS: {' '.join(manifest['xla_flags']) or '-'}",
+        f"duration: {manifest.get('duration_s')} s",
+    ]
+    lines += [f"note: {note}" for note in manifest["notes"]]
+    if modules_table:
+        lines += ["", modules_table]
+    return "\n".join(lines) + "\n"
+
+
+def modules_table(dump_index) -> str:
+    rows = [("id", "module", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
+    for module in sorted(dump_index.modules.values(), key=lambda m: m.id):
+        rows.append((f"{module.id:04d}", module.name, _n(module.instructions_before), _n(module.instructions_after),
+                     str(len(module.steps)), str(module.snapshots), str(len(module.files)), str(module.bytes)))
+    from xlatools.console import columns
+
+    return columns(rows)
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
