@@ -12,7 +12,6 @@ import re
 import secrets
 import socket
 import sys
-import tarfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -167,7 +166,8 @@ class Bundle:
             "created": self.created,
             **data,
         }
-        atomic_write_json(self.path / MANIFEST, redact(manifest))
+        # The "running" manifest is replaced at the end: only the final one is worth an fsync.
+        atomic_write_json(self.path / MANIFEST, redact(manifest), durable=data["status"] != "running")
         if data["status"] != "running":
             (self.path / RESERVE).unlink(missing_ok=True)
             self._point_latest()
@@ -188,6 +188,8 @@ class Bundle:
 
     def archive(self) -> Path:
         """Write `<bundle>.tar.gz` beside the bundle (atomically) and return its path."""
+        import tarfile
+
         target = self.path.parent / f"{self.path.name}.tar.gz"
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable: bool = True) -> None:
+    """Readers see the old file or the new one, never half. `durable` also syncs the data to disk
+    first (survives a power cut); records that are rewritten moments later skip that cost."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -19,7 +21,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         if mode is None and path.exists():
             mode = path.stat().st_mode & 0o7777
         os.chmod(tmp, mode if mode is not None else 0o644)
@@ -33,12 +36,12 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
         raise
 
 
-def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
+def atomic_write_text(path: Path, text: str, mode: int | None = None, durable: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode, durable)
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", durable=durable)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

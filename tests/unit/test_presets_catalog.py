@@ -94,3 +94,14 @@ def test_suggestions_qualify_shared_names_and_swapped_refs():
     with pytest.raises(UsageError) as info:
         catalog.get("pases")
     assert "'dump:passes' or 'log:passes'" in info.value.hint
+
+
+def test_shipped_json_is_the_shipped_yaml():
+    """Runs read shipped.json (no YAML parser on the hot path); it must say what the YAML says."""
+    import json
+
+    from xlatools.run.presets.catalog import SHIPPED_JSON, shipped_definitions
+
+    expected = {path.name: content for path, content in shipped_definitions()}
+    assert json.loads(SHIPPED_JSON.read_text()) == expected, \
+        "regenerate it: python -m xlatools.run.presets.catalog"

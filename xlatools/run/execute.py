@@ -196,7 +196,7 @@ def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, 
                      "the extension (e.g. hlo_pass_pipeline); check the name, or whether that file logs at that level")
     final = {**base, **outcome_fields(result, exit_code), "notes": notes, "dump": dump,
              "smoke": _read_json(bundle.path / "smoke_results.json")}
-    atomic_write_text(bundle.path / "summary.txt", summary_text(final, table))
+    atomic_write_text(bundle.path / "summary.txt", summary_text(final, table), durable=False)
     final["files"] = bundle.file_index()
     bundle.write_manifest(final)
     return RunOutcome(final, exit_code, table)

@@ -108,7 +108,43 @@ def preset_dirs() -> list[Path]:
     from platformdirs import user_config_dir
 
     dirs = [Path(p).expanduser() for p in os.environ.get("XLATOOLS_PRESET_PATH", "").split(os.pathsep) if p]
-    return [SHIPPED_DIR, Path(user_config_dir("xlatools")) / "presets", *dirs]
+    return [Path(user_config_dir("xlatools")) / "presets", *dirs]
+
+
+SHIPPED_JSON = SHIPPED_DIR / "shipped.json"
+
+
+def shipped_definitions() -> list[tuple[Path, Any]]:
+    """The shipped YAML files' contents, parsed (the source of shipped.json)."""
+    definitions = []
+    for path in sorted(SHIPPED_DIR.glob("*.y*ml")):
+        data, problems = _read_yaml(path)
+        if problems:
+            raise ProfileError(f"{len(problems)} problem(s) in shipped presets", problems=problems)
+        definitions.append((path, data))
+    return definitions
+
+
+def write_shipped_json() -> None:
+    """Regenerate shipped.json from the shipped YAML: `python -m xlatools.run.presets.catalog`."""
+    import json
+
+    from xlatools.fsutil import atomic_write_text
+
+    data = {path.name: content for path, content in shipped_definitions()}
+    atomic_write_text(SHIPPED_JSON, json.dumps(data, indent=1) + "\n")
+
+
+def _shipped() -> list[tuple[str, Any]]:
+    """The shipped presets without a YAML parser: every run reads them, and importing and running
+    PyYAML cost more than the rest of a run's start-up (tests keep the JSON equal to the YAML)."""
+    import json
+
+    try:
+        data = json.loads(SHIPPED_JSON.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [(str(path), content) for path, content in shipped_definitions()]
+    return [(str(SHIPPED_DIR / name), content) for name, content in data.items()]
 
 
 def _read_yaml(path: Path) -> tuple[Any, list[Problem]]:
@@ -156,6 +192,8 @@ class Catalog:
                     continue
                 presets[key] = preset
 
+        for source, data in _shipped():
+            add_all(data, source)
         for directory in preset_dirs():
             if directory.is_dir():
                 for path in sorted(directory.glob("*.y*ml")):
@@ -195,3 +233,6 @@ class Catalog:
     def by_kind(self) -> list[Preset]:
         return sorted(self.presets.values(), key=lambda p: (KINDS.index(p.kind), p.name))
 
+
+if __name__ == "__main__":
+    write_shipped_json()
