@@ -174,3 +174,91 @@ def unknown_from_abort(stderr: str) -> list[str] | None:
             listed = listed.split("  ", 1)[0].split()
             return [flag_name(flag) for flag in listed if flag.startswith("-")]
     return None
+
+
+# Value types of XLA flags, as XLA_FLAGS=--help lists them (jaxlib 0.10.2). XLA aborts at
+# start-up on a value it cannot parse ("Couldn't interpret value abc for flag ...").
+# bool: true/false/1/0 in any case (measured: "yes" and "t" abort); a bare --flag means true.
+# enum: accepted names, compared case-insensitively (xla_cpu_max_isa warns and ignores others).
+FLAG_TYPES: dict[str, str | tuple[str, ...]] = {
+    **{name: "bool" for name in (
+        "xla_dump_hlo_as_text", "xla_dump_hlo_as_proto", "xla_dump_hlo_as_dot", "xla_dump_hlo_as_html",
+        "xla_dump_hlo_as_url", "xla_dump_hlo_as_long_text", "xla_dump_hlo_snapshots",
+        "xla_dump_hlo_unoptimized_snapshots", "xla_dump_hlo_to_subfolder", "xla_dump_fusion_visualization",
+        "xla_dump_include_timestamp", "xla_dump_module_metadata", "xla_dump_large_constants",
+        "xla_disable_all_hlo_passes", "xla_llvm_disable_expensive_passes", "xla_cpu_use_thunk_runtime",
+        "xla_gpu_dump_llvmir",
+    )},
+    **{name: "int" for name in (
+        "xla_dump_max_hlo_modules", "xla_backend_optimization_level", "xla_force_host_platform_device_count",
+        "xla_gpu_autotune_level",
+    )},
+    "xla_gpu_autotune_gemm_rtol": "float",
+    **{name: "regex" for name in (
+        "xla_dump_hlo_pass_re", "xla_dump_hlo_pipeline_re", "xla_dump_hlo_module_re", "xla_dump_emitter_re",
+    )},
+    **{name: "list" for name in ("xla_disable_hlo_passes", "xla_enable_hlo_passes_only")},
+    "xla_dump_to": "path",
+    "xla_gpu_dump_autotune_results_to": "path",
+    "xla_cpu_max_isa": ("SSE4_2", "AVX", "AVX2", "AVX512", "AVX512_VNNI", "AVX512_BF16", "AMX", "AMX_FP16",
+                        "NEON", "SVE"),
+}
+_BOOL_WORDS = ("true", "false", "1", "0")
+
+
+def _path_problem(value: str) -> str | None:
+    import os
+
+    if value in ("-", "sponge"):  # XLA's special destinations: stdout, and Google's test output
+        return None
+    path = os.path.abspath(os.path.expanduser(value))
+    if os.path.exists(path):
+        return None if os.path.isdir(path) or not value.endswith("/") else f"{value} exists and is not a directory"
+    parent = os.path.dirname(path)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.access(parent, os.W_OK | os.X_OK):
+        return f"{value} cannot be created: {parent} is not writable"
+    return None
+
+
+def check_flag_value(name: str, value: str | None) -> str | None:
+    """What is wrong with `value` for XLA flag `name` (None: fine, or a flag of unknown type).
+    `value` None means the flag was given bare (`--xla_dump_hlo_as_text`)."""
+    kind = FLAG_TYPES.get(name)
+    if kind is None:
+        return None
+    if value is None:
+        return None if kind == "bool" else f"--{name} needs a value"
+    if kind == "bool" and value.lower() not in _BOOL_WORDS:
+        return f"--{name}={value}: expected true or false (XLA aborts on anything else)"
+    if kind == "int":
+        try:
+            int(value, 10)
+        except ValueError:
+            return f"--{name}={value}: expected an integer (XLA aborts on anything else)"
+    if kind == "float":
+        try:
+            float(value)
+        except ValueError:
+            return f"--{name}={value}: expected a number (XLA aborts on anything else)"
+    if kind == "regex":
+        import re
+
+        try:
+            re.compile(value)
+        except re.error as exc:
+            return f"--{name}={value}: not a regular expression ({exc})"
+    if kind == "list" and any(not part.strip() for part in value.split(",")):
+        return f"--{name}={value}: an empty name in the comma-separated list"
+    if kind == "path":
+        return _path_problem(value) if value else f"--{name} needs a directory"
+    if isinstance(kind, tuple) and value.upper() not in kind:
+        return f"--{name}={value}: expected one of {', '.join(kind)} (XLA ignores other values with a warning)"
+    return None
+
+
+def split_flag(flag: str) -> tuple[str, str | None]:
+    """`--name=value` -> (name, value); `--name` -> (name, None)."""
+    name, eq, value = flag.lstrip("-").partition("=")
+    return name, (value if eq else None)
