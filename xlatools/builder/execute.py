@@ -155,11 +155,15 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
                         hint="a custom build.command must write wheels into {output}",
                     )
             else:
+                from xlatools.doctor.signatures import explain_failure
+
+                manifest["hints"], explained = explain_failure(bundle.path / LOG_NAME)  # `xlatools explain` too
                 error = BuildFailed(
                     f"the build failed with exit status {exit_code}; last lines of {bundle.path / LOG_NAME}:\n  "
                     + "\n  ".join(sink.tail),
                     exit_code,
-                    hint=f"full log: {bundle.path / LOG_NAME}; the manifest records the plan that ran",
+                    hint=f"full log: {bundle.path / LOG_NAME}; the manifest records the plan that ran"
+                    + (f"\n{explained}" if explained else ""),
                 )
     except KeyboardInterrupt:
         status = "interrupted"
@@ -176,6 +180,7 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
         manifest.update(status=status, exit_code=exit_code, finished=utc_now(), durations=durations,
                         log_tail=list(sink.tail) if status != "ok" else [])
         manifest.setdefault("wheels", [])
+        manifest.setdefault("hints", [])
         manifest["files"] = bundle.file_index()
         bundle.write_manifest(manifest)
     manifest["bundle"] = str(bundle.path)

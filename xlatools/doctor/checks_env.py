@@ -16,8 +16,8 @@ _FALSE = ("", "0", "false", "no", "off")
 UnknownFlags = Callable[[dict[str, str]], list[str]]
 
 
-def _flag_findings(flags: list[str], unknown: UnknownFlags) -> tuple[list[str], list[str], bool]:
-    """(problems, fixes, fatal) for the flags of one XLA_FLAGS value."""
+def _flag_findings(flags: list[str], unknown: UnknownFlags) -> tuple[list[str], list[str], str | None]:
+    """(problems, fixes, a note when this jaxlib could not be asked) for one XLA_FLAGS value."""
     from xlatools.run.flags import check_flag_value, split_flag
 
     problems: list[str] = []
@@ -43,11 +43,11 @@ def _flag_findings(flags: list[str], unknown: UnknownFlags) -> tuple[list[str], 
         try:
             refused = unknown(by_name)
         except XlaToolsError as exc:
-            return problems + [f"could not ask this jaxlib about the other flags: {exc.message}"], fixes, bool(problems)
+            return problems, fixes, f"could not ask this jaxlib whether it knows {', '.join(by_name)}: {exc.message}"
         for name in refused:
             problems.append(f"--{name} is unknown to this jaxlib")
             fixes.append(f"remove --{name} (XLA aborts at start-up: 'Unknown flag in XLA_FLAGS')")
-    return problems, fixes, bool(problems)
+    return problems, fixes, None
 
 
 def check_xla_flags(env: Mapping[str, str], unknown: UnknownFlags) -> Check:
@@ -64,9 +64,11 @@ def check_xla_flags(env: Mapping[str, str], unknown: UnknownFlags) -> Check:
     if flags and not flags[0].startswith("-"):
         return warn(name, f"XLA_FLAGS names a flag file ({flags[0]}); its flags were not checked",
                     "put the flags themselves into XLA_FLAGS to have them checked")
-    problems, fixes, _ = _flag_findings(flags, unknown)
+    problems, fixes, note = _flag_findings(flags, unknown)
     if problems:
-        return fail(name, "; ".join(problems), "; ".join(dict.fromkeys(fixes)) or "fix XLA_FLAGS")
+        return fail(name, "; ".join(problems + ([note] if note else [])), "; ".join(dict.fromkeys(fixes)) or "fix XLA_FLAGS")
+    if note:
+        return warn(name, note, "fix the failures above (jax must start), then run doctor again")
     return ok(name, f"{len(flags)} flag(s), all known to this jaxlib with well-typed values")
 
 

@@ -99,3 +99,15 @@ def scan_log(path: Path, signatures: list[Signature] | None = None) -> list[Hint
     table = load_signatures() if signatures is None else signatures
     with open(path, encoding="utf-8", errors="replace") as handle:
         return scan_lines(handle, table)
+
+
+def explain_failure(log: Path) -> tuple[list[dict], str]:
+    """For a failed build: the hints as manifest entries, and as text for the error message.
+    A broken user signature file is reported in the text, never hides the build's own failure."""
+    try:
+        hints = scan_log(log)
+    except (UsageError, OSError) as exc:
+        return [], f"(failure signatures not scanned: {getattr(exc, 'message', exc)})"
+    text = "".join(f"\n  [{h.id}] {h.explanation}\n    fix: {h.fix}" + (f"\n    see: {h.link}" if h.link else "")
+                   for h in hints)
+    return [h.to_json() for h in hints], (f"known failure signature(s) in the log:{text}" if hints else "")
