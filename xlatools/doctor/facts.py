@@ -90,5 +90,5 @@ def _run(python: str, timeout: float) -> TargetFacts:
                 return TargetFacts.from_json(json.load(handle))
         except (OSError, ValueError):
             tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-            raise EnvironmentMissing(f"--python {python}: the probe failed (exit {proc.returncode}): {tail}",
+            raise EnvironmentMissing(f"--python {python}: the probe failed (exit {proc.returncode})" + (f": {tail}" if tail else ""),
                                      hint="is it a Python 3 interpreter?") from None
