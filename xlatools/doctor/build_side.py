@@ -55,7 +55,9 @@ def build_checks(profile_ref: str | None, tree: Path | None, env: Mapping[str, s
 
 def tree_checks(tree: Path, profile) -> list[Check]:
     if not tree.is_dir():
-        return [fail("source tree", f"{tree} is not a directory", "point --source at a JAX checkout")]
+        from xlatools.errors import UsageError
+
+        raise UsageError(f"--source {tree}: not a directory", hint="point --source at a JAX checkout")
     which = {"bazelisk": shutil.which("bazelisk"), "bazel": shutil.which("bazel")}
     version = cached_bazel_version(which["bazel"]) if which["bazel"] and not which["bazelisk"] else None
     checks = [b.check_bazel(tree, which, version), b.check_bazelrc_imports_user(tree)]

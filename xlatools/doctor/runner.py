@@ -91,7 +91,9 @@ def _env_checks(facts, env: Mapping[str, str]) -> list[Check]:
         from xlatools.run.target import Target, unknown_flags
 
         if not facts.jaxlib:
-            return []
+            from xlatools.errors import EnvironmentMissing
+
+            raise EnvironmentMissing("no jaxlib is installed")
         origin = os.path.join(facts.jaxlib_dir, "__init__.py") if facts.jaxlib_dir else None
         return unknown_flags(Target(python=facts.python, jaxlib=facts.jaxlib, jaxlib_origin=origin), names_to_flags)[0]
 

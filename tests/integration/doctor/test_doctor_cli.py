@@ -97,6 +97,8 @@ def test_bad_input(xl, tmp_path):
     missing_profile = xl("doctor", "--profile", "no-such-profile")
     assert missing_profile.returncode == 2 and "Traceback" not in missing_profile.stderr
     assert xl("explain", str(tmp_path / "none.log")).returncode == 2
+    assert xl("doctor", "--source", str(tmp_path / "no-tree")).returncode == 2
+    assert xl("doctor", "--python", "/bin/true").returncode == 3  # runs, but is no Python
 
 
 def test_explain_a_log(xl, tmp_path):
