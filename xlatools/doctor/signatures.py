@@ -11,7 +11,7 @@ from xlatools.errors import UsageError
 
 SHIPPED = Path(__file__).resolve().parent / "signatures.yaml"
 FIELDS = ("id", "regex", "explanation", "fix", "link")
-MAX_LINE = 4000  # a log line longer than this is cut before matching (bazel prints huge command lines)
+MAX_LINE = 4000  # a matched line is kept up to this length (bazel prints huge command lines)
 
 
 @dataclass(frozen=True)
@@ -80,25 +80,65 @@ def load_signatures(extra_dirs: list[Path] | None = None) -> list[Signature]:
     return list(table.values())
 
 
-def scan_lines(lines, signatures: list[Signature]) -> list[Hint]:
-    """The first matching line of each signature, in the order they appear in the log."""
+def _first_in_block(signature: Signature, block: str) -> tuple[int, str] | None:
+    """(offset of the line start, line) of the first line of `block` that the signature matches.
+    The search runs over the whole block (fast, in C); a match is kept only if its line matches on
+    its own, so a pattern like `[^]]*` cannot join two lines."""
+    pos = 0
+    while (match := signature.regex.search(block, pos)) is not None:
+        start = block.rfind("\n", 0, match.start()) + 1
+        end = block.find("\n", start)
+        end = len(block) if end == -1 else end
+        line = block[start:end]
+        if signature.regex.search(line):
+            return start, line
+        pos = end + 1
+    return None
+
+
+def scan_blocks(blocks, signatures: list[Signature]) -> list[Hint]:
+    """The first matching line of each signature, in log order. `blocks`: text ending at line ends."""
     pending = list(signatures)
     hints: list[Hint] = []
-    for number, line in enumerate(lines, start=1):
+    first_line = 1
+    for block in blocks:
         if not pending:
             break
-        text = line.rstrip("\n")[:MAX_LINE]
-        for signature in [s for s in pending if s.regex.search(text)]:
-            pending.remove(signature)
-            hints.append(Hint(signature.id, signature.explanation, signature.fix, signature.link, number, text.strip()))
-    return hints
+        for signature in list(pending):
+            found = _first_in_block(signature, block)
+            if found is not None:
+                pending.remove(signature)
+                number = first_line + block.count("\n", 0, found[0])
+                hints.append(Hint(signature.id, signature.explanation, signature.fix, signature.link, number,
+                                  found[1].strip()[:MAX_LINE]))
+        first_line += block.count("\n")
+    return sorted(hints, key=lambda h: h.line_number)
+
+
+def scan_lines(lines, signatures: list[Signature]) -> list[Hint]:
+    return scan_blocks(["".join(line.rstrip("\n") + "\n" for line in lines)], signatures)
+
+
+def _blocks(handle, size: int = 8 << 20):
+    """The file in blocks of about `size` characters, each ending at a line end (build logs reach GBs)."""
+    rest = ""
+    while chunk := handle.read(size):
+        chunk = rest + chunk
+        cut = chunk.rfind("\n") + 1
+        if cut == 0:
+            rest = chunk
+            continue
+        rest = chunk[cut:]
+        yield chunk[:cut]
+    if rest:
+        yield rest + "\n"
 
 
 def scan_log(path: Path, signatures: list[Signature] | None = None) -> list[Hint]:
-    """Scan a log file (read as it streams: build logs reach hundreds of MB)."""
+    """Scan a log file block by block."""
     table = load_signatures() if signatures is None else signatures
     with open(path, encoding="utf-8", errors="replace") as handle:
-        return scan_lines(handle, table)
+        return scan_blocks(_blocks(handle), table)
 
 
 def explain_failure(log: Path) -> tuple[list[dict], str]:
