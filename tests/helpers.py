@@ -63,10 +63,12 @@ def manifest(bundle: Path) -> dict:
     return json.loads((bundle / "manifest.json").read_text())
 
 
-def build_versioned_lib(directory: Path, soname: str, versions: list[str], consumer_needs: str | None = None) -> Path:
+def build_versioned_lib(directory: Path, soname: str, versions: list[str], consumer_needs: str | None = None,
+                        consumer_flags: tuple[str, ...] = ()) -> Path:
     """A real shared object `directory/soname` defining one symbol per version node (gcc and a
     version script), like an old or new libstdc++ for the loader checks. With `consumer_needs`,
-    also `directory/libconsumer.so`, linked against it and needing that version."""
+    also `directory/libconsumer.so`, linked against it (with `consumer_flags`, e.g. an rpath) and
+    needing that version."""
     import shutil
 
     gcc = shutil.which("gcc")
@@ -87,5 +89,5 @@ def build_versioned_lib(directory: Path, soname: str, versions: list[str], consu
         (directory / "consumer.c").write_text(f"int {symbol(consumer_needs)}(void);\n"
                                               f"int use(void) {{ return {symbol(consumer_needs)}(); }}\n")
         subprocess.run([gcc, "-shared", "-fPIC", "-o", str(directory / "libconsumer.so"), str(directory / "consumer.c"),
-                        f"-L{directory}", f"-l:{soname}"], check=True)
+                        f"-L{directory}", f"-l:{soname}", *consumer_flags], check=True)
     return lib

@@ -63,8 +63,9 @@ def check_plugins(facts: TargetFacts) -> Check:
     return ok(name, listed)
 
 
-def check_devices(facts: TargetFacts, target, error: str | None, forced: str | None) -> Check:
-    """`target`: the run probe's answer (xlatools.run.target.Target), None when it could not run."""
+def check_devices(facts: TargetFacts, target, error: str | None, forced: str | None, cached: bool = False) -> Check:
+    """`target`: the run probe's answer (xlatools.run.target.Target), None when it could not run;
+    `cached`: the answer came from the probe cache (made under the environment of that time)."""
     name = "devices"
     if target is None:
         return fail(name, f"jax does not start in {facts.python}: {error}",
@@ -73,7 +74,8 @@ def check_devices(facts: TargetFacts, target, error: str | None, forced: str | N
         return fail(name, f"jax.devices() failed: {target.devices_error}",
                     "fix the failures above; for a GPU check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES")
     kinds = sorted({f"{d.get('platform')}:{d.get('kind') or '?'}" for d in target.devices})
-    evidence = f"{len(target.devices)} device(s) on backend {target.backend} ({', '.join(kinds)})"
+    evidence = f"{len(target.devices)} device(s) on backend {target.backend} ({', '.join(kinds)})" + (
+        "; remembered from an earlier probe" if cached else "")
     gpu_plugin = any(d in CUDA_PLUGINS or "rocm" in d for d in facts.plugins)
     if gpu_plugin and not target.has_gpu:
         why = f" (JAX_PLATFORMS={forced})" if forced else ""

@@ -73,14 +73,15 @@ def _target_checks(facts, env: Mapping[str, str]) -> list[Check]:
     if any(c.status == "fail" for c in checks[1:3]):
         checks.append(skip("devices", "jax cannot start with these versions (see above)"))
         return checks
-    from xlatools.run.target import probe
+    from xlatools.run.target import TargetCache, probe
 
+    cached = bool(TargetCache(facts.python).data.get("devices:auto"))
     target, error = None, None
     try:
         target = probe(facts.python, "auto")
     except XlaToolsError as exc:
         error = exc.message
-    checks.append(t.check_devices(facts, target, error, env.get("JAX_PLATFORMS")))
+    checks.append(t.check_devices(facts, target, error, env.get("JAX_PLATFORMS"), cached))
     return checks
 
 

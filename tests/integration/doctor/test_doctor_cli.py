@@ -26,6 +26,7 @@ def test_healthy_target(xl):
     again = xl("doctor")  # the probe is cached now: no probing line
     assert again.returncode == 0 and "probing" not in again.stderr
     assert "doctor:" in again.stdout and "no problem found" in again.stdout
+    assert "remembered from an earlier probe" in again.stdout
 
 
 def test_xla_flags_unknown_flag_and_badly_typed_value(xl):
