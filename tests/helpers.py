@@ -61,3 +61,33 @@ def bundles(root: Path) -> list[Path]:
 
 def manifest(bundle: Path) -> dict:
     return json.loads((bundle / "manifest.json").read_text())
+
+
+def build_versioned_lib(directory: Path, soname: str, versions: list[str], consumer_needs: str | None = None,
+                        consumer_flags: tuple[str, ...] = ()) -> Path:
+    """A real shared object `directory/soname` defining one symbol per version node (gcc and a
+    version script), like an old or new libstdc++ for the loader checks. With `consumer_needs`,
+    also `directory/libconsumer.so`, linked against it (with `consumer_flags`, e.g. an rpath) and
+    needing that version."""
+    import shutil
+
+    gcc = shutil.which("gcc")
+    require("gcc", gcc is not None, "apt-get install gcc (builds the fake libraries of the native-library tests)")
+    directory.mkdir(parents=True, exist_ok=True)
+    symbol = lambda v: "sym_" + v.replace(".", "_")  # noqa: E731
+    (directory / "lib.c").write_text("".join(f"int {symbol(v)}(void) {{ return {i}; }}\n" for i, v in enumerate(versions)))
+    nodes, parent = [], None
+    for version in versions:
+        nodes.append(f"{version} {{ global: {symbol(version)};{' local: *;' if parent is None else ''} }}"
+                     + (f" {parent};" if parent else ";"))
+        parent = version
+    (directory / "lib.map").write_text("\n".join(nodes) + "\n")
+    lib = directory / soname
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(lib), str(directory / "lib.c"),
+                    f"-Wl,--version-script={directory / 'lib.map'}", f"-Wl,-soname,{soname}"], check=True)
+    if consumer_needs:
+        (directory / "consumer.c").write_text(f"int {symbol(consumer_needs)}(void);\n"
+                                              f"int use(void) {{ return {symbol(consumer_needs)}(); }}\n")
+        subprocess.run([gcc, "-shared", "-fPIC", "-o", str(directory / "libconsumer.so"), str(directory / "consumer.c"),
+                        f"-L{directory}", f"-l:{soname}", *consumer_flags], check=True)
+    return lib

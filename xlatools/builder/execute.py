@@ -14,12 +14,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from xlatools.errors import BuildFailed, Interrupted, XlaToolsError
 from xlatools.proctree import sigterm_as_interrupt
 
 LOG_NAME = "build.log"
+Explain = Callable[[Path], "tuple[list[dict[str, Any]], str]"]
 TAIL_LINES = 25
 
 
@@ -135,8 +136,11 @@ def _judge(plan, exit_code: int, wheels: list[dict[str, Any]], log: Path, tail) 
 
 def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, Any] | None,
             keep_container: bool = False, rebuild_image: bool = False, echo: bool = True,
-            client=None) -> BuildOutcome:
-    """Run the build and write its bundle; failures come back in the outcome, not raised."""
+            client=None, explain: Explain | None = None) -> BuildOutcome:
+    """Run the build and write its bundle; failures come back in the outcome, not raised.
+
+    `explain(log)` -> (hints, text) scans a failed build's log for known failure signatures
+    (the command passes doctor's; the builder does not depend on it)."""
     from xlatools.bundle import Bundle, host_info, utc_now
 
     bundle = Bundle.create(out_root, plan.profile, kind="build")
@@ -157,6 +161,10 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
                 manifest["wheels"] = _collect_wheels(Path(plan.stage_dir), bundle.path, Path(plan.dist_dir))
             error = _judge(plan, exit_code, manifest.get("wheels", []), bundle.path / LOG_NAME, sink.tail)
             status = "ok" if error is None else "failed"
+            if exit_code != 0 and explain is not None:
+                manifest["hints"], explained = explain(bundle.path / LOG_NAME)  # known failure signatures
+                if explained:
+                    error.hint = f"{error.hint}\n{explained}"
     except KeyboardInterrupt:
         status = "interrupted"
         if plan.mode == "container":
@@ -177,6 +185,7 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
         manifest.update(status=status, exit_code=xlatools_exit, returncode=exit_code, finished=utc_now(), durations=durations,
                         log_tail=list(sink.tail) if status != "ok" else [])
         manifest.setdefault("wheels", [])
+        manifest.setdefault("hints", [])
         manifest["files"] = bundle.file_index()
         bundle.write_manifest(manifest)
     manifest["bundle"] = str(bundle.path)

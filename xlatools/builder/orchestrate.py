@@ -86,7 +86,7 @@ def preview_tree(prepared: PreparedBuild) -> TreePreview:
     return TreePreview(block.action, pin_changed, pin_diff)
 
 
-def run_build(prepared: PreparedBuild) -> BuildOutcome:
+def run_build(prepared: PreparedBuild, explain=None) -> BuildOutcome:
     """Connect to the engine, pin the tree, write its bazel config, run the build into a bundle.
 
     Failures of the build itself come back in the outcome (with the manifest); bad input
@@ -118,6 +118,7 @@ def run_build(prepared: PreparedBuild) -> BuildOutcome:
         keep_container=request.keep_container,
         rebuild_image=request.rebuild_image,
         client=client,
+        explain=explain,
     )
 
 

@@ -42,7 +42,9 @@ def build(
         else:
             _print_plan(prepared.plan, preview.bazelrc_action, preview.pin_changed)
         return
-    outcome = run_build(prepared)
+    from xlatools.doctor.signatures import explain_failure
+
+    outcome = run_build(prepared, explain=explain_failure)  # a failed build's log is scanned for known causes
     if as_json:  # the manifest also when the build failed: CI reads it either way
         typer.echo(json.dumps(outcome.manifest, indent=2))
     manifest = outcome.raise_for_status()

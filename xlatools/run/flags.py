@@ -72,6 +72,31 @@ _EXAMPLES = {"bool": "true", "int32": "2", "int64": "2", "float": "0.5", "double
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
+# Finer kinds than XLA's own "string" type, for the flags where a wrong value goes unnoticed
+# until XLA fails or silently ignores it (xla_cpu_max_isa warns and ignores unknown names).
+_LISTS = frozenset({"xla_disable_hlo_passes", "xla_enable_hlo_passes_only"})
+_PATHS = frozenset({"xla_dump_to", "xla_gpu_dump_autotune_results_to"})
+_ENUMS = {"xla_cpu_max_isa": ("SSE4_2", "AVX", "AVX2", "AVX512", "AVX512_VNNI", "AVX512_BF16", "AMX", "AMX_FP16",
+                              "NEON", "SVE")}
+
+
+def _path_problem(value: str) -> str | None:
+    """Whether a dump destination can be created (`-` is stdout, `sponge` Google's test output)."""
+    import os
+
+    if value in ("-", "sponge"):
+        return None
+    path = os.path.abspath(os.path.expanduser(value))
+    if os.path.exists(path):
+        return None if os.path.isdir(path) else f"{value} exists and is not a directory"
+    parent = os.path.dirname(path)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.access(parent, os.W_OK | os.X_OK):
+        return f"{value} cannot be created: {parent} is not writable"
+    return None
+
+
 @lru_cache(maxsize=None)
 def flag_types() -> dict[str, str]:
     """Flag name -> XLA's type for it (bool, int32, int64, float, double, string), as measured."""
@@ -92,10 +117,18 @@ def value_problem(flag: str) -> tuple[str, str] | None:
         return None  # not in the table: the target probe decides
     example = f"--{name}={'.*' if is_regex_flag(name) else _EXAMPLES.get(kind, 'VALUE')}"
     if kind == "bool":
-        ok = not has_value or value in _BOOLEANS
+        ok = not has_value or value.lower() in _BOOLEANS  # measured: TRUE and 0 pass, yes and t abort
         return None if ok else (f"expects a bool ({' or '.join(_BOOLEANS[:2])}), not {value!r}", example)
     if not has_value:
         return f"takes a value ({kind}); without one XLA reads it as an unknown flag and aborts", example
+    if name in _ENUMS:
+        ok = value.upper() in _ENUMS[name]
+        return None if ok else (f"expects one of {', '.join(_ENUMS[name])}, not {value!r}", f"--{name}={_ENUMS[name][0]}")
+    if name in _LISTS and any(not part.strip() for part in value.split(",")):
+        return f"takes comma-separated names, and {value!r} has an empty one", f"--{name}=fusion,cse"
+    if name in _PATHS:
+        problem = _path_problem(value)
+        return None if problem is None else (problem, f"--{name}=/tmp/xla_dump")
     if kind in _INT_RANGES:
         low, high = _INT_RANGES[kind]
         try:
@@ -222,3 +255,15 @@ def unknown_from_abort(stderr: str) -> list[str] | None:
             listed = listed.split("  ", 1)[0].split()
             return [flag_name(flag) for flag in listed if flag.startswith("-")]
     return None
+
+
+def split_flag(flag: str) -> tuple[str, str | None]:
+    """`--name=value` -> (name, value); `--name` -> (name, None)."""
+    name, eq, value = flag.lstrip("-").partition("=")
+    return name, (value if eq else None)
+
+
+def check_flag_value(name: str, value: str | None) -> str | None:
+    """What is wrong with `value` (None: given bare) for XLA flag `name`; None when fine or of unknown type."""
+    problem = value_problem(f"--{name}" if value is None else f"--{name}={value}")
+    return None if problem is None else f"--{name}{'' if value is None else '=' + value}: {problem[0]}"

@@ -77,6 +77,7 @@ def test_failing_build_passes_exit_status_and_shows_log_tail(docker_client, base
     manifest = result.manifest
     assert manifest["status"] == "failed" and manifest["exit_code"] == 1 and manifest["wheels"] == []
     assert any("failing on purpose" in line for line in manifest["log_tail"])
+    assert manifest["hints"] == []  # scanned against the failure signatures: none is known in this log
     assert not containers_of(docker_client, "fixture-fail")
     assert not list((tmp_path / "out" / ".staging").iterdir())
 

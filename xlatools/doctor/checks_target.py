@@ -1,0 +1,84 @@
+"""Checks of the target interpreter: Python, jax/jaxlib and whether they belong together,
+plugins, devices. Pure: facts in, Checks out (the facts come from xlatools.doctor.facts)."""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from xlatools.doctor.facts import TargetFacts
+from xlatools.doctor.model import Check, fail, ok, skip, warn
+
+# pip distributions of GPU plugins -> the jaxlib they are built with must equal their own version.
+CUDA_PLUGINS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin", "jax-cuda13-pjrt")
+
+
+def _release(text: str | None) -> tuple[int, ...] | None:
+    """The numeric release of a version (jax compares these: a self-built '0.10.2.dev0+x' is 0.10.2)."""
+    try:
+        return Version(text).release if text else None
+    except InvalidVersion:
+        return None
+
+
+def check_python(facts: TargetFacts) -> Check:
+    return ok("python", f"Python {facts.python_version} at {facts.python} ({facts.machine}, {facts.libc or 'libc ?'})")
+
+
+def check_installed(facts: TargetFacts) -> Check:
+    missing = [name for name in ("jax", "jaxlib") if not getattr(facts, name)]
+    if missing:
+        return fail("jax installed", f"{facts.python} has no {' and no '.join(missing)}",
+                    f"{facts.python} -m pip install -U jax jaxlib (or pick another --python)")
+    return ok("jax installed", f"jax {facts.jax}, jaxlib {facts.jaxlib} ({facts.jaxlib_dir})")
+
+
+def check_compatible(facts: TargetFacts) -> Check:
+    """jaxlib within the range jax accepts: [jax's _minimum_jaxlib_version, jax itself]."""
+    name = "jax/jaxlib versions"
+    if not facts.jax or not facts.jaxlib:
+        return skip(name, "jax or jaxlib is not installed")
+    jax_v, jaxlib_v, minimum = _release(facts.jax), _release(facts.jaxlib), _release(facts.min_jaxlib)
+    pair = f"jax {facts.jax} with jaxlib {facts.jaxlib}"
+    fix = f"{facts.python} -m pip install jax=={facts.jax} jaxlib=={facts.jax} (since 0.4.32 they are released together)"
+    if jax_v is None or jaxlib_v is None:
+        return warn(name, f"{pair}: cannot compare these versions", fix)
+    if minimum is None:
+        return warn(name, f"{pair}: jax's minimum jaxlib is unknown (no _minimum_jaxlib_version in {facts.jax_version_file})", fix)
+    if jaxlib_v < minimum:
+        return fail(name, f"{pair}: jax needs jaxlib >= {facts.min_jaxlib}; `import jax` raises", fix)
+    if jaxlib_v > jax_v:
+        return fail(name, f"{pair}: jaxlib is newer than jax; `import jax` raises", fix)
+    return ok(name, f"{pair}: within jax's accepted range {facts.min_jaxlib} ... {facts.jax}")
+
+
+def check_plugins(facts: TargetFacts) -> Check:
+    name = "plugins"
+    if not facts.plugins:
+        return ok(name, "no GPU/TPU plugin installed (CPU only)")
+    listed = ", ".join(f"{dist} {version}" for dist, version in sorted(facts.plugins.items()))
+    stale = [d for d in facts.plugins if d in CUDA_PLUGINS and _release(facts.plugins[d]) != _release(facts.jaxlib)]
+    if stale:
+        return fail(name, f"{listed}: {', '.join(stale)} not at jaxlib's version {facts.jaxlib}; jax skips or fails to load it",
+                    f"{facts.python} -m pip install -U 'jax[cuda12]' (plugins and jaxlib from the same release)")
+    return ok(name, listed)
+
+
+def check_devices(facts: TargetFacts, target, error: str | None, forced: str | None, cached: bool = False) -> Check:
+    """`target`: the run probe's answer (xlatools.run.target.Target), None when it could not run;
+    `cached`: the answer came from the probe cache (made under the environment of that time)."""
+    name = "devices"
+    if target is None:
+        return fail(name, f"jax does not start in {facts.python}: {error}",
+                    "fix the failures above (versions, native libraries, XLA_FLAGS) and run doctor again")
+    if target.devices_error:
+        return fail(name, f"jax.devices() failed: {target.devices_error}",
+                    "fix the failures above; for a GPU check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES")
+    kinds = sorted({f"{d.get('platform')}:{d.get('kind') or '?'}" for d in target.devices})
+    evidence = f"{len(target.devices)} device(s) on backend {target.backend} ({', '.join(kinds)})" + (
+        "; remembered from an earlier probe" if cached else "")
+    gpu_plugin = any(d in CUDA_PLUGINS or "rocm" in d for d in facts.plugins)
+    if gpu_plugin and not target.has_gpu:
+        why = f" (JAX_PLATFORMS={forced})" if forced else ""
+        return warn(name, f"{evidence}: a GPU plugin is installed but jax sees no GPU{why}",
+                    "check nvidia-smi, the driver version, CUDA_VISIBLE_DEVICES and JAX_PLATFORMS")
+    return ok(name, evidence)

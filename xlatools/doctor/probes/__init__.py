@@ -1,0 +1,1 @@
+"""Scripts run inside the TARGET interpreter (never imported by xlatools itself)."""
