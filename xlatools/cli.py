@@ -18,6 +18,7 @@ from xlatools.commands import (
     bazelrc_cmd,
     build_cmd,
     clean_cmd,
+    compare_cmd,
     inspect_cmd,
     lower_cmd,
     pin_cmd,
@@ -68,6 +69,8 @@ app.command("inspect")(inspect_cmd.inspect)
 app.command("lower")(lower_cmd.lower)
 app.command("build")(build_cmd.build)
 app.command("clean")(clean_cmd.clean)
+app.command("diff")(compare_cmd.diff)
+app.command("report")(compare_cmd.report)
 
 
 def _click_exceptions():

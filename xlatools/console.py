@@ -78,3 +78,19 @@ def group(title: str, announce: bool = True) -> Iterator[None]:
         if announce:
             step(title)
         yield
+
+
+def append_job_summary(markdown: str) -> bool:
+    """Append Markdown to the GitHub Actions job summary when GITHUB_STEP_SUMMARY is set.
+
+    Best effort: a summary that cannot be written never fails the command."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return False
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    except OSError as exc:
+        warn(f"could not append to the job summary {path}: {exc.strerror}")
+        return False
+    return True

@@ -155,9 +155,10 @@ class BundleDiff:
         return bool(self.only_a or self.only_b) or any(not m.same_output for m in self.modules)
 
     def first_divergence(self) -> tuple[ModuleDiff, Divergence] | None:
-        for module in self.modules:
-            if module.passes and module.passes.divergence:
-                return module, module.passes.divergence
+        """The divergence of the first module whose optimised HLO differs (else of any module)."""
+        candidates = [m for m in self.modules if m.passes and m.passes.divergence]
+        for module in sorted(candidates, key=lambda m: m.same_output):  # stable: id order within each group
+            return module, module.passes.divergence
         return None
 
     def to_json(self) -> dict[str, Any]:
