@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlatools.compare.model import BundleDiff, ModuleDiff, SideInfo
-from xlatools.compare.modules import canonical_file, match_modules, module_refs, select_pairs
+from xlatools.compare.modules import Fingerprints, canonical_file, fill_fingerprints, match_modules, module_refs, select_pairs
 from xlatools.compare.passes import align_passes
 from xlatools.compare.rundiff import diff_runs
 from xlatools.compare.sides import Side, open_side
@@ -18,15 +18,21 @@ def side_info(side: Side) -> SideInfo:
                     index.totals() if index else {})
 
 
-def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, full: bool, limit: int) -> ModuleDiff:
+def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, full: bool, limit: int) -> ModuleDiff:
     module_a, module_b = a.index.modules[ref_a.id], b.index.modules[ref_b.id]
+    if ref_a.sha_before != ref_b.sha_before:
+        fill_fingerprints([ref_a], a.index, prints)
+        fill_fingerprints([ref_b], b.index, prints)
     text = None
-    if ref_a.fingerprint_after != ref_b.fingerprint_after:
+    if ref_a.sha_after != ref_b.sha_after:
+        fill_fingerprints([ref_a], a.index, prints, before=False, after=True)
+        fill_fingerprints([ref_b], b.index, prints, before=False, after=True)
+    if not (ref_a.sha_after == ref_b.sha_after or ref_a.fingerprint_after == ref_b.fingerprint_after):
         canon_a = canonical_file(a.index.root / module_a.after_file) if module_a.after_file else None
         canon_b = canonical_file(b.index.root / module_b.after_file) if module_b.after_file else None
         text = text_diff("optimised HLO (canonical)", canon_a, canon_b, f"A {module_a.name}", f"B {module_b.name}",
                          full, limit)
-    passes = align_passes((a.index, module_a), (b.index, module_b), full)
+    passes = align_passes((a.index, module_a), (b.index, module_b), full, prints)
     return ModuleDiff(kind, ref_a, ref_b, text, passes)
 
 
@@ -34,11 +40,13 @@ def diff_sides(a: Side, b: Side, modules: list[str] | None = None, full: bool = 
                limit: int = DEFAULT_LIMIT) -> BundleDiff:
     notes = [f"{s.label}: {s.path} has no XLA dump; run level only" for s in (a, b) if s.index is None]
     refs_a, refs_b = module_refs(a.index), module_refs(b.index)
-    pairs, only_a, only_b = match_modules(refs_a, refs_b)
+    prints = Fingerprints()
+    sides = (a.index, b.index) if a.index and b.index else None
+    pairs, only_a, only_b = match_modules(refs_a, refs_b, sides, prints)
     pairs = select_pairs(pairs, list(modules or []))
     if modules and not pairs:
         notes.append(f"no matched module is named {', '.join(modules)}")
-    diffs = [_module_diff(kind, ra, rb, a, b, full, limit) for kind, ra, rb in pairs]
+    diffs = [_module_diff(kind, ra, rb, a, b, prints, full, limit) for kind, ra, rb in pairs]
     return BundleDiff(side_info(a), side_info(b), diff_runs(a, b), diffs, only_a, only_b, notes)
 
 

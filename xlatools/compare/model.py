@@ -37,12 +37,17 @@ class RunDiff:
         return len(self.fields) + len(self.flags) + len(self.env) + len(self.profile)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ModuleRef:
-    """One module on one side, with what matching and the module table need."""
+    """One module on one side, with what matching and the module table need.
+
+    Fingerprints (canonical HLO) cost a parse of the text, so they are filled only where a raw
+    hash cannot decide: byte-identical files have the same fingerprint without computing it."""
 
     id: int
     name: str
+    sha_before: str | None  # raw sha256 of the before-optimisation text
+    sha_after: str | None
     fingerprint_before: str | None
     fingerprint_after: str | None
     instructions_before: int | None
@@ -122,11 +127,17 @@ class ModuleDiff:
 
     @property
     def same_input(self) -> bool:
-        return self.a.fingerprint_before == self.b.fingerprint_before
+        return _same(self.a.sha_before, self.b.sha_before, self.a.fingerprint_before, self.b.fingerprint_before)
 
     @property
     def same_output(self) -> bool:
-        return self.a.fingerprint_after is not None and self.a.fingerprint_after == self.b.fingerprint_after
+        return _same(self.a.sha_after, self.b.sha_after, self.a.fingerprint_after, self.b.fingerprint_after)
+
+
+def _same(sha_a: str | None, sha_b: str | None, print_a: str | None, print_b: str | None) -> bool:
+    if sha_a is not None and sha_a == sha_b:
+        return True
+    return print_a is not None and print_a == print_b
 
 
 @dataclass

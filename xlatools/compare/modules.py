@@ -3,15 +3,20 @@
 Module ids shift between runs and jaxlib versions (0.10.x numbers 0000, 0002, ...;
 0.4.30 0000, 0001, ...) and one program may compile several modules of one name, so
 modules are matched by name AND by the fingerprint of their before-optimisation HLO.
+Raw hashes come first (one chunked read); canonical fingerprints are computed only where
+they can change the answer, once per distinct file content.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from xlatools.compare.model import MatchKind, ModuleRef
-from xlatools.run.dumps import DumpIndex, Module, memory_totals
+from xlatools.run.dumps import DumpIndex, Module, hlo_file_stats, memory_totals
 from xlatools.run.hlo_canon import canonical_hlo, fingerprint
+
+Pair = tuple[MatchKind, ModuleRef, ModuleRef]
 
 
 def read_text(path: Path) -> str | None:
@@ -27,58 +32,93 @@ def canonical_file(path: Path) -> str | None:
     return None if text is None else canonical_hlo(text)
 
 
-def fingerprint_file(path: Path) -> str | None:
-    text = read_text(path)
-    return None if text is None else fingerprint(text)
+class Fingerprints:
+    """Canonical fingerprints of files, cached by raw sha256: each distinct content is parsed once."""
+
+    def __init__(self) -> None:
+        self.by_sha: dict[str, str | None] = {}
+
+    def of(self, path: Path, sha: str | None = None) -> str | None:
+        if sha is None:
+            stats = hlo_file_stats(path)
+            sha = stats.sha256 if stats else None
+        if sha is None:
+            return None
+        if sha not in self.by_sha:
+            text = read_text(path)
+            self.by_sha[sha] = None if text is None else fingerprint(text)
+        return self.by_sha[sha]
 
 
-def module_ref(index: DumpIndex, module: Module) -> ModuleRef:
-    before = fingerprint_file(index.root / module.before_file) if module.before_file else None
-    after = fingerprint_file(index.root / module.after_file) if module.after_file else None
-    return ModuleRef(module.id, module.name, before, after, module.instructions_before,
-                     module.instructions_after, memory_totals(index, module), len(module.steps))
+def _sha(index: DumpIndex, name: str | None) -> str | None:
+    stats = hlo_file_stats(index.root / name) if name else None
+    return stats.sha256 if stats else None
 
 
 def module_refs(index: DumpIndex | None) -> list[ModuleRef]:
     if index is None:
         return []
-    return [module_ref(index, index.modules[i]) for i in sorted(index.modules)]
+    refs = []
+    for module_id in sorted(index.modules):
+        m = index.modules[module_id]
+        refs.append(ModuleRef(m.id, m.name, _sha(index, m.before_file), _sha(index, m.after_file), None, None,
+                              m.instructions_before, m.instructions_after, memory_totals(index, m), len(m.steps)))
+    return refs
 
 
-def match_modules(a: list[ModuleRef], b: list[ModuleRef]) -> tuple[list[tuple[MatchKind, ModuleRef, ModuleRef]], list[ModuleRef], list[ModuleRef]]:
+def fill_fingerprints(refs: list[ModuleRef], index: DumpIndex, prints: Fingerprints, before: bool = True,
+                      after: bool = False) -> None:
+    for ref in refs:
+        m: Module = index.modules[ref.id]
+        if before and ref.fingerprint_before is None and m.before_file:
+            ref.fingerprint_before = prints.of(index.root / m.before_file, ref.sha_before)
+        if after and ref.fingerprint_after is None and m.after_file:
+            ref.fingerprint_after = prints.of(index.root / m.after_file, ref.sha_after)
+
+
+def _pair_by(kind: MatchKind, key: Callable[[ModuleRef], object], left_a: list[ModuleRef], left_b: list[ModuleRef],
+             pairs: list[Pair]) -> tuple[list[ModuleRef], list[ModuleRef]]:
+    waiting: dict[object, list[ModuleRef]] = {}
+    for ref in left_b:
+        if (k := key(ref)) is not None:
+            waiting.setdefault(k, []).append(ref)
+    still_a, used = [], set()
+    for ref in left_a:
+        k = key(ref)
+        candidates = waiting.get(k) if k is not None else None
+        if candidates:
+            other = candidates.pop(0)
+            pairs.append((kind, ref, other))
+            used.add(id(other))
+        else:
+            still_a.append(ref)
+    return still_a, [r for r in left_b if id(r) not in used]
+
+
+def match_modules(a: list[ModuleRef], b: list[ModuleRef], sides: tuple[DumpIndex, DumpIndex] | None = None,
+                  prints: Fingerprints | None = None) -> tuple[list[Pair], list[ModuleRef], list[ModuleRef]]:
     """Pairs (how matched, a, b) and the unmatched modules of each side, in id order.
 
-    Rounds, each over what the previous left: same name and same input fingerprint; same
-    input fingerprint under another name (a renamed jit); same name, in order of id (the input changed)."""
-    left_a, left_b = list(a), list(b)
-    pairs: list[tuple[MatchKind, ModuleRef, ModuleRef]] = []
-    rounds: list[tuple[MatchKind, object]] = [
-        ("name+fingerprint", lambda m: (m.name, m.fingerprint_before) if m.fingerprint_before else None),
-        ("fingerprint", lambda m: m.fingerprint_before),
-        ("name", lambda m: m.name),
-    ]
-    for kind, key in rounds:
-        waiting: dict[object, list[ModuleRef]] = {}
-        for ref in left_b:
-            k = key(ref)
-            if k is not None:
-                waiting.setdefault(k, []).append(ref)
-        still_a = []
-        for ref in left_a:
-            k = key(ref)
-            candidates = waiting.get(k) if k is not None else None
-            if candidates:
-                other = candidates.pop(0)
-                pairs.append((kind, ref, other))
-                left_b.remove(other)
-            else:
-                still_a.append(ref)
-        left_a = still_a
+    Rounds, each over what the previous left: same name and same input (raw bytes, then canonical
+    fingerprint); same input under another name (a renamed jit); same name in order of id (the input
+    changed). With `sides`, fingerprints are computed for the modules raw hashes leave undecided;
+    without, the refs' fingerprint fields are used as they are."""
+    pairs: list[Pair] = []
+    left_a, left_b = _pair_by("name+fingerprint", lambda m: (m.name, m.sha_before) if m.sha_before else None,
+                              list(a), list(b), pairs)
+    if sides is not None:
+        prints = prints or Fingerprints()
+        fill_fingerprints(left_a, sides[0], prints)
+        fill_fingerprints(left_b, sides[1], prints)
+    left_a, left_b = _pair_by("name+fingerprint", lambda m: (m.name, m.fingerprint_before) if m.fingerprint_before else None,
+                              left_a, left_b, pairs)
+    left_a, left_b = _pair_by("fingerprint", lambda m: m.fingerprint_before, left_a, left_b, pairs)
+    left_a, left_b = _pair_by("name", lambda m: m.name, left_a, left_b, pairs)
     pairs.sort(key=lambda p: p[1].id)
     return pairs, left_a, left_b
 
 
-def select_pairs(pairs, wanted: list[str]):
+def select_pairs(pairs: list[Pair], wanted: list[str]) -> list[Pair]:
     """Keep the pairs whose module (either side) has one of the wanted names or ids."""
     if not wanted:
         return pairs

@@ -12,7 +12,7 @@ import difflib
 from pathlib import Path
 
 from xlatools.compare.model import Divergence, PassAlignment, PassRow, StepInfo, TextDiff
-from xlatools.compare.modules import canonical_file, fingerprint_file
+from xlatools.compare.modules import Fingerprints, canonical_file
 from xlatools.compare.textdiff import text_diff
 from xlatools.run.dumps import DumpIndex, FileStats, Module, hlo_file_stats
 
@@ -61,28 +61,18 @@ def _mark_moved(rows: list[PassRow]) -> None:
             row.kind = "moved"
 
 
-class _Fingerprints:
-    """Canonical fingerprints of step files, computed on demand and kept (64 characters each)."""
-
-    def __init__(self) -> None:
-        self.cache: dict[Path, str | None] = {}
-
-    def __call__(self, path: Path) -> str | None:
-        if path not in self.cache:
-            self.cache[path] = fingerprint_file(path)
-        return self.cache[path]
-
-
 def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module, list[FileStats | None]],
-                    b: tuple[DumpIndex, Module, list[FileStats | None]], full: bool) -> Divergence | None:
+                    b: tuple[DumpIndex, Module, list[FileStats | None]], full: bool,
+                    prints: Fingerprints) -> Divergence | None:
     (index_a, module_a, stats_a), (index_b, module_b, stats_b) = a, b
     by_file_a = {s.file: st for s, st in zip(module_a.steps, stats_a)}
     by_file_b = {s.file: st for s, st in zip(module_b.steps, stats_b)}
-    prints = _Fingerprints()
     state_a, state_b = module_a.before_file, module_b.before_file
     if state_a is None or state_b is None:
         return None
-    if prints(index_a.root / state_a) != prints(index_b.root / state_b):
+    first_a, first_b = hlo_file_stats(index_a.root / state_a), hlo_file_stats(index_b.root / state_b)
+    raw_equal = first_a is not None and first_b is not None and first_a.sha256 == first_b.sha256
+    if not raw_equal and prints.of(index_a.root / state_a) != prints.of(index_b.root / state_b):
         return _divergence(-1, None, (index_a, state_a, state_a), (index_b, state_b, state_b), full)
     for number, row in enumerate(rows):
         prev_a, prev_b = state_a, state_b
@@ -92,7 +82,8 @@ def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module, list[FileSt
         if raw_a is not None and raw_b is not None and raw_a.sha256 == raw_b.sha256:
             row.same_hlo = True
             continue
-        row.same_hlo = prints(index_a.root / state_a) == prints(index_b.root / state_b)
+        row.same_hlo = (prints.of(index_a.root / state_a, raw_a.sha256 if raw_a else None)
+                        == prints.of(index_b.root / state_b, raw_b.sha256 if raw_b else None))
         if not row.same_hlo:
             return _divergence(number, row, (index_a, prev_a, state_a), (index_b, prev_b, state_b), full)
     return None
@@ -118,7 +109,8 @@ def _divergence(number: int, row: PassRow | None, a: tuple[DumpIndex, str, str],
                       {"a_before": before_a, "a_after": after_a, "b_before": before_b, "b_after": after_b}, diffs)
 
 
-def align_passes(a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full: bool = False) -> PassAlignment:
+def align_passes(a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full: bool = False,
+                 prints: Fingerprints | None = None) -> PassAlignment:
     (index_a, module_a), (index_b, module_b) = a, b
     missing = [label for label, m in (("A", module_a), ("B", module_b)) if not m.steps]
     if missing:
@@ -126,5 +118,6 @@ def align_passes(a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full:
     infos_a, stats_a = step_infos(index_a, module_a)
     infos_b, stats_b = step_infos(index_b, module_b)
     rows = align(infos_a, infos_b)
-    divergence = find_divergence(rows, (index_a, module_a, stats_a), (index_b, module_b, stats_b), full)
+    divergence = find_divergence(rows, (index_a, module_a, stats_a), (index_b, module_b, stats_b), full,
+                                  prints or Fingerprints())
     return PassAlignment(rows, divergence)

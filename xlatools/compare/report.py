@@ -12,7 +12,7 @@ from xlatools.compare.model import BundleDiff
 from xlatools.compare.passes import step_infos
 from xlatools.compare.sides import Side, open_side
 from xlatools.compare.text import describe_side, memory
-from xlatools.compare.modules import module_refs
+from xlatools.compare.modules import Fingerprints, fill_fingerprints, module_refs
 
 MAX_CHARTS = 40  # per bundle; a dump with thousands of modules gets the first ones and a note
 
@@ -53,7 +53,9 @@ def side_report(side: Side) -> SideReport:
     if index is None:
         notes.append("no XLA dump in this bundle")
     else:
-        for ref in module_refs(index):
+        refs = module_refs(index)
+        fill_fingerprints(refs, index, Fingerprints(), before=False, after=True)
+        for ref in refs:
             module = index.modules[ref.id]
             rows.append({"id": f"{ref.id:04d}", "name": ref.name, "before": ref.instructions_before,
                          "after": ref.instructions_after, "passes": ref.pass_steps, "files": len(module.files),
