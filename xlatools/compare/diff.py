@@ -20,14 +20,14 @@ def side_info(side: Side) -> SideInfo:
 
 def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, full: bool, limit: int) -> ModuleDiff:
     module_a, module_b = a.index.modules[ref_a.id], b.index.modules[ref_b.id]
-    if ref_a.sha_before != ref_b.sha_before:
+    if ref_a.digest_before != ref_b.digest_before:
         fill_fingerprints([ref_a], a.index, prints)
         fill_fingerprints([ref_b], b.index, prints)
     text = None
-    if ref_a.sha_after != ref_b.sha_after:
+    if ref_a.digest_after != ref_b.digest_after:
         fill_fingerprints([ref_a], a.index, prints, before=False, after=True)
         fill_fingerprints([ref_b], b.index, prints, before=False, after=True)
-    if not (ref_a.sha_after == ref_b.sha_after or ref_a.fingerprint_after == ref_b.fingerprint_after):
+    if not (ref_a.digest_after == ref_b.digest_after or ref_a.fingerprint_after == ref_b.fingerprint_after):
         canon_a = canonical_file(a.index.root / module_a.after_file) if module_a.after_file else None
         canon_b = canonical_file(b.index.root / module_b.after_file) if module_b.after_file else None
         text = text_diff("optimised HLO (canonical)", canon_a, canon_b, f"A {module_a.name}", f"B {module_b.name}",

@@ -46,8 +46,8 @@ class ModuleRef:
 
     id: int
     name: str
-    sha_before: str | None  # raw sha256 of the before-optimisation text
-    sha_after: str | None
+    digest_before: str | None  # raw content digest (FileStats.digest) of the before-optimisation text
+    digest_after: str | None
     fingerprint_before: str | None
     fingerprint_after: str | None
     instructions_before: int | None
@@ -127,15 +127,15 @@ class ModuleDiff:
 
     @property
     def same_input(self) -> bool:
-        return _same(self.a.sha_before, self.b.sha_before, self.a.fingerprint_before, self.b.fingerprint_before)
+        return _same(self.a.digest_before, self.b.digest_before, self.a.fingerprint_before, self.b.fingerprint_before)
 
     @property
     def same_output(self) -> bool:
-        return _same(self.a.sha_after, self.b.sha_after, self.a.fingerprint_after, self.b.fingerprint_after)
+        return _same(self.a.digest_after, self.b.digest_after, self.a.fingerprint_after, self.b.fingerprint_after)
 
 
-def _same(sha_a: str | None, sha_b: str | None, print_a: str | None, print_b: str | None) -> bool:
-    if sha_a is not None and sha_a == sha_b:
+def _same(digest_a: str | None, digest_b: str | None, print_a: str | None, print_b: str | None) -> bool:
+    if digest_a is not None and digest_a == digest_b:
         return True
     return print_a is not None and print_a == print_b
 

@@ -33,26 +33,26 @@ def canonical_file(path: Path) -> str | None:
 
 
 class Fingerprints:
-    """Canonical fingerprints of files, cached by raw sha256: each distinct content is parsed once."""
+    """Canonical fingerprints of files, cached by raw content digest: each distinct content is parsed once."""
 
     def __init__(self) -> None:
-        self.by_sha: dict[str, str | None] = {}
+        self.by_digest: dict[str, str | None] = {}
 
-    def of(self, path: Path, sha: str | None = None) -> str | None:
-        if sha is None:
+    def of(self, path: Path, digest: str | None = None) -> str | None:
+        if digest is None:
             stats = hlo_file_stats(path)
-            sha = stats.sha256 if stats else None
-        if sha is None:
+            digest = stats.digest if stats else None
+        if digest is None:
             return None
-        if sha not in self.by_sha:
+        if digest not in self.by_digest:
             text = read_text(path)
-            self.by_sha[sha] = None if text is None else fingerprint(text)
-        return self.by_sha[sha]
+            self.by_digest[digest] = None if text is None else fingerprint(text)
+        return self.by_digest[digest]
 
 
-def _sha(index: DumpIndex, name: str | None) -> str | None:
+def _digest(index: DumpIndex, name: str | None) -> str | None:
     stats = hlo_file_stats(index.root / name) if name else None
-    return stats.sha256 if stats else None
+    return stats.digest if stats else None
 
 
 def module_refs(index: DumpIndex | None) -> list[ModuleRef]:
@@ -61,7 +61,7 @@ def module_refs(index: DumpIndex | None) -> list[ModuleRef]:
     refs = []
     for module_id in sorted(index.modules):
         m = index.modules[module_id]
-        refs.append(ModuleRef(m.id, m.name, _sha(index, m.before_file), _sha(index, m.after_file), None, None,
+        refs.append(ModuleRef(m.id, m.name, _digest(index, m.before_file), _digest(index, m.after_file), None, None,
                               m.instructions_before, m.instructions_after, memory_totals(index, m), len(m.steps)))
     return refs
 
@@ -71,9 +71,9 @@ def fill_fingerprints(refs: list[ModuleRef], index: DumpIndex, prints: Fingerpri
     for ref in refs:
         m: Module = index.modules[ref.id]
         if before and ref.fingerprint_before is None and m.before_file:
-            ref.fingerprint_before = prints.of(index.root / m.before_file, ref.sha_before)
+            ref.fingerprint_before = prints.of(index.root / m.before_file, ref.digest_before)
         if after and ref.fingerprint_after is None and m.after_file:
-            ref.fingerprint_after = prints.of(index.root / m.after_file, ref.sha_after)
+            ref.fingerprint_after = prints.of(index.root / m.after_file, ref.digest_after)
 
 
 def _pair_by(kind: MatchKind, key: Callable[[ModuleRef], object], left_a: list[ModuleRef], left_b: list[ModuleRef],
@@ -104,7 +104,7 @@ def match_modules(a: list[ModuleRef], b: list[ModuleRef], sides: tuple[DumpIndex
     changed). With `sides`, fingerprints are computed for the modules raw hashes leave undecided;
     without, the refs' fingerprint fields are used as they are."""
     pairs: list[Pair] = []
-    left_a, left_b = _pair_by("name+fingerprint", lambda m: (m.name, m.sha_before) if m.sha_before else None,
+    left_a, left_b = _pair_by("name+fingerprint", lambda m: (m.name, m.digest_before) if m.digest_before else None,
                               list(a), list(b), pairs)
     if sides is not None:
         prints = prints or Fingerprints()

@@ -71,7 +71,7 @@ def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module, list[FileSt
     if state_a is None or state_b is None:
         return None
     first_a, first_b = hlo_file_stats(index_a.root / state_a), hlo_file_stats(index_b.root / state_b)
-    raw_equal = first_a is not None and first_b is not None and first_a.sha256 == first_b.sha256
+    raw_equal = first_a is not None and first_b is not None and first_a.digest == first_b.digest
     if not raw_equal and prints.of(index_a.root / state_a) != prints.of(index_b.root / state_b):
         return _divergence(-1, None, (index_a, state_a, state_a), (index_b, state_b, state_b), full)
     for number, row in enumerate(rows):
@@ -79,11 +79,11 @@ def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module, list[FileSt
         state_a = row.a.file if row.a else state_a
         state_b = row.b.file if row.b else state_b
         raw_a, raw_b = by_file_a.get(state_a), by_file_b.get(state_b)
-        if raw_a is not None and raw_b is not None and raw_a.sha256 == raw_b.sha256:
+        if raw_a is not None and raw_b is not None and raw_a.digest == raw_b.digest:
             row.same_hlo = True
             continue
-        row.same_hlo = (prints.of(index_a.root / state_a, raw_a.sha256 if raw_a else None)
-                        == prints.of(index_b.root / state_b, raw_b.sha256 if raw_b else None))
+        row.same_hlo = (prints.of(index_a.root / state_a, raw_a.digest if raw_a else None)
+                        == prints.of(index_b.root / state_b, raw_b.digest if raw_b else None))
         if not row.same_hlo:
             return _divergence(number, row, (index_a, prev_a, state_a), (index_b, prev_b, state_b), full)
     return None
