@@ -60,6 +60,10 @@ def run(
             _print_plan(prepared)
         return
     manifest, code, table = execute_plan(prepared, out, sys.argv[1:], caller_env, archive=archive, echo_stdout_to_stderr=as_json)
+    from xlatools.console import append_job_summary
+
+    append_job_summary(f"### xlatools run\n\n- `{(manifest.get('program') or {}).get('label')}`: {manifest['status']} "
+                       f"(exit {manifest['exit_code']}, {manifest['duration_s']} s)\n- bundle: `{manifest['bundle']}`\n")
     if as_json:
         keep = ("status", "exit_code", "bundle", "duration_s", "program", "jax", "presets", "xla_flags", "dump", "smoke", "archive")
         typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))

@@ -41,12 +41,29 @@ def align(a: list[StepInfo], b: list[StepInfo]) -> list[PassRow]:
         if op == "equal":
             rows += [PassRow("same", a[i], b[j]) for i, j in zip(range(i1, i2), range(j1, j2))]
             continue
-        left, right = a[i1:i2], b[j1:j2]
-        paired = min(len(left), len(right)) if op == "replace" else 0
-        rows += [PassRow("renamed", x, y) for x, y in zip(left[:paired], right[:paired])]
-        rows += [PassRow("only_a", x, None) for x in left[paired:]]
-        rows += [PassRow("only_b", None, y) for y in right[paired:]]
+        rows += _replaced(a[i1:i2], b[j1:j2], set(keys_a), set(keys_b))
     _mark_moved(rows)
+    return rows
+
+
+def _replaced(left: list[StepInfo], right: list[StepInfo], keys_a: set, keys_b: set) -> list[PassRow]:
+    """One run of A's steps replaced by one of B's: a pass in the other's place within the same
+    pipeline is 'renamed' (unless it runs elsewhere on the other side); the rest is one-sided."""
+    rows: list[PassRow] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        x = left[i] if i < len(left) else None
+        y = right[j] if j < len(right) else None
+        if x and y and x.pipeline == y.pipeline and (x.pipeline, x.pass_name) not in keys_b \
+                and (y.pipeline, y.pass_name) not in keys_a:
+            rows.append(PassRow("renamed", x, y))
+            i, j = i + 1, j + 1
+        elif x and (y is None or i * max(len(right), 1) <= j * max(len(left), 1)):
+            rows.append(PassRow("only_a", x, None))
+            i += 1
+        else:
+            rows.append(PassRow("only_b", None, y))
+            j += 1
     return rows
 
 
