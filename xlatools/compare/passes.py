@@ -14,21 +14,13 @@ from pathlib import Path
 from xlatools.compare.model import Divergence, PassAlignment, PassRow, StepInfo, TextDiff
 from xlatools.compare.modules import Fingerprints, canonical_file
 from xlatools.compare.textdiff import text_diff
-from xlatools.run.dumps import DumpIndex, FileStats, Module, hlo_file_stats
+from xlatools.run.dumps import DumpIndex, Module, hlo_file_stats, pass_details
 
 
-def step_infos(index: DumpIndex, module: Module) -> tuple[list[StepInfo], list[FileStats | None]]:
+def step_infos(index: DumpIndex, module: Module) -> list[StepInfo]:
     """Each step with its instruction count and whether it changed the module (header line ignored)."""
-    previous = hlo_file_stats(index.root / module.before_file) if module.before_file else None
-    infos, stats = [], []
-    for step in module.steps:
-        current = hlo_file_stats(index.root / step.file)
-        changed = None if previous is None or current is None else current.body_sha256 != previous.body_sha256
-        infos.append(StepInfo(step.step, step.pipeline, step.pass_name, step.file,
-                              current.instructions if current else None, changed))
-        stats.append(current)
-        previous = current
-    return infos, stats
+    return [StepInfo(s.step, s.pipeline, s.pass_name, s.file, s.instructions, s.changed)
+            for s in pass_details(index, module)]
 
 
 def align(a: list[StepInfo], b: list[StepInfo]) -> list[PassRow]:
@@ -78,12 +70,12 @@ def _mark_moved(rows: list[PassRow]) -> None:
             row.kind = "moved"
 
 
-def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module, list[FileStats | None]],
-                    b: tuple[DumpIndex, Module, list[FileStats | None]], full: bool,
+def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full: bool,
                     prints: Fingerprints) -> Divergence | None:
-    (index_a, module_a, stats_a), (index_b, module_b, stats_b) = a, b
-    by_file_a = {s.file: st for s, st in zip(module_a.steps, stats_a)}
-    by_file_b = {s.file: st for s, st in zip(module_b.steps, stats_b)}
+    """Walk the aligned rows; raw digests decide where they agree, canonical fingerprints elsewhere."""
+    (index_a, module_a), (index_b, module_b) = a, b
+    by_file_a = {s.file: s.digest for s in module_a.steps}
+    by_file_b = {s.file: s.digest for s in module_b.steps}
     state_a, state_b = module_a.before_file, module_b.before_file
     if state_a is None or state_b is None:
         return None
@@ -96,11 +88,10 @@ def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module, list[FileSt
         state_a = row.a.file if row.a else state_a
         state_b = row.b.file if row.b else state_b
         raw_a, raw_b = by_file_a.get(state_a), by_file_b.get(state_b)
-        if raw_a is not None and raw_b is not None and raw_a.digest == raw_b.digest:
+        if raw_a is not None and raw_a == raw_b:
             row.same_hlo = True
             continue
-        row.same_hlo = (prints.of(index_a.root / state_a, raw_a.digest if raw_a else None)
-                        == prints.of(index_b.root / state_b, raw_b.digest if raw_b else None))
+        row.same_hlo = prints.of(index_a.root / state_a, raw_a) == prints.of(index_b.root / state_b, raw_b)
         if not row.same_hlo:
             return _divergence(number, row, (index_a, prev_a, state_a), (index_b, prev_b, state_b), full)
     return None
@@ -132,9 +123,6 @@ def align_passes(a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full:
     missing = [label for label, m in (("A", module_a), ("B", module_b)) if not m.steps]
     if missing:
         return PassAlignment([], None, note=f"no per-pass dumps on {' and '.join(missing)} (run with --preset dump:passes)")
-    infos_a, stats_a = step_infos(index_a, module_a)
-    infos_b, stats_b = step_infos(index_b, module_b)
-    rows = align(infos_a, infos_b)
-    divergence = find_divergence(rows, (index_a, module_a, stats_a), (index_b, module_b, stats_b), full,
-                                  prints or Fingerprints())
+    rows = align(step_infos(index_a, module_a), step_infos(index_b, module_b))
+    divergence = find_divergence(rows, (index_a, module_a), (index_b, module_b), full, prints or Fingerprints())
     return PassAlignment(rows, divergence)

@@ -62,7 +62,7 @@ def side_report(side: Side) -> SideReport:
                          "bytes": module.bytes, "alloc": memory(ref), "fingerprint": (ref.fingerprint_after or "")[:12]})
         with_steps = [index.modules[i] for i in sorted(index.modules) if index.modules[i].steps]
         for module in with_steps[:MAX_CHARTS]:
-            charts.append(module_chart(f"{module.id:04d} {module.name}", step_infos(index, module)[0]))
+            charts.append(module_chart(f"{module.id:04d} {module.name}", step_infos(index, module)))
         if len(with_steps) > MAX_CHARTS:
             notes.append(f"pass timelines of the first {MAX_CHARTS} of {len(with_steps)} modules with per-pass dumps")
         if not with_steps:

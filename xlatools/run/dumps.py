@@ -40,6 +40,7 @@ class PassStep:
     file: str
     instructions: int | None = None
     changed: bool | None = None  # compared with the previous step (the first: with before_optimizations)
+    digest: str | None = None  # FileStats.digest of the step's file (filled by pass_details)
 
 
 @dataclass
@@ -205,24 +206,18 @@ def index_dump(root: Path) -> DumpIndex:
     return DumpIndex(root, modules, other, "per-module folders" if has_folders else "flat")
 
 
-def _digest(path: Path) -> str | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    # The header line carries layouts and flags that passes rewrite without changing the graph;
-    # a pass "changed" the module when anything else differs.
-    body = text.split("\n", 1)[1] if text.startswith("HloModule") else text
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
 def pass_details(index: DumpIndex, module: Module) -> list[PassStep]:
-    """Fill instruction counts and changed flags of `module`'s steps (reads each step's text)."""
-    previous = _digest(index.root / module.before_file) if module.before_file else None
+    """Fill instruction counts and changed flags of `module`'s steps (one chunked read of each step).
+
+    A pass "changed" the module when anything but the header line differs: the header carries
+    layouts and flags that passes rewrite without changing the graph."""
+    before = hlo_file_stats(index.root / module.before_file) if module.before_file else None
+    previous = before.body_sha256 if before else None
     for step in module.steps:
-        path = index.root / step.file
-        step.instructions = count_instructions(path)
-        digest = _digest(path)
+        stats = hlo_file_stats(index.root / step.file)
+        digest = stats.body_sha256 if stats else None
+        step.instructions = stats.instructions if stats else None
+        step.digest = stats.digest if stats else None
         step.changed = None if previous is None or digest is None else digest != previous
         previous = digest
     return module.steps
