@@ -73,6 +73,8 @@ def test_report_one_bundle_and_bad_input(compare_runs, tmp_path):
     assert 'class="module-table' in page and "<svg" in page and "stdout.log" in page and 'id="first-divergence"' not in page
     three = run_cli("report", str(compare_runs["base"]), str(compare_runs["base"]), str(compare_runs["base"]), "-o", str(tmp_path / "x.html"))
     assert three.returncode == 2 and "one or two bundles" in three.stderr
+    unknown = run_cli("diff", str(compare_runs["base"]), str(compare_runs["nofusion"]), "--module", "jit_ff")
+    assert unknown.returncode == 2 and "did you mean 'jit_f'?" in unknown.stderr
     missing = run_cli("diff", str(tmp_path / "nope"), str(compare_runs["base"]))
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
 

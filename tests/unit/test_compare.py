@@ -209,3 +209,13 @@ def test_report_is_self_contained_with_bounded_logs(small_pair, tmp_path):
     assert len(html) < 3_000_000
     assert 'class="module-table' in html and "<svg" in html and 'id="first-divergence"' in html
     assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", html), "the report must not load anything"
+
+
+def test_bundles_without_dumps_are_compared_at_run_level(tmp_path):
+    for name, status in (("a", "ok"), ("b", "failed")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text(json.dumps({"kind": "replay", "status": status, "exit_code": int(status != "ok")}))
+    result = diff_bundles(tmp_path / "a", tmp_path / "b")
+    assert {c.key for c in result.run.fields} == {"status", "exit code"}
+    assert result.modules == [] and len(result.notes) == 2 and result.a.kind == "replay"
+    assert "status: ok -> failed" in render_text(result)

@@ -10,6 +10,7 @@ from xlatools.compare.passes import align_passes
 from xlatools.compare.rundiff import diff_runs
 from xlatools.compare.sides import Side, open_side
 from xlatools.compare.textdiff import DEFAULT_LIMIT, text_diff
+from xlatools.errors import UsageError
 
 
 def side_info(side: Side) -> SideInfo:
@@ -43,11 +44,23 @@ def diff_sides(a: Side, b: Side, modules: list[str] | None = None, full: bool = 
     prints = Fingerprints()
     sides = (a.index, b.index) if a.index and b.index else None
     pairs, only_a, only_b = match_modules(refs_a, refs_b, sides, prints)
-    pairs = select_pairs(pairs, list(modules or []))
-    if modules and not pairs:
-        notes.append(f"no matched module is named {', '.join(modules)}")
+    if modules:
+        pairs = select_pairs(pairs, list(modules))
+        _check_wanted(list(modules), pairs, refs_a + refs_b)
     diffs = [_module_diff(kind, ra, rb, a, b, prints, full, limit) for kind, ra, rb in pairs]
     return BundleDiff(side_info(a), side_info(b), diff_runs(a, b), diffs, only_a, only_b, notes)
+
+
+def _check_wanted(wanted: list[str], pairs, refs) -> None:
+    """--module names no module at all: bad input. Named but unmatched: it is listed as one-sided."""
+    known = {r.name for r in refs} | {str(r.id) for r in refs} | {f"{r.id:04d}" for r in refs}
+    missing = [w for w in wanted if w not in known and not (w.isdigit() and str(int(w)) in known)]
+    if missing:
+        import difflib
+
+        close = difflib.get_close_matches(missing[0], sorted({r.name for r in refs}), n=1)
+        raise UsageError(f"no module {', '.join(missing)} in either dump",
+                         hint=(f"did you mean '{close[0]}'? " if close else "") + "`xlatools diff A B` lists the modules")
 
 
 def diff_bundles(a: Path | str, b: Path | str, modules: list[str] | None = None, full: bool = False,

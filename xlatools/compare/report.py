@@ -12,6 +12,7 @@ from xlatools.compare.model import BundleDiff
 from xlatools.compare.passes import step_infos
 from xlatools.compare.sides import Side, open_side
 from xlatools.compare.text import describe_side, memory
+from xlatools.errors import UsageError
 from xlatools.compare.modules import Fingerprints, fill_fingerprints, module_refs
 
 MAX_CHARTS = 40  # per bundle; a dump with thousands of modules gets the first ones and a note
@@ -109,5 +110,8 @@ def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDi
         diff = diff_sides(sides[0], sides[1], full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)
     out = Path(out_html)
-    atomic_write_text(out, html)
+    try:
+        atomic_write_text(out, html)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {out}: {exc.strerror}", hint="pick another -o/--html path") from None
     return out
