@@ -19,6 +19,7 @@ from xlatools.commands import (
     build_cmd,
     clean_cmd,
     doctor_cmd,
+    compare_cmd,
     inspect_cmd,
     lower_cmd,
     pin_cmd,
@@ -71,6 +72,8 @@ app.command("build")(build_cmd.build)
 app.command("clean")(clean_cmd.clean)
 app.command("doctor")(doctor_cmd.doctor)
 app.command("explain")(doctor_cmd.explain)
+app.command("diff")(compare_cmd.diff)
+app.command("report")(compare_cmd.report)
 
 
 def _click_exceptions():

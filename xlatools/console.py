@@ -85,3 +85,19 @@ def columns(rows: list[tuple[str, ...]]) -> str:
     the run path, whose start-up cost matters."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def append_job_summary(markdown: str) -> bool:
+    """Append Markdown to the GitHub Actions job summary when GITHUB_STEP_SUMMARY is set.
+
+    Best effort: a summary that cannot be written never fails the command."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return False
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    except OSError as exc:
+        warn(f"could not append to the job summary {path}: {exc.strerror}")
+        return False
+    return True

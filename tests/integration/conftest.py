@@ -40,3 +40,49 @@ def xl(tmp_path, probe_cache, jax_python):
                 "JAX_PLATFORMS": "cpu", **(env or {})}
         return run_cli(*args, cwd=tmp_path, env=full, timeout=timeout)
     return call
+
+
+COMPARE_PROGRAM = """\
+import jax, jax.numpy as jnp
+
+@jax.jit
+def f(x, y):
+    return jnp.tanh(x @ y + 1.0).sum(axis=0) * 2.0
+
+x = jnp.ones((8, 8))
+print(f(x, x))
+"""
+
+
+@pytest.fixture(scope="session")
+def compare_runs(tmp_path_factory, probe_cache):
+    """Two real per-pass dumping runs of one tiny program, the second with XLA's `fusion` pass
+    disabled (a pass that changes this module on CPU), made once per session for diff and report tests."""
+    import sys
+
+    require("jax", importlib.util.find_spec("jax") is not None, "pip install -e '.[jax]' (jax + jaxlib in this interpreter)")
+    work = tmp_path_factory.mktemp("compare-runs")
+    (work / "prog.py").write_text(COMPARE_PROGRAM)
+    env = {"XLATOOLS_CACHE_DIR": str(probe_cache), "XDG_CONFIG_HOME": str(work / "config"), "JAX_PLATFORMS": "cpu"}
+    runs = {}
+    for name, extra in (("base", []), ("nofusion", ["--xla-flag=--xla_disable_hlo_passes=fusion"])):
+        out = work / name
+        done = run_cli("run", "prog.py", "--dump", "--preset", "dump:passes", "--python", sys.executable,
+                       "--out", str(out), *extra, cwd=work, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs[name] = out / "latest"
+    runs["work"], runs["env"] = work, env
+    return runs
+
+
+@pytest.fixture(scope="session")
+def compare_old_run(compare_runs):
+    """The same program on jaxlib 0.4.30 (XLATOOLS_OLD_JAX_PYTHON), for matching across renumbering."""
+    path = os.environ.get("XLATOOLS_OLD_JAX_PYTHON", "")
+    require("old_jax", bool(path) and os.path.exists(path),
+            "set XLATOOLS_OLD_JAX_PYTHON to a Python with jax/jaxlib 0.4.30 (scripts/make-old-jax-venv.sh PATH makes one)")
+    work, env = compare_runs["work"], compare_runs["env"]
+    done = run_cli("run", "prog.py", "--dump", "--preset", "dump:passes", "--python", path, "--out", str(work / "old"),
+                   cwd=work, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return work / "old" / "latest"

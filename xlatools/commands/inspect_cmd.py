@@ -31,6 +31,7 @@ def inspect(
                             f"{totals['bytes']} bytes ({index.layout})")
         if index.modules:
             typer.echo(modules_table(index))
+        console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
         return
     chosen = index.find(module)
     steps = pass_details(index, chosen)

@@ -70,6 +70,10 @@ def run(
     outcome = execute_plan(prepared, out, sys.argv[1:], caller_env, archive=archive, echo_stdout_to_stderr=as_json,
                            exit_code_mode=exit_code)
     manifest = outcome.manifest
+    from xlatools.console import append_job_summary
+
+    append_job_summary(f"### xlatools run\n\n- `{(manifest.get('program') or {}).get('label')}`: {manifest['status']} "
+                       f"(exit {manifest['exit_code']}, {manifest['duration_s']} s)\n- bundle: `{manifest['bundle']}`\n")
     if as_json:
         keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "bundle", "duration_s", "program",
                 "jax", "presets", "xla_flags", "dump", "smoke", "notes", "archive")

@@ -40,6 +40,7 @@ class PassStep:
     file: str
     instructions: int | None = None
     changed: bool | None = None  # compared with the previous step (the first: with before_optimizations)
+    digest: str | None = None  # FileStats.digest of the step's file (filled by pass_details)
 
 
 @dataclass
@@ -205,24 +206,18 @@ def index_dump(root: Path) -> DumpIndex:
     return DumpIndex(root, modules, other, "per-module folders" if has_folders else "flat")
 
 
-def _digest(path: Path) -> str | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    # The header line carries layouts and flags that passes rewrite without changing the graph;
-    # a pass "changed" the module when anything else differs.
-    body = text.split("\n", 1)[1] if text.startswith("HloModule") else text
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
 def pass_details(index: DumpIndex, module: Module) -> list[PassStep]:
-    """Fill instruction counts and changed flags of `module`'s steps (reads each step's text)."""
-    previous = _digest(index.root / module.before_file) if module.before_file else None
+    """Fill instruction counts and changed flags of `module`'s steps (one chunked read of each step).
+
+    A pass "changed" the module when anything but the header line differs: the header carries
+    layouts and flags that passes rewrite without changing the graph."""
+    before = hlo_file_stats(index.root / module.before_file) if module.before_file else None
+    previous = before.body_sha256 if before else None
     for step in module.steps:
-        path = index.root / step.file
-        step.instructions = count_instructions(path)
-        digest = _digest(path)
+        stats = hlo_file_stats(index.root / step.file)
+        digest = stats.body_sha256 if stats else None
+        step.instructions = stats.instructions if stats else None
+        step.digest = stats.digest if stats else None
         step.changed = None if previous is None or digest is None else digest != previous
         previous = digest
     return module.steps
@@ -242,3 +237,97 @@ def resolve_dump_dir(path: Path) -> Path:
     if not any(_FILE.match(p.name) for p in path.iterdir()):
         raise UsageError(f"{path}: no XLA dump files (module_NNNN.*) here", hint="give a run bundle or the --xla_dump_to directory")
     return path
+
+
+# Anchored on the newline (a literal the regex engine scans for fast), not on `^` with re.M.
+_INSTRUCTION_BYTES = re.compile(rb"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]=[ \t]")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileStats:
+    """One pass over an HLO text file: what diff and report need, without holding the text."""
+
+    size: int
+    digest: str  # identity of the whole content (hash of the header line's hash and the body's)
+    body_sha256: str  # without the `HloModule ...` header line (passes rewrite layouts there)
+    instructions: int
+
+
+def hlo_file_stats(path: Path) -> FileStats | None:
+    """Hashes and instruction count of one HLO text file, read in 1 MiB chunks (bounded memory)."""
+    header, body = hashlib.sha256(), hashlib.sha256()
+    size = count = 0
+    carry, first = b"", True
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                size += len(chunk)
+                data = carry + chunk
+                cut = data.rfind(b"\n") + 1
+                lines, carry = data[:cut], data[cut:]
+                if first and lines:
+                    first = False
+                    if lines.startswith(b"HloModule"):
+                        end = lines.find(b"\n") + 1
+                        header.update(lines[:end])
+                        lines = lines[end:]
+                body.update(lines)
+                count += len(_INSTRUCTION_BYTES.findall(b"\n" + lines))
+    except OSError:
+        return None
+    if carry:
+        if first and carry.startswith(b"HloModule"):
+            header.update(carry)
+        else:
+            body.update(carry)
+            count += len(_INSTRUCTION_BYTES.findall(b"\n" + carry))
+    body_hex = body.hexdigest()
+    digest = hashlib.sha256(header.digest() + bytes.fromhex(body_hex)).hexdigest()
+    return FileStats(size, digest, body_hex, count)
+
+
+@dataclass(frozen=True)
+class MemoryTotals:
+    """Totals from a module's `-buffer-assignment.txt` and `-memory-usage-report.txt`."""
+
+    allocations: int | None = None
+    allocated_bytes: int | None = None  # sum of allocation sizes
+    by_kind: dict[str, int] = field(default_factory=dict)  # parameter, output, temp, thread-local, constant
+    report_total_bytes: int | None = None  # "Total bytes:" of the memory-usage report, all memory spaces
+
+
+_ALLOCATION = re.compile(r"^allocation \d+: size (\d+), (.*)$")
+
+
+def _allocation_kind(rest: str) -> str:
+    for kind in ("parameter", "output", "thread-local", "constant", "temp"):
+        if kind in rest:
+            return kind
+    return "other"
+
+
+def memory_totals(index: DumpIndex, module: Module) -> MemoryTotals | None:
+    """Buffer-assignment and memory-usage totals of `module`, read line by line; None without those files."""
+    assignment = next((f for f in module.files if f.endswith("-buffer-assignment.txt")), None)
+    report = next((f for f in module.files if f.endswith("-memory-usage-report.txt")), None)
+    if not assignment and not report:
+        return None
+    count = total = None
+    kinds: dict[str, int] = {}
+    if assignment:
+        count = total = 0
+        with open(index.root / assignment, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                match = _ALLOCATION.match(line)
+                if match:
+                    size, kind = int(match[1]), _allocation_kind(match[2])
+                    count, total = count + 1, total + size
+                    kinds[kind] = kinds.get(kind, 0) + size
+    report_total = None
+    if report:
+        with open(index.root / report, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Total bytes:"):
+                    report_total = (report_total or 0) + int(line.split()[2])
+    return MemoryTotals(count, total, kinds, report_total)

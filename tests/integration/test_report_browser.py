@@ -1,0 +1,77 @@
+"""The HTML report in a real browser: headless Chromium opens the file (no server, no network),
+the page records console errors and the boxes of its key elements in attributes of <html>,
+and a screenshot is kept in the test's temp dir."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from tests.helpers import require, run_cli
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = next((found for name in BROWSERS if (found := shutil.which(name))), None)
+    require("chromium", path is not None, "install Debian's chromium (apt-get install -y chromium)")
+    return path
+
+
+def browse(browser: str, page: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess:
+    argv = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
+            f"--user-data-dir={profile}", "--window-size=1400,2400", "--virtual-time-budget=3000", *mode, page.as_uri()]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+class _RootAttributes(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attributes: dict[str, str] = {}
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "html" and not self.attributes:
+            self.attributes = {k: v or "" for k, v in attrs}
+
+
+def rendered(browser: str, page: Path, profile: Path) -> dict[str, str]:
+    done = browse(browser, page, profile, "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    parser = _RootAttributes()
+    parser.feed(done.stdout)
+    return parser.attributes
+
+
+def test_report_renders_without_errors(chromium, compare_runs, tmp_path):
+    page = tmp_path / "report.html"
+    done = run_cli("report", str(compare_runs["base"]), str(compare_runs["nofusion"]), "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    root = rendered(chromium, page, tmp_path / "profile")
+    assert root.get("data-ready") == "1", "the page's script did not run to the end"
+    assert json.loads(root["data-console-errors"]) == []
+    layout = json.loads(root["data-layout"])
+    for name in ("module-table", "diff-module-table", "chart", "first-divergence"):
+        assert layout.get(name), f"no {name} on the page"
+        assert all(width > 0 and height > 0 for width, height in layout[name]), f"{name} has an empty box: {layout[name]}"
+    assert len(layout["module-table"]) == 2  # one per bundle
+    assert layout.get("pair-chart")  # A/B timelines (in <details>, closed where the module is the same)
+    shot = tmp_path / "report.png"
+    done = browse(chromium, page, tmp_path / "profile", f"--screenshot={shot}")
+    assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_the_error_check_is_not_vacuous(chromium, compare_runs, tmp_path):
+    """A script error on the page shows up in data-console-errors."""
+    page = tmp_path / "report.html"
+    done = run_cli("report", str(compare_runs["base"]), "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    broken = tmp_path / "broken.html"
+    broken.write_text(page.read_text().replace("</body>", "<script>undefinedFunction();</script></body>"))
+    root = rendered(chromium, broken, tmp_path / "profile")
+    errors = json.loads(root["data-console-errors"])
+    assert errors and "undefinedFunction" in errors[0]

@@ -1,0 +1,184 @@
+"""Typed records of a bundle diff: run level, modules, aligned passes, the first diverging pass."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from xlatools.run.dumps import MemoryTotals
+
+ChangeKind = Literal["added", "removed", "changed"]
+MatchKind = Literal["name+fingerprint", "fingerprint", "name"]
+# same: the pass in the same place on both sides; renamed: a different pass in its place;
+# moved: the pass runs on both sides, at another place; only_a / only_b: one side only.
+RowKind = Literal["same", "renamed", "moved", "only_a", "only_b"]
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    key: str
+    kind: ChangeKind
+    a: Any = None
+    b: Any = None
+
+
+@dataclass
+class RunDiff:
+    """Manifest-level differences (empty lists when equal; `compared` False for bare dump folders)."""
+
+    compared: bool
+    fields: list[FieldChange] = field(default_factory=list)  # status, exit code, versions, devices, ...
+    flags: list[FieldChange] = field(default_factory=list)  # XLA flags by name
+    env: list[FieldChange] = field(default_factory=list)  # environment changes by variable
+    profile: list[FieldChange] = field(default_factory=list)  # resolved profile, by dotted key
+    durations: dict[str, float | None] = field(default_factory=dict)  # a, b
+
+    def changes(self) -> int:
+        return len(self.fields) + len(self.flags) + len(self.env) + len(self.profile)
+
+
+@dataclass
+class ModuleRef:
+    """One module on one side, with what matching and the module table need.
+
+    Fingerprints (canonical HLO) cost a parse of the text, so they are filled only where a raw
+    hash cannot decide: byte-identical files have the same fingerprint without computing it."""
+
+    id: int
+    name: str
+    digest_before: str | None  # raw content digest (FileStats.digest) of the before-optimisation text
+    digest_after: str | None
+    fingerprint_before: str | None
+    fingerprint_after: str | None
+    instructions_before: int | None
+    instructions_after: int | None
+    memory: MemoryTotals | None
+    pass_steps: int
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    step: int
+    pipeline: str
+    pass_name: str
+    file: str
+    instructions: int | None
+    changed: bool | None  # against the previous step (the first: against before_optimizations)
+
+
+@dataclass
+class PassRow:
+    kind: RowKind
+    a: StepInfo | None
+    b: StepInfo | None
+    same_hlo: bool | None = None  # canonical HLO after this row equal on both sides (up to the divergence)
+
+
+@dataclass
+class TextDiff:
+    """A unified diff of two canonical HLO texts, cut at `limit` lines unless full."""
+
+    title: str
+    lines: list[str]
+    truncated: bool
+    identical: bool
+
+
+@dataclass
+class Divergence:
+    """The first aligned pass after which the two modules' canonical HLO differ."""
+
+    row: int  # index into PassAlignment.rows; -1: the modules differ before optimisation
+    pipeline: str | None
+    pass_a: str | None
+    pass_b: str | None
+    files: dict[str, str | None]  # a_before, a_after, b_before, b_after (paths relative to each dump)
+    diffs: list[TextDiff] = field(default_factory=list)  # what the pass did on A, on B, and A-after vs B-after
+
+    @property
+    def label(self) -> str:
+        if self.row < 0:
+            return "before optimisation (the input HLO differs)"
+        names = self.pass_a if self.pass_a == self.pass_b or self.pass_b is None else (
+            self.pass_b if self.pass_a is None else f"{self.pass_a} (A) / {self.pass_b} (B)")
+        return f"{self.pipeline}/{names}" if self.pipeline else str(names)
+
+
+@dataclass
+class PassAlignment:
+    rows: list[PassRow]
+    divergence: Divergence | None
+    note: str | None = None  # why there is no alignment (no per-pass dumps on one side)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for row in self.rows:
+            out[row.kind] = out.get(row.kind, 0) + 1
+        return out
+
+
+@dataclass
+class ModuleDiff:
+    match: MatchKind
+    a: ModuleRef
+    b: ModuleRef
+    text: TextDiff | None  # optimised HLO, canonical; None when fingerprints are equal
+    passes: PassAlignment | None
+
+    @property
+    def same_input(self) -> bool:
+        return _same(self.a.digest_before, self.b.digest_before, self.a.fingerprint_before, self.b.fingerprint_before)
+
+    @property
+    def same_output(self) -> bool:
+        return _same(self.a.digest_after, self.b.digest_after, self.a.fingerprint_after, self.b.fingerprint_after)
+
+
+def _same(digest_a: str | None, digest_b: str | None, print_a: str | None, print_b: str | None) -> bool:
+    if digest_a is not None and digest_a == digest_b:
+        return True
+    return print_a is not None and print_a == print_b
+
+
+@dataclass
+class SideInfo:
+    label: str  # "A" / "B"
+    path: str  # what the user gave
+    dump_dir: str | None
+    kind: str  # run, replay, bisect-step, ... or "dump" for a bare dump folder
+    manifest: dict[str, Any] | None
+    totals: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class BundleDiff:
+    a: SideInfo
+    b: SideInfo
+    run: RunDiff
+    modules: list[ModuleDiff]
+    only_a: list[ModuleRef]
+    only_b: list[ModuleRef]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def modules_differ(self) -> bool:
+        """True when a module is unmatched, or a matched pair differs in its optimised HLO."""
+        return bool(self.only_a or self.only_b) or any(not m.same_output for m in self.modules)
+
+    def first_divergence(self) -> tuple[ModuleDiff, Divergence] | None:
+        """The divergence of the first module whose optimised HLO differs (else of any module)."""
+        candidates = [m for m in self.modules if m.passes and m.passes.divergence]
+        for module in sorted(candidates, key=lambda m: m.same_output):  # stable: id order within each group
+            return module, module.passes.divergence
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for side in ("a", "b"):
+            data[side].pop("manifest", None)
+        for module, raw in zip(self.modules, data["modules"]):
+            raw["same_input"], raw["same_output"] = module.same_input, module.same_output
+            if module.passes and module.passes.divergence:
+                raw["passes"]["divergence"]["label"] = module.passes.divergence.label
+        data["modules_differ"] = self.modules_differ
+        return data

@@ -1,0 +1,127 @@
+"""Pass level: the two per-pass step sequences aligned, and the first pass after which they diverge.
+
+A per-pass dump holds a step only for passes that changed the module (plus pipeline starts),
+so the module after any aligned row is the newest step seen so far on that side. Each step
+file is read once in chunks (hashes + instruction count); canonical text is computed only
+where the raw files differ, and only until the first divergence.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from xlatools.compare.model import Divergence, PassAlignment, PassRow, StepInfo, TextDiff
+from xlatools.compare.modules import Fingerprints, canonical_file
+from xlatools.compare.textdiff import text_diff
+from xlatools.run.dumps import DumpIndex, Module, hlo_file_stats, pass_details
+
+
+def step_infos(index: DumpIndex, module: Module) -> list[StepInfo]:
+    """Each step with its instruction count and whether it changed the module (header line ignored)."""
+    return [StepInfo(s.step, s.pipeline, s.pass_name, s.file, s.instructions, s.changed)
+            for s in pass_details(index, module)]
+
+
+def align(a: list[StepInfo], b: list[StepInfo]) -> list[PassRow]:
+    """Rows of the two sequences lined up by (pipeline, pass); replaced runs paired one to one."""
+    keys_a = [(s.pipeline, s.pass_name) for s in a]
+    keys_b = [(s.pipeline, s.pass_name) for s in b]
+    rows: list[PassRow] = []
+    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            rows += [PassRow("same", a[i], b[j]) for i, j in zip(range(i1, i2), range(j1, j2))]
+            continue
+        rows += _replaced(a[i1:i2], b[j1:j2], set(keys_a), set(keys_b))
+    _mark_moved(rows)
+    return rows
+
+
+def _replaced(left: list[StepInfo], right: list[StepInfo], keys_a: set, keys_b: set) -> list[PassRow]:
+    """One run of A's steps replaced by one of B's: a pass in the other's place within the same
+    pipeline is 'renamed' (unless it runs elsewhere on the other side); the rest is one-sided."""
+    rows: list[PassRow] = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        x = left[i] if i < len(left) else None
+        y = right[j] if j < len(right) else None
+        if x and y and x.pipeline == y.pipeline and (x.pipeline, x.pass_name) not in keys_b \
+                and (y.pipeline, y.pass_name) not in keys_a:
+            rows.append(PassRow("renamed", x, y))
+            i, j = i + 1, j + 1
+        elif x and (y is None or i * max(len(right), 1) <= j * max(len(left), 1)):
+            rows.append(PassRow("only_a", x, None))
+            i += 1
+        else:
+            rows.append(PassRow("only_b", None, y))
+            j += 1
+    return rows
+
+
+def _mark_moved(rows: list[PassRow]) -> None:
+    """A one-sided pass that also runs, one-sided, elsewhere on the other side was reordered."""
+    only_a = {(r.a.pipeline, r.a.pass_name) for r in rows if r.kind == "only_a" and r.a}
+    only_b = {(r.b.pipeline, r.b.pass_name) for r in rows if r.kind == "only_b" and r.b}
+    both = only_a & only_b
+    for row in rows:
+        step = row.a or row.b
+        if row.kind in ("only_a", "only_b") and step and (step.pipeline, step.pass_name) in both:
+            row.kind = "moved"
+
+
+def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full: bool,
+                    prints: Fingerprints) -> Divergence | None:
+    """Walk the aligned rows; raw digests decide where they agree, canonical fingerprints elsewhere."""
+    (index_a, module_a), (index_b, module_b) = a, b
+    by_file_a = {s.file: s.digest for s in module_a.steps}
+    by_file_b = {s.file: s.digest for s in module_b.steps}
+    state_a, state_b = module_a.before_file, module_b.before_file
+    if state_a is None or state_b is None:
+        return None
+    first_a, first_b = hlo_file_stats(index_a.root / state_a), hlo_file_stats(index_b.root / state_b)
+    raw_equal = first_a is not None and first_b is not None and first_a.digest == first_b.digest
+    if not raw_equal and prints.of(index_a.root / state_a) != prints.of(index_b.root / state_b):
+        return _divergence(-1, None, (index_a, state_a, state_a), (index_b, state_b, state_b), full)
+    for number, row in enumerate(rows):
+        prev_a, prev_b = state_a, state_b
+        state_a = row.a.file if row.a else state_a
+        state_b = row.b.file if row.b else state_b
+        raw_a, raw_b = by_file_a.get(state_a), by_file_b.get(state_b)
+        if raw_a is not None and raw_a == raw_b:
+            row.same_hlo = True
+            continue
+        row.same_hlo = prints.of(index_a.root / state_a, raw_a) == prints.of(index_b.root / state_b, raw_b)
+        if not row.same_hlo:
+            return _divergence(number, row, (index_a, prev_a, state_a), (index_b, prev_b, state_b), full)
+    return None
+
+
+def _divergence(number: int, row: PassRow | None, a: tuple[DumpIndex, str, str], b: tuple[DumpIndex, str, str],
+                full: bool) -> Divergence:
+    (index_a, before_a, after_a), (index_b, before_b, after_b) = a, b
+    text = {key: canonical_file(index.root / name) for key, index, name in (
+        ("a_before", index_a, before_a), ("a_after", index_a, after_a),
+        ("b_before", index_b, before_b), ("b_after", index_b, after_b))}
+    step = (row.a or row.b) if row else None
+    diffs: list[TextDiff] = []
+    if row is not None:
+        if row.a:
+            diffs.append(text_diff(f"A: what {row.a.pass_name} did", text["a_before"], text["a_after"], "A before", "A after", full))
+        if row.b:
+            diffs.append(text_diff(f"B: what {row.b.pass_name} did", text["b_before"], text["b_after"], "B before", "B after", full))
+    diffs.append(text_diff("A vs B after this pass" if row else "A vs B before optimisation",
+                           text["a_after"], text["b_after"], "A", "B", full))
+    return Divergence(number, step.pipeline if step else None,
+                      row.a.pass_name if row and row.a else None, row.b.pass_name if row and row.b else None,
+                      {"a_before": before_a, "a_after": after_a, "b_before": before_b, "b_after": after_b}, diffs)
+
+
+def align_passes(a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full: bool = False,
+                 prints: Fingerprints | None = None) -> PassAlignment:
+    (index_a, module_a), (index_b, module_b) = a, b
+    missing = [label for label, m in (("A", module_a), ("B", module_b)) if not m.steps]
+    if missing:
+        return PassAlignment([], None, note=f"no per-pass dumps on {' and '.join(missing)} (run with --preset dump:passes)")
+    rows = align(step_infos(index_a, module_a), step_infos(index_b, module_b))
+    divergence = find_divergence(rows, (index_a, module_a), (index_b, module_b), full, prints or Fingerprints())
+    return PassAlignment(rows, divergence)

@@ -1,0 +1,25 @@
+/* Searchable log views: filter the lines of a full log by a plain-text query. */
+(function () {
+  document.querySelectorAll(".log").forEach(function (box) {
+    var input = box.querySelector(".log-search"), count = box.querySelector(".log-count");
+    if (!input) { return; }
+    var lines = Array.prototype.slice.call(box.querySelectorAll("pre.full .ln"));
+    input.addEventListener("input", function () {
+      var query = input.value.toLowerCase(), shown = 0;
+      lines.forEach(function (line) {
+        var hit = !query || line.textContent.toLowerCase().indexOf(query) !== -1;
+        line.hidden = !hit;
+        if (hit) { shown += 1; }
+      });
+      count.textContent = query ? shown + " of " + lines.length + " lines" : "";
+    });
+  });
+  /* For headless checks: the boxes of the elements that must render. */
+  var boxes = {};
+  document.querySelectorAll("[data-check]").forEach(function (el) {
+    var name = el.getAttribute("data-check"), rect = el.getBoundingClientRect();
+    (boxes[name] = boxes[name] || []).push([Math.round(rect.width), Math.round(rect.height)]);
+  });
+  document.documentElement.setAttribute("data-layout", JSON.stringify(boxes));
+  document.documentElement.setAttribute("data-ready", "1");
+})();

@@ -1,0 +1,124 @@
+"""Plain-text and Markdown renderings of a BundleDiff (terminal output, GitHub job summary)."""
+
+from __future__ import annotations
+
+from xlatools.compare.model import BundleDiff, FieldChange, ModuleDiff, ModuleRef, PassAlignment, SideInfo
+
+
+def _pair(a, b) -> str:
+    return str(a) if a == b else f"{a} -> {b}"
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def describe_side(side: SideInfo) -> str:
+    m = side.manifest or {}
+    jax = m.get("jax") or {}
+    bits = [side.kind]
+    if jax.get("jaxlib"):
+        bits.append(f"jaxlib {jax['jaxlib']}")
+    if m.get("status"):
+        bits.append(f"status {m['status']}, exit {m.get('exit_code')}")
+    if side.totals:
+        bits.append(f"{side.totals.get('modules')} modules, {side.totals.get('files')} files")
+    return f"{side.label}: {side.path} ({'; '.join(bits)})"
+
+
+def change_line(group: str, change: FieldChange) -> str:
+    if change.kind == "added":
+        return f"{group} {change.key}: added in B ({change.b})"
+    if change.kind == "removed":
+        return f"{group} {change.key}: only in A ({change.a})"
+    return f"{group} {change.key}: {change.a} -> {change.b}"
+
+
+def memory(ref: ModuleRef) -> str:
+    if ref.memory is None or ref.memory.allocated_bytes is None:
+        return "-"
+    return str(ref.memory.allocated_bytes)
+
+
+def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
+    rows = [("A id", "B id", "module", "matched by", "input", "optimised", "instr before", "instr after",
+             "alloc bytes", "first diverging pass")]
+    for m in diff.modules:
+        divergence = m.passes.divergence.label if m.passes and m.passes.divergence else (
+            m.passes.note if m.passes and m.passes.note else "-")
+        rows.append((f"{m.a.id:04d}", f"{m.b.id:04d}", _pair(m.a.name, m.b.name), m.match,
+                     "same" if m.same_input else "differs", "same" if m.same_output else "differs",
+                     _pair(m.a.instructions_before, m.b.instructions_before),
+                     _pair(m.a.instructions_after, m.b.instructions_after), _pair(memory(m.a), memory(m.b)), divergence))
+    return rows
+
+
+def pass_rows(passes: PassAlignment) -> list[str]:
+    rows = [("A step", "B step", "pipeline", "pass (A)", "pass (B)", "row", "changed A/B", "instr A/B", "same HLO")]
+    yes = {True: "yes", False: "no", None: "?"}
+    for number, row in enumerate(passes.rows):
+        step = row.a or row.b
+        mark = "<- first divergence" if passes.divergence and passes.divergence.row == number else ""
+        rows.append((f"{row.a.step:04d}" if row.a else "-", f"{row.b.step:04d}" if row.b else "-", step.pipeline,
+                     row.a.pass_name if row.a else "-", row.b.pass_name if row.b else "-", row.kind,
+                     f"{yes[row.a.changed] if row.a else '-'}/{yes[row.b.changed] if row.b else '-'}",
+                     f"{row.a.instructions if row.a else '-'}/{row.b.instructions if row.b else '-'}",
+                     f"{yes[row.same_hlo]} {mark}".rstrip()))
+    return _table(rows)
+
+
+def module_detail(m: ModuleDiff) -> list[str]:
+    out = [f"module {m.a.name}: A {m.a.id:04d} / B {m.b.id:04d}, matched by {m.match}"]
+    if m.passes and m.passes.note:
+        out.append(m.passes.note)
+    elif m.passes:
+        out += pass_rows(m.passes)
+        if m.passes.divergence:
+            d = m.passes.divergence
+            out.append(f"first diverging pass: {d.label}")
+            out += [f"  {k}: {v}" for k, v in d.files.items()]
+            for text in d.diffs:
+                out.append(f"--- {text.title}")
+                out += text.lines + (["... (cut; --full shows everything)"] if text.truncated else [])
+    if m.text and not m.text.identical:
+        out.append("--- optimised HLO, canonical")
+        out += m.text.lines + (["... (cut; --full shows everything)"] if m.text.truncated else [])
+    return out
+
+
+def render_text(diff: BundleDiff, detail: bool = False) -> str:
+    out = [describe_side(diff.a), describe_side(diff.b)]
+    run = diff.run
+    if run.compared:
+        out.append(f"run: {run.changes()} differences; duration {run.durations.get('a')} s vs {run.durations.get('b')} s")
+        for group, changes in (("", run.fields), ("flag", run.flags), ("env", run.env), ("profile", run.profile)):
+            out += ["  " + change_line(group, c).strip() for c in changes]
+    out.append(f"modules: {len(diff.modules)} matched, {len(diff.only_a)} only in A, {len(diff.only_b)} only in B")
+    if diff.modules:
+        out += ["  " + line for line in _table(module_rows(diff))]
+    for side, refs in (("A", diff.only_a), ("B", diff.only_b)):
+        out += [f"  only in {side}: {r.id:04d} {r.name}" for r in refs]
+    first = diff.first_divergence()
+    if first:
+        out.append(f"first diverging pass: {first[0].a.name}: {first[1].label}")
+    if detail:
+        for module in diff.modules:
+            out += [""] + module_detail(module)
+    out += [f"note: {n}" for n in diff.notes]
+    return "\n".join(out)
+
+
+def markdown_summary(diff: BundleDiff, report: str | None = None) -> str:
+    """A short job-summary block: what was compared and where it differs."""
+    differing = [m for m in diff.modules if not m.same_output]
+    lines = ["### xlatools diff", "", f"- A: `{diff.a.path}`", f"- B: `{diff.b.path}`",
+             f"- run: {diff.run.changes()} differences" if diff.run.compared else "- run: dump folders (no manifests)",
+             f"- modules: {len(diff.modules)} matched, {len(differing)} differ after optimisation, "
+             f"{len(diff.only_a)} only in A, {len(diff.only_b)} only in B"]
+    first = diff.first_divergence()
+    if first:
+        lines.append(f"- first diverging pass: `{first[0].a.name}`: `{first[1].label}`")
+    if report:
+        lines.append(f"- report: `{report}`")
+    return "\n".join(lines) + "\n"
