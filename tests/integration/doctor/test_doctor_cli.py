@@ -34,7 +34,7 @@ def test_xla_flags_unknown_flag_and_badly_typed_value(xl):
     assert proc.returncode == 1, proc.stderr
     flags = checks(proc)["env XLA_FLAGS"]
     assert flags["status"] == "fail"
-    assert "--xla_dump_max_hlo_modules=abc: expected an integer" in flags["evidence"]
+    assert "--xla_dump_max_hlo_modules=abc: expects a whole number" in flags["evidence"]
     assert "--xla_no_such_flag is unknown to this jaxlib" in flags["evidence"]
 
 
