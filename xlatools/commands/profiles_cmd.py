@@ -140,6 +140,6 @@ def schema(output: Optional[Path] = typer.Option(None, "-o", "--output", help="W
     if output is None:
         typer.echo(text, nl=False)
     else:
-        from xlatools.fsutil import atomic_write_text
+        from xlatools.fsutil import write_output
 
-        atomic_write_text(output, text)
+        write_output(output, text, "--output")
