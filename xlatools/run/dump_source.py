@@ -90,7 +90,7 @@ def _stack(tables: dict[str, dict[int, str]], frame_id: int) -> list[SourceLine]
 def _creator(frames: list[SourceLine], module_name: str) -> SourceLine | None:
     if not frames:
         return None
-    traced = re.sub(r"\W", "_", module_name[4:] if module_name.startswith("jit_") else module_name)
+    traced = re.sub(r"\W", "_", re.sub(r"^(?:jit|pmap)_", "", module_name))  # jit_<fn>, pmap_<fn>
     for keep_library in (False, True):
         usable = [f for f in frames if keep_library or not any(m in f.file for m in _LIBRARY)]
         for index, frame in enumerate(frames):
