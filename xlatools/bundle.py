@@ -122,6 +122,8 @@ class Bundle:
                 path.mkdir()  # exist_ok=False: a collision picks a new id
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise UsageError(f"cannot create a bundle in {out_root}: {exc.strerror}", hint="pick another --out") from None
             bundle = cls(path, kind, name, short, now.isoformat(timespec="seconds"))
             bundle._reserve()
             return bundle

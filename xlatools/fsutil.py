@@ -3,12 +3,15 @@ file digests, and the cache root every capability keeps its caches under."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from xlatools.errors import EnvironmentMissing, UsageError
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable: bool = True) -> None:
@@ -42,6 +45,53 @@ def atomic_write_text(path: Path, text: str, mode: int | None = None, durable: b
 
 def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", durable=durable)
+
+
+def check_output(path: Path, option: str) -> None:
+    """Refuse, before any work, an output path that cannot be written: a folder, a parent that is a
+    file, a read-only or unwritable folder. Cheap; write_output() still catches what this misses."""
+    path = Path(path)
+    if path.is_dir():
+        _refuse(path, option, "is a directory", "name a file inside it")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        _refuse(path, option, f"cannot write: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK):
+        readonly = bool(os.statvfs(ancestor).f_flag & os.ST_RDONLY)
+        _refuse(path, option, f"cannot write: {ancestor} is {'on a read-only file system' if readonly else 'not writable'}")
+
+
+def write_output(path: Path, data: bytes | str, option: str, mode: int | None = None) -> None:
+    """Write a file the user named (`-o`, `--ir-dest`, `--lock`) atomically. Any OSError becomes an
+    XlaToolsError naming the option, the path and the reason: exit 2 (pick another path), or exit 3
+    when the disk or quota is full."""
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    path = Path(path)
+    check_output(path, option)
+    try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            # /dev/stdout, a fifo, a device: write into it; replacing it would destroy it.
+            with open(path, "wb") as handle:
+                handle.write(data)
+        else:
+            atomic_write_bytes(path.resolve() if path.is_symlink() else path, data, mode)  # keep the user's link
+    except OSError as exc:
+        culprit = Path(exc.filename2 or exc.filename or path)  # os.replace names (temp, path)
+        if culprit.parent == path.parent and culprit.name.startswith(f".{path.name}."):
+            reason = f"cannot create a file in {path.parent} ({exc.strerror})"  # our temp file next to it
+        elif culprit != path:
+            reason = f"cannot write: {culprit}: {exc.strerror}"  # a parent folder, not the file itself
+        else:
+            reason = f"cannot write: {exc.strerror or exc}"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise EnvironmentMissing(f"{option} {path}: {reason}", hint="free some space") from None
+        _refuse(path, option, reason)
+
+
+def _refuse(path: Path, option: str, reason: str, hint: str = "pick another path") -> None:
+    raise UsageError(f"{option} {path}: {reason}", hint=hint)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

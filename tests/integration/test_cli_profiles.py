@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from tests.helpers import run_cli
+
 from xlatools import __version__
 
 
@@ -186,3 +189,25 @@ def test_no_colour_codes_when_not_a_terminal(tmp_path):
     )
     assert result.returncode == 2 and "error:" in result.stderr
     assert "\x1b[" not in result.stderr
+
+
+@pytest.mark.parametrize("columns", ["80", ""])  # a narrow terminal; no terminal at all
+def test_explain_never_cuts_the_origin(tmp_path, columns):
+    deep = tmp_path / ("a-rather-long-folder-name-for-profiles-" * 3) / "profiles"
+    deep.mkdir(parents=True)
+    (deep / "mine.yaml").write_text('extends: dbg-cpu\ndescription: "' + "words " * 30 + '"\nbazel:\n  compilation_mode: opt\n')
+    env = {"XLATOOLS_PROFILE_PATH": str(deep), "COLUMNS": columns}
+    data = json.loads(run_cli("profiles", "show", "mine", "--json", "--explain", cwd=tmp_path, env=env).stdout)
+    result = run_cli("profiles", "show", "mine", "--explain", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for row in data["provenance"]:
+        file, line = row["origin"].rsplit(":", 1)
+        label = "<path>" if (tmp_path / file).resolve().parent == deep.resolve() else "<shipped>"
+        short = f"{label}/{Path(file).name}:{line}"
+        assert any(l.startswith(row["key"] + " ") and l.endswith("  " + short) for l in lines), (row, result.stdout)
+    assert f"<path> = {deep}" in result.stderr and "<shipped> = " in result.stderr
+    if columns:
+        assert max(len(l) for l in lines) <= 80, result.stdout
+    else:
+        assert len(next(l for l in lines if l.startswith("description "))) > 180, "no terminal: whole lines"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,32 @@ def test_missing_function_is_bad_input_and_tracing_error_fails(xl, tmp_path, mod
     result = xl("lower", model, "--input-shapes", '[("x", "f32[2,4,3]"), ("y", "f32[5,2]"), ("z", "f32[2]")]',
                 "--constants", CONSTANTS)
     assert result.returncode == 1 and "lowering model.py:f failed" in result.stderr
+
+
+@pytest.mark.parametrize("constants,message", [
+    (None, "f(x, y, z, alpha, beta): no value for 'alpha', 'beta'; give each in --input-shapes"),
+    ('{"alpha": 2.0}', "no value for 'beta'"),
+    ('{"alpha": 2.0, "beta": 3.0, "gamma": 1}', "f(x, y, z, alpha, beta) has no parameter named 'gamma' (from --constants)"),
+])
+def test_constants_checked_against_the_signature(xl, model, constants, message):
+    args = ["--constants", constants] if constants else []
+    result = xl("lower", model, "--input-shapes", SHAPES, *args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "TypeError" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unwritable_ir_destinations_exit_2(xl, tmp_path, model):
+    (tmp_path / "folder").mkdir()
+    early = xl("lower", model, "--input-shapes", SHAPES, "--constants", CONSTANTS, "--ir-dest", "folder")
+    assert early.returncode == 2 and "--ir-dest folder: is a directory" in early.stderr
+    assert "lowering model.py" not in early.stderr, "refused before the lowering starts"
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux /proc (a folder where nobody, root included, can create files)")
+    late = xl("lower", model, "--input-shapes", SHAPES, "--constants", CONSTANTS, "--ir-human-dest", "/proc/x.txt")
+    assert late.returncode == 2, late.stderr
+    assert "--ir-human-dest /proc/x.txt: cannot create a file in /proc" in late.stderr and "Traceback" not in late.stderr
+
+
+def test_signature_check_on_old_jax(xl, model, old_jax_python):
+    result = xl("lower", model, "--python", old_jax_python, "--input-shapes", SHAPES, "--constants", '{"alpha": 1}')
+    assert result.returncode == 2 and "no value for 'beta'" in result.stderr, result.stderr

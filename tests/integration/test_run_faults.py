@@ -137,3 +137,9 @@ def test_a_full_disk_stops_the_program_and_says_so(xl, tmp_path, small_disk):
     [bundle] = bundles(small_disk)
     data = manifest(bundle)
     assert data["status"] == "error" and "No space left on device" in data["error"]
+
+
+def test_an_out_root_where_no_bundle_can_be_made_is_bad_input(xl, prog):
+    result = xl("run", prog, "--out", "/proc")
+    assert result.returncode == 2 and "cannot create a bundle in /proc" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -95,7 +95,7 @@ def test_find_errors(tmp_path):
     make(tmp_path, {"module_0000.jit_f.before_optimizations.txt": HLO_BEFORE,
                     "module_0001.jit_f.before_optimizations.txt": HLO_BEFORE})
     index = index_dump(tmp_path)
-    with pytest.raises(UsageError, match="several modules are named 'jit_f'"):
+    with pytest.raises(UsageError, match="2 modules are named 'jit_f': 0000, 0001"):
         index.find("jit_f")
     with pytest.raises(UsageError, match="no module 'jit_g'"):
         index.find("jit_g")

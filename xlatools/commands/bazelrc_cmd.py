@@ -22,11 +22,13 @@ def bazelrc(
     from xlatools.bazelrc import render
     from xlatools.debuginfo import check_debug_info
     from xlatools.errors import UsageError
-    from xlatools.fsutil import atomic_write_text
+    from xlatools.fsutil import check_output, write_output
     from xlatools.profiles import load
 
     if output is not None and source is not None:
         raise UsageError("--output and --source are exclusive", hint="pick one destination")
+    if output is not None:
+        check_output(output, "--output")
     resolved = load(profile)
     for warning in check_debug_info(resolved.profile):
         console.warn(warning)
@@ -34,7 +36,7 @@ def bazelrc(
     if source is not None:
         _write_into_tree(source, config_name, text, dry_run)
     elif output is not None:
-        atomic_write_text(output, text)
+        write_output(output, text, "--output")
         console.info(f"wrote bazel config '{config_name}' to {output}")
     else:
         typer.echo(text, nl=False)

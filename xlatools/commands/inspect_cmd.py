@@ -11,21 +11,34 @@ import typer
 
 def inspect(
     path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
-    module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f): its pass sequence."),
+    module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Modules in a dump (stages, per-pass steps, instruction counts, files, bytes), or one module's passes."""
+    """The run (status, command, versions, presets, flags) and its modules (source line, stages,
+    per-pass steps, instruction counts, files, bytes), or one module's passes."""
     from xlatools import console
-    from xlatools.run.dumps import index_dump, pass_details, resolve_dump_dir
+    from xlatools.run.dumps import index_dump, modules_table, pass_details, resolve_dump_dir
+    from xlatools.run.runinfo import read_run_info
 
+    run = read_run_info(path)
+    if run is not None and module is None and not (Path(run.bundle) / "xla_dump").is_dir():
+        note = "this bundle has no xla_dump/ (the run did not dump; run again with --dump)"
+        if as_json:
+            typer.echo(json.dumps({"run": run.to_json(), "root": None, "modules": [], "note": note}, indent=2))
+        else:
+            typer.echo("\n".join(run.lines()))
+            console.info(note)
+        return
     root = resolve_dump_dir(path)
     index = index_dump(root)
     if module is None:
         if as_json:
-            typer.echo(json.dumps(index.to_json(), indent=2))
+            typer.echo(json.dumps({"run": run.to_json() if run else None, **index.to_json()}, indent=2))
             return
-        from xlatools.run.execute import modules_table
-
+        if run is not None:
+            typer.echo("\n".join(run.lines()) + "\n")
+        else:
+            console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
         totals = index.totals()
         console.err().print(f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "
                             f"{totals['bytes']} bytes ({index.layout})")
@@ -36,10 +49,12 @@ def inspect(
     chosen = index.find(module)
     steps = pass_details(index, chosen)
     if as_json:
-        typer.echo(json.dumps({"root": str(root), "module": chosen.to_json(with_steps=True)}, indent=2))
+        typer.echo(json.dumps({"root": str(root), "run": run.to_json() if run else None,
+                               "module": chosen.to_json(with_steps=True)}, indent=2))
         return
     say = console.err().print
-    say(f"module {chosen.id:04d} {console.escape(chosen.name)}: stages {', '.join(sorted(chosen.stages))}; "
+    made = f" (created at {chosen.source.file}:{chosen.source.line})" if chosen.source else ""
+    say(f"module {chosen.id:04d} {console.escape(chosen.name)}{console.escape(made)}: stages {', '.join(sorted(chosen.stages))}; "
         f"instructions {chosen.instructions_before} before, {chosen.instructions_after} after optimisation")
     if not steps:
         say("no per-pass dumps for this module (run with --preset dump:passes or --preset dump:full)")

@@ -26,16 +26,16 @@ def lower(
 
     from xlatools import console
     from xlatools.errors import UsageError
-    from xlatools.fsutil import atomic_write_bytes
+    from xlatools.fsutil import check_output, write_output
     from xlatools.run.lower import cost_rows, execute_lower, plan_lower
     from xlatools.run.target import probe, resolve_python
 
     if platform not in ("auto", "cpu", "gpu"):
         raise UsageError(f"--platform {platform}: expected auto, cpu or gpu")
     request = plan_lower(fn, input_shapes, constants, ir_format, optimized, str(ir_dest) if ir_dest else None, Path.cwd())
-    for dest in (ir_human_dest, ir_dest):
-        if dest is not None and not dest.parent.resolve().is_dir():
-            raise UsageError(f"{dest}: the folder {dest.parent} does not exist")
+    for dest, option in ((ir_human_dest, "--ir-human-dest"), (ir_dest, "--ir-dest")):
+        if dest is not None:
+            check_output(dest, option)  # before the (slow) lowering
     interpreter = resolve_python(python)
     target = probe(interpreter, platform)
     console.step(f"lowering {fn} to {request.ir_format}{' (optimised)' if optimized else ''} "
@@ -43,11 +43,11 @@ def lower(
     lowered = execute_lower(request, fn, interpreter, platform, target.gpu_platform(), timeout)
     answer, text = lowered.answer, lowered.text
     if ir_human_dest is not None:
-        atomic_write_bytes(ir_human_dest, text.encode())
+        write_output(ir_human_dest, text, "--ir-human-dest")
     elif not as_json:
         typer.echo(text, nl=False)
     if ir_dest is not None:
-        atomic_write_bytes(ir_dest, lowered.proto)
+        write_output(ir_dest, lowered.proto, "--ir-dest")
     cost = answer.get("cost_analysis") or {}
     if as_json:
         answer.update(ir_format=request.ir_format, optimized=optimized, inputs=request.inputs, constants=request.constants,

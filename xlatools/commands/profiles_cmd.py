@@ -65,19 +65,36 @@ def show(
         typer.echo(json.dumps(payload, indent=2))
         return
     if explain:
-        from rich.table import Table
-
-        table = Table(box=None, pad_edge=False, title=f"{resolved.profile.name}: {' -> '.join(resolved.chain)}")
-        for column in ("key", "value", "set in"):
-            table.add_column(column)
-        for key, value, origin in explain_rows(resolved):
-            table.add_row(key, json.dumps(value), origin)
-        console.out().print(table)
+        _print_explain(resolved.profile.name, resolved.chain, explain_rows(resolved))
         return
     import yaml
 
     console.err().print(f"# {resolved.profile.name} ({resolved.path}); chain: {' -> '.join(resolved.chain)}")
     typer.echo(yaml.safe_dump(resolved.profile.model_dump(mode="json", exclude_defaults=True), sort_keys=False).rstrip())
+
+
+def _print_explain(name: str, chain, rows) -> None:
+    """The origin is never cut: folders are abbreviated (legend on stderr), values wrap instead."""
+    import os
+    import shutil
+    import sys
+
+    from xlatools import console
+    from xlatools.profiles.explain import explain_table, origin_roots, short_origin
+
+    roots = origin_roots()
+    shown, used = [], {}
+    for key, value, origin in rows:
+        short, label = short_origin(origin, roots)
+        shown.append((key, json.dumps(value), short))
+        if label is not None and label not in (".", "~"):
+            used[label] = dict(roots)[label]
+    # A terminal or COLUMNS sets the width; a pipe or a CI log gets whole lines.
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() or os.environ.get("COLUMNS") else None
+    typer.echo(f"{name}: {' -> '.join(chain)}")
+    typer.echo(explain_table(shown, width))
+    for label, folder in used.items():
+        console.err().print(console.escape(f"{label} = {folder}"))
 
 
 @app.command("validate")
@@ -140,6 +157,6 @@ def schema(output: Optional[Path] = typer.Option(None, "-o", "--output", help="W
     if output is None:
         typer.echo(text, nl=False)
     else:
-        from xlatools.fsutil import atomic_write_text
+        from xlatools.fsutil import write_output
 
-        atomic_write_text(output, text)
+        write_output(output, text, "--output")

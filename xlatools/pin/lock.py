@@ -180,8 +180,8 @@ def entry_problems(entry: LockEntry) -> list[str]:
 
 
 def write_lock(lock: Lock) -> None:
-    from xlatools.fsutil import atomic_write_text
+    from xlatools.fsutil import write_output
 
     if lock.path is None:
         raise ValueError("lock has no path")
-    atomic_write_text(lock.path, lock.render())
+    write_output(lock.path, lock.render(), "--lock")

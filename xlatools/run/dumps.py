@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.run.dump_source import INSTRUCTION, SourceLine, scan_before
 
 _FILE = re.compile(r"^(?:(?P<stamp>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
 _PASS = re.compile(
@@ -28,7 +29,6 @@ _PASS = re.compile(
 )
 _AFTER = re.compile(r"^(?P<platform>.+?)_after_optimizations(?P<extra>[-.].*)?$")
 _SNAPSHOT = re.compile(r"^(?:unoptimized_)?snapshot\.-?\d+\.pb$")
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s=\s")
 
 
 @dataclass
@@ -57,6 +57,7 @@ class Module:
     steps: list[PassStep] = field(default_factory=list)
     instructions_before: int | None = None
     instructions_after: int | None = None
+    source: SourceLine | None = None  # the user's line that created it (dump_source.py)
 
     def to_json(self, with_steps: bool = False, with_files: bool = True) -> dict[str, Any]:
         data = asdict(self)
@@ -85,8 +86,9 @@ class DumpIndex:
         if len(named) == 1:
             return named[0]
         if len(named) > 1:
-            ids = ", ".join(f"{m.id:04d}" for m in named)
-            raise UsageError(f"several modules are named '{ref}' (ids {ids})", hint="pick one with --module ID")
+            ids = ", ".join(f"{m.id:04d}" + (f" (created at {m.source.short()})" if m.source else "") for m in named)
+            raise UsageError(f"{len(named)} modules are named '{ref}': {ids}",
+                             hint=f"pick one by id, e.g. --module {named[0].id:04d}")
         import difflib
 
         names = sorted({m.name for m in self.modules.values()})
@@ -108,10 +110,24 @@ class DumpIndex:
         }
 
 
+def modules_table(index: DumpIndex) -> str:
+    """One row per module: id, name, source line, instruction counts, passes, snapshots, files, bytes."""
+    from xlatools.console import columns
+
+    def n(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    rows = [("id", "module", "source", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
+    for m in sorted(index.modules.values(), key=lambda m: m.id):
+        rows.append((f"{m.id:04d}", m.name, m.source.short() if m.source else "-", n(m.instructions_before),
+                     n(m.instructions_after), str(len(m.steps)), str(m.snapshots), str(len(m.files)), str(m.bytes)))
+    return columns(rows)
+
+
 def count_instructions(path: Path) -> int | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return sum(1 for line in handle if _INSTRUCTION.match(line))
+            return sum(1 for line in handle if INSTRUCTION.match(line))
     except OSError:
         return None
 
@@ -200,7 +216,7 @@ def index_dump(root: Path) -> DumpIndex:
     for module in modules.values():
         module.steps.sort(key=lambda s: s.step)
         if module.before_file:
-            module.instructions_before = count_instructions(root / module.before_file)
+            module.instructions_before, module.source = scan_before(root / module.before_file, module.name)
         if module.after_file:
             module.instructions_after = count_instructions(root / module.after_file)
     return DumpIndex(root, modules, other, "per-module folders" if has_folders else "flat")

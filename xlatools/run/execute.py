@@ -180,8 +180,8 @@ def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
 def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, exit_code: int) -> RunOutcome:
     """Index the dumps, check the log switches, write summary.txt and the final manifest."""
     from xlatools.fsutil import atomic_write_text
-    from xlatools.run.dumps import index_dump
-    from xlatools.run.record import modules_table, outcome_fields, summary_text, unmatched_vmodule
+    from xlatools.run.dumps import index_dump, modules_table
+    from xlatools.run.record import outcome_fields, summary_text, unmatched_vmodule
 
     dump, table = None, ""
     if plan.dump_dir and Path(plan.dump_dir).is_dir():

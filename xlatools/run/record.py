@@ -86,19 +86,3 @@ def summary_text(manifest: dict[str, Any], modules_table: str) -> str:
     if modules_table:
         lines += ["", modules_table]
     return "\n".join(lines) + "\n"
-
-
-def modules_table(dump_index) -> str:
-    rows = [("id", "module", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
-    for module in sorted(dump_index.modules.values(), key=lambda m: m.id):
-        rows.append((f"{module.id:04d}", module.name, _n(module.instructions_before), _n(module.instructions_after),
-                     str(len(module.steps)), str(module.snapshots), str(len(module.files)), str(module.bytes)))
-    from xlatools.console import columns
-
-    return columns(rows)
-
-
-def _n(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-

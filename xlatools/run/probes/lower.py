@@ -8,6 +8,7 @@ The answer holds {"ok": true, ...} or {"ok": false, "kind": "usage"|"failure", "
 import functools
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -38,7 +39,38 @@ def _load(request):
         target = getattr(target, part)
     if not callable(target):
         raise Usage("%s:%s is not callable" % (request["source"], request["function"]))
+    _check_arguments(target, request)
     return target
+
+
+def _check_arguments(fn, request):
+    """Every parameter without a default gets a value, every given name meets a parameter; checked
+    here, where the signature is known, so the user reads which one instead of a TypeError."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable: let the call itself decide
+        return
+    params = signature.parameters
+    label = "%s%s" % (request["function"], signature)
+    inputs = [i["name"] for i in request["inputs"]]
+    given = dict([(name, "--input-shapes") for name in inputs] + [(name, "--constants") for name in request["constants"]])
+    kinds = inspect.Parameter
+    missing = []
+    for name, param in params.items():
+        if param.kind == kinds.POSITIONAL_ONLY and name in given:
+            raise Usage("parameter '%s' of %s is positional-only and cannot be given by name" % (name, label))
+        if param.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD) and param.default is param.empty \
+                and name not in given:
+            missing.append(name)
+    if missing:
+        raise Usage("%s: no value for %s; give each in --input-shapes (an array) or in --constants "
+                    "(a Python value)" % (label, ", ".join("'%s'" % m for m in missing)))
+    if any(p.kind == kinds.VAR_KEYWORD for p in params.values()):
+        return
+    extra = ["'%s' (from %s)" % (name, option) for name, option in given.items()
+             if name not in params or params[name].kind == kinds.VAR_POSITIONAL]
+    if extra:
+        raise Usage("%s has no parameter named %s" % (label, ", ".join(extra)))
 
 
 def _cost(compiled):
