@@ -112,6 +112,16 @@ def _patch_list_edits(text: str, call: starlark.Call, key: str, want) -> list[st
     return lists.edit_list(text, arg.value, ours, wanted[foreign:], quote_like)
 
 
+def _same_shape_list_edits(text: str, call: starlark.Call, key: str, want) -> list[starlark.Edit]:
+    """A list of strings replaced by one as long: each string in place, so indentation and comments stay."""
+    arg = call.kwarg(key)
+    parsed = lists.list_items(text, arg.value) if arg is not None and isinstance(want, list) else None
+    if parsed is None or len(parsed[0]) != len(want) or not want:
+        return []
+    return [starlark.Edit(item.start, item.value_end, starlark.quote(value, text[item.start:item.value_end]))
+            for item, value in zip(parsed[0], want) if item.value != value]
+
+
 def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels: list[str]) -> dict[str, str]:
     """New contents of the layout's files (only those that change)."""
     chosen, problems = choose_archives(layout, entry, texts)
@@ -141,7 +151,7 @@ def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels:
         elif want is REMOVE:
             edits = []
         else:
-            edits = starlark.set_kwarg(text, call, spec.key, want)
+            edits = _same_shape_list_edits(text, call, spec.key, want) or starlark.set_kwarg(text, call, spec.key, want)
         new[spec.file] = starlark.apply_edits(text, edits)
     if labels and not listed_patches:
         raise PinError(f"the tree has no place to list patches ({layout.description})",
