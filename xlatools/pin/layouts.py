@@ -85,8 +85,7 @@ _XLA_MODULE = (("archive_override",), ("module_name", "xla"))
 _TF_ARCHIVE = (("http_archive", "tf_http_archive"), ("name", "org_tensorflow"))
 _WS_FORM = FormSource("workspace", WORKSPACE_BZL, *_XLA_ARCHIVE)
 _MODULE_FORM = FormSource("module", "MODULE.bazel", *_XLA_MODULE)
-_ARCHIVE_URL = r"github\.com/[^/]+/[^/]+/archive/"
-_API_URL = r"api\.github\.com/repos/[^/]+/[^/]+/tarball/"
+_API_URL = r"/repos/[^/]+/[^/]+/tarball/"  # GitHub's API tarball path (api.github.com, or a GitHub Enterprise host)
 
 
 def _module_fields() -> tuple[Field, ...]:
@@ -123,8 +122,7 @@ LAYOUTS: tuple[Layout, ...] = (
            "third_party/xla/revision.bzl XLA_COMMIT / XLA_SHA256 (/archive/ URL in workspace.bzl) and, since "
            "2026-01-23, MODULE.bazel archive_override; since about 2026-03 workspace.bzl has an empty "
            "patch_file placeholder", "xla",
-           (Probe(REVISION, assignment="XLA_COMMIT"),
-            Probe(WORKSPACE_BZL, form="workspace", url_pattern=_ARCHIVE_URL, optional=True)),
+           (Probe(REVISION, assignment="XLA_COMMIT"),),
            (_WS_FORM, _MODULE_FORM), _revision_fields(), "third_party/xla"),
     Layout("workspace_bzl", "2023-08-14 to 2025-06-23 (JAX 0.4.15 on)",
            "XLA_COMMIT / XLA_SHA256 in third_party/xla/workspace.bzl", "xla",

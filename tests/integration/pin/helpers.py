@@ -244,6 +244,43 @@ load("//third_party/pocketfft:workspace.bzl", pocketfft = "repo")
 pocketfft()
 '''
 
+# The API-tarball era (2025-07-21 to 2026-01-27): workspace.bzl fetches GitHub's API tarball, whose
+# top folder is <owner>-<repo>-<first 7 hex of the commit>; XLA_SHA256 is that tarball's digest.
+API_HOST = "https://api.github.com"
+
+
+def workspace_bzl_api(host: str = API_HOST) -> str:
+    return f'''# A JAX tree of the API-tarball era (fixture).
+
+load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
+load("//third_party/xla:revision.bzl", "XLA_COMMIT", "XLA_SHA256")
+
+def repo():
+    tf_http_archive(
+        name = "xla",
+        sha256 = XLA_SHA256,
+        type = "tar.gz",
+        strip_prefix = "openxla-xla-{{commit}}".format(commit = XLA_COMMIT[:7]),
+        # fixture: the URL comes from the commit, so the digest must be this URL's
+        urls = tf_mirror_urls("{host}/repos/openxla/xla/tarball/{{commit}}".format(commit = XLA_COMMIT)),
+    )
+'''
+
+
+# Since about 2026-03: an empty patch_file list whose only content is a comment.
+WORKSPACE_BZL_PLACEHOLDER = WORKSPACE_BZL_LOADING.replace(
+    '''        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
+    )''',
+    '''        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
+        patch_file = [
+            # fixture: patches for XLA go in this list
+        ],
+    )''')
+
+# 2023-03-13 to 2023-08-14: WORKSPACE pins XLA itself with literal values.
+WORKSPACE_XLA_2023 = WORKSPACE_2022.replace("org_tensorflow", "xla").replace(
+    "tensorflow/tensorflow", "openxla/xla").replace("tensorflow-", "xla-").replace("TensorFlow", "XLA")
+
 TREES = {
     "revision_bzl": {
         "third_party/xla/revision.bzl": REVISION_BZL,
@@ -258,6 +295,17 @@ TREES = {
         "WORKSPACE": 'workspace(name = "jax")\n',
     },
     "tensorflow_workspace": {"WORKSPACE": WORKSPACE_2022},
+    "xla_workspace": {"WORKSPACE": WORKSPACE_XLA_2023},
+    "revision_bzl_api": {
+        "third_party/xla/revision.bzl": REVISION_BZL,
+        "third_party/xla/workspace.bzl": workspace_bzl_api(),
+        "WORKSPACE": 'workspace(name = "jax")\n',
+    },
+    "placeholder": {
+        "third_party/xla/revision.bzl": REVISION_BZL,
+        "third_party/xla/workspace.bzl": WORKSPACE_BZL_PLACEHOLDER,
+        "MODULE.bazel": MODULE_BAZEL,
+    },
 }
 
 
