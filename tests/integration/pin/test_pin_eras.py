@@ -211,3 +211,13 @@ def test_api_lock_on_a_placeholder_tree_is_refused_by_apply(tmp_path):
     tree = make_tree(tmp_path / "jax", "placeholder")
     with pytest.raises(PinError, match="not the one this tree fetches"):
         apply_lock(make_lock(tmp_path, api_entry()), tree)
+
+
+def test_the_docs_example_profile_is_valid():
+    from pathlib import Path
+
+    from tests.helpers import run_cli
+
+    example = Path(__file__).resolve().parents[3] / "docs" / "examples" / "bug.yaml"
+    result = run_cli("profiles", "validate", str(example))
+    assert result.returncode == 0, result.stdout + result.stderr
