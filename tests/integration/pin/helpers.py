@@ -130,21 +130,18 @@ def cache_files(tmp_path: Path) -> list[str]:
 # ------------------------------------------------------------------ git
 
 
-REVISION_BZL = f'''# Copyright 2025 The JAX Authors.
+REVISION_BZL = f'''# Fixture: the pin file of a JAX tree (today's layout).
 #
-# Licensed under the Apache License, Version 2.0 (the "License");
+# Comments like these must survive every edit.
 
-# To update XLA to a new revision,
-# a) update XLA_COMMIT to the new git commit hash
-# b) get the sha256 hash of the commit by running:
-#    curl -L https://github.com/openxla/xla/archive/<git hash>.tar.gz | sha256sum
-#    and update XLA_SHA256 with the result.
+# XLA_COMMIT: the XLA commit; XLA_SHA256: sha256 of the archive workspace.bzl downloads
+# for it (https://github.com/openxla/xla/archive/<commit>.tar.gz here).
 
 XLA_COMMIT = "{OLD_COMMIT}"
 XLA_SHA256 = "{OLD_SHA}"
 '''
 
-WORKSPACE_BZL_LOADING = '''# Copyright 2025 The JAX Authors.
+WORKSPACE_BZL_LOADING = '''# Fixture: loads the pin from revision.bzl.
 
 load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
 load("//third_party/xla:revision.bzl", "XLA_COMMIT", "XLA_SHA256")
@@ -157,8 +154,7 @@ def repo():
         urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
     )
 
-    # For development, one often wants to make changes to the XLA repository as well
-    # as the JAX repository: pass --local_xla_path to build/build.py.
+    # Fixture comment after the rule: left alone by every edit.
 '''
 
 MODULE_BAZEL = f'''module(name = "jax")
@@ -183,15 +179,11 @@ archive_override(
 )
 '''
 
-WORKSPACE_BZL_2024 = f'''# Copyright 2023 The JAX Authors.
+WORKSPACE_BZL_2024 = f'''# Fixture: a 2024 tree, the pin in workspace.bzl itself.
 
 load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
 
-# To update XLA to a new revision,
-# a) update XLA_COMMIT to the new git commit hash
-# b) get the sha256 hash of the commit by running:
-#    curl -L https://github.com/openxla/xla/archive/<git hash>.tar.gz | sha256sum
-#    and update XLA_SHA256 with the result.
+# Fixture comment: the commit and the digest of its /archive/ tarball.
 
 XLA_COMMIT = "{OLD_COMMIT}"
 XLA_SHA256 = "{OLD_SHA}"
@@ -204,14 +196,7 @@ def repo():
         urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{{commit}}.tar.gz".format(commit = XLA_COMMIT)),
     )
 
-    # For development, one often wants to make changes to the TF repository as well
-    # as the JAX repository. You can override the pinned repository above with a
-    # local checkout by either:
-    # a) overriding the TF repository on the build.py command line by passing a flag
-    #    like:
-    #    python build/build.py --bazel_options=--override_repository=xla=/path/to/xla
-    #    or
-    # b) by commenting out the http_archive above and uncommenting the following:
+    # Fixture comment: a commented-out local checkout, as a tree may carry one.
     # local_repository(
     #    name = "xla",
     #    path = "/path/to/xla",
@@ -220,11 +205,7 @@ def repo():
 
 WORKSPACE_2022 = f'''load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")
 
-# To update TensorFlow to a new revision,
-# a) update URL and strip_prefix to the new git commit hash
-# b) get the sha256 hash of the commit by running:
-#    curl -L https://github.com/tensorflow/tensorflow/archive/<git hash>.tar.gz | sha256sum
-#    and update the sha256 with the result.
+# Fixture comment: TensorFlow pinned by commit (URL, top folder) and digest.
 http_archive(
     name = "org_tensorflow",
     sha256 = "{OLD_SHA}",
@@ -234,7 +215,7 @@ http_archive(
     ],
 )
 
-# For development, one can use a local TF repository instead.
+# Fixture comment: a commented-out alternative that must stay commented out.
 # local_repository(
 #    name = "org_tensorflow",
 #    path = "tensorflow",
