@@ -231,21 +231,14 @@ API_HOST = "https://api.github.com"
 
 
 def workspace_bzl_api(host: str = API_HOST) -> str:
-    return f'''# A JAX tree of the API-tarball era (fixture).
-
-load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
-load("//third_party/xla:revision.bzl", "XLA_COMMIT", "XLA_SHA256")
-
-def repo():
-    tf_http_archive(
-        name = "xla",
-        sha256 = XLA_SHA256,
-        type = "tar.gz",
+    """workspace.bzl of that era: the URL and the top folder come from the commit."""
+    return WORKSPACE_BZL_LOADING.replace(
+        '''        strip_prefix = "xla-{commit}".format(commit = XLA_COMMIT),
+        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),''',
+        f'''        type = "tar.gz",
         strip_prefix = "openxla-xla-{{commit}}".format(commit = XLA_COMMIT[:7]),
         # fixture: the URL comes from the commit, so the digest must be this URL's
-        urls = tf_mirror_urls("{host}/repos/openxla/xla/tarball/{{commit}}".format(commit = XLA_COMMIT)),
-    )
-'''
+        urls = tf_mirror_urls("{host}/repos/openxla/xla/tarball/{{commit}}".format(commit = XLA_COMMIT)),''')
 
 
 # Since about 2026-03: an empty patch_file list whose only content is a comment.
