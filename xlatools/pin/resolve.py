@@ -129,6 +129,8 @@ def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cac
     for index, (templates, prefix_template) in enumerate(archive_forms(name, dep, tree_forms)):
         urls = tuple(expand(template, commit) for template in templates)
         prefix = expand(prefix_template, commit)
+        if any(set(urls) & set(a.urls) and a.strip_prefix == prefix for a in archives):
+            continue  # the tree fetches one of the profile's mirrors: same archive, same digest
         before = [a for a in (previous.archives if previous and previous.commit == commit else ()) if a.urls == urls]
         sha256, source = _archive_digest(name, dep.sha256 if index == 0 else None, commit, list(urls), prefix, cache,
                                          offline, before[0].sha256 if before else None, progress)

@@ -31,6 +31,3 @@ def expand(template: str, commit: str) -> str:
     their top folder <owner>-<repo>-<commit[:7]>). Not str.format: a URL may hold other braces."""
     return _PLACEHOLDER.sub(lambda m: commit[: int(m.group(1))] if m.group(1) else commit, template)
 
-
-def default_url(name: str, commit: str) -> str:
-    return expand(UPSTREAMS[name].url, commit)
