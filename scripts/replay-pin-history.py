@@ -283,6 +283,8 @@ def main(argv=None) -> int:
 
 
 def differing_reason(record: dict) -> str:
+    if record["parent_era"] != record["era"]:
+        return "era changed in the commit"
     if record["verify"] == "inconsistent_tree" and record["differing_files"] == ["MODULE.bazel"]:
         return "upstream left MODULE.bazel behind"
     if not record["pure"]:
