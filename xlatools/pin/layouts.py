@@ -58,7 +58,6 @@ class Probe:
     assignment: str | None = None
     form: str | None = None
     url_pattern: str | None = None
-    optional: bool = False  # the form's file or call may be absent
 
 
 @dataclass(frozen=True)
@@ -181,9 +180,7 @@ def _probe_holds(layout: Layout, probe: Probe, texts: dict[str, str | None]) -> 
         with reading(probe.file):
             return text is not None and starlark.find_assignment(text, probe.assignment) is not None
     form = tree_form(layout, probe.form, texts)
-    if form is None:
-        return probe.optional
-    return re.search(probe.url_pattern, form.urls[0]) is not None
+    return form is not None and re.search(probe.url_pattern, form.urls[0]) is not None
 
 
 def detect(texts: dict[str, str | None]) -> Layout | None:
