@@ -221,3 +221,24 @@ def test_the_docs_example_profile_is_valid():
     example = Path(__file__).resolve().parents[3] / "docs" / "examples" / "bug.yaml"
     result = run_cli("profiles", "validate", str(example))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_resolve_with_source_records_the_jax_commit_it_was_made_against(tmp_path, archive_server, pin, git_tree):
+    tree, repo = git_tree
+    for name in ("third_party/xla/workspace.bzl", "MODULE.bazel"):
+        path = tree / name
+        path.write_text(path.read_text().replace("https://github.com/openxla/xla/archive",
+                                                 archive_server.url("/openxla/xla/archive")))
+    repo["git"]("commit", "-q", "-am", "a mirror of our own")
+    archive_server.serve(f"/openxla/xla/archive/{COMMIT}.tar.gz", make_tarball(f"xla-{COMMIT}", commit=COMMIT))
+    profile = write_profile(tmp_path, f"  xla:\n    commit: {COMMIT}\n")
+
+    result = pin("resolve", "--profile", str(profile), "--source", str(tree))
+
+    assert result.returncode == 0, result.stderr
+    lock = load_lock(tmp_path / "xlatools.lock")
+    assert lock.made_for == MadeFor(repo["git"]("rev-parse", "HEAD"), "revision_bzl")
+    assert lock.xla.other_archives == ()  # workspace.bzl and MODULE.bazel fetch the same archive
+    assert archive_server.total_requests == 1
+    applied = pin("apply", "--source", str(tree))
+    assert applied.returncode == 0 and "made for JAX" not in applied.stderr
