@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Optional
@@ -27,15 +28,39 @@ def _emit_json(payload: dict) -> None:
     typer.echo(json.dumps(payload, indent=2))
 
 
+@contextlib.contextmanager
+def _json_errors(as_json: bool):
+    """With --json, an error also prints a JSON object on stdout (CI reads stdout); cli.main still
+    reports it on stderr and exits with its code."""
+    from xlatools.errors import XlaToolsError
+
+    try:
+        yield
+    except XlaToolsError as exc:
+        if as_json and not getattr(exc, "reported_json", False):
+            _emit_json({"ok": False, "error": {
+                "type": type(exc).__name__, "exit_code": exc.exit_code, "message": exc.message, "hint": exc.hint,
+                "problems": [problem.render() for problem in exc.problems]}})
+        raise
+
+
 @app.command("resolve")
 def resolve(
     profile: str = typer.Option(..., "--profile", "-p", help="Profile name or path to a YAML file."),
     lock: Optional[Path] = typer.Option(None, "--lock", help="Lock file to write (default: xlatools.lock next to the profile)."),
     offline: bool = typer.Option(False, "--offline", help="Use the archive cache only; no network."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and download, but do not write the lock."),
+    source: Optional[Path] = typer.Option(
+        None, "--source", help="JAX tree the lock is for: its URL forms are fetched, its commit recorded."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
     """Resolve source.xla (and source.jax / source.tensorflow) to commits and verified archives; write the lock."""
+    with _json_errors(as_json):
+        _resolve(profile, lock, offline, dry_run, source, as_json)
+
+
+def _resolve(profile: str, lock: Optional[Path], offline: bool, dry_run: bool, source: Optional[Path],
+             as_json: bool) -> None:
     from xlatools import console
     from xlatools.pin.lock import write_lock
     from xlatools.pin.resolve import resolve_profile
@@ -43,7 +68,7 @@ def resolve(
 
     resolved = load(profile)
     lock_path = lock if lock is not None else default_lock_for(resolved.path)
-    result = resolve_profile(resolved, lock_path, offline=offline)
+    result = resolve_profile(resolved, lock_path, offline=offline, source_dir=source)
     if result.changed and not dry_run:
         write_lock(result.lock)
     if as_json:
@@ -76,19 +101,26 @@ def apply(
     source: Path = typer.Option(..., "--source", help="Root of the JAX source tree to update in place."),
     lock: Optional[Path] = typer.Option(None, "--lock", help=_LOCK_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the unified diff; change nothing."),
+    force: bool = typer.Option(False, "--force", help="Replace uncommitted hand edits to the pin files."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
     """Write the lock's pin into a JAX tree (revision.bzl + MODULE.bazel, workspace.bzl, or WORKSPACE)."""
+    with _json_errors(as_json):
+        _apply(source, lock, dry_run, force, as_json)
+
+
+def _apply(source: Path, lock: Optional[Path], dry_run: bool, force: bool, as_json: bool) -> None:
     from xlatools import console
     from xlatools.pin.apply import apply_lock
     from xlatools.pin.lock import load_lock
 
-    result = apply_lock(load_lock(_lock_path(lock)), source, dry_run=dry_run)
+    result = apply_lock(load_lock(_lock_path(lock)), source, dry_run=dry_run, force=force)
     for warning in result.warnings:
         console.warn(warning)
     if as_json:
-        _emit_json({"layout": result.layout, "dry_run": dry_run, "changed": [str(p) for p in result.changed],
-                    "diff": result.diff, "warnings": result.warnings})
+        _emit_json({"ok": True, "layout": result.layout, "dry_run": dry_run,
+                    "changed": [str(p) for p in result.changed], "diff": result.diff, "warnings": result.warnings,
+                    "replaced_edits": result.replaced})
         return
     if dry_run:
         typer.echo(result.diff, nl=False)
@@ -108,6 +140,11 @@ def verify(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
     """Check the lock, the tree (--source) and the archives (--refetch) agree. Exit 1 on any disagreement."""
+    with _json_errors(as_json):
+        _verify(source, lock, refetch, as_json)
+
+
+def _verify(source: Optional[Path], lock: Optional[Path], refetch: bool, as_json: bool) -> None:
     from xlatools import console
     from xlatools.errors import Problem, VerifyFailed
     from xlatools.pin.lock import load_lock
@@ -120,10 +157,12 @@ def verify(
         _emit_json({"lock": str(lock_file.path), "source": str(source) if source else None, "refetch": refetch,
                     "ok": not found, "disagreements": found})
     if found:
-        raise VerifyFailed(f"{len(found)} disagreement(s) with {lock_file.path}",
-                           problems=[Problem(text) for text in found],
-                           hint="`xlatools pin apply --source DIR` rewrites the tree from the lock; "
-                                "a changed archive needs `xlatools pin resolve` and a look at why")
+        failure = VerifyFailed(f"{len(found)} disagreement(s) with {lock_file.path}",
+                               problems=[Problem(text) for text in found],
+                               hint="`xlatools pin apply --source DIR` rewrites the tree's pinned values from the "
+                                    "lock; a changed archive needs `xlatools pin resolve` and a look at why")
+        failure.reported_json = as_json  # the JSON result above already says what failed
+        raise failure
     if not as_json:
         checked = ["lock"] + (["tree"] if source else []) + (["archives (refetched)"] if refetch else [])
         console.info(f"ok: {', '.join(checked)} agree with {lock_file.path}")
@@ -137,6 +176,11 @@ def local(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
     """Record a local XLA checkout (HEAD, dirty state); builds pass it as --local_xla_path."""
+    with _json_errors(as_json):
+        _local(xla, lock, dry_run, as_json)
+
+
+def _local(xla: Path, lock: Optional[Path], dry_run: bool, as_json: bool) -> None:
     from xlatools import console
     from xlatools.pin.lock import Lock, load_lock, write_lock
     from xlatools.pin.resolve import record_local

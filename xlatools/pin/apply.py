@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlatools.errors import PinError, Problem
-from xlatools.pin import layouts
+from xlatools.pin import edit, layouts, worktree
 from xlatools.pin.lock import Lock, LockEntry
 
 BUILD_FILE_TEXT = "# Created by xlatools so that the patch files next to it can be used as labels.\n"
@@ -25,6 +25,7 @@ class TreePlan:
     deletes: tuple[str, ...]  # relative paths of our stale patch files
     old: dict[str, bytes | None]  # relative path -> content before (None: absent)
     warnings: tuple[str, ...] = ()
+    hand_edits: dict[str, list[str]] = field(default_factory=dict)  # uncommitted edits apply would replace
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class ApplyResult:
     diff: str
     layout: str
     warnings: list[str] = field(default_factory=list)
+    replaced: dict[str, list[str]] = field(default_factory=dict)  # hand edits overwritten (--force) or shown
 
 
 def read_texts(source_dir: Path, names) -> dict[str, str | None]:
@@ -56,7 +58,7 @@ def detect_layout(source_dir: Path) -> layouts.Layout:
             f"{source_dir}: unrecognised JAX tree layout; found {', '.join(present) or 'none of the files looked at'}",
             hint="xlatools edits JAX trees that pin XLA (or TensorFlow) in one of the shapes listed; "
                  "is this the root of a JAX checkout?",
-            problems=[Problem(f"looked for: {shape}") for shape in layouts.SHAPES_LOOKED_FOR],
+            problems=[Problem(f"looked for: {shape}") for shape in layouts.looked_for()],
         )
     return layout
 
@@ -90,6 +92,23 @@ def lock_patches(lock: Lock, entry: LockEntry) -> list[tuple[str, bytes]]:
     return placed
 
 
+def made_for_warnings(lock: Lock, layout: layouts.Layout, source_dir: Path) -> list[str]:
+    """A lock made for another JAX commit (or tree layout) may not fit this tree: say so, with a way out."""
+    wanted = lock.jax_commit
+    at = worktree.head(source_dir) if wanted else None
+    warnings = []
+    if wanted and at and at != wanted:
+        warnings.append(
+            f"the lock was made for JAX {wanted}, but {source_dir} is at {at}; XLA pins are paired with the JAX "
+            f"commit they were made for. Either check that commit out (`git -C {source_dir} checkout {wanted[:12]}`) "
+            f"or re-resolve for this tree (`xlatools pin resolve --profile P --source {source_dir}`)")
+    made = lock.made_for.layout if lock.made_for else None
+    if made and made != layout.id:
+        warnings.append(f"the lock was resolved against a {made} tree, {source_dir} is {layout.id}; "
+                        f"re-resolve with `xlatools pin resolve --profile P --source {source_dir}`")
+    return warnings
+
+
 def plan_tree(lock: Lock, source_dir: Path) -> TreePlan:
     layout = detect_layout(source_dir)
     entry = entry_for(lock, layout, source_dir)
@@ -100,7 +119,7 @@ def plan_tree(lock: Lock, source_dir: Path) -> TreePlan:
     patches = lock_patches(lock, entry)
     labels = layouts.patch_labels(layout, [name for name, _ in patches])
     texts = read_texts(source_dir, layout.files)
-    new_texts = layouts.plan(layout, entry, texts, labels)
+    new_texts = edit.plan(layout, entry, texts, labels)
     writes = {name: text.encode("utf-8") for name, text in new_texts.items()}
     patch_dir = source_dir / layout.patch_dir
     for name, data in patches:
@@ -115,16 +134,8 @@ def plan_tree(lock: Lock, source_dir: Path) -> TreePlan:
         if path.name not in wanted
     ) if patch_dir.is_dir() else ()
     old = {name: _read(source_dir / name) for name in [*writes, *deletes]}
-    warnings = []
-    if (source_dir / "third_party/xla/workspace.bzl").is_file():
-        warnings = layouts.upstream_url_warnings(layout, entry, _default_url(entry))
-    return TreePlan(layout, entry, writes, deletes, old, tuple(warnings))
-
-
-def _default_url(entry: LockEntry) -> str:
-    from xlatools.pin.upstream import default_url
-
-    return default_url(entry.name, entry.commit)
+    edits = worktree.hand_edits(source_dir, sorted(new_texts)) if new_texts else {}
+    return TreePlan(layout, entry, writes, deletes, old, tuple(made_for_warnings(lock, layout, source_dir)), edits)
 
 
 def _read(path: Path) -> bytes | None:
@@ -174,11 +185,30 @@ def execute(plan: TreePlan, source_dir: Path) -> list[Path]:
     return [source_dir / name for name in sorted([*plan.writes, *plan.deletes])]
 
 
-def apply_lock(lock: Lock, source_dir: Path, dry_run: bool = False) -> ApplyResult:
+def refuse_hand_edits(plan: TreePlan, source_dir: Path) -> None:
+    if plan.hand_edits:
+        raise PinError(
+            f"{len(plan.hand_edits)} pin file(s) in {source_dir} have uncommitted edits that apply would replace",
+            problems=[Problem(f"{name}: {' | '.join(lines)}") for name, lines in plan.hand_edits.items()],
+            hint=f"commit or stash them (`git -C {source_dir} stash`), look at `pin apply --dry-run`, "
+                 "or pass --force to replace them")
+
+
+def apply_lock(lock: Lock, source_dir: Path, dry_run: bool = False, force: bool = False) -> ApplyResult:
+    """Write the lock into the tree. Uncommitted hand edits to the pin files are refused unless force."""
     source_dir = Path(source_dir)
     plan = plan_tree(lock, source_dir)
     diff = render_diff(plan)
     changed = [source_dir / name for name in sorted([*plan.writes, *plan.deletes])]
+    warnings = list(plan.warnings)
+    warnings += [f"replaces uncommitted edits in {name}: {' | '.join(lines)}" for name, lines in plan.hand_edits.items()]
     if not dry_run:
+        if not force:
+            refuse_hand_edits(plan, source_dir)
         changed = execute(plan, source_dir)
-    return ApplyResult(changed, diff, plan.layout.id, list(plan.warnings))
+        worktree.record_written(source_dir, {n: d for n, d in plan.writes.items() if n in layout_files(plan)})
+    return ApplyResult(changed, diff, plan.layout.id, warnings, dict(plan.hand_edits))
+
+
+def layout_files(plan: TreePlan) -> set[str]:
+    return set(plan.layout.files)

@@ -1,30 +1,24 @@
-"""The three ways a JAX tree pins its XLA (or TensorFlow), and how to edit each (pure).
+"""The ways a JAX tree has pinned its XLA (or TensorFlow), one entry per upstream era (pure).
 
-  revision_bzl          today: third_party/xla/revision.bzl (XLA_COMMIT, XLA_SHA256) and, since
-                        Jan 2026, MODULE.bazel `archive_override(module_name = "xla", ...)`
-  workspace_bzl         mid 2023 - mid 2025: XLA_COMMIT / XLA_SHA256 in third_party/xla/workspace.bzl
-  tensorflow_workspace  before Feb 2023: WORKSPACE `http_archive(name = "org_tensorflow", ...)`
-
-Everything here is text in, text out: `detect` looks at file contents, `plan` returns the
-new contents, `disagreements` compares a tree's values with a lock entry.
+`LAYOUTS` is the one table: detection (`detect`), the fields `pin apply` edits and `pin verify`
+checks (in xlatools.pin.edit), and the era list in docs/pinning.md all come from it. Dates are
+those of jax-ml/jax history; the order is the detection order (first match wins).
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 from xlatools.errors import PinError
 from xlatools.pin import starlark
-from xlatools.pin.lock import LockEntry
-from xlatools.pin.sri import hex_to_sri
+from xlatools.pin.forms import Form, read_form
 
 PATCH_PREFIX = "xlatools-"  # patch files we place (and may remove) carry this prefix
 PATCH_LIST_KEYS = ("patches", "patch_file")
-KEEP = object()  # a field on which the lock has no opinion
-REMOVE = object()  # the keyword argument must be absent
+REVISION = "third_party/xla/revision.bzl"
+WORKSPACE_BZL = "third_party/xla/workspace.bzl"
 
 
 @dataclass(frozen=True)
@@ -33,10 +27,11 @@ class Field:
 
     file: str
     key: str
-    want: Callable[[LockEntry, list[str], object], object]  # (entry, our patch labels, current) -> value
+    value: str  # what the lock gives it: commit, sha256, integrity, strip_prefix, urls, patches, patch_strip, patch_args
     functions: tuple[str, ...] = ()  # the call, if not a top-level assignment ...
     match: tuple[str, str] | None = None  # ... identified by one keyword, e.g. ("name", "xla")
     required: bool = True  # a missing call is an error (else the field is skipped)
+    form: str | None = None  # the FormSource (by name) whose URL form picks the lock's archive
 
     @property
     def what(self) -> str:
@@ -46,120 +41,158 @@ class Field:
 
 
 @dataclass(frozen=True)
+class FormSource:
+    """Where the tree names the archive it fetches: one archive rule call."""
+
+    name: str
+    file: str
+    functions: tuple[str, ...]
+    match: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One test `detect` makes: an assignment exists, or a form's URL matches a pattern."""
+
+    file: str
+    assignment: str | None = None
+    form: str | None = None
+    url_pattern: str | None = None
+
+
+@dataclass(frozen=True)
 class Layout:
     id: str
+    era: str  # when upstream used it
     description: str
     dependency: str  # the lock entry it takes: xla or tensorflow
+    probes: tuple[Probe, ...]
+    forms: tuple[FormSource, ...]
     fields: tuple[Field, ...]
     patch_dir: str
-    patch_flag: tuple[str, object] = field(default=("", None))  # e.g. ("patch_strip", 1) next to the list
 
     @property
     def files(self) -> list[str]:
-        return sorted({f.file for f in self.fields})
+        return sorted({f.file for f in self.fields} | {f.file for f in self.forms})
+
+    def form_source(self, name: str) -> FormSource:
+        return next(source for source in self.forms if source.name == name)
 
 
-def _merge_patches(entry: LockEntry, labels: list[str], current) -> object:
-    """Keep patches someone else listed; replace ours. An empty result means no argument."""
-    foreign = [item for item in (current or []) if isinstance(item, str) and f":{PATCH_PREFIX}" not in item]
-    merged = foreign + labels
-    return merged if merged else REMOVE
-
-
-def _only_with_patches(value):
-    return lambda entry, labels, current: value if labels else KEEP
-
-
-_COMMIT = lambda entry, labels, current: entry.commit  # noqa: E731
-_SHA256 = lambda entry, labels, current: entry.sha256  # noqa: E731
 _XLA_ARCHIVE = (("tf_http_archive", "http_archive"), ("name", "xla"))
 _XLA_MODULE = (("archive_override",), ("module_name", "xla"))
 _TF_ARCHIVE = (("http_archive", "tf_http_archive"), ("name", "org_tensorflow"))
+_WS_FORM = FormSource("workspace", WORKSPACE_BZL, *_XLA_ARCHIVE)
+_MODULE_FORM = FormSource("module", "MODULE.bazel", *_XLA_MODULE)
+_API_URL = r"/repos/[^/]+/[^/]+/tarball/"  # GitHub's API tarball path (api.github.com, or a GitHub Enterprise host)
 
-REVISION_BZL = Layout(
-    "revision_bzl",
-    "third_party/xla/revision.bzl + MODULE.bazel archive_override (JAX since 2025/2026)",
-    "xla",
-    (
-        Field("third_party/xla/revision.bzl", "XLA_COMMIT", _COMMIT),
-        Field("third_party/xla/revision.bzl", "XLA_SHA256", _SHA256),
-        Field("MODULE.bazel", "integrity", lambda e, l, c: hex_to_sri(e.sha256), *_XLA_MODULE, required=False),
-        Field("MODULE.bazel", "strip_prefix", lambda e, l, c: e.strip_prefix, *_XLA_MODULE, required=False),
-        Field("MODULE.bazel", "urls", lambda e, l, c: list(e.urls), *_XLA_MODULE, required=False),
-        Field("MODULE.bazel", "patches", _merge_patches, *_XLA_MODULE, required=False),
-        Field("MODULE.bazel", "patch_strip", _only_with_patches(1), *_XLA_MODULE, required=False),
-        Field("third_party/xla/workspace.bzl", "patch_file", _merge_patches, *_XLA_ARCHIVE, required=False),
-    ),
-    patch_dir="third_party/xla",
+
+def _module_fields() -> tuple[Field, ...]:
+    # MODULE.bazel archive_override (since 2026-01-23): literal values, SRI digest.
+    return tuple(Field("MODULE.bazel", key, value, *_XLA_MODULE, required=False, form="module") for key, value in (
+        ("integrity", "integrity"), ("strip_prefix", "strip_prefix"), ("urls", "urls"),
+        ("patches", "patches"), ("patch_strip", "patch_strip")))
+
+
+def _revision_fields() -> tuple[Field, ...]:
+    return (
+        Field(REVISION, "XLA_COMMIT", "commit"),
+        Field(REVISION, "XLA_SHA256", "sha256", form="workspace"),
+        *_module_fields(),
+        Field(WORKSPACE_BZL, "patch_file", "patches", *_XLA_ARCHIVE, required=False),
+    )
+
+
+def _archive_call_fields(file: str, spec, form: str) -> tuple[Field, ...]:
+    """An http_archive with literal values (the WORKSPACE eras)."""
+    return tuple(Field(file, key, value, *spec, required=key not in ("patches", "patch_args"), form=form)
+                 for key, value in (("sha256", "sha256"), ("strip_prefix", "strip_prefix"), ("urls", "urls"),
+                                    ("patches", "patches"), ("patch_args", "patch_args")))
+
+
+LAYOUTS: tuple[Layout, ...] = (
+    Layout("revision_bzl_api", "2025-07-21 to 2026-01-27 (JAX 0.7.1 to 0.9.0)",
+           "third_party/xla/revision.bzl; workspace.bzl fetches the GitHub API tarball "
+           "(top folder <owner>-<repo>-<commit[:7]>); MODULE.bazel archive_override (/archive/, own digest) "
+           "from 2026-01-23", "xla",
+           (Probe(REVISION, assignment="XLA_COMMIT"), Probe(WORKSPACE_BZL, form="workspace", url_pattern=_API_URL)),
+           (_WS_FORM, _MODULE_FORM), _revision_fields(), "third_party/xla"),
+    Layout("revision_bzl", "2025-06-23 on (API tarball era aside)",
+           "third_party/xla/revision.bzl XLA_COMMIT / XLA_SHA256 (/archive/ URL in workspace.bzl) and, since "
+           "2026-01-23, MODULE.bazel archive_override; since about 2026-03 workspace.bzl has an empty "
+           "patch_file placeholder", "xla",
+           (Probe(REVISION, assignment="XLA_COMMIT"),),
+           (_WS_FORM, _MODULE_FORM), _revision_fields(), "third_party/xla"),
+    Layout("workspace_bzl", "2023-08-14 to 2025-06-23 (JAX 0.4.15 on)",
+           "XLA_COMMIT / XLA_SHA256 in third_party/xla/workspace.bzl", "xla",
+           (Probe(WORKSPACE_BZL, assignment="XLA_COMMIT"),),
+           (_WS_FORM,),
+           (Field(WORKSPACE_BZL, "XLA_COMMIT", "commit"), Field(WORKSPACE_BZL, "XLA_SHA256", "sha256", form="workspace"),
+            Field(WORKSPACE_BZL, "patch_file", "patches", *_XLA_ARCHIVE)),
+           "third_party/xla"),
+    Layout("xla_workspace", "2023-03-13 to 2023-08-14 (JAX 0.4.7 to 0.4.14)",
+           'WORKSPACE http_archive(name = "xla", ...) with literal sha256, strip_prefix, urls', "xla",
+           (Probe("WORKSPACE", form="workspace_xla", url_pattern=r"."),),
+           (FormSource("workspace_xla", "WORKSPACE", *_XLA_ARCHIVE),),
+           _archive_call_fields("WORKSPACE", _XLA_ARCHIVE, "workspace_xla"), "third_party/xlatools"),
+    Layout("tensorflow_workspace", "until 2023-03-13",
+           'WORKSPACE http_archive(name = "org_tensorflow", ...) (takes the lock\'s tensorflow entry)', "tensorflow",
+           (Probe("WORKSPACE", form="workspace_tf", url_pattern=r"."),),
+           (FormSource("workspace_tf", "WORKSPACE", *_TF_ARCHIVE),),
+           _archive_call_fields("WORKSPACE", _TF_ARCHIVE, "workspace_tf"), "third_party/xlatools"),
 )
 
-WORKSPACE_BZL = Layout(
-    "workspace_bzl",
-    "XLA_COMMIT / XLA_SHA256 in third_party/xla/workspace.bzl (JAX mid 2023 - mid 2025)",
-    "xla",
-    (
-        Field("third_party/xla/workspace.bzl", "XLA_COMMIT", _COMMIT),
-        Field("third_party/xla/workspace.bzl", "XLA_SHA256", _SHA256),
-        Field("third_party/xla/workspace.bzl", "patch_file", _merge_patches, *_XLA_ARCHIVE),
-    ),
-    patch_dir="third_party/xla",
-)
+CANDIDATE_FILES = tuple(sorted({probe.file for layout in LAYOUTS for probe in layout.probes} | {"MODULE.bazel"}))
 
-TENSORFLOW_WORKSPACE = Layout(
-    "tensorflow_workspace",
-    'WORKSPACE http_archive(name = "org_tensorflow") (JAX before Feb 2023)',
-    "tensorflow",
-    (
-        Field("WORKSPACE", "sha256", _SHA256, *_TF_ARCHIVE),
-        Field("WORKSPACE", "strip_prefix", lambda e, l, c: e.strip_prefix, *_TF_ARCHIVE),
-        Field("WORKSPACE", "urls", lambda e, l, c: list(e.urls), *_TF_ARCHIVE),
-        Field("WORKSPACE", "patches", _merge_patches, *_TF_ARCHIVE),
-        Field("WORKSPACE", "patch_args", _only_with_patches(["-p1"]), *_TF_ARCHIVE),
-    ),
-    patch_dir="third_party/xlatools",
-)
 
-LAYOUTS = (REVISION_BZL, WORKSPACE_BZL, TENSORFLOW_WORKSPACE)
-
-SHAPES_LOOKED_FOR = [
-    'third_party/xla/revision.bzl with XLA_COMMIT = "<40 hex>" (MODULE.bazel archive_override optional)',
-    'third_party/xla/workspace.bzl with XLA_COMMIT = "<40 hex>"',
-    'WORKSPACE with http_archive(name = "org_tensorflow", ...)',
-]
+def looked_for() -> list[str]:
+    return [f"{layout.id} ({layout.era}): {layout.description}" for layout in LAYOUTS]
 
 
 @contextlib.contextmanager
-def _reading(file: str):
+def reading(file: str):
     try:
         yield
     except starlark.StarlarkSyntaxError as exc:
         raise PinError(f"{file}: cannot read it ({exc})", hint="fix the file's syntax, then try again") from None
 
 
+def find_call(text: str, functions: tuple[str, ...], match: tuple[str, str]) -> starlark.Call | None:
+    calls = [starlark.find_call(text, fn, *match) for fn in functions]
+    found = [call for call in calls if call is not None]
+    return found[0] if found else None
+
+
+def tree_form(layout: Layout, name: str, texts: dict[str, str | None]) -> Form | None:
+    """The URL form one of the layout's archive rules uses, read from the tree (None: absent)."""
+    source = layout.form_source(name)
+    text = texts.get(source.file)
+    if text is None:
+        return None
+    with reading(source.file):
+        call = find_call(text, source.functions, source.match)
+        return read_form(text, call, source.file) if call is not None else None
+
+
+def _probe_holds(layout: Layout, probe: Probe, texts: dict[str, str | None]) -> bool:
+    text = texts.get(probe.file)
+    if probe.assignment is not None:
+        with reading(probe.file):
+            return text is not None and starlark.find_assignment(text, probe.assignment) is not None
+    form = tree_form(layout, probe.form, texts)
+    return form is not None and re.search(probe.url_pattern, form.urls[0]) is not None
+
+
 def detect(texts: dict[str, str | None]) -> Layout | None:
     """Which layout these file contents are (keys: relative paths; None: file absent)."""
-    revision = texts.get("third_party/xla/revision.bzl")
-    with _reading("third_party/xla/revision.bzl"):
-        if revision is not None and starlark.find_assignment(revision, "XLA_COMMIT"):
-            return REVISION_BZL
-    workspace_bzl = texts.get("third_party/xla/workspace.bzl")
-    with _reading("third_party/xla/workspace.bzl"):
-        if workspace_bzl is not None and starlark.find_assignment(workspace_bzl, "XLA_COMMIT"):
-            return WORKSPACE_BZL
-    workspace = texts.get("WORKSPACE")
-    with _reading("WORKSPACE"):
-        if workspace is not None and _find(workspace, TENSORFLOW_WORKSPACE.fields[0]) is not None:
-            return TENSORFLOW_WORKSPACE
+    for layout in LAYOUTS:
+        if all(_probe_holds(layout, probe, texts) for probe in layout.probes):
+            return layout
     return None
 
 
-CANDIDATE_FILES = ("third_party/xla/revision.bzl", "third_party/xla/workspace.bzl", "WORKSPACE", "MODULE.bazel")
-
-
-def _find(text: str, spec: Field):
-    calls = [starlark.find_call(text, fn, *spec.match) for fn in spec.functions]
-    found = [call for call in calls if call is not None]
-    return found[0] if found else None
+def by_id(layout_id: str) -> Layout | None:
+    return next((layout for layout in LAYOUTS if layout.id == layout_id), None)
 
 
 def patch_labels(layout: Layout, names: list[str]) -> list[str]:
@@ -172,105 +205,3 @@ def placed_patch_name(index: int, original: str) -> str:
     if not base.endswith(".patch"):
         base += ".patch"
     return f"{PATCH_PREFIX}{index:02d}-{base}"
-
-
-@dataclass(frozen=True)
-class Disagreement:
-    file: str
-    what: str
-    actual: object
-    expected: object
-
-    def render(self) -> str:
-        if self.expected is REMOVE:
-            return f"{self.file}: {self.what} is {self.actual!r}, the lock has no patches there"
-        return f"{self.file}: {self.what} is {self.actual!r}, the lock says {self.expected!r}"
-
-
-def _current(text: str, spec: Field):
-    """(call or None, current value, present?) of one field in one file's text."""
-    with _reading(spec.file):
-        return _current_value(text, spec)
-
-
-def _current_value(text: str, spec: Field):
-    if not spec.functions:
-        span = starlark.find_assignment(text, spec.key)
-        if span is None:
-            raise PinError(f"{spec.file}: no top-level `{spec.key} = ...` found",
-                           hint="the file does not have the shape xlatools edits; see docs/pinning.md")
-        return None, starlark.literal(text, span), True
-    call = _find(text, spec)
-    if call is None:
-        return None, None, False
-    arg = call.kwarg(spec.key)
-    return call, (starlark.literal(text, arg.value) if arg else None), arg is not None
-
-
-def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels: list[str]) -> dict[str, str]:
-    """New contents of the layout's files (only those that change)."""
-    new = {name: text for name, text in texts.items() if text is not None}
-    listed_patches = False
-    for spec in layout.fields:
-        text = new.get(spec.file)
-        if text is None:
-            if spec.required:
-                raise PinError(f"{spec.file} is missing", hint=f"layout {layout.id} needs it; see docs/pinning.md")
-            continue
-        call, current, present = _current(text, spec)
-        if spec.functions and call is None:
-            if spec.required:
-                raise PinError(f"{spec.file}: no {spec.what.rsplit('.', 1)[0]} call found",
-                               hint="the file does not have the shape xlatools edits; see docs/pinning.md")
-            continue
-        listed_patches = listed_patches or spec.key in PATCH_LIST_KEYS
-        want = spec.want(entry, labels, current)
-        if want is KEEP:
-            continue
-        if not spec.functions:
-            edits = starlark.set_assignment(text, spec.key, want)
-        elif want is REMOVE:
-            edits = starlark.remove_kwarg(text, call, spec.key) if present else []
-        else:
-            edits = starlark.set_kwarg(text, call, spec.key, want)
-        new[spec.file] = starlark.apply_edits(text, edits)
-    if labels and not listed_patches:
-        raise PinError(f"the tree has no place to list patches ({layout.description})",
-                       hint="apply the patches yourself, or drop `patches:` from the profile")
-    return {name: text for name, text in new.items() if text != texts.get(name)}
-
-
-def disagreements(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels: list[str]) -> list[Disagreement]:
-    found = []
-    for spec in layout.fields:
-        text = texts.get(spec.file)
-        if text is None:
-            if spec.required:
-                found.append(Disagreement(spec.file, "file", "missing", "present"))
-            continue
-        call, current, present = _current(text, spec)
-        if spec.functions and call is None:
-            if spec.required:
-                found.append(Disagreement(spec.file, spec.what.rsplit(".", 1)[0], "missing", "present"))
-            continue
-        want = spec.want(entry, labels, current)
-        if want is KEEP or (want is REMOVE and not present):
-            continue
-        if want is REMOVE or current != want:
-            found.append(Disagreement(spec.file, spec.what, current if present else "absent", want))
-    return found
-
-
-def upstream_url_warnings(layout: Layout, entry: LockEntry, default_url: str) -> list[str]:
-    """workspace.bzl derives URL and strip prefix from the commit; say so if the lock's differ."""
-    if layout.dependency != "xla" or entry.kind != "archive":
-        return []
-    warnings = []
-    if entry.urls and entry.urls[0] != default_url:
-        warnings.append(
-            f"third_party/xla/workspace.bzl downloads {default_url}, not {entry.urls[0]} from the lock; "
-            "WORKSPACE builds fetch upstream's archive (MODULE.bazel, where present, uses the lock's URLs)"
-        )
-    if entry.strip_prefix != f"xla-{entry.commit}":
-        warnings.append(f"third_party/xla/workspace.bzl strips 'xla-<commit>', the lock says '{entry.strip_prefix}'")
-    return warnings

@@ -1,8 +1,8 @@
 """The lock file: what each source dependency was resolved to (JSON, versioned).
 
-Format (LOCK_VERSION 1) is documented in docs/pinning.md. Paths of patches are stored
-relative to the lock file's directory when they are below it, so a lock committed with
-its patches stays valid in another checkout.
+Format (LOCK_VERSION 2; version 1 is read too) is documented in docs/pinning.md. Paths of
+patches are stored relative to the lock file's directory when they are below it, so a lock
+committed with its patches stays valid in another checkout.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 from xlatools.errors import PinError
 from xlatools.pin.sri import hex_to_sri, is_sha256_hex
 
-LOCK_VERSION = 1
+LOCK_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 2 added other_archives and made_for; a version 1 lock is a version 2 without them
 DEFAULT_LOCK_NAME = "xlatools.lock"
 DEPENDENCY_ORDER = ("jax", "xla", "tensorflow")
 
@@ -23,6 +24,35 @@ DEPENDENCY_ORDER = ("jax", "xla", "tensorflow")
 class PatchEntry:
     path: str  # as written in the lock (relative to the lock's directory, or absolute)
     sha256: str
+
+
+@dataclass(frozen=True)
+class Archive:
+    """One downloadable form of a commit: its URLs, digest and top folder. The same commit has a
+    different digest under GitHub's /archive/ URL and under its API tarball URL."""
+
+    urls: tuple[str, ...]
+    sha256: str
+    strip_prefix: str | None
+
+    @property
+    def integrity(self) -> str:
+        return hex_to_sri(self.sha256)
+
+    def to_json(self) -> dict:
+        return {"urls": list(self.urls), "sha256": self.sha256, "integrity": self.integrity,
+                "strip_prefix": self.strip_prefix}
+
+
+@dataclass(frozen=True)
+class MadeFor:
+    """The JAX tree a lock was resolved against (`pin resolve --source`)."""
+
+    jax_commit: str | None  # git HEAD of the tree, when it was a git checkout
+    layout: str | None
+
+    def to_json(self) -> dict:
+        return {"jax_commit": self.jax_commit, "layout": self.layout}
 
 
 @dataclass(frozen=True)
@@ -40,6 +70,14 @@ class LockEntry:
     resolved_at: str | None = None
     local_path: str | None = None  # kind == "local": pass as --local_xla_path
     dirty: bool = False  # kind == "local": uncommitted changes when recorded (not reproducible)
+    other_archives: tuple[Archive, ...] = ()  # the same commit under other URL forms (their own digests)
+
+    @property
+    def archives(self) -> tuple[Archive, ...]:
+        """Every form of this commit the lock knows, the main one (urls, sha256) first."""
+        if self.kind != "archive" or not self.sha256:
+            return ()
+        return (Archive(self.urls, self.sha256, self.strip_prefix), *self.other_archives)
 
     def local_override_options(self) -> list[str]:
         """Bazel options for a local checkout, as upstream build.py's --local_xla_path adds them:
@@ -53,6 +91,9 @@ class LockEntry:
         data = asdict(self)
         data["urls"] = list(self.urls)
         data["patches"] = [asdict(patch) for patch in self.patches]
+        data["other_archives"] = [archive.to_json() for archive in self.other_archives]
+        if not self.other_archives:
+            del data["other_archives"]
         if self.kind == "archive":
             del data["local_path"], data["dirty"]
         return data
@@ -64,6 +105,14 @@ class Lock:
     entries: dict[str, LockEntry] = field(default_factory=dict)
     profile: str | None = None
     generator: str | None = None
+    made_for: MadeFor | None = None
+
+    @property
+    def jax_commit(self) -> str | None:
+        """The JAX commit this lock is meant for: the pinned `jax` entry, else the tree it was made against."""
+        if self.jax is not None:
+            return self.jax.commit
+        return self.made_for.jax_commit if self.made_for else None
 
     def get(self, name: str) -> LockEntry | None:
         return self.entries.get(name)
@@ -98,6 +147,7 @@ class Lock:
             "lock_version": LOCK_VERSION,
             "generator": f"xlatools {__version__}",
             "profile": self.profile,
+            "made_for": self.made_for.to_json() if self.made_for else None,
             "dependencies": {name: self.entries[name].to_json() for name in ordered},
         }
 
@@ -127,13 +177,18 @@ def parse_lock(data, path: Path | None) -> Lock:
     if not isinstance(data, dict) or not isinstance(data.get("dependencies"), dict):
         raise PinError(f"{where}: not an xlatools lock file (no `dependencies` mapping)")
     version = data.get("lock_version")
-    if version != LOCK_VERSION:
-        raise PinError(f"{where}: lock_version {version!r} is not supported (this xlatools reads {LOCK_VERSION})",
+    if version not in READABLE_VERSIONS:
+        raise PinError(f"{where}: lock_version {version!r} is not supported "
+                       f"(this xlatools reads {', '.join(map(str, READABLE_VERSIONS))})",
                        hint="regenerate it with `xlatools pin resolve`, or use the xlatools version that wrote it")
     entries = {}
     for name, raw in data["dependencies"].items():
         entries[name] = _parse_entry(name, raw, where)
-    return Lock(path, entries, data.get("profile"), data.get("generator"))
+    made_for = data.get("made_for")
+    if made_for is not None and not isinstance(made_for, dict):
+        raise PinError(f"{where}: made_for must be a mapping")
+    made = MadeFor(made_for.get("jax_commit"), made_for.get("layout")) if made_for else None
+    return Lock(path, entries, data.get("profile"), data.get("generator"), made)
 
 
 def _parse_entry(name: str, raw, where: str) -> LockEntry:
@@ -142,15 +197,21 @@ def _parse_entry(name: str, raw, where: str) -> LockEntry:
         raise PinError(f"{key}: must be a mapping")
     try:
         patches = tuple(PatchEntry(str(p["path"]), str(p["sha256"])) for p in raw.get("patches") or [])
+        others = tuple(Archive(tuple(a.get("urls") or ()), str(a["sha256"]), a.get("strip_prefix"))
+                       for a in raw.get("other_archives") or [])
+        declared = [a.get("integrity") for a in raw.get("other_archives") or []]
         entry = LockEntry(
             name=name, kind=raw.get("kind", "archive"), commit=str(raw["commit"]), repo=raw.get("repo"),
             ref=raw.get("ref"), urls=tuple(raw.get("urls") or ()), sha256=raw.get("sha256"),
             integrity=raw.get("integrity"), strip_prefix=raw.get("strip_prefix"), patches=patches,
             resolved_at=raw.get("resolved_at"), local_path=raw.get("local_path"), dirty=bool(raw.get("dirty", False)),
+            other_archives=others,
         )
     except (KeyError, TypeError) as exc:
         raise PinError(f"{key}: missing or malformed field {exc}") from None
     problems = entry_problems(entry)
+    problems += [f"other_archives: integrity {sri!r} does not match sha256 {a.sha256}"
+                 for a, sri in zip(others, declared) if sri is not None and is_sha256_hex(a.sha256) and sri != a.integrity]
     if problems:
         raise PinError(f"{key}: {'; '.join(problems)}", hint="regenerate the lock with `xlatools pin resolve`")
     return entry
@@ -171,6 +232,11 @@ def entry_problems(entry: LockEntry) -> list[str]:
                             f"(expected {hex_to_sri(entry.sha256)})")
         if not entry.urls:
             problems.append("no urls")
+        for other in entry.other_archives:
+            if not is_sha256_hex(other.sha256):
+                problems.append(f"other_archives: sha256 {other.sha256!r} is not 64 hex digits")
+            if not other.urls:
+                problems.append("other_archives: an archive without urls")
     elif not entry.local_path:
         problems.append("kind 'local' without local_path")
     for patch in entry.patches:

@@ -17,7 +17,7 @@ from xlatools.bundle import utc_now
 from xlatools.errors import FetchError, PinError
 from xlatools.pin import refs
 from xlatools.pin.cache import ArchiveCache
-from xlatools.pin.lock import Lock, LockEntry, PatchEntry, load_lock
+from xlatools.pin.lock import Archive, Lock, LockEntry, MadeFor, PatchEntry, load_lock
 from xlatools.pin.sri import hex_to_sri
 from xlatools.pin.upstream import UPSTREAMS, expand
 
@@ -105,32 +105,50 @@ def record_local(name: str, path: Path) -> tuple[LockEntry, list[str]]:
                       resolved_at=utc_now("seconds"))
     return entry, notes
 
+def archive_forms(name: str, dep, tree_forms) -> list[tuple[list[str], str]]:
+    """(URL templates, strip prefix template) of each archive to fetch: the profile's (or upstream's
+    default) unless the tree names its own, then every other form the tree uses (its own digest)."""
+    wanted = []
+    if dep.urls or dep.strip_prefix or not tree_forms:
+        wanted.append((url_templates(name, dep), strip_prefix_template(name, dep)))
+    for form in tree_forms:
+        pair = (list(form.urls), form.strip_prefix or UPSTREAMS[name].strip_prefix)
+        if pair not in wanted:
+            wanted.append(pair)
+    return wanted
+
 def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cache: ArchiveCache, offline: bool,
-                       previous: LockEntry | None, progress: bool = True) -> Outcome:
+                       previous: LockEntry | None, progress: bool = True, tree_forms=()) -> Outcome:
     if dep.local_path:
         local = Path(dep.local_path).expanduser()
         entry, notes = record_local(name, local if local.is_absolute() else profile_dir / local)
         return Outcome(entry, "local", tuple(notes))
     commit, notes = resolve_commit(name, dep, offline, previous)
-    urls = [expand(template, commit) for template in url_templates(name, dep)]
-    prefix = expand(strip_prefix_template(name, dep), commit)
     patches = patch_entries(name, dep, profile_dir, lock_dir)
-    sha256, source = _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, progress)
-    if previous is not None and previous.kind == "archive" and previous.commit == commit \
-            and previous.urls == tuple(urls) and previous.sha256 != sha256:
-        notes.append(f"{name}: the archive of {commit[:12]} changed since the lock was written "
-                     f"({previous.sha256[:12]}... -> {sha256[:12]}...); check why before trusting it")
+    archives, sources = [], []
+    for index, (templates, prefix_template) in enumerate(archive_forms(name, dep, tree_forms)):
+        urls = tuple(expand(template, commit) for template in templates)
+        prefix = expand(prefix_template, commit)
+        if any(set(urls) & set(a.urls) and a.strip_prefix == prefix for a in archives):
+            continue  # the tree fetches one of the profile's mirrors: same archive, same digest
+        before = [a for a in (previous.archives if previous and previous.commit == commit else ()) if a.urls == urls]
+        sha256, source = _archive_digest(name, dep.sha256 if index == 0 else None, commit, list(urls), prefix, cache,
+                                         offline, before[0].sha256 if before else None, progress)
+        if before and before[0].sha256 != sha256:
+            notes.append(f"{name}: the archive of {commit[:12]} changed since the lock was written "
+                         f"({before[0].sha256[:12]}... -> {sha256[:12]}...); check why before trusting it")
+        archives.append(Archive(urls, sha256, prefix))
+        sources.append(source)
+    main = archives[0]
     entry = LockEntry(
         name=name, kind="archive", commit=commit, repo=dep.repo or (UPSTREAMS[name].repo if dep.ref else None), ref=dep.ref,
-        urls=tuple(urls), sha256=sha256, integrity=hex_to_sri(sha256), strip_prefix=prefix, patches=patches,
-        resolved_at=utc_now("seconds"),
+        urls=main.urls, sha256=main.sha256, integrity=hex_to_sri(main.sha256), strip_prefix=main.strip_prefix,
+        patches=patches, resolved_at=utc_now("seconds"), other_archives=tuple(archives[1:]),
     )
-    return Outcome(entry, source, tuple(notes))
+    return Outcome(entry, "download" if "download" in sources else sources[0], tuple(notes))
 
-def _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, progress) -> tuple[str, str]:
-    known = dep.sha256 or cache.remembered_digest(name, commit, urls)
-    if known is None and previous is not None and previous.commit == commit and previous.urls == tuple(urls):
-        known = previous.sha256
+def _archive_digest(name, expected, commit, urls, prefix, cache, offline, previous_sha, progress) -> tuple[str, str]:
+    known = expected or cache.remembered_digest(name, commit, urls) or previous_sha
     if known and cache.lookup(known):
         return known, "cache"
     if offline:
@@ -139,14 +157,27 @@ def _archive_digest(name, dep, commit, urls, prefix, cache, offline, previous, p
     from xlatools.pin.download import fetch
 
     fetched = fetch(urls, tmp_dir=cache.tmp_dir, prefix=prefix, commit=commit, label=f"{name}-{commit[:12]}",
-                    expected_sha256=dep.sha256, progress=progress)
+                    expected_sha256=expected, progress=progress)
     cache.store(fetched.path, fetched.sha256)
     cache.remember(name, commit, urls, fetched.sha256, fetched.url)
     return fetched.sha256, "download"
 
+def read_tree(source_dir: Path | None):
+    """(dependency the tree pins, its URL forms, MadeFor) of a JAX tree, or (None, (), None) without one."""
+    if source_dir is None:
+        return None, (), None
+    from xlatools.pin import layouts, worktree
+    from xlatools.pin.apply import detect_layout, read_texts
+
+    layout = detect_layout(Path(source_dir))
+    texts = read_texts(Path(source_dir), layout.files)
+    forms = [layouts.tree_form(layout, source.name, texts) for source in layout.forms]
+    return layout.dependency, tuple(f for f in forms if f is not None), MadeFor(worktree.head(Path(source_dir)), layout.id)
+
 def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: ArchiveCache | None = None,
-                    progress: bool = True) -> ResolveResult:
-    """Resolve every source dependency of a loaded profile into a new Lock (written by the caller)."""
+                    progress: bool = True, source_dir: Path | None = None) -> ResolveResult:
+    """Resolve every source dependency of a loaded profile into a new Lock (written by the caller).
+    With source_dir, the archives are the ones that JAX tree fetches, and the lock records the tree."""
     from xlatools import console
 
     previous = Lock(lock_path)
@@ -161,14 +192,16 @@ def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: 
         raise PinError(f"profile '{resolved.profile.name}' has no source.xla, source.jax or source.tensorflow",
                        hint="add e.g. `source: {xla: {commit: <40 hex>}}` to the profile (see docs/pinning.md)")
     cache = cache or ArchiveCache.default()
+    tree_dependency, tree_forms, made_for = read_tree(source_dir)
     # The lock follows the profile; only a local checkout recorded by `pin local` outlives it.
     kept = {name: e for name, e in previous.entries.items() if e.kind == "local" and name not in deps}
     dropped = sorted(set(previous.entries) - set(deps) - set(kept))
-    lock = Lock(lock_path, kept, _relative(resolved.path, lock_path.parent))
+    lock = Lock(lock_path, kept, _relative(resolved.path, lock_path.parent), made_for=made_for or previous.made_for)
     outcomes = []
     for name, dep in deps.items():
         outcome = resolve_dependency(name, dep, profile_dir=resolved.path.parent, lock_dir=lock_path.parent,
-                                     cache=cache, offline=offline, previous=previous.get(name), progress=progress)
+                                     cache=cache, offline=offline, previous=previous.get(name), progress=progress,
+                                     tree_forms=tree_forms if name == tree_dependency else ())
         for note in outcome.notes:
             console.warn(note)
         lock = lock.with_entry(outcome.entry)

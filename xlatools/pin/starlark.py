@@ -319,3 +319,4 @@ def set_assignment(text: str, variable: str, value: str) -> list[Edit]:
     if literal(text, span) == value:
         return []
     return [Edit(span.start, span.end, quote(value, span.of(text)))]
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -22,10 +23,11 @@ UPSTREAMS = {
 }
 
 
+_PLACEHOLDER = re.compile(r"\{commit(?:\[:(\d+)\])?\}")
+
+
 def expand(template: str, commit: str) -> str:
-    # Not str.format: a URL may hold other braces; only {commit} is ours.
-    return template.replace("{commit}", commit)
+    """{commit} -> the commit, {commit[:7]} -> its first 7 characters (GitHub's API tarballs name
+    their top folder <owner>-<repo>-<commit[:7]>). Not str.format: a URL may hold other braces."""
+    return _PLACEHOLDER.sub(lambda m: commit[: int(m.group(1))] if m.group(1) else commit, template)
 
-
-def default_url(name: str, commit: str) -> str:
-    return expand(UPSTREAMS[name].url, commit)

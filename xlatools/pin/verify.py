@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from xlatools.errors import PinError
-from xlatools.pin import layouts
+from xlatools.pin import edit, layouts
 from xlatools.pin.apply import detect_layout, entry_for, read_texts
 from xlatools.fsutil import sha256_file
 from xlatools.pin.cache import ArchiveCache
@@ -42,7 +42,11 @@ def verify_tree(lock: Lock, source_dir: Path) -> list[str]:
     names = [layouts.placed_patch_name(i, p.path) for i, p in enumerate(entry.patches, start=1)]
     labels = layouts.patch_labels(layout, names)
     texts = read_texts(source_dir, layout.files)
-    found += [d.render() for d in layouts.disagreements(layout, entry, texts, labels)]
+    differing, form_problems = edit.disagreements(layout, entry, texts, labels)
+    found += inconsistency(layout, entry, texts, differing)
+    found += [problem.render() + " (re-resolve with `xlatools pin resolve --profile P --source DIR`)"
+              for problem in form_problems]
+    found += [d.render() for d in differing]
     patch_dir = source_dir / layout.patch_dir
     for name, patch in zip(names, entry.patches):
         placed = patch_dir / name
@@ -54,6 +58,22 @@ def verify_tree(lock: Lock, source_dir: Path) -> list[str]:
         for stale in sorted(set(p.name for p in patch_dir.glob(f"{layouts.PATCH_PREFIX}*.patch")) - set(names)):
             found.append(f"{layout.patch_dir}/{stale}: placed by xlatools but not in the lock")
     return found
+
+
+def inconsistency(layout: layouts.Layout, entry: LockEntry, texts: dict[str, str | None],
+                  differing: list[edit.Disagreement]) -> list[str]:
+    """When the tree's own pin files name different commits (upstream sometimes bumped only
+    revision.bzl and left MODULE.bazel behind), say so first, and which of them the lock matches."""
+    commits = edit.tree_commits(layout, texts)
+    if len(set(commits.values())) < 2:
+        return []
+    pinned = ", ".join(f"{name} pins {commit}" for name, commit in commits.items())
+    wrong = {d.file for d in differing}
+    matching = [name for name in commits if name not in wrong]
+    verdict = (f"the lock ({entry.commit}) matches {' and '.join(matching)}" if matching
+               else f"the lock ({entry.commit}) matches none of them")
+    return [f"the tree itself is inconsistent: {pinned}; {verdict}. "
+            "`xlatools pin apply` brings every pin file to the lock"]
 
 
 def _git(path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -69,7 +89,9 @@ def verify_jax_checkout(lock: Lock, source_dir: Path) -> list[str]:
         return []
     head = _git(source_dir, "rev-parse", "HEAD")
     if head.returncode == 0 and head.stdout.strip() != lock.jax.commit:
-        return [f"jax: {source_dir} is at {head.stdout.strip()}, the lock says {lock.jax.commit}"]
+        return [f"jax: {source_dir} is at {head.stdout.strip()}, the lock says {lock.jax.commit} "
+                f"(`pin apply` cannot change that: check out {lock.jax.commit[:12]}, or set source.jax.commit "
+                "in the profile to this tree's commit and re-resolve)"]
     return []
 
 
@@ -93,27 +115,28 @@ def verify_local(entry: LockEntry) -> list[str]:
 def verify_archives(lock: Lock, refetch: bool, cache: ArchiveCache | None = None, progress: bool = True) -> list[str]:
     """With refetch: download each archive again, bypassing the cache, and compare digests.
     Without: check a cached copy where there is one (none is fine: CI starts empty)."""
-    from xlatools.pin.download import fetch
-
     cache = cache or ArchiveCache.default()
     found = []
     for entry in lock.entries.values():
-        if entry.kind != "archive":
-            continue
-        if not refetch:
-            cached = cache.archive_path(entry.sha256)
-            if cached.is_file() and sha256_file(cached) != entry.sha256:
-                found.append(f"{entry.name}: cached archive {cached} is corrupt (it will be re-downloaded)")
-            continue
-        try:
-            fetched = fetch(list(entry.urls), tmp_dir=cache.tmp_dir, prefix=entry.strip_prefix or "",
-                            commit=entry.commit, label=f"{entry.name}-{entry.commit[:12]}", progress=progress)
-        except PinError as exc:  # an unsafe or mismatching archive is a finding; no network is an error
-            found.append(f"{entry.name}: refetch failed: {exc.message}" +
-                         "".join(f"; {p.render()}" for p in exc.problems))
-            continue
-        fetched.path.unlink(missing_ok=True)
-        if fetched.sha256 != entry.sha256:
-            found.append(f"{entry.name}: archive from {fetched.url} has sha256 {fetched.sha256}, "
-                         f"the lock says {entry.sha256}")
+        for archive in entry.archives:
+            found += _verify_archive(entry, archive, refetch, cache, progress)
     return found
+
+
+def _verify_archive(entry: LockEntry, archive, refetch: bool, cache: ArchiveCache, progress: bool) -> list[str]:
+    from xlatools.pin.download import fetch
+
+    if not refetch:
+        cached = cache.archive_path(archive.sha256)
+        if cached.is_file() and sha256_file(cached) != archive.sha256:
+            return [f"{entry.name}: cached archive {cached} is corrupt (it will be re-downloaded)"]
+        return []
+    try:
+        fetched = fetch(list(archive.urls), tmp_dir=cache.tmp_dir, prefix=archive.strip_prefix or "",
+                        commit=entry.commit, label=f"{entry.name}-{entry.commit[:12]}", progress=progress)
+    except PinError as exc:  # an unsafe or mismatching archive is a finding; no network is an error
+        return [f"{entry.name}: refetch failed: {exc.message}" + "".join(f"; {p.render()}" for p in exc.problems)]
+    fetched.path.unlink(missing_ok=True)
+    if fetched.sha256 != archive.sha256:
+        return [f"{entry.name}: archive from {fetched.url} has sha256 {fetched.sha256}, the lock says {archive.sha256}"]
+    return []

@@ -130,21 +130,18 @@ def cache_files(tmp_path: Path) -> list[str]:
 # ------------------------------------------------------------------ git
 
 
-REVISION_BZL = f'''# Copyright 2025 The JAX Authors.
+REVISION_BZL = f'''# Fixture: the pin file of a JAX tree (today's layout).
 #
-# Licensed under the Apache License, Version 2.0 (the "License");
+# Comments like these must survive every edit.
 
-# To update XLA to a new revision,
-# a) update XLA_COMMIT to the new git commit hash
-# b) get the sha256 hash of the commit by running:
-#    curl -L https://github.com/openxla/xla/archive/<git hash>.tar.gz | sha256sum
-#    and update XLA_SHA256 with the result.
+# XLA_COMMIT: the XLA commit; XLA_SHA256: sha256 of the archive workspace.bzl downloads
+# for it (https://github.com/openxla/xla/archive/<commit>.tar.gz here).
 
 XLA_COMMIT = "{OLD_COMMIT}"
 XLA_SHA256 = "{OLD_SHA}"
 '''
 
-WORKSPACE_BZL_LOADING = '''# Copyright 2025 The JAX Authors.
+WORKSPACE_BZL_LOADING = '''# Fixture: loads the pin from revision.bzl.
 
 load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
 load("//third_party/xla:revision.bzl", "XLA_COMMIT", "XLA_SHA256")
@@ -157,8 +154,7 @@ def repo():
         urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
     )
 
-    # For development, one often wants to make changes to the XLA repository as well
-    # as the JAX repository: pass --local_xla_path to build/build.py.
+    # Fixture comment after the rule: left alone by every edit.
 '''
 
 MODULE_BAZEL = f'''module(name = "jax")
@@ -183,15 +179,11 @@ archive_override(
 )
 '''
 
-WORKSPACE_BZL_2024 = f'''# Copyright 2023 The JAX Authors.
+WORKSPACE_BZL_2024 = f'''# Fixture: a 2024 tree, the pin in workspace.bzl itself.
 
 load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
 
-# To update XLA to a new revision,
-# a) update XLA_COMMIT to the new git commit hash
-# b) get the sha256 hash of the commit by running:
-#    curl -L https://github.com/openxla/xla/archive/<git hash>.tar.gz | sha256sum
-#    and update XLA_SHA256 with the result.
+# Fixture comment: the commit and the digest of its /archive/ tarball.
 
 XLA_COMMIT = "{OLD_COMMIT}"
 XLA_SHA256 = "{OLD_SHA}"
@@ -204,14 +196,7 @@ def repo():
         urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{{commit}}.tar.gz".format(commit = XLA_COMMIT)),
     )
 
-    # For development, one often wants to make changes to the TF repository as well
-    # as the JAX repository. You can override the pinned repository above with a
-    # local checkout by either:
-    # a) overriding the TF repository on the build.py command line by passing a flag
-    #    like:
-    #    python build/build.py --bazel_options=--override_repository=xla=/path/to/xla
-    #    or
-    # b) by commenting out the http_archive above and uncommenting the following:
+    # Fixture comment: a commented-out local checkout, as a tree may carry one.
     # local_repository(
     #    name = "xla",
     #    path = "/path/to/xla",
@@ -220,11 +205,7 @@ def repo():
 
 WORKSPACE_2022 = f'''load("@bazel_tools//tools/build_defs/repo:http.bzl", "http_archive")
 
-# To update TensorFlow to a new revision,
-# a) update URL and strip_prefix to the new git commit hash
-# b) get the sha256 hash of the commit by running:
-#    curl -L https://github.com/tensorflow/tensorflow/archive/<git hash>.tar.gz | sha256sum
-#    and update the sha256 with the result.
+# Fixture comment: TensorFlow pinned by commit (URL, top folder) and digest.
 http_archive(
     name = "org_tensorflow",
     sha256 = "{OLD_SHA}",
@@ -234,7 +215,7 @@ http_archive(
     ],
 )
 
-# For development, one can use a local TF repository instead.
+# Fixture comment: a commented-out alternative that must stay commented out.
 # local_repository(
 #    name = "org_tensorflow",
 #    path = "tensorflow",
@@ -243,6 +224,36 @@ http_archive(
 load("//third_party/pocketfft:workspace.bzl", pocketfft = "repo")
 pocketfft()
 '''
+
+# The API-tarball era (2025-07-21 to 2026-01-27): workspace.bzl fetches GitHub's API tarball, whose
+# top folder is <owner>-<repo>-<first 7 hex of the commit>; XLA_SHA256 is that tarball's digest.
+API_HOST = "https://api.github.com"
+
+
+def workspace_bzl_api(host: str = API_HOST) -> str:
+    """workspace.bzl of that era: the URL and the top folder come from the commit."""
+    return WORKSPACE_BZL_LOADING.replace(
+        '''        strip_prefix = "xla-{commit}".format(commit = XLA_COMMIT),
+        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),''',
+        f'''        type = "tar.gz",
+        strip_prefix = "openxla-xla-{{commit}}".format(commit = XLA_COMMIT[:7]),
+        # fixture: the URL comes from the commit, so the digest must be this URL's
+        urls = tf_mirror_urls("{host}/repos/openxla/xla/tarball/{{commit}}".format(commit = XLA_COMMIT)),''')
+
+
+# Since about 2026-03: an empty patch_file list whose only content is a comment.
+WORKSPACE_BZL_PLACEHOLDER = WORKSPACE_BZL_LOADING.replace(
+    '''        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
+    )''',
+    '''        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
+        patch_file = [
+            # fixture: patches for XLA go in this list
+        ],
+    )''')
+
+# 2023-03-13 to 2023-08-14: WORKSPACE pins XLA itself with literal values.
+WORKSPACE_XLA_2023 = WORKSPACE_2022.replace("org_tensorflow", "xla").replace(
+    "tensorflow/tensorflow", "openxla/xla").replace("tensorflow-", "xla-").replace("TensorFlow", "XLA")
 
 TREES = {
     "revision_bzl": {
@@ -258,6 +269,17 @@ TREES = {
         "WORKSPACE": 'workspace(name = "jax")\n',
     },
     "tensorflow_workspace": {"WORKSPACE": WORKSPACE_2022},
+    "xla_workspace": {"WORKSPACE": WORKSPACE_XLA_2023},
+    "revision_bzl_api": {
+        "third_party/xla/revision.bzl": REVISION_BZL,
+        "third_party/xla/workspace.bzl": workspace_bzl_api(),
+        "WORKSPACE": 'workspace(name = "jax")\n',
+    },
+    "placeholder": {
+        "third_party/xla/revision.bzl": REVISION_BZL,
+        "third_party/xla/workspace.bzl": WORKSPACE_BZL_PLACEHOLDER,
+        "MODULE.bazel": MODULE_BAZEL,
+    },
 }
 
 

@@ -26,7 +26,7 @@ from xlatools.pin.lock import Lock, LockEntry, PatchEntry, load_lock, write_lock
 from xlatools.pin.sri import hex_to_sri, sri_to_hex
 from xlatools.pin.verify import verify_tree
 
-NEW_SHA = "36fd883a02fbdabd8c105cf28a973374208a72b17d3849bee9572670d8dd2809"  # FIELD_NOTES §2: 36fd883a...2809
+NEW_SHA = "36fd883a02fbdabd8c105cf28a973374208a72b17d3849bee9572670d8dd2809"  # jax-ml/jax revision.bzl at cec06d1
 XLA_URL = f"https://github.com/openxla/xla/archive/{COMMIT}.tar.gz"
 MIRROR = f"https://mirror.example/xla/{COMMIT}.tar.gz"
 TF_URL = f"https://github.com/tensorflow/tensorflow/archive/{COMMIT}.tar.gz"
@@ -75,7 +75,7 @@ def test_sri_and_hex_always_agree_after_apply(tmp_path):
     hex_digest = re.search(r'XLA_SHA256 = "([0-9a-f]{64})"', (tree / "third_party/xla/revision.bzl").read_text())[1]
     sri = re.search(r'integrity = "(sha256-[^"]+)"', (tree / "MODULE.bazel").read_text())[1]
     assert sri_to_hex(sri) == hex_digest == NEW_SHA
-    assert sri == "sha256-Nv2IOgL72r2MEFzyipczdCCKcrF9OEm+6VcmcNjdKAk="  # FIELD_NOTES §2 example
+    assert sri == "sha256-Nv2IOgL72r2MEFzyipczdCCKcrF9OEm+6VcmcNjdKAk="  # MODULE.bazel integrity at jax-ml/jax cec06d1
 
 
 def test_2024_layout_edits_workspace_bzl_only(tmp_path):
@@ -273,7 +273,9 @@ def test_verify_checks_a_git_jax_tree_is_at_the_pinned_jax_commit(tmp_path, git_
     assert verify_tree(lock, tree) == []  # the edits apply makes are uncommitted, as expected
 
     other = make_lock(tmp_path, archive_entry(), jax_entry(git_repo["first"]))
-    assert verify_tree(other, tree) == [f"jax: {tree} is at {head}, the lock says {git_repo['first']}"]
+    [finding] = verify_tree(other, tree)
+    assert finding.startswith(f"jax: {tree} is at {head}, the lock says {git_repo['first']} ")
+    assert "`pin apply` cannot change that" in finding  # the hint points somewhere that can work
 
 
 def test_a_file_that_does_not_parse_is_a_clear_error(tmp_path, pin):

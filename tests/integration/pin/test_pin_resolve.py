@@ -46,7 +46,7 @@ def test_fresh_resolve_writes_a_complete_lock(tmp_path, archive_server, pin):
 
     assert result.returncode == 0, result.stderr
     entry = read_lock(tmp_path)["dependencies"]["xla"]
-    assert read_lock(tmp_path)["lock_version"] == 1
+    assert read_lock(tmp_path)["lock_version"] == 2
     assert entry["commit"] == COMMIT and entry["kind"] == "archive"
     assert entry["sha256"] == sha(body)
     assert entry["integrity"] == hex_to_sri(sha(body)) and sri_to_hex(entry["integrity"]) == sha(body)
@@ -294,7 +294,7 @@ def test_resolve_replaces_an_unreadable_lock_with_a_warning(tmp_path, archive_se
     (tmp_path / "xlatools.lock").write_text('{"lock_version": 0, "dependencies": {}}')
     result = pin("resolve", "--profile", str(xla_profile(tmp_path, archive_server)))
     assert result.returncode == 0 and "lock_version 0 is not supported" in result.stderr
-    assert read_lock(tmp_path)["lock_version"] == 1
+    assert read_lock(tmp_path)["lock_version"] == 2
 
 
 def test_the_lock_follows_the_profile_but_keeps_a_local_checkout(tmp_path, archive_server, pin, git_repo):
