@@ -16,7 +16,9 @@ import typer
 from xlatools import __version__
 from xlatools.commands import (
     bazelrc_cmd,
+    bisect_cmd,
     build_cmd,
+    cache_cmd,
     clean_cmd,
     inspect_cmd,
     lower_cmd,
@@ -68,6 +70,8 @@ app.command("inspect")(inspect_cmd.inspect)
 app.command("lower")(lower_cmd.lower)
 app.command("build")(build_cmd.build)
 app.command("clean")(clean_cmd.clean)
+app.add_typer(bisect_cmd.app, name="bisect")
+app.add_typer(cache_cmd.app, name="cache")
 
 
 def _click_exceptions():

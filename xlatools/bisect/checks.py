@@ -155,11 +155,11 @@ class ProgramTest:
                              presets=list(self.presets), xla_flags=[*self.xla_flags, *step.xla_flags], env=env,
                              platform=self.platform, timeout=self.timeout, name=name)
         caller_env = {**os.environ, **self.extra_env}
+        t0 = time.monotonic()  # the target probe (once per new environment) counts as run time
         try:
             prepared = prepare(request, ProfileRun(), {}, caller_env, Path(self.cwd))
         except (UsageError, EnvironmentMissing) as exc:  # e.g. a flag or preset this jaxlib lacks
             raise SkipStep(f"cannot run here: {exc.message}") from None
-        t0 = time.monotonic()
         manifest, _, _ = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env,
                                       echo_stdout_to_stderr=True)
         run_s = time.monotonic() - t0

@@ -1,0 +1,106 @@
+"""Entry points of the bisect capability (one call per command): build the test, find or make the
+bisect folder and its state, list candidates (only for a new bisection: a resumed one reads them from
+its state, so it needs no index or git), run the search, return the state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlatools.bisect.checks import ProgramTest, ReplayTest, Rule
+from xlatools.bisect.driver import progress, run_ordered
+from xlatools.bisect.state import State, folder_for, open_state
+from xlatools.errors import UsageError
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    """The test part of every bisect command line."""
+
+    program: str | None = None
+    args: tuple[str, ...] = ()
+    module: str | None = None
+    replay: Path | None = None
+    rule: Rule = Rule()
+    presets: tuple[str, ...] = ()
+    xla_flags: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    platform: str | None = None
+    timeout: float | None = None
+    cwd: Path = field(default_factory=Path.cwd)
+
+
+def build_test(opts: TestOptions):
+    if opts.replay is not None:
+        if opts.program or opts.module:
+            raise UsageError("--replay PACK and a program (-- prog.py) are two tests; give one")
+        test = ReplayTest(Path(opts.replay).resolve())
+        test.validate()
+        return test
+    if not opts.program and not opts.module:
+        raise UsageError("no test: give a program after -- (exit 0 = good), or --replay PACK",
+                         hint="e.g. xlatools bisect releases --good 0.4.28 --bad 0.4.31 -- check.py")
+    if opts.platform is not None and opts.platform not in ("auto", "cpu", "gpu"):
+        raise UsageError(f"--platform {opts.platform}: expected auto, cpu or gpu")
+    from xlatools.run.plan import parse_program
+
+    opts.rule.validate()
+    program = parse_program(opts.program, opts.module, list(opts.args), opts.cwd)
+    return ProgramTest(program, opts.rule, tuple(opts.presets), tuple(opts.xla_flags), tuple(opts.env),
+                       opts.platform, opts.timeout, str(opts.cwd))
+
+
+def _spec(kind: str, test, **fields: Any) -> dict[str, Any]:
+    import json
+
+    # Through JSON, so that it compares equal to the spec read back from a state file (tuples -> lists).
+    return json.loads(json.dumps({"kind": kind, **fields, "test": test.describe()}, default=str))
+
+
+def _resume_or_new(out: Path, kind: str, title: str, spec: dict[str, Any], fresh: bool, make_candidates) -> State:
+    folder = folder_for(out, kind, title, spec)
+    state = open_state(folder, kind, spec, fresh)
+    if state is not None:
+        done = len(state.steps)
+        progress(f"continuing {folder} ({done} step{'s' if done != 1 else ''} recorded, status {state.status})")
+        return state
+    candidates, notes = make_candidates()
+    folder.mkdir(parents=True, exist_ok=True)
+    state = State(folder, kind, spec, candidates, notes=notes)
+    state.save()
+    return state
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    good: str
+    bad: str
+    test: TestOptions
+    python_version: str = "3.11"
+    nightly: bool = False
+    out: Path = Path("artifacts/bisect")
+    confirm: int = 0
+    fresh: bool = False
+
+
+def bisect_releases(request: ReleaseRequest) -> State:
+    from xlatools.bisect.releases import ReleaseSource, release_candidates
+
+    test = build_test(request.test)
+    platform = "gpu" if request.test.platform == "gpu" else "cpu"
+    spec = _spec("releases", test, good=request.good, bad=request.bad, python_version=request.python_version,
+                 platform=platform, nightly=request.nightly, confirm=request.confirm)
+
+    def candidates():
+        plan = release_candidates(request.good, request.bad, request.python_version, request.nightly)
+        notes = [f"jax {v}: no jaxlib {v} for Python {request.python_version} (not a candidate)" for v in plan.excluded]
+        return [{"key": v, "label": f"jax {v}"} for v in plan.candidates], notes
+
+    state = _resume_or_new(request.out, "releases", f"{request.good}..{request.bad}", spec, request.fresh, candidates)
+    for note in state.notes:
+        progress(note)
+    if state.status != "done":
+        state.status = "running"
+        run_ordered(state, ReleaseSource(request.python_version, platform, progress), test, request.confirm)
+    return state

@@ -1,0 +1,78 @@
+"""`xlatools bisect releases|commits|passes`: find where a regression came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(help="Find the first bad jax release, XLA/JAX commit or HLO pass (resumable; see docs/bisect.md).",
+                  no_args_is_help=True)
+
+# The test options, shared by the three commands.
+PROGRAM = typer.Argument(None, help="The test program (after --): exit 0 = good, else bad (see --bad-exit, --match).")
+ARGS = typer.Argument(None, help="Arguments for the program.")
+MODULE = typer.Option(None, "-m", help="Run a module (python -m MODULE) as the test.")
+REPLAY = typer.Option(None, "--replay", help="A repro pack (xlatools replay): reproduced = bad.")
+BAD_EXIT = typer.Option([], "--bad-exit", help="Only these exit codes mean bad (repeatable); other non-zero codes are skip.")
+SKIP_EXIT = typer.Option([125], "--skip-exit", help="Exit codes that mean 'cannot test' (default 125, as git bisect run).")
+MATCH = typer.Option(None, "--match", help="Bad when this regex is found (in the output, or see --match-in).")
+MATCH_IN = typer.Option("output", "--match-in", help="Where --match looks: output, or dump:PART (dump files whose name holds PART, e.g. dump:after_optimizations).")
+METRIC = typer.Option(None, "--metric", help="Read NAME from the JSON the program writes to $XLATOOLS_METRICS_FILE.")
+THRESHOLD = typer.Option(None, "--threshold", help="With --metric: bad when the value is above it (below with --higher-is-better).")
+HIGHER = typer.Option(False, "--higher-is-better", help="With --metric: lower values are the regression.")
+PRESET = typer.Option([], "--preset", help="A run preset for every step (repeatable).")
+XLA_FLAG = typer.Option([], "--xla-flag", help="An XLA flag for every step (repeatable).")
+ENV = typer.Option([], "--env", help="K=V for the program (repeatable).")
+TIMEOUT = typer.Option(None, "--timeout", help="Stop a step's program after this many seconds (it then counts as bad, exit 124).")
+PLATFORM = typer.Option(None, "--platform", help="auto, cpu or gpu.")
+OUT = typer.Option(Path("artifacts/bisect"), "--out", help="Root of bisect folders (one per bisection, found again on re-run).")
+CONFIRM = typer.Option(0, "--confirm", min=0, help="Re-run the two boundary steps N more times; disagreement is reported.")
+FRESH = typer.Option(False, "--fresh", help="Start over: move the recorded bisection aside (kept as <folder>.<time>).")
+AS_JSON = typer.Option(False, "--json", help="The state and summary as JSON on stdout.")
+
+
+def _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold, higher, preset,
+          xla_flag, env, timeout, platform):
+    from xlatools.bisect.api import TestOptions
+    from xlatools.bisect.checks import Rule
+
+    rule = Rule(tuple(bad_exit), tuple(skip_exit), match, match_in, metric, threshold, higher)
+    return TestOptions(program, tuple(args or ()), module, replay, rule, tuple(preset), tuple(xla_flag), tuple(env),
+                       platform, timeout, Path.cwd())
+
+
+@app.command("releases")
+def releases(
+    good: str = typer.Option(..., "--good", help="A jax release where the test passes."),
+    bad: str = typer.Option(..., "--bad", help="A later jax release where it fails."),
+    python_version: str = typer.Option("3.11", "--python-version", help="Python of the step environments."),
+    nightly: bool = typer.Option(False, "--nightly", help="Also nightly (pre-release) builds the index lists."),
+    program: Optional[str] = PROGRAM, args: Optional[List[str]] = ARGS, module: Optional[str] = MODULE,
+    replay: Optional[Path] = REPLAY, bad_exit: List[int] = BAD_EXIT, skip_exit: List[int] = SKIP_EXIT,
+    match: Optional[str] = MATCH, match_in: str = MATCH_IN, metric: Optional[str] = METRIC,
+    threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
+    xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
+    platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    as_json: bool = AS_JSON,
+) -> None:
+    """Bisect jax releases: each candidate is installed (jax==X jaxlib==X) in a cached environment."""
+    from xlatools.bisect.api import ReleaseRequest, bisect_releases
+
+    test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
+                 higher_is_better, preset, xla_flag, env, timeout, platform)
+    state = bisect_releases(ReleaseRequest(good, bad, test, python_version, nightly, out, confirm, fresh))
+    _finish(state, as_json)
+
+
+def _finish(state, as_json: bool) -> None:
+    import json
+
+    from xlatools.bisect.driver import render, summary
+
+    if as_json:
+        typer.echo(json.dumps({**state.to_json(), "folder": str(state.folder), "summary": summary(state)}, indent=2))
+    else:
+        typer.echo(render(state))
+    raise typer.Exit(1 if (state.result or {}).get("flaky") else 0)
