@@ -104,3 +104,30 @@ def bisect_releases(request: ReleaseRequest) -> State:
         state.status = "running"
         run_ordered(state, ReleaseSource(request.python_version, platform, progress), test, request.confirm)
     return state
+
+
+@dataclass(frozen=True)
+class PassRequest:
+    test: TestOptions
+    python: str | None = None
+    module: str | None = None
+    out: Path = Path("artifacts/bisect")
+    confirm: int = 0
+    fresh: bool = False
+
+
+def bisect_passes(request: PassRequest) -> State:
+    from xlatools.bisect.passes import run_passes
+    from xlatools.run.target import resolve_python
+
+    test = build_test(request.test)
+    if not hasattr(test, "program"):
+        raise UsageError("bisect passes runs a program test (-- prog.py); --replay is not wired here yet")
+    python = resolve_python(request.python)
+    spec = _spec("passes", test, python=python, module=request.module, confirm=request.confirm)
+    title = Path(test.program.name).stem if test.program.kind == "script" else test.program.label
+    state = _resume_or_new(request.out, "passes", title, spec, request.fresh, lambda: ([], []))
+    if state.status != "done":
+        state.status = "running"
+        run_passes(state, python, test, request.module, request.confirm)
+    return state

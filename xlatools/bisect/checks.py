@@ -30,6 +30,7 @@ class StepEnv:
     xla_flags: tuple[str, ...] = ()
     install_s: float = 0.0
     note: str = ""
+    dump: bool = False  # force an XLA dump (the passes baseline lists passes from it)
 
 
 class SkipStep(Exception):
@@ -151,7 +152,7 @@ class ProgramTest:
         env = list(self.env)
         if self.rule.metric is not None:
             env.append("XLATOOLS_METRICS_FILE={bundle}/metrics.json")
-        request = RunRequest(program=self.program, python=step.python, dump=self.rule.needs_dump(),
+        request = RunRequest(program=self.program, python=step.python, dump=self.rule.needs_dump() or step.dump,
                              presets=list(self.presets), xla_flags=[*self.xla_flags, *step.xla_flags], env=env,
                              platform=self.platform, timeout=self.timeout, name=name)
         caller_env = {**os.environ, **self.extra_env}

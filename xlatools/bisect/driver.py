@@ -130,7 +130,8 @@ def summary(state: State) -> dict:
         "candidates": len(state.candidates),
         "steps": len(steps),
         "search_steps": len(fresh),
-        "ideal_steps": ideal_steps(len(state.candidates)) + (2 if state.kind != "passes" else 0),
+        # Binary search: ceil(log2 N) plus the two ends; ddmin (passes) has no such bound.
+        "ideal_steps": ideal_steps(len(state.candidates)) + 2 if state.kind != "passes" else None,
         "skips": sum(1 for s in steps if s.outcome == "skip"),
         "confirm_runs": sum(1 for s in steps if s.role == "confirm"),
         "install_s": round(install, 3),
@@ -163,8 +164,9 @@ def render(state: State) -> str:
             lines.append(f"  confirmed: {result['confirm']}")
     for line in result.get("report_lines", []):
         lines.append(line)
+    ideal = f"; ceil(log2 N) + 2 ends = {numbers['ideal_steps']}" if numbers["ideal_steps"] is not None else ""
     lines.append(f"{numbers['candidates']} candidates, {numbers['steps']} steps ({numbers['search_steps']} search, "
-                 f"{numbers['confirm_runs']} confirm; ceil(log2 N) + 2 ends = {numbers['ideal_steps']}), "
+                 f"{numbers['confirm_runs']} confirm{ideal}), "
                  f"{numbers['skips']} skipped; install {numbers['install_s']:.1f} s, run {numbers['run_s']:.1f} s, "
                  f"{numbers['mean_step_s']:.1f} s per step")
     return "\n".join(lines)

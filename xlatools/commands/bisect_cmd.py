@@ -76,3 +76,23 @@ def _finish(state, as_json: bool) -> None:
     else:
         typer.echo(render(state))
     raise typer.Exit(1 if (state.result or {}).get("flaky") else 0)
+
+
+@app.command("passes")
+def passes(
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the program (default: this one)."),
+    module_filter: Optional[str] = typer.Option(None, "--module", help="Take candidate passes from this HLO module only (name or id)."),
+    program: Optional[str] = PROGRAM, args: Optional[List[str]] = ARGS, module: Optional[str] = MODULE,
+    replay: Optional[Path] = REPLAY, bad_exit: List[int] = BAD_EXIT, skip_exit: List[int] = SKIP_EXIT,
+    match: Optional[str] = MATCH, match_in: str = MATCH_IN, metric: Optional[str] = METRIC,
+    threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
+    xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
+    platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    as_json: bool = AS_JSON,
+) -> None:
+    """Find the smallest set of HLO passes whose disabling (--xla_disable_hlo_passes) turns the test good."""
+    from xlatools.bisect.api import PassRequest, bisect_passes
+
+    test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
+                 higher_is_better, preset, xla_flag, env, timeout, platform)
+    _finish(bisect_passes(PassRequest(test, python, module_filter, out, confirm, fresh)), as_json)
