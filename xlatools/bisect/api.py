@@ -131,3 +131,44 @@ def bisect_passes(request: PassRequest) -> State:
         state.status = "running"
         run_passes(state, python, test, request.module, request.confirm)
     return state
+
+
+@dataclass(frozen=True)
+class CommitRequest:
+    commits: str  # GOOD..BAD
+    which: str  # "xla" or "jax"
+    source: Path  # the JAX tree that is built
+    profile: str
+    test: TestOptions
+    repo: Path | None = None  # the checkout holding the commits (XLA); for "jax" the source tree
+    local: bool = False
+    python: str | None = None
+    jobs: int | None = None
+    out: Path = Path("artifacts/bisect")
+    confirm: int = 0
+    fresh: bool = False
+
+
+def bisect_commits(request: CommitRequest) -> State:
+    from xlatools.bisect.commits import CommitSource, first_parent_commits, parse_range
+    from xlatools.run.target import resolve_python
+
+    good, bad = parse_range(request.commits, f"--{request.which}")
+    if request.which == "xla" and request.repo is None:
+        raise UsageError("--xla GOOD..BAD needs --xla-repo PATH (a local XLA git checkout)")
+    repo = Path(request.repo or request.source).resolve()
+    source = Path(request.source).resolve()
+    if not source.is_dir():
+        raise UsageError(f"--source {request.source}: no such directory", hint="give the JAX source tree to build")
+    test = build_test(request.test)
+    python = resolve_python(request.python)
+    spec = _spec("commits", test, which=request.which, good=good, bad=bad, repo=str(repo), source=str(source),
+                 profile=request.profile, local=request.local, python=python, confirm=request.confirm)
+    state = _resume_or_new(request.out, "commits", f"{request.which}-{good[:10]}..{bad[:10]}", spec, request.fresh,
+                           lambda: (first_parent_commits(repo, good, bad), []))
+    if state.status != "done":
+        state.status = "running"
+        commit_source = CommitSource(repo, request.which, source, request.profile, request.local, python, state.folder,
+                                     request.jobs)
+        run_ordered(state, commit_source, test, request.confirm)
+    return state

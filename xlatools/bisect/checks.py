@@ -31,6 +31,7 @@ class StepEnv:
     install_s: float = 0.0
     note: str = ""
     dump: bool = False  # force an XLA dump (the passes baseline lists passes from it)
+    env: tuple[str, ...] = ()  # K=V for the program, e.g. PYTHONPATH of a freshly built jaxlib
 
 
 class SkipStep(Exception):
@@ -149,7 +150,7 @@ class ProgramTest:
         from xlatools.run.execute import execute_plan, prepare
         from xlatools.run.plan import ProfileRun, RunRequest
 
-        env = list(self.env)
+        env = [*self.env, *step.env]
         if self.rule.metric is not None:
             env.append("XLATOOLS_METRICS_FILE={bundle}/metrics.json")
         request = RunRequest(program=self.program, python=step.python, dump=self.rule.needs_dump() or step.dump,

@@ -96,3 +96,34 @@ def passes(
     test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
                  higher_is_better, preset, xla_flag, env, timeout, platform)
     _finish(bisect_passes(PassRequest(test, python, module_filter, out, confirm, fresh)), as_json)
+
+
+@app.command("commits")
+def commits(
+    xla: Optional[str] = typer.Option(None, "--xla", help="GOOD..BAD XLA commits (from --xla-repo), built into jaxlib via a local pin."),
+    jax: Optional[str] = typer.Option(None, "--jax", help="GOOD..BAD JAX commits (from --source itself)."),
+    xla_repo: Optional[Path] = typer.Option(None, "--xla-repo", help="The local XLA git checkout that holds the --xla commits."),
+    source: Path = typer.Option(Path("."), "--source", help="The JAX source tree to build."),
+    profile: str = typer.Option(..., "--profile", "-p", help="Build profile (name or YAML file)."),
+    local: bool = typer.Option(False, "--local", help="Build with bazel on this host instead of a container."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the test with the built jaxlib first on its path."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs."),
+    program: Optional[str] = PROGRAM, args: Optional[List[str]] = ARGS, module: Optional[str] = MODULE,
+    replay: Optional[Path] = REPLAY, bad_exit: List[int] = BAD_EXIT, skip_exit: List[int] = SKIP_EXIT,
+    match: Optional[str] = MATCH, match_in: str = MATCH_IN, metric: Optional[str] = METRIC,
+    threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
+    xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
+    platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    as_json: bool = AS_JSON,
+) -> None:
+    """Bisect XLA (--xla) or JAX (--jax) commits: each step pins, builds jaxlib and runs the test; build failures are skips."""
+    from xlatools.bisect.api import CommitRequest, bisect_commits
+    from xlatools.errors import UsageError
+
+    if (xla is None) == (jax is None):
+        raise UsageError("give exactly one of --xla GOOD..BAD or --jax GOOD..BAD")
+    test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
+                 higher_is_better, preset, xla_flag, env, timeout, platform)
+    request = CommitRequest(xla or jax, "xla" if xla else "jax", source, profile, test, xla_repo, local, python, jobs,
+                            out, confirm, fresh)
+    _finish(bisect_commits(request), as_json)
