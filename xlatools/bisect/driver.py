@@ -92,9 +92,28 @@ def run_ordered(state: State, source: Source, test: Test, confirm: int) -> Bisec
         state.status = "done"
         state.message = None
         _links(state)
+        attach_diff(state)
 
     guarded(state, body)
     return found[0]
+
+
+def attach_diff(state: State) -> None:
+    """The diff of last-good vs first-bad, when the compare capability (diff/report) is part of this build.
+
+    Pluggable: it is called as `xlatools.compare.bisect_diff(last_good, first_bad, out_dir) -> dict`
+    (wired at merge); until then the result says how to compare the two bundles by hand."""
+    result = state.result or {}
+    good, bad = (result.get(k, {}).get("bundle") for k in ("last_good", "first_bad"))
+    if not good or not bad:
+        return
+    try:
+        from xlatools.compare import bisect_diff  # type: ignore[attr-defined]
+    except ImportError:
+        result["diff"] = {"available": False, "note": "no diff: the compare capability is not in this build; "
+                          f"compare {Path(good).name} and {Path(bad).name} by hand"}
+        return
+    result["diff"] = {"available": True, **bisect_diff(Path(good), Path(bad), state.folder / "diff")}
 
 
 def first_bundle(state: State, key: str) -> str | None:
@@ -164,6 +183,9 @@ def render(state: State) -> str:
             lines.append(f"  confirmed: {result['confirm']}")
     for line in result.get("report_lines", []):
         lines.append(line)
+    diff = result.get("diff") or {}
+    if diff:
+        lines.append(f"diff: {diff.get('summary') or diff.get('path') or diff.get('note')}")
     ideal = f"; ceil(log2 N) + 2 ends = {numbers['ideal_steps']}" if numbers["ideal_steps"] is not None else ""
     lines.append(f"{numbers['candidates']} candidates, {numbers['steps']} steps ({numbers['search_steps']} search, "
                  f"{numbers['confirm_runs']} confirm{ideal}), "

@@ -113,7 +113,7 @@ def _label(subset: tuple[str, ...]) -> str:
 
 def run_passes(state, python: str, test, module: str | None, confirm: int) -> None:
     """Baseline, candidates from its dump, ddmin, confirm re-runs, culprit HLO; result into `state`."""
-    from xlatools.bisect.driver import first_bundle, guarded, oracle_for, progress
+    from xlatools.bisect.driver import attach_diff, first_bundle, guarded, oracle_for, progress
     from xlatools.bisect.state import point_link
     from xlatools.run.dumps import index_dump
 
@@ -154,5 +154,6 @@ def run_passes(state, python: str, test, module: str | None, confirm: int) -> No
         state.status, state.message = "done", None
         point_link(state.folder, "first-bad", base.bundle)
         point_link(state.folder, "last-good", first_bundle(state, key))
+        attach_diff(state)
 
     guarded(state, body)
