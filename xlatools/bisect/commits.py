@@ -110,7 +110,9 @@ def _install(wheels: list[Path], site: Path, python: str) -> None:
     """The built wheels into `site` (no dependencies: the test's interpreter has them)."""
     if site.exists():
         shutil.rmtree(site)
-    uv = shutil.which("uv")
+    from xlatools.bisect.envs import find_uv
+
+    uv = find_uv()
     # The wheels' tags must suit the test's interpreter, so it is the target of the install.
     argv = ([uv, "pip", "install", "--quiet", "--python", python] if uv
             else [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"])

@@ -104,8 +104,14 @@ def ensure(spec: EnvSpec, log=None) -> tuple[Path, float, bool]:
         return env_python(path), seconds, True
 
 
+def find_uv() -> str | None:
+    """uv on PATH, else beside this interpreter (`pip install uv` into xlatools' own venv)."""
+    beside = Path(sys.executable).parent / "uv"
+    return shutil.which("uv") or (str(beside) if beside.exists() else None)
+
+
 def _make(spec: EnvSpec, path: Path, log) -> str:
-    uv = shutil.which("uv")
+    uv = find_uv()
     run = lambda argv: subprocess.run(argv, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)  # noqa: E731
     if uv:
         if log:

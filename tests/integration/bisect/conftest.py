@@ -4,7 +4,6 @@ are made once and reused by every test, as for a user), the CLI run in a fresh f
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,9 @@ from tests.helpers import require, run_cli
 def bisect_cache(tmp_path_factory) -> Path:
     """XLATOOLS_TEST_BISECT_CACHE when set (CI may keep it between runs: no installs at all), else a
     session folder. Release environments land in <it>/envs/."""
-    require("uv", shutil.which("uv") is not None, "pip install uv (release environments are made with it)")
+    from xlatools.bisect.envs import find_uv
+
+    require("uv", find_uv() is not None, "pip install uv (release environments are made with it)")
     kept = os.environ.get("XLATOOLS_TEST_BISECT_CACHE")
     if kept:
         Path(kept).mkdir(parents=True, exist_ok=True)
