@@ -170,5 +170,8 @@ def bisect_commits(request: CommitRequest) -> State:
         state.status = "running"
         commit_source = CommitSource(repo, request.which, source, request.profile, request.local, python, state.folder,
                                      request.jobs)
-        run_ordered(state, commit_source, test, request.confirm)
+        try:
+            run_ordered(state, commit_source, test, request.confirm)
+        finally:
+            commit_source.close()
     return state

@@ -66,22 +66,38 @@ class CommitSource:
     folder: Path
     jobs: int | None = None
 
+    @property
+    def work(self) -> Path:
+        # One checkout for every step, moved from commit to commit: the same bazel workspace (or
+        # override path) each time, so bazel rebuilds only what changed and one server serves all.
+        return self.folder / "trees" / self.which
+
     def prepare(self, key: str, label: str) -> StepEnv:
         t0 = time.monotonic()
-        work = self.folder / "trees" / key[:12]
-        if work.exists():  # a killed step left it
-            _git(self.repo, "worktree", "remove", "--force", str(work), check=False)
+        work = self.work
+        if not (work / ".git").exists():
             shutil.rmtree(work, ignore_errors=True)
-        _git(self.repo, "worktree", "prune", check=False)
-        _git(self.repo, "worktree", "add", "--detach", "--force", str(work), key)
-        try:
-            wheels = self._build(key, work, t0)
-            site = self.folder / "site" / key[:12]
-            _install(wheels, site, self.python)
-        finally:
-            _git(self.repo, "worktree", "remove", "--force", str(work), check=False)
+            _git(self.repo, "worktree", "prune", check=False)
+            _git(self.repo, "worktree", "add", "--detach", "--force", str(work), key)
+        _git(work, "checkout", "--quiet", "--detach", "--force", key)
+        _git(work, "clean", "-fdq")  # untracked leftovers of the previous commit (ignored files stay)
+        wheels = self._build(key, work, t0)
+        site = self.folder / "site" / key[:12]
+        _install(wheels, site, self.python)
         return StepEnv(self.python, install_s=time.monotonic() - t0, env=(f"PYTHONPATH={site}",),
                        note=f"built {', '.join(w.name for w in wheels)}")
+
+    def close(self) -> None:
+        """Remove the step checkout (and, for a local JAX build, the bazel server of its workspace)."""
+        if not self.work.exists():
+            return
+        bazel = shutil.which("bazel")
+        if self.which == "jax" and self.local and bazel:
+            subprocess.run([bazel, "shutdown"], cwd=self.work, capture_output=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+        _git(self.repo, "worktree", "remove", "--force", str(self.work), check=False)
+        shutil.rmtree(self.work, ignore_errors=True)
+        _git(self.repo, "worktree", "prune", check=False)
 
     def _build(self, key: str, work: Path, t0: float) -> list[Path]:
         from xlatools.builder.orchestrate import BuildRequest, prepare_build, run_build

@@ -25,7 +25,7 @@ sys.exit(1 if "bug" in jaxlib.BUILD_INFO["xla"] else 0)
 """
 
 
-def make_history(repo: Path) -> list[str]:
+def git_in(repo: Path):
     git = shutil.which("git")
     require("git", git is not None, "install git (apt-get install git)")
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
@@ -34,6 +34,11 @@ def make_history(repo: Path) -> list[str]:
     def run(*args: str) -> str:
         return subprocess.run([git, "-C", str(repo), *args], env=env, check=True, capture_output=True,
                               text=True).stdout.strip()
+    return run
+
+
+def make_history(repo: Path) -> list[str]:
+    run = git_in(repo)
 
     repo.mkdir()
     (repo / "WORKSPACE").write_text('workspace(name = "xla")\n')
@@ -81,7 +86,9 @@ def test_commit_bisection_builds_each_step_skips_the_unbuildable_and_names_the_b
     assert "xla v2 bug" in (bad / "stdout.log").read_text()
     builds = sorted((Path(data["folder"]) / "builds").glob("*/wheels/*.whl"))
     assert {wheel_info(w)["xla"] for w in builds} == {"xla v0", "xla v1", "xla v2 bug", "xla v6 bug"}
-    assert not (Path(data["folder"]) / "trees" / shas[2][:12]).exists()  # worktrees are removed after the build
+    assert not (Path(data["folder"]) / "trees" / "xla").exists()  # the step checkout is gone at the end
+    assert "trees" not in subprocess.run(["git", "-C", str(tmp_path / "xla"), "worktree", "list"], capture_output=True,
+                                         text=True).stdout
 
 
 def test_commit_range_errors(tmp_path):
@@ -100,3 +107,27 @@ def test_commit_range_errors(tmp_path):
                        env={"XLATOOLS_CACHE_DIR": str(tmp_path / "cache")})
         assert done.returncode == 2 and message in done.stderr, (commits, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_jax_commit_bisection_builds_the_tree_at_each_commit(bazel_bin, tmp_path):
+    tree = tmp_path / "jax"
+    shutil.copytree(FIXTURE_TREE, tree)
+    run = git_in(tree)
+    run("init", "-q", "-b", "main")
+    shas = []
+    for text in ("jax v0", "jax v1", "jax v2 bug", "jax v3 bug"):  # the tree's own XLA stub changes
+        (tree / "third_party" / "xla_stub" / "commit.txt").write_text(text + "\n")
+        run("add", "-A")
+        run("commit", "-q", "-m", text)
+        shas.append(run("rev-parse", "HEAD"))
+    (tmp_path / "check.py").write_text(TEST)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "XLATOOLS_CACHE_DIR": str(tmp_path / "cache"), "JAX_PLATFORMS": "cpu"}
+    done = run_cli("bisect", "commits", "--jax", f"{shas[0]}..{shas[-1]}", "--source", str(tree), "--profile",
+                   "dbg-cpu", "--local", "--json", "--", "check.py", cwd=tmp_path, env=env, timeout=1800)
+    assert done.returncode == 0, done.stderr[-4000:]
+    data = json.loads(done.stdout)
+    assert data["result"]["first_bad"]["key"] == shas[2] and data["result"]["last_good"]["key"] == shas[1]
+    assert len(data["steps"]) == 4
+    assert not (Path(data["folder"]) / "trees" / "jax").exists()  # checkout removed, its bazel server stopped
