@@ -10,6 +10,7 @@ from typing import Any
 
 from xlatools.bisect.checks import ProgramTest, ReplayTest, Rule
 from xlatools.bisect.driver import progress, run_ordered
+from xlatools.bisect.engine import ideal_steps
 from xlatools.bisect.state import State, folder_for, open_state
 from xlatools.errors import UsageError
 
@@ -84,6 +85,23 @@ class ReleaseRequest:
     fresh: bool = False
 
 
+def plan_releases(request: ReleaseRequest) -> dict[str, Any]:
+    """`--dry-run`: the candidates, what each step would install, which environments are cached."""
+    from xlatools.bisect.envs import envs_root, release_env
+    from xlatools.bisect.releases import release_candidates
+
+    test = build_test(request.test)
+    platform = "gpu" if request.test.platform == "gpu" else "cpu"
+    plan = release_candidates(request.good, request.bad, request.python_version, request.nightly)
+    rows = []
+    for version in plan.candidates:
+        env = release_env(version, request.python_version, platform)
+        rows.append({"key": version, "label": f"jax {version}", "environment": env.name,
+                     "requirements": list(env.requirements), "cached": (envs_root() / env.name / "xlatools-env.json").exists()})
+    return {"kind": "releases", "candidates": rows, "excluded": plan.excluded, "test": test.describe(),
+            "ideal_steps": ideal_steps(len(rows)) + 2}
+
+
 def bisect_releases(request: ReleaseRequest) -> State:
     from xlatools.bisect.releases import ReleaseSource, release_candidates
 
@@ -147,6 +165,19 @@ class CommitRequest:
     out: Path = Path("artifacts/bisect")
     confirm: int = 0
     fresh: bool = False
+
+
+def plan_commits(request: CommitRequest) -> dict[str, Any]:
+    """`--dry-run`: the commits that would be candidates, and the test."""
+    from xlatools.bisect.commits import first_parent_commits, parse_range
+
+    good, bad = parse_range(request.commits, f"--{request.which}")
+    if request.which == "xla" and request.repo is None:
+        raise UsageError("--xla GOOD..BAD needs --xla-repo PATH (a local XLA git checkout)")
+    test = build_test(request.test)
+    rows = first_parent_commits(Path(request.repo or request.source).resolve(), good, bad)
+    return {"kind": "commits", "which": request.which, "candidates": rows, "test": test.describe(),
+            "ideal_steps": ideal_steps(len(rows)) + 2}
 
 
 def bisect_commits(request: CommitRequest) -> State:

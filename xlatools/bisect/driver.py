@@ -36,7 +36,7 @@ def make_step(state: State, source: Source, test: Test) -> StepFunction:
 
     def step(key: str, label: str) -> Verdict:
         n = len(state.steps) + 1
-        progress(f"step {n}: {label}: preparing")
+        progress(f"step {n}: {label}: preparing{where(state)}")
         t0 = time.monotonic()
         try:
             env = source.prepare(key, label)
@@ -49,6 +49,19 @@ def make_step(state: State, source: Source, test: Test) -> StepFunction:
         return verdict
 
     return step
+
+
+def where(state: State) -> str:
+    """For ordered searches: how many untested candidates are left between the known good and bad."""
+    if state.kind == "passes" or not state.candidates:
+        return ""
+    index = {c["key"]: i for i, c in enumerate(state.candidates)}
+    first = {index[s.key]: s.outcome for s in state.steps if s.attempt == 0 and s.key in index}
+    lo = max((i for i, o in first.items() if o == "good"), default=0)
+    hi = min((i for i, o in first.items() if o == "bad" and i > lo), default=len(state.candidates) - 1)
+    left = sum(1 for i in range(lo + 1, hi) if i not in first)
+    return f" ({left} untested between {state.candidates[lo]['label']} and {state.candidates[hi]['label']}, " \
+           f"about {ideal_steps(left + 1)} more search steps)"
 
 
 def oracle_for(state: State, source: Source, test: Test) -> Oracle:

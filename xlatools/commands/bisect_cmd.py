@@ -31,6 +31,7 @@ OUT = typer.Option(Path("artifacts/bisect"), "--out", help="Root of bisect folde
 CONFIRM = typer.Option(0, "--confirm", min=0, help="Re-run the two boundary steps N more times; disagreement is reported.")
 FRESH = typer.Option(False, "--fresh", help="Start over: move the recorded bisection aside (kept as <folder>.<time>).")
 AS_JSON = typer.Option(False, "--json", help="The state and summary as JSON on stdout.")
+DRY_RUN = typer.Option(False, "--dry-run", help="List the candidates and the test; install, build and run nothing.")
 
 
 def _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold, higher, preset,
@@ -55,15 +56,32 @@ def releases(
     threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
     xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
     platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, dry_run: bool = DRY_RUN,
 ) -> None:
     """Bisect jax releases: each candidate is installed (jax==X jaxlib==X) in a cached environment."""
-    from xlatools.bisect.api import ReleaseRequest, bisect_releases
+    from xlatools.bisect.api import ReleaseRequest, bisect_releases, plan_releases
 
     test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
                  higher_is_better, preset, xla_flag, env, timeout, platform)
-    state = bisect_releases(ReleaseRequest(good, bad, test, python_version, nightly, out, confirm, fresh))
-    _finish(state, as_json)
+    request = ReleaseRequest(good, bad, test, python_version, nightly, out, confirm, fresh)
+    if dry_run:
+        return _print_plan(plan_releases(request), as_json)
+    _finish(bisect_releases(request), as_json)
+
+
+def _print_plan(plan: dict, as_json: bool) -> None:
+    import json
+
+    if as_json:
+        typer.echo(json.dumps(plan, indent=2))
+        return
+    for row in plan["candidates"]:
+        extra = f"  {' '.join(row['requirements'])}{'  (cached)' if row.get('cached') else ''}" if "requirements" in row else ""
+        typer.echo(f"{row['label']}{extra}")
+    for version in plan.get("excluded", []):
+        typer.echo(f"(jax {version}: no jaxlib of that version for this Python; not a candidate)")
+    typer.echo(f"{len(plan['candidates'])} candidates; at most {plan['ideal_steps']} steps without skips; "
+               f"test: {plan['test'].get('program') or plan['test'].get('pack')}")
 
 
 def _finish(state, as_json: bool) -> None:
@@ -114,10 +132,10 @@ def commits(
     threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
     xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
     platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
-    as_json: bool = AS_JSON,
+    as_json: bool = AS_JSON, dry_run: bool = DRY_RUN,
 ) -> None:
     """Bisect XLA (--xla) or JAX (--jax) commits: each step pins, builds jaxlib and runs the test; build failures are skips."""
-    from xlatools.bisect.api import CommitRequest, bisect_commits
+    from xlatools.bisect.api import CommitRequest, bisect_commits, plan_commits
     from xlatools.errors import UsageError
 
     if (xla is None) == (jax is None):
@@ -126,4 +144,6 @@ def commits(
                  higher_is_better, preset, xla_flag, env, timeout, platform)
     request = CommitRequest(xla or jax, "xla" if xla else "jax", source, profile, test, xla_repo, local, python, jobs,
                             out, confirm, fresh)
+    if dry_run:
+        return _print_plan(plan_commits(request), as_json)
     _finish(bisect_commits(request), as_json)

@@ -140,3 +140,14 @@ def test_replay_test_is_refused_while_the_replay_capability_is_absent(bx, tmp_pa
         pytest.skip("xlatools.replay is present: --replay is wired (tested with the replay capability)")
     done = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--replay", str(tmp_path / "pack"))
     assert done.returncode == 3 and "replay capability" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_dry_run_lists_candidates_and_leaves_out_versions_without_a_jaxlib(bx, tmp_path):
+    write(tmp_path / "check.py", CHECK)
+    done = bx("bisect", "releases", "--good", "0.4.36", "--bad", "0.5.1", "--dry-run", "--json", "--", "check.py")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert [c["key"] for c in plan["candidates"]] == ["0.4.36", "0.4.38", "0.5.0", "0.5.1"]
+    assert plan["excluded"] == ["0.4.37"]  # jax 0.4.37 shipped without a jaxlib 0.4.37
+    assert plan["candidates"][0]["requirements"][:2] == ["jax==0.4.36", "jaxlib==0.4.36"]
+    assert not (tmp_path / "artifacts").exists()
