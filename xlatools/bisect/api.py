@@ -4,52 +4,15 @@ its state, so it needs no index or git), run the search, return the state."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlatools.bisect.checks import ProgramTest, ReplayTest, Rule
+from xlatools.bisect.checks import TestOptions, build_test
 from xlatools.bisect.driver import progress, run_ordered
 from xlatools.bisect.engine import ideal_steps
 from xlatools.bisect.state import State, folder_for, open_state
 from xlatools.errors import UsageError
-
-
-@dataclass(frozen=True)
-class TestOptions:
-    """The test part of every bisect command line."""
-
-    program: str | None = None
-    args: tuple[str, ...] = ()
-    module: str | None = None
-    replay: Path | None = None
-    rule: Rule = Rule()
-    presets: tuple[str, ...] = ()
-    xla_flags: tuple[str, ...] = ()
-    env: tuple[str, ...] = ()
-    platform: str | None = None
-    timeout: float | None = None
-    cwd: Path = field(default_factory=Path.cwd)
-
-
-def build_test(opts: TestOptions):
-    if opts.replay is not None:
-        if opts.program or opts.module:
-            raise UsageError("--replay PACK and a program (-- prog.py) are two tests; give one")
-        test = ReplayTest(Path(opts.replay).resolve())
-        test.validate()
-        return test
-    if not opts.program and not opts.module:
-        raise UsageError("no test: give a program after -- (exit 0 = good), or --replay PACK",
-                         hint="e.g. xlatools bisect releases --good 0.4.28 --bad 0.4.31 -- check.py")
-    if opts.platform is not None and opts.platform not in ("auto", "cpu", "gpu"):
-        raise UsageError(f"--platform {opts.platform}: expected auto, cpu or gpu")
-    from xlatools.run.plan import parse_program
-
-    opts.rule.validate()
-    program = parse_program(opts.program, opts.module, list(opts.args), opts.cwd)
-    return ProgramTest(program, opts.rule, tuple(opts.presets), tuple(opts.xla_flags), tuple(opts.env),
-                       opts.platform, opts.timeout, str(opts.cwd))
 
 
 def _spec(kind: str, test, **fields: Any) -> dict[str, Any]:

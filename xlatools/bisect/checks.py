@@ -125,41 +125,75 @@ def _search(pattern: str, where: str, bundle: Path) -> str | None:
 
 
 @dataclass(frozen=True)
-class ProgramTest:
-    """Run the program (a full `run` bundle per step) and judge it by `rule`."""
+class TestOptions:
+    """The test part of every bisect command line."""
 
-    program: Any  # xlatools.run.plan.Program
+    program: str | None = None
+    args: tuple[str, ...] = ()
+    module: str | None = None
+    replay: Path | None = None
     rule: Rule = Rule()
     presets: tuple[str, ...] = ()
     xla_flags: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
     platform: str | None = None
     timeout: float | None = None
-    cwd: str = "."
-    extra_env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = field(default_factory=Path.cwd)
+
+
+def build_test(opts: TestOptions):
+    """The Test the options describe (a program run, or a repro pack), checked before anything runs."""
+    if opts.replay is not None:
+        if opts.program or opts.module:
+            raise UsageError("--replay PACK and a program (-- prog.py) are two tests; give one")
+        test = ReplayTest(Path(opts.replay).resolve())
+        test.validate()
+        return test
+    if not opts.program and not opts.module:
+        raise UsageError("no test: give a program after -- (exit 0 = good), or --replay PACK",
+                         hint="e.g. xlatools bisect releases --good 0.4.28 --bad 0.4.31 -- check.py")
+    if opts.platform is not None and opts.platform not in ("auto", "cpu", "gpu"):
+        raise UsageError(f"--platform {opts.platform}: expected auto, cpu or gpu")
+    from xlatools.run.plan import parse_program
+
+    opts.rule.validate()
+    return ProgramTest(parse_program(opts.program, opts.module, list(opts.args), opts.cwd), opts)
+
+
+@dataclass(frozen=True)
+class ProgramTest:
+    """Run the program (a full `run` bundle per step) and judge it by the options' rule."""
+
+    program: Any  # xlatools.run.plan.Program
+    opts: TestOptions
+
+    @property
+    def rule(self) -> Rule:
+        return self.opts.rule
 
     def describe(self) -> dict[str, Any]:
+        o = self.opts
         return {"kind": "program", "program": self.program.label, "args": list(self.program.args),
-                "rule": self.rule.describe(), "presets": list(self.presets), "xla_flags": list(self.xla_flags),
-                "env": list(self.env), "platform": self.platform, "timeout": self.timeout}
+                "rule": o.rule.describe(), "presets": list(o.presets), "xla_flags": list(o.xla_flags),
+                "env": list(o.env), "platform": o.platform, "timeout": o.timeout}
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
         import os
-        import sys
 
         from xlatools.run.execute import execute_plan, prepare
         from xlatools.run.plan import ProfileRun, RunRequest
 
-        env = [*self.env, *step.env]
-        if self.rule.metric is not None:
+        o = self.opts
+        env = [*o.env, *step.env]
+        if o.rule.metric is not None:
             env.append("XLATOOLS_METRICS_FILE={bundle}/metrics.json")
-        request = RunRequest(program=self.program, python=step.python, dump=self.rule.needs_dump() or step.dump,
-                             presets=list(self.presets), xla_flags=[*self.xla_flags, *step.xla_flags], env=env,
-                             platform=self.platform, timeout=self.timeout, name=name)
-        caller_env = {**os.environ, **self.extra_env}
+        request = RunRequest(program=self.program, python=step.python, dump=o.rule.needs_dump() or step.dump,
+                             presets=list(o.presets), xla_flags=[*o.xla_flags, *step.xla_flags], env=env,
+                             platform=o.platform, timeout=o.timeout, name=name)
+        caller_env = dict(os.environ)
         t0 = time.monotonic()  # the target probe (once per new environment) counts as run time
         try:
-            prepared = prepare(request, ProfileRun(), {}, caller_env, Path(self.cwd))
+            prepared = prepare(request, ProfileRun(), {}, caller_env, Path(o.cwd))
         except (UsageError, EnvironmentMissing) as exc:  # e.g. a flag or preset this jaxlib lacks
             raise SkipStep(f"cannot run here: {exc.message}") from None
         manifest, _, _ = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env,
@@ -167,7 +201,7 @@ class ProgramTest:
         run_s = time.monotonic() - t0
         if manifest["status"] == "interrupted":
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")
-        outcome, reason = self.rule.judge(manifest, Path(manifest["bundle"]))
+        outcome, reason = o.rule.judge(manifest, Path(manifest["bundle"]))
         return Verdict(outcome, reason, manifest["bundle"], step.install_s, run_s,
                        {"exit_code": manifest.get("exit_code"), "jax": manifest.get("jax", {}).get("jax"),
                         "jaxlib": manifest.get("jax", {}).get("jaxlib")})

@@ -34,35 +34,56 @@ AS_JSON = typer.Option(False, "--json", help="The state and summary as JSON on s
 DRY_RUN = typer.Option(False, "--dry-run", help="List the candidates and the test; install, build and run nothing.")
 
 
-def _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold, higher, preset,
-          xla_flag, env, timeout, platform):
-    from xlatools.bisect.api import TestOptions
-    from xlatools.bisect.checks import Rule
+# (name, annotation, default) of the test options, appended to each command's own parameters.
+_TEST_OPTIONS = [
+    ("program", Optional[str], PROGRAM), ("args", Optional[List[str]], ARGS), ("module", Optional[str], MODULE),
+    ("replay", Optional[Path], REPLAY), ("bad_exit", List[int], BAD_EXIT), ("skip_exit", List[int], SKIP_EXIT),
+    ("match", Optional[str], MATCH), ("match_in", str, MATCH_IN), ("metric", Optional[str], METRIC),
+    ("threshold", Optional[float], THRESHOLD), ("higher_is_better", bool, HIGHER), ("preset", List[str], PRESET),
+    ("xla_flag", List[str], XLA_FLAG), ("env", List[str], ENV), ("timeout", Optional[float], TIMEOUT),
+    ("platform", Optional[str], PLATFORM),
+]
 
-    rule = Rule(tuple(bad_exit), tuple(skip_exit), match, match_in, metric, threshold, higher)
-    return TestOptions(program, tuple(args or ()), module, replay, rule, tuple(preset), tuple(xla_flag), tuple(env),
-                       platform, timeout, Path.cwd())
+
+def with_test_options(command):
+    """Give `command(test=TestOptions, ...)` the shared test options as CLI parameters (typer reads the
+    signature), so the three commands declare them once."""
+    import functools
+    import inspect
+
+    own = [p for p in inspect.signature(command).parameters.values() if p.name != "test"]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+              for name, kind, default in _TEST_OPTIONS]
+
+    @functools.wraps(command)
+    def wrapper(**values):
+        from xlatools.bisect.checks import Rule, TestOptions
+
+        v = {name: values.pop(name) for name, _, _ in _TEST_OPTIONS}
+        rule = Rule(tuple(v["bad_exit"]), tuple(v["skip_exit"]), v["match"], v["match_in"], v["metric"],
+                    v["threshold"], v["higher_is_better"])
+        test = TestOptions(v["program"], tuple(v["args"] or ()), v["module"], v["replay"], rule, tuple(v["preset"]),
+                           tuple(v["xla_flag"]), tuple(v["env"]), v["platform"], v["timeout"], Path.cwd())
+        return command(test=test, **values)
+
+    wrapper.__signature__ = inspect.Signature([*(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *shared])
+    wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: k for n, k, _ in _TEST_OPTIONS}}
+    return wrapper
 
 
 @app.command("releases")
+@with_test_options
 def releases(
     good: str = typer.Option(..., "--good", help="A jax release where the test passes."),
     bad: str = typer.Option(..., "--bad", help="A later jax release where it fails."),
     python_version: str = typer.Option("3.11", "--python-version", help="Python of the step environments."),
     nightly: bool = typer.Option(False, "--nightly", help="Also nightly (pre-release) builds the index lists."),
-    program: Optional[str] = PROGRAM, args: Optional[List[str]] = ARGS, module: Optional[str] = MODULE,
-    replay: Optional[Path] = REPLAY, bad_exit: List[int] = BAD_EXIT, skip_exit: List[int] = SKIP_EXIT,
-    match: Optional[str] = MATCH, match_in: str = MATCH_IN, metric: Optional[str] = METRIC,
-    threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
-    xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
-    platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    test=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
     as_json: bool = AS_JSON, dry_run: bool = DRY_RUN,
 ) -> None:
     """Bisect jax releases: each candidate is installed (jax==X jaxlib==X) in a cached environment."""
     from xlatools.bisect.api import ReleaseRequest, bisect_releases, plan_releases
 
-    test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
-                 higher_is_better, preset, xla_flag, env, timeout, platform)
     request = ReleaseRequest(good, bad, test, python_version, nightly, out, confirm, fresh)
     if dry_run:
         return _print_plan(plan_releases(request), as_json)
@@ -97,26 +118,21 @@ def _finish(state, as_json: bool) -> None:
 
 
 @app.command("passes")
+@with_test_options
 def passes(
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the program (default: this one)."),
     module_filter: Optional[str] = typer.Option(None, "--module", help="Take candidate passes from this HLO module only (name or id)."),
-    program: Optional[str] = PROGRAM, args: Optional[List[str]] = ARGS, module: Optional[str] = MODULE,
-    replay: Optional[Path] = REPLAY, bad_exit: List[int] = BAD_EXIT, skip_exit: List[int] = SKIP_EXIT,
-    match: Optional[str] = MATCH, match_in: str = MATCH_IN, metric: Optional[str] = METRIC,
-    threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
-    xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
-    platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    test=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
     as_json: bool = AS_JSON,
 ) -> None:
     """Find the smallest set of HLO passes whose disabling (--xla_disable_hlo_passes) turns the test good."""
     from xlatools.bisect.api import PassRequest, bisect_passes
 
-    test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
-                 higher_is_better, preset, xla_flag, env, timeout, platform)
     _finish(bisect_passes(PassRequest(test, python, module_filter, out, confirm, fresh)), as_json)
 
 
 @app.command("commits")
+@with_test_options
 def commits(
     xla: Optional[str] = typer.Option(None, "--xla", help="GOOD..BAD XLA commits (from --xla-repo), built into jaxlib via a local pin."),
     jax: Optional[str] = typer.Option(None, "--jax", help="GOOD..BAD JAX commits (from --source itself)."),
@@ -126,12 +142,7 @@ def commits(
     local: bool = typer.Option(False, "--local", help="Build with bazel on this host instead of a container."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the test with the built jaxlib first on its path."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs."),
-    program: Optional[str] = PROGRAM, args: Optional[List[str]] = ARGS, module: Optional[str] = MODULE,
-    replay: Optional[Path] = REPLAY, bad_exit: List[int] = BAD_EXIT, skip_exit: List[int] = SKIP_EXIT,
-    match: Optional[str] = MATCH, match_in: str = MATCH_IN, metric: Optional[str] = METRIC,
-    threshold: Optional[float] = THRESHOLD, higher_is_better: bool = HIGHER, preset: List[str] = PRESET,
-    xla_flag: List[str] = XLA_FLAG, env: List[str] = ENV, timeout: Optional[float] = TIMEOUT,
-    platform: Optional[str] = PLATFORM, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    test=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
     as_json: bool = AS_JSON, dry_run: bool = DRY_RUN,
 ) -> None:
     """Bisect XLA (--xla) or JAX (--jax) commits: each step pins, builds jaxlib and runs the test; build failures are skips."""
@@ -140,8 +151,6 @@ def commits(
 
     if (xla is None) == (jax is None):
         raise UsageError("give exactly one of --xla GOOD..BAD or --jax GOOD..BAD")
-    test = _test(program, args, module, replay, bad_exit, skip_exit, match, match_in, metric, threshold,
-                 higher_is_better, preset, xla_flag, env, timeout, platform)
     request = CommitRequest(xla or jax, "xla" if xla else "jax", source, profile, test, xla_repo, local, python, jobs,
                             out, confirm, fresh)
     if dry_run:
