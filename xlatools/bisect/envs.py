@@ -116,7 +116,7 @@ def _make(spec: EnvSpec, path: Path, log) -> str:
     if uv:
         if log:
             log(f"uv: making {spec.name}: {' '.join(spec.requirements)}")
-        run([uv, "venv", "--quiet", "--python", spec.python_version, str(path)])
+        run([uv, "venv", "--quiet", "--python", find_python(spec.python_version) or spec.python_version, str(path)])
         run([uv, "pip", "install", "--quiet", "--python", str(env_python(path)), *spec.requirements])
         return "uv"
     base = _base_python(spec.python_version)
@@ -127,10 +127,24 @@ def _make(spec: EnvSpec, path: Path, log) -> str:
     return "pip"
 
 
-def _base_python(version: str) -> str:
+def find_python(version: str) -> str | None:
+    """An interpreter of `version` on this machine: this one, a pyenv build (pyenv's shims may be
+    disabled), or python<version> on PATH that runs. None: let uv find (or fetch) one."""
     if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
         return sys.executable
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    builds = sorted(pyenv.glob(f"{version}.*/bin/python{version}"),
+                    key=lambda p: [int(x) if x.isdigit() else -1 for x in p.parts[-3].split(".")])
+    if builds:
+        return str(builds[-1])
     found = shutil.which(f"python{version}")
+    if found and subprocess.run([found, "-c", "pass"], capture_output=True).returncode == 0:
+        return found
+    return None
+
+
+def _base_python(version: str) -> str:
+    found = find_python(version)
     if not found:
         raise EnvironmentMissing(f"no python{version} on PATH and no uv to fetch one",
                                  hint="install uv (it finds or downloads interpreters) or that Python")
