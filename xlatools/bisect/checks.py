@@ -128,6 +128,7 @@ def _search(pattern: str, where: str, bundle: Path) -> str | None:
 class TestOptions:
     """The test part of every bisect command line."""
 
+    __test__ = False  # not a pytest class, despite the name
     program: str | None = None
     args: tuple[str, ...] = ()
     module: str | None = None

@@ -151,3 +151,5 @@ def test_dry_run_lists_candidates_and_leaves_out_versions_without_a_jaxlib(bx, t
     assert plan["excluded"] == ["0.4.37"]  # jax 0.4.37 shipped without a jaxlib 0.4.37
     assert plan["candidates"][0]["requirements"][:2] == ["jax==0.4.36", "jaxlib==0.4.36"]
     assert not (tmp_path / "artifacts").exists()
+    nightly = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--nightly", "--dry-run", "--", "check.py")
+    assert nightly.returncode == 3 and "lists no jax/jaxlib nightlies" in nightly.stderr, nightly.stderr
