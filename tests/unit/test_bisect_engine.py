@@ -164,3 +164,30 @@ def test_state_round_trip_and_corrupt_files(tmp_path):
         load(state.folder)
     assert open_state(state.folder, "releases", {"good": "1"}, fresh=True) is None
     assert not state.folder.exists() and len(list(tmp_path.iterdir())) == 1  # moved aside, not deleted
+
+
+def test_ddmin_resumes_from_recorded_steps_without_repeating_any():
+    items = tuple(f"p{i}" for i in range(10))
+    calls = []
+
+    def step(key, label):
+        calls.append(key)
+        if len(calls) == 5 and "stop" not in calls:
+            calls.append("stop")
+            raise KeyboardInterrupt
+        return Verdict("good" if "p6" in key.split(",") else "bad")
+
+    steps = []
+    oracle = Oracle(steps, step, lambda r: None, lambda: "t")
+
+    def interesting(subset):
+        return oracle.ask(",".join(subset), "", "ddmin") == "good"
+
+    with pytest.raises(KeyboardInterrupt):
+        ddmin(items, interesting)
+    recorded = list(steps)
+    oracle = Oracle(steps, step, lambda r: None, lambda: "t")
+    assert ddmin(items, interesting) == ("p6",)
+    assert steps[: len(recorded)] == recorded
+    keys = [s.key for s in steps]
+    assert len(keys) == len(set(keys))

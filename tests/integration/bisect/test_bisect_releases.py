@@ -153,3 +153,16 @@ def test_dry_run_lists_candidates_and_leaves_out_versions_without_a_jaxlib(bx, t
     assert not (tmp_path / "artifacts").exists()
     nightly = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--nightly", "--dry-run", "--", "check.py")
     assert nightly.returncode == 3 and "lists no jax/jaxlib nightlies" in nightly.stderr, nightly.stderr
+
+
+def test_cache_prune_removes_unfinished_environments_and_refuses_unknown_names(bx, bisect_cache):
+    unfinished = bisect_cache / "envs" / "jax-9.9.9-py3.11-cpu"
+    unfinished.mkdir(parents=True)  # as a killed install leaves it: no xlatools-env.json
+    listed = bx("cache", "list")
+    assert "jax-9.9.9-py3.11-cpu" in listed.stdout and "(unfinished)" in listed.stdout
+    dry = json.loads(bx("cache", "prune", "--all", "--dry-run", "--json").stdout)
+    assert "jax-9.9.9-py3.11-cpu" in {e["name"] for e in dry["removed"]} and unfinished.exists()
+    done = json.loads(bx("cache", "prune", "--json").stdout)
+    assert [e["name"] for e in done["removed"]] == ["jax-9.9.9-py3.11-cpu"] and not unfinished.exists()
+    missing = bx("cache", "prune", "jax-0.0.0-py3.11-cpu")
+    assert missing.returncode == 2 and "no cached environment" in missing.stderr
