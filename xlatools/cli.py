@@ -16,7 +16,9 @@ import typer
 from xlatools import __version__
 from xlatools.commands import (
     bazelrc_cmd,
+    bisect_cmd,
     build_cmd,
+    cache_cmd,
     clean_cmd,
     doctor_cmd,
     compare_cmd,
@@ -74,6 +76,8 @@ app.command("doctor")(doctor_cmd.doctor)
 app.command("explain")(doctor_cmd.explain)
 app.command("diff")(compare_cmd.diff)
 app.command("report")(compare_cmd.report)
+app.add_typer(bisect_cmd.app, name="bisect")
+app.add_typer(cache_cmd.app, name="cache")
 
 
 def _click_exceptions():

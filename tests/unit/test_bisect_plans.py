@@ -1,0 +1,101 @@
+"""Pure parts of the bisect sources: release candidates and environments, the good/bad rule,
+pass lists from a per-pass dump, commit ranges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xlatools.bisect.checks import Rule
+from xlatools.bisect.commits import parse_range
+from xlatools.bisect.envs import release_env, release_requirements
+from xlatools.bisect.passes import culprit_hlo, passes_from_dump
+from xlatools.bisect.releases import plan_release_candidates
+from xlatools.errors import UsageError
+from xlatools.run.dumps import index_dump
+
+JAX = ["0.5.2", "0.5.1", "0.5.0", "0.4.38", "0.4.37", "0.4.36", "0.4.31", "0.4.30", "0.4.14", "0.4.13"]
+JAXLIB = ["0.5.1", "0.5.0", "0.4.38", "0.4.36", "0.4.31", "0.4.30", "0.4.13"]
+
+
+def test_release_candidates_keep_versions_with_a_jaxlib_and_list_the_rest():
+    plan = plan_release_candidates("0.4.36", "0.5.1", JAX, JAXLIB, "3.11")
+    assert plan.candidates == ["0.4.36", "0.4.38", "0.5.0", "0.5.1"]
+    assert plan.excluded == ["0.4.37"]
+
+
+@pytest.mark.parametrize("good,bad,message", [
+    ("0.4.30", "0.4.30", "same version"),
+    ("0.5.0", "0.4.30", "newer than --bad"),
+    ("x", "0.4.30", "not a version"),
+    ("0.4.30", "0.4.99", "no such jax release"),
+    ("0.4.14", "0.4.30", "no jaxlib 0.4.14 for Python 3.11"),
+    ("0.4.30", "0.5.2", "no jaxlib 0.5.2"),
+])
+def test_release_ends_are_checked(good, bad, message):
+    with pytest.raises(UsageError, match=message):
+        plan_release_candidates(good, bad, JAX, JAXLIB, "3.11")
+
+
+def test_release_requirements_follow_the_era():
+    assert release_requirements("0.4.30") == ("jax==0.4.30", "jaxlib==0.4.30", "numpy<2", "flatbuffers", "absl-py")
+    assert release_requirements("0.10.2") == ("jax==0.10.2", "jaxlib==0.10.2")
+    assert release_requirements("0.6.0", "gpu")[-2:] == ("jax-cuda12-plugin==0.6.0", "jax-cuda12-pjrt==0.6.0")
+    with pytest.raises(UsageError, match="CUDA plugin"):
+        release_requirements("0.4.30", "gpu")
+    assert release_env("0.4.30", "3.11").name == "jax-0.4.30-py3.11-cpu"
+
+
+def test_rule_judges_exit_match_and_metric(tmp_path):
+    (tmp_path / "stdout.log").write_text("result 3.0\n")
+    (tmp_path / "stderr.log").write_text("")
+    ok, failed = {"exit_code": 0, "status": "ok"}, {"exit_code": 1, "status": "failed"}
+    assert Rule().judge(ok, tmp_path)[0] == "good"
+    assert Rule().judge(failed, tmp_path)[0] == "bad"
+    assert Rule().judge({"exit_code": 125}, tmp_path)[0] == "skip"
+    assert Rule(bad_exit=(2,)).judge(failed, tmp_path)[0] == "skip"
+    assert Rule(match=r"result 3\.0").judge(ok, tmp_path)[0] == "bad"
+    assert Rule(match=r"result 4").judge(ok, tmp_path)[0] == "good"
+    assert Rule(match=r"result 4").judge(failed, tmp_path)[0] == "skip"
+    (tmp_path / "metrics.json").write_text(json.dumps({"step_s": 0.7}))
+    assert Rule(metric="step_s", threshold=0.5).judge(ok, tmp_path)[0] == "bad"
+    assert Rule(metric="step_s", threshold=0.9).judge(ok, tmp_path)[0] == "good"
+    assert Rule(metric="step_s", threshold=0.9, higher_is_better=True).judge(ok, tmp_path)[0] == "bad"
+    assert Rule(metric="other", threshold=1.0).judge(ok, tmp_path)[0] == "skip"
+    for bad_rule in (Rule(match="("), Rule(match_in="dump:"), Rule(metric="x"), Rule(match="a", metric="x", threshold=1)):
+        with pytest.raises(UsageError):
+            bad_rule.validate()
+
+
+def _fake_dump(root: Path) -> Path:
+    dump = root / "xla_dump"
+    dump.mkdir()
+    module = "module_0002.jit_f"
+    (dump / f"{module}.before_optimizations.txt").write_text("HloModule jit_f\nENTRY e { ROOT a = f32[] add() }\n")
+    steps = [("0000", "simp", "pipeline-start", "algsimp", "a = 1"), ("0001", "simp", "algsimp", "dce", "a = 2"),
+             ("0002", "fusion-pipe", "fusion", "fusion-wrapper", "a = fusion()"),
+             ("0003", "copy-insertion", "adding_copies_to_resolve_interference", None, "a = copy")]
+    for step, pipeline, name, nxt, body in steps:
+        tail = f".before_{nxt}" if nxt else ""
+        (dump / f"{module}.{step}.{pipeline}.after_{name}{tail}.txt").write_text(f"HloModule jit_f\n{body}\n")
+    (dump / f"{module}.cpu_after_optimizations.txt").write_text("HloModule jit_f\n")
+    return dump
+
+
+def test_passes_from_a_per_pass_dump_and_the_culprit_hlo(tmp_path):
+    index = index_dump(_fake_dump(tmp_path))
+    passes = passes_from_dump(index)
+    assert [p["name"] for p in passes] == ["algsimp", "fusion"]  # markers and inner copy-insertion dumps dropped
+    assert passes[1]["pipelines"] == ["fusion-pipe"] and passes[1]["modules"] == ["jit_f"]
+    [hlo] = culprit_hlo(index, ["fusion"], tmp_path)
+    assert hlo["before"].endswith("after_algsimp.before_dce.txt") and "after_fusion" in hlo["after"]
+    assert "+a = fusion()" in Path(hlo["diff"]).read_text()
+
+
+def test_commit_ranges():
+    assert parse_range("abc..def", "--xla") == ("abc", "def")
+    for text in ("abc", "..def", "abc..", "a...b"):
+        with pytest.raises(UsageError):
+            parse_range(text, "--xla")

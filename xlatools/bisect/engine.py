@@ -1,0 +1,209 @@
+"""The search engine shared by every bisection: pure, driven by an oracle.
+
+An `Oracle` answers "what is the outcome of this candidate?" (`good`, `bad`,
+`skip`) from the recorded steps when it has one, else by running the step
+function and recording the answer (the caller saves the record atomically
+before the next question). Both searches below are deterministic functions of
+the answers, so replaying them against the recorded steps after an
+interruption reaches the same point without running any step twice: that is
+the whole resume mechanism.
+
+- `bisect_ordered`: binary search over an ordered candidate list (oldest
+  first) for the first bad candidate, with skips (never counted as good or
+  bad, like `git bisect skip`) and `confirm` re-runs of the two boundary steps.
+- `ddmin`: delta debugging (Zeller's ddmin) for the smallest set of items whose
+  removal turns bad into good; used for HLO passes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Literal, Sequence
+
+from xlatools.errors import UsageError, XlaToolsError
+
+Outcome = Literal["good", "bad", "skip"]
+OUTCOMES = ("good", "bad", "skip")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one step found (the test's answer plus where the evidence is)."""
+
+    outcome: Outcome
+    reason: str = ""
+    bundle: str | None = None
+    install_s: float = 0.0
+    run_s: float = 0.0
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    n: int  # 1-based, in the order the steps ran
+    key: str  # the candidate's key (a version, a commit, a set of passes)
+    label: str
+    role: str  # "good end", "bad end", "search", "confirm", "ddmin"
+    attempt: int  # 0 for the first run of this key, 1.. for --confirm re-runs
+    outcome: Outcome
+    reason: str
+    bundle: str | None
+    install_s: float
+    run_s: float
+    started: str
+    finished: str
+    detail: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "StepRecord":
+        record = cls(**data)
+        if record.outcome not in OUTCOMES:
+            raise ValueError(f"outcome {record.outcome!r}")
+        return record
+
+
+StepFunction = Callable[[str, str], Verdict]  # (key, label) -> Verdict
+
+
+class Oracle:
+    """Answers from the record first, else runs the step and records it (then calls `on_record`)."""
+
+    def __init__(self, steps: list[StepRecord], run_step: StepFunction, on_record: Callable[[StepRecord], None],
+                 clock: Callable[[], str]):
+        self.steps = steps
+        self.run_step = run_step
+        self.on_record = on_record
+        self.clock = clock
+        self.replayed = 0
+
+    def runs(self, key: str) -> list[StepRecord]:
+        return [s for s in self.steps if s.key == key]
+
+    def ask(self, key: str, label: str, role: str, attempt: int = 0) -> Outcome:
+        done = self.runs(key)
+        if len(done) > attempt:
+            self.replayed += 1
+            return done[attempt].outcome
+        started = self.clock()
+        verdict = self.run_step(key, label)
+        record = StepRecord(len(self.steps) + 1, key, label, role, attempt, verdict.outcome, verdict.reason,
+                            verdict.bundle, round(verdict.install_s, 3), round(verdict.run_s, 3), started, self.clock(),
+                            dict(verdict.detail))
+        self.steps.append(record)
+        self.on_record(record)
+        return record.outcome
+
+
+class EndpointProblem(UsageError):
+    """The given good end is not good, the bad end not bad, or an end cannot be tested: the user must pick others."""
+
+
+@dataclass
+class BisectResult:
+    last_good: int  # candidate indices
+    first_bad: int
+    maybe_first_bad: list[int]  # skipped candidates between them: the first bad may be any of these or first_bad
+    confirm: dict[str, list[str]]  # "last_good"/"first_bad" -> outcomes of every run (the first included)
+    flaky: bool
+
+
+def pick_middle(lo: int, hi: int, usable: Sequence[int]) -> int:
+    """The usable index closest to the middle of (lo, hi); ties go to the lower one."""
+    middle = (lo + hi) / 2
+    return min(usable, key=lambda i: (abs(i - middle), i))
+
+
+def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, confirm: int = 0) -> BisectResult:
+    """First bad candidate of `keys` (oldest first). The ends are tested first: a good end that is
+    bad, a bad end that is good, or an end that cannot be tested stops the search (EndpointProblem)."""
+    n = len(keys)
+    if n < 2:
+        raise UsageError("a bisection needs at least two candidates (the good and the bad end)")
+    ends = ((0, "good end", "good", "--good"), (n - 1, "bad end", "bad", "--bad"))
+    for index, role, expected, option in ends:
+        outcome = oracle.ask(keys[index], labels[index], role)
+        if outcome == "skip":
+            last = oracle.runs(keys[index])[0]
+            raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
+                                  hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
+        if outcome != expected:
+            other = "bad" if expected == "good" else "good"
+            raise EndpointProblem(
+                f"'{expected}' is not {expected}: the test says {labels[index]} ({option}) is {other}",
+                hint=f"the test must pass on {labels[0]} and fail on {labels[-1]}; pick another {option} or check the test",
+            )
+    lo, hi, skipped = 0, n - 1, set()
+    while True:
+        usable = [i for i in range(lo + 1, hi) if i not in skipped]
+        if not usable:
+            break
+        mid = pick_middle(lo, hi, usable)
+        outcome = oracle.ask(keys[mid], labels[mid], "search")
+        if outcome == "good":
+            lo = mid
+        elif outcome == "bad":
+            hi = mid
+        else:
+            skipped.add(mid)
+    runs = {"last_good": [lo, "good"], "first_bad": [hi, "bad"]}
+    seen: dict[str, list[str]] = {}
+    flaky = False
+    for name, (index, expected) in runs.items():
+        for attempt in range(1, confirm + 1):
+            oracle.ask(keys[index], labels[index], "confirm", attempt)
+        outcomes = [r.outcome for r in oracle.runs(keys[index])[: confirm + 1]]
+        seen[name] = outcomes
+        flaky = flaky or any(o != expected for o in outcomes)
+    return BisectResult(lo, hi, sorted(i for i in skipped if lo < i < hi), seen, flaky)
+
+
+def ideal_steps(n: int) -> int:
+    """ceil(log2 N) for the N candidates of a search: what a bisection without skips needs at most
+    for the interior, plus the two ends we always test."""
+    return math.ceil(math.log2(n)) if n > 1 else 0
+
+
+class NoReduction(XlaToolsError):
+    """ddmin cannot start: removing everything does not turn bad into good."""
+
+
+def ddmin(items: Sequence[str], interesting: Callable[[tuple[str, ...]], bool | None]) -> tuple[str, ...]:
+    """A 1-minimal subset of `items` for which `interesting` is True (None: unresolved, e.g. a skip).
+
+    `interesting(items)` must be True. Subsets keep the original order, so the keys the oracle
+    sees are stable across resumed runs."""
+    current = tuple(items)
+    granularity = 2
+    while len(current) >= 2:
+        chunks = _split(current, granularity)
+        reduced = False
+        for chunk in chunks:
+            if interesting(chunk) is True:
+                current, granularity, reduced = chunk, 2, True
+                break
+        if not reduced:
+            for chunk in chunks:
+                complement = tuple(x for x in current if x not in chunk)
+                if complement and interesting(complement) is True:
+                    current, granularity, reduced = complement, max(granularity - 1, 2), True
+                    break
+        if not reduced:
+            if granularity >= len(current):
+                break
+            granularity = min(len(current), granularity * 2)
+    return current
+
+
+def _split(items: tuple[str, ...], parts: int) -> list[tuple[str, ...]]:
+    size, extra = divmod(len(items), parts)
+    chunks, start = [], 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        if end > start:
+            chunks.append(items[start:end])
+        start = end
+    return chunks
