@@ -114,19 +114,19 @@ def run_ordered(state: State, source: Source, test: Test, confirm: int) -> Bisec
 def attach_diff(state: State) -> None:
     """The diff of last-good vs first-bad, when the compare capability (diff/report) is part of this build.
 
-    Pluggable: it is called as `xlatools.compare.bisect_diff(last_good, first_bad, out_dir) -> dict`
-    (wired at merge); until then the result says how to compare the two bundles by hand."""
+    `xlatools.compare.diff.bisect_diff` writes diff.json and report.html under the bisection's diff/."""
     result = state.result or {}
     good, bad = (result.get(k, {}).get("bundle") for k in ("last_good", "first_bad"))
     if not good or not bad:
         return
+    from xlatools.compare.diff import bisect_diff
+    from xlatools.errors import XlaToolsError
+
     try:
-        from xlatools.compare import bisect_diff  # type: ignore[attr-defined]
-    except ImportError:
-        result["diff"] = {"available": False, "note": "no diff: the compare capability is not in this build; "
-                          f"compare {Path(good).name} and {Path(bad).name} by hand"}
-        return
-    result["diff"] = {"available": True, **bisect_diff(Path(good), Path(bad), state.folder / "diff")}
+        result["diff"] = {"available": True, **bisect_diff(Path(good), Path(bad), state.folder / "diff")}
+    except (XlaToolsError, OSError) as exc:  # the answer stands without its diff
+        result["diff"] = {"available": False, "note": f"no diff: {getattr(exc, 'message', exc)}; "
+                          f"try `xlatools diff {good} {bad}`"}
 
 
 def first_bundle(state: State, key: str) -> str | None:

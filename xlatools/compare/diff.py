@@ -69,3 +69,23 @@ def diff_bundles(a: Path | str, b: Path | str, modules: list[str] | None = None,
 
     `modules`: names or ids to restrict the module-level diff to; `full`: unbounded text diffs."""
     return diff_sides(open_side(Path(a), "A"), open_side(Path(b), "B"), modules, full, limit)
+
+
+def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:
+    """A finished bisection's last-good vs first-bad: diff.json and report.html under `out_dir`,
+    and what to say about them (called by `xlatools bisect` at the end of a search)."""
+    from xlatools.compare.report import write_report
+    from xlatools.fsutil import atomic_write_json
+
+    diff = diff_bundles(last_good, first_bad)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out_dir / "diff.json", diff.to_json())
+    report = write_report([last_good, first_bad], out_dir / "report.html", diff=diff)
+    first = diff.first_divergence()
+    summary = None
+    if first is not None:
+        module, divergence = first
+        summary = {"module": module.a.name if module.a else module.b.name, "pass": divergence.label,
+                   "pipeline": divergence.pipeline}
+    return {"json": str(out_dir / "diff.json"), "report": str(report), "modules_differ": diff.modules_differ,
+            "first_divergence": summary}

@@ -46,6 +46,9 @@ def test_real_release_bisection_names_the_first_bad_release(bx, tmp_path):
     assert manifest(first_bad)["jax"]["jax"] == "0.4.31" and manifest(first_bad)["exit_code"] == 1
     assert "no attribute 'xeinsum'" in (first_bad / "stderr.log").read_text()
     assert manifest((folder / "last-good").resolve())["jax"]["jaxlib"] == "0.4.30"
+    diff = data["result"]["diff"]  # last-good vs first-bad, by the compare capability
+    assert diff["available"] and Path(diff["report"]).is_file()
+    assert json.loads(Path(diff["json"]).read_text())["run"]  # the run-level differences (versions, status)
     assert "[bisect] step 1: jax 0.4.28" in done.stderr  # progress on stderr
 
     again = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--", "check.py")
