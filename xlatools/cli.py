@@ -23,6 +23,7 @@ from xlatools.commands import (
     pin_cmd,
     presets_cmd,
     profiles_cmd,
+    replay_cmd,
     run_cmd,
 )
 from xlatools.errors import XlaToolsError
@@ -68,6 +69,8 @@ app.command("inspect")(inspect_cmd.inspect)
 app.command("lower")(lower_cmd.lower)
 app.command("build")(build_cmd.build)
 app.command("clean")(clean_cmd.clean)
+app.command("replay")(replay_cmd.replay)
+app.add_typer(replay_cmd.app, name="repro")
 
 
 def _click_exceptions():

@@ -1,0 +1,92 @@
+"""`xlatools replay` and `xlatools repro pack|run`: replay dumped HLO modules, portable reproducers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
+
+
+def replay(
+    source: Path = typer.Argument(..., help="A run bundle, an XLA dump folder, or one file: HLO text, .hlo.pb, *.snapshot.*.pb, .mlir."),
+    module: List[str] = typer.Option([], "--module", "-m", help="Module id or name of a bundle/dump (repeatable; default: the program's own modules)."),
+    include_all: bool = typer.Option(False, "--all", help="Also replay jax's helper modules (jit_iota, jit_convert_element_type, ...)."),
+    source_from: str = typer.Option("auto", "--from", help="auto, text, proto or snapshot: which dumped form of a module to compile."),
+    python: Optional[str] = typer.Option(None, "--python", help="Target interpreter (default: this one)."),
+    inputs: Optional[str] = typer.Option(None, "--inputs", help="random, zeros, ones or FILE.npz (default: the snapshot's arguments, else random)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of random inputs."),
+    reference: List[str] = typer.Option([], "--reference", help="Compare with another backend: cpu (repeatable)."),
+    reference_python: List[str] = typer.Option([], "--reference-python", help="Compare with the same module on another interpreter (repeatable)."),
+    reference_xla_flag: List[str] = typer.Option([], "--reference-xla-flag", help="An XLA flag for the reference runs only (repeatable)."),
+    atol: float = typer.Option(1e-3, "--atol", help="Absolute tolerance for floating-point outputs."),
+    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance for floating-point outputs."),
+    iterations: int = typer.Option(1, "--iterations", "-n", help="Run the compiled module N times (timings: min/median)."),
+    xla_flag: List[str] = typer.Option([], "--xla-flag", help="An XLA flag for the test run (repeatable; checked against the jaxlib)."),
+    disable_pass: List[str] = typer.Option([], "--disable-pass", help="Disable an HLO pass by name (repeatable; --xla_disable_hlo_passes)."),
+    no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0 (--xla_backend_optimization_level=0)."),
+    platform: str = typer.Option("auto", "--platform", help="auto, cpu or gpu."),
+    dump: List[str] = typer.Option([], "--dump", help="A dump preset for the replay itself, e.g. hlo or passes (repeatable)."),
+    print_literals: bool = typer.Option(False, "--print-literals", help="Print inputs and outputs (long arrays abbreviated)."),
+    out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
+    name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: replay-<module or source>)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop one target process after this many seconds (exit 124)."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and run nothing."),
+) -> None:
+    """Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.
+
+    Exit: 0 all match, 1 a mismatch or a failure (compile-error, runtime-error, crash), 2 bad input,
+    3 environment missing, 124 a target timed out, 130 interrupted."""
+    import json
+    import sys
+
+    from xlatools.replay.execute import execute_replay, prepare
+    from xlatools.replay.plan import ReplayRequest
+    from xlatools.run.target import resolve_python
+
+    request = ReplayRequest(
+        source=source, python=resolve_python(python), modules=list(module), include_all=include_all,
+        source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
+        reference_pythons=[resolve_python(p) for p in reference_python], reference_xla_flags=list(reference_xla_flag),
+        atol=atol, rtol=rtol, iterations=iterations, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
+        no_opt=no_opt, platform=platform, dump=list(dump), print_literals=print_literals, timeout=timeout, name=name,
+    )
+    prepared = prepare(request)
+    if dry_run:
+        typer.echo(json.dumps(prepared.plan.to_json(), indent=2) if as_json else _plan_text(prepared.plan))
+        return
+    manifest, code, table = execute_replay(prepared, out, sys.argv[1:])
+    if as_json:
+        keep = ("status", "exit_code", "bundle", "modules")
+        typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
+    else:
+        _print_result(manifest, table, print_literals)
+    raise typer.Exit(code)
+
+
+def _plan_text(plan) -> str:
+    lines = [f"source:  {plan.request.source} ({plan.source_kind})"]
+    lines += [f"module:  {m.label}  " + ", ".join(f"{k}={v}" for k, v in m.files().items()) for m in plan.modules]
+    for run in plan.runs:
+        lines.append(f"run:     {run.label}: {run.python} platform={run.platform} XLA_FLAGS={' '.join(run.xla_flags) or '-'}")
+    lines += [f"note:    {n}" for n in plan.notes]
+    return "\n".join(lines)
+
+
+def _print_result(manifest: dict, table: str, print_literals: bool) -> None:
+    from xlatools.replay.execute import say
+
+    say("")
+    say(table)
+    for module in manifest["modules"]:
+        for run in module["runs"]:
+            if run["failure"]:
+                say(f"\n{module['name']} ({run['label']}): {run['failure']}: {run['message']}")
+                for line in run["log_tail"][-8:]:
+                    say(f"  | {line}")
+            if print_literals and run.get("dir") and Path(run["dir"], "literals.txt").is_file():
+                say(f"\n{module['name']} ({run['label']}) literals:\n" + Path(run["dir"], "literals.txt").read_text())
+    say(f"\n{manifest['status']} (exit {manifest['exit_code']})  bundle: {manifest['bundle']}")
