@@ -90,3 +90,88 @@ def _print_result(manifest: dict, table: str, print_literals: bool) -> None:
             if print_literals and run.get("dir") and Path(run["dir"], "literals.txt").is_file():
                 say(f"\n{module['name']} ({run['label']}) literals:\n" + Path(run["dir"], "literals.txt").read_text())
     say(f"\n{manifest['status']} (exit {manifest['exit_code']})  bundle: {manifest['bundle']}")
+
+
+@app.command("pack")
+def pack(
+    bundle: Path = typer.Argument(..., help="A run bundle (or an XLA dump folder)."),
+    output: Path = typer.Option(Path("repro.tar.gz"), "--output", "-o", help="The pack to write."),
+    module: List[str] = typer.Option([], "--module", "-m", help="Module id or name (repeatable; default: the program's own modules)."),
+    include_all: bool = typer.Option(False, "--all", help="Also jax's helper modules."),
+    source_from: str = typer.Option("auto", "--from", help="auto, text, proto or snapshot."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter that records the expected outcome (default: the run's, else this one)."),
+    inputs: Optional[str] = typer.Option(None, "--inputs", help="random, zeros or ones (default: the snapshot's arguments, else random)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of random inputs."),
+    reference: List[str] = typer.Option([], "--reference", help="cpu: also compare with the CPU backend."),
+    atol: float = typer.Option(1e-3, "--atol"),
+    rtol: float = typer.Option(1e-3, "--rtol"),
+    xla_flag: List[str] = typer.Option([], "--xla-flag", help="An XLA flag the replay uses (repeatable)."),
+    disable_pass: List[str] = typer.Option([], "--disable-pass", help="Disable an HLO pass by name (repeatable)."),
+    no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0."),
+    platform: str = typer.Option("auto", "--platform", help="auto, cpu or gpu."),
+    out: Path = typer.Option(Path("artifacts"), "--out", help="Root of the replay bundle that records the expected outcome."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+) -> None:
+    """Write a deterministic, self-contained repro pack (modules, snapshot, program, flags, versions, expected outcome)."""
+    import json
+    import sys
+
+    from xlatools.replay.plan import ReplayRequest
+    from xlatools.replay.repro import build_pack
+    from xlatools.run.target import resolve_python
+
+    request = ReplayRequest(
+        source=bundle, python=resolve_python(python or _run_python(bundle)), modules=list(module),
+        include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
+        atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
+        platform=platform, name=f"pack-{bundle.name}",
+    )
+    path, manifest, table = build_pack(request, output, out, sys.argv[1:])
+    outcomes = {m["name"]: m["outcome"] for m in manifest["modules"]}
+    if as_json:
+        typer.echo(json.dumps({"pack": str(path), "replay_bundle": manifest["bundle"], "expected": outcomes}, indent=2))
+    else:
+        from xlatools.replay.execute import say
+
+        say(table)
+        say(f"\npack: {path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
+
+
+def _run_python(bundle: Path) -> Optional[str]:
+    """The interpreter a run bundle was made with, when it still exists here."""
+    import json
+    import os
+
+    try:
+        python = json.loads((bundle / "manifest.json").read_text())["interpreter"]["python"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return python if python and os.path.exists(python) else None
+
+
+@app.command("run")
+def run(
+    pack_file: Path = typer.Argument(..., help="A repro pack (.tar.gz from `xlatools repro pack`)."),
+    python: Optional[str] = typer.Option(None, "--python", help="Target interpreter (default: this one)."),
+    match: str = typer.Option("class", "--match", help="What must equal the expected outcome: class (outcome per module), outputs (+ output digests) or fingerprint (+ optimised HLO)."),
+    out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+) -> None:
+    """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack."""
+    import json
+    import sys
+
+    from xlatools.replay.repro import run_pack
+
+    result = run_pack(pack_file, python, out, match, sys.argv[1:])  # type: ignore[arg-type]
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        from xlatools.replay.execute import say
+
+        say(f"\n{result.outcome}: {result.reason}")
+        for line in result.differences:
+            say(f"  differs: {line}")
+        if result.bundle:
+            say(f"bundle: {result.bundle}")
+    raise typer.Exit(result.exit_code)

@@ -29,6 +29,10 @@ class Prepared:
     flag_checks: dict[str, dict[str, str]]
 
 
+class UnknownFlags(UsageError):
+    """An XLA flag the target's jaxlib does not know (it would abort at start-up)."""
+
+
 def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
     if not presets:
         return []
@@ -47,16 +51,17 @@ def check_flags(target: Target, flags: list[str], sources: dict[str, str]) -> di
     unknown, how = targets.unknown_flags(target, to_check)
     if unknown:
         named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
-        raise UsageError(f"jaxlib {target.jaxlib} at {target.python} does not know XLA flag(s) {named}; XLA would abort",
+        raise UnknownFlags(f"jaxlib {target.jaxlib} at {target.python} does not know XLA flag(s) {named}; XLA would abort",
                          hint="drop it or use another --python; a flag that takes a value reads as unknown without one")
     return how
 
 
-def prepare(request: ReplayRequest) -> Prepared:
+def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> Prepared:
+    """`resolved`: (source kind, modules) when the caller already has them (a repro pack)."""
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
-    kind, modules = resolve(request.source, request.modules, request.include_all)
+    kind, modules = resolved or resolve(request.source, request.modules, request.include_all)
     _validate(modules)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     found: dict[str, Target] = {}
