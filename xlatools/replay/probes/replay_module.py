@@ -15,7 +15,6 @@ import os
 import statistics
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -140,6 +139,7 @@ def compare(actual, expected, atol, rtol):
     rows = [compare_one(a, e, atol, rtol) for a, e in zip(actual, expected)]
     total = sum(r["mismatches"] for r in rows)
     return {"ok": total == 0, "outputs": rows, "mismatches": total, "elements": int(sum(a.size for a in actual)),
+            "nan_mismatches": sum(r["nan_mismatches"] for r in rows),
             "max_abs_error": max([r["max_abs_error"] for r in rows] + [0.0]),
             "max_rel_error": max([r["max_rel_error"] for r in rows] + [0.0])}
 
@@ -285,8 +285,7 @@ def main(argv):
         job.finish(arrays, outputs)
     except Failed as failed:
         job.result.update(failure=failed.failure, message=failed.message)
-        if failed.failure != "input-error":
-            traceback.print_exc()
+        sys.stderr.write("replay: %s during %s: %s\n" % (failed.failure, job.result["phase"], failed.message))
     write_atomic(job.path("result.json"), json.dumps(job.result, indent=1))
     return 0
 
