@@ -88,6 +88,8 @@ def from_file(path: Path) -> ModuleSource:
     if kind == "text":
         check_hlo_text(path)
     stem = path.name.split(".before_optimizations")[0].split(".snapshot.")[0]
+    if path.name == "module.mlir":  # jaxlib >= 0.5 dumps module_NNNN.<name>/module.mlir
+        stem = path.parent.name
     match = re.match(r"^(?:\d+\.)?module_(\d+)\.(.+)$", stem)
     name = match.group(2) if match else re.sub(r"\.(txt|hlo|pb|mlir)$", "", stem)
     return ModuleSource(name=name, id=int(match.group(1)) if match else None, **{kind: path})
