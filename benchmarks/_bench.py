@@ -31,3 +31,21 @@ def timed(argv: list[str], check: bool = True, **kwargs) -> float:
     start = time.perf_counter()
     subprocess.run(argv, check=check, **kwargs)
     return time.perf_counter() - start
+
+
+def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, as_json: bool, **extra) -> dict:
+    """Print (or print as JSON) the medians of both sides and their ratio; returns the result."""
+    import json
+    import statistics
+
+    hand, tool = statistics.median(hand_times), statistics.median(tool_times)
+    result = {**extra, "runs": len(hand_times), "by_hand_median_s": round(hand, 3), "xlatools_median_s": round(tool, 3),
+              "ratio": round(tool / hand, 3), "goal": goal,
+              "by_hand_s": [round(t, 3) for t in hand_times], "xlatools_s": [round(t, 3) for t in tool_times]}
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"by hand:  median {hand:.3f} s  {result['by_hand_s']}")
+        print(f"xlatools: median {tool:.3f} s  {result['xlatools_s']}")
+        print(f"ratio {result['ratio']:.3f} (goal <= {goal}); fixed cost {tool - hand:.3f} s per run")
+    return result
