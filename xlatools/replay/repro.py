@@ -124,6 +124,9 @@ def _pack_files(modules: list[ModuleSource], source: Path, run: dict[str, Any]) 
             files[f"program/{path.relative_to(program).as_posix()}"] = path.read_bytes()
     if run.get("profile"):
         files["profile.json"] = json.dumps(run["profile"], indent=2, sort_keys=True).encode()
+        lock = Path(run["profile"].get("file") or "").parent / "xlatools.lock"  # `pin resolve` writes it beside the profile
+        if run["profile"].get("file") and lock.is_file():
+            files["xlatools.lock"] = lock.read_bytes()
     return files, entries
 
 

@@ -176,3 +176,34 @@ def test_unknown_flag_is_refused_before_anything_runs(dumped, replay, tmp_path):
     result = replay("replay", str(bundle), "--xla-flag=--xla_no_such_flag_at_all=1", "--out", "out")
     assert result.returncode == 2 and "does not know XLA flag" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_timeout_stops_the_target(dumped, replay, tmp_path):
+    bundle, _ = dumped
+    result = replay("replay", str(bundle), "--module", "jit_fn", "--timeout", "0.2", "--json", "--out", "out")
+    assert result.returncode == 124, result.stderr
+    assert _json(result)["modules"][0]["outcome"] == "timeout"
+    assert manifest(bundles(tmp_path / "out")[0])["status"] == "timeout"
+
+
+def test_ctrl_c_stops_the_target_and_completes_the_bundle(dumped, tmp_path, replay_env):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import sigint_default
+
+    bundle, _ = dumped
+    proc = subprocess.Popen([sys.executable, "-m", "xlatools", "replay", str(bundle), "--out", "out"], cwd=tmp_path,
+                            env={**os.environ, **replay_env, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
+    assert proc.stderr.readline().startswith("==> ")  # the first target process is starting
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    data = manifest(bundles(tmp_path / "out")[0])
+    assert data["status"] == "interrupted" and data["files"] is not None
