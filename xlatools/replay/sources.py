@@ -24,7 +24,7 @@ HELPER_PRIMITIVES = frozenset({
     "concatenate", "transpose", "_multi_slice", "dynamic_slice", "dynamic_update_slice", "clip", "_reduce_sum",
     "_reduce_max", "_reduce_min", "select_n", "pad", "_pad", "full", "_full", "zeros_like", "ones_like", "copy",
     "astype", "_convert_element_type", "integer_pow", "_rem", "remainder", "_unstack", "_split", "split",
-    "_cumulative_reduction", "cumsum", "sort", "argsort", "gather", "_gather", "scatter", "_scatter_impl", "fn_1",
+    "_cumulative_reduction", "cumsum", "sort", "argsort", "gather", "_gather", "scatter", "_scatter_impl",
 })
 
 
@@ -108,7 +108,9 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
         files = set(module.files)
         stem = f"{module.before_file[:-len('.before_optimizations.txt')]}" if module.before_file else None
         proto = f"{stem}.before_optimizations.hlo.pb" if stem else None
-        snapshots = sorted(f for f in files if re.search(r"(?<!unoptimized_)\.snapshot\.-?\d+\.pb$", f))
+        # One snapshot per execution, named by a run id: the oldest file is the first execution.
+        snapshots = sorted((f for f in files if re.search(r"(?<!unoptimized_)\.snapshot\.-?\d+\.pb$", f)),
+                           key=lambda f: ((root / f).stat().st_mtime_ns, f))
         source = ModuleSource(
             name=module.name, id=module.id,
             text=root / module.before_file if module.before_file else None,
