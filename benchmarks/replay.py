@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,13 +86,17 @@ def main() -> int:
         by_hand = [args.python, hand_script, str(module), str(args.iterations), os.path.join(work, "out.npy")]
         timed(by_tool, env=env, cwd=work)  # warm-up: file caches and the one-time target probe
         timed(by_hand, env=env, cwd=work)
-        tool_times, hand_times = [], []
+        tool_times, hand_times, tool_cpu, hand_cpu = [], [], [], []
         for _ in range(args.runs):
-            hand_times.append(timed(by_hand, env=env, cwd=work))
-            tool_times.append(timed(by_tool, env=env, cwd=work))
+            hand_times.append(timed(by_hand, env=env, cwd=work, cpu=hand_cpu))
+            tool_times.append(timed(by_tool, env=env, cwd=work, cpu=tool_cpu))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report_ratio(hand_times, tool_times, 1.2, args.json, module="jit_fn", iterations=args.iterations)
+    cpu_ratio = round(statistics.median(tool_cpu) / statistics.median(hand_cpu), 3)
+    if not args.json:
+        print(f"CPU seconds (user+system, target included): median by hand {statistics.median(hand_cpu):.3f}, "
+              f"xlatools {statistics.median(tool_cpu):.3f}, ratio {cpu_ratio:.3f}")
+    report_ratio(hand_times, tool_times, 1.2, args.json, module="jit_fn", iterations=args.iterations, cpu_ratio=cpu_ratio)
     return 0
 
 
