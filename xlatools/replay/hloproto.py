@@ -89,9 +89,12 @@ def _schema():
         ("hlo", 1, F.TYPE_MESSAGE, one, "HloProtoRaw"), ("arguments", 2, F.TYPE_MESSAGE, many, "LiteralProto"),
         ("result", 3, F.TYPE_MESSAGE, one, "LiteralProto"), ("execution_platform", 4, F.TYPE_STRING, one, None),
     ])
+    message("HloInputs", [("arguments", 1, F.TYPE_MESSAGE, many, "LiteralProto")])
+    message("HloUnoptimizedSnapshot", [("hlo_module", 1, F.TYPE_BYTES, one, None),
+                                       ("partitions", 2, F.TYPE_MESSAGE, many, "HloInputs")])
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
-    names = ("LiteralProto", "HloModuleProto", "HloProtoRaw", "HloProto", "HloSnapshot")
+    names = ("LiteralProto", "HloModuleProto", "HloProtoRaw", "HloProto", "HloSnapshot", "HloUnoptimizedSnapshot")
     return {name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"xlatools_xla.{name}")) for name in names}
 
 
@@ -174,7 +177,20 @@ def _module(serialized: bytes, path: Path) -> HloModule:
     return HloModule(module.name, serialized, params)
 
 
+def is_unoptimized(path: Path) -> bool:
+    """`*.hlo_unoptimized_snapshot.pb` (--xla_dump_hlo_unoptimized_snapshots): the module before
+    optimisation and each partition's arguments, no result."""
+    return "unoptimized_snapshot" in Path(path).name
+
+
 def read_snapshot(path: Path) -> Snapshot:
+    if is_unoptimized(path):
+        unopt = _parse("HloUnoptimizedSnapshot", _read(path), path)
+        if not unopt.hlo_module:
+            raise UsageError(f"{path}: an unoptimised snapshot without a module")
+        arguments = [a for literal in (unopt.partitions[0].arguments if unopt.partitions else [])
+                     for a in flatten_literal(literal, path)]
+        return Snapshot(_module(unopt.hlo_module, path), arguments, [], "")
     snap = _parse("HloSnapshot", _read(path), path)
     if not snap.HasField("hlo") or not snap.hlo.hlo_module:
         raise UsageError(f"{path}: an HloSnapshot without a module", hint="give a file written by --xla_dump_hlo_snapshots")

@@ -90,7 +90,10 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
             expected.append({"label": "snapshot", **materials.snapshot_result})
     else:
         inputs = {"mode": "random", "seed": request.seed}
-    return {"module": materials.module, "alternatives": materials.alternatives, "inputs": inputs,
+    alternatives = list(materials.alternatives)
+    if run.role == "reference" and test_dir and (test_dir / "module.txt").is_file():
+        alternatives.append({"kind": "text", "path": str(test_dir / "module.txt")})  # the module as the test read it
+    return {"module": materials.module, "alternatives": alternatives, "inputs": inputs,
             "expected": expected, "atol": request.atol, "rtol": request.rtol, "iterations": request.iterations,
             "print_literals": request.print_literals, "out_dir": str(run_dir)}
 

@@ -79,7 +79,8 @@ def file_kind(path: Path) -> Kind:
     if name.endswith(".mlir"):
         return "mlir"
     if name.endswith(".pb"):
-        return "snapshot" if ".snapshot." in name or name.startswith("snapshot.") else "proto"
+        snapshot = ".snapshot." in name or name.startswith("snapshot.") or "unoptimized_snapshot" in name
+        return "snapshot" if snapshot else "proto"
     return "text"
 
 
@@ -87,7 +88,7 @@ def from_file(path: Path) -> ModuleSource:
     kind = file_kind(path)
     if kind == "text":
         check_hlo_text(path)
-    stem = path.name.split(".before_optimizations")[0].split(".snapshot.")[0]
+    stem = re.split(r"\.before_optimizations|\.snapshot\.|\.execution_\d+\.", path.name)[0]
     if path.name == "module.mlir":  # jaxlib >= 0.5 dumps module_NNNN.<name>/module.mlir
         stem = path.parent.name
     match = re.match(r"^(?:\d+\.)?module_(\d+)\.(.+)$", stem)
@@ -111,6 +112,8 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
         # One snapshot per execution, named by a run id: the oldest file is the first execution.
         snapshots = sorted((f for f in files if re.search(r"(?<!unoptimized_)\.snapshot\.-?\d+\.pb$", f)),
                            key=lambda f: ((root / f).stat().st_mtime_ns, f))
+        # Without a regular snapshot: arguments (and, alone, the module) of an unoptimised one.
+        snapshots = snapshots or sorted(f for f in files if f.endswith("hlo_unoptimized_snapshot.pb"))
         source = ModuleSource(
             name=module.name, id=module.id,
             text=root / module.before_file if module.before_file else None,

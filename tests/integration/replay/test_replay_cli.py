@@ -216,3 +216,31 @@ def test_dry_run_prints_the_plan_and_runs_nothing(dumped, replay, tmp_path, old_
     test, reference = plan["runs"]
     assert "--xla_backend_optimization_level=0" in test["xla_flags"] and reference["python"] == old_jax_python
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def unoptimized_dump(tmp_path_factory, replay_env):
+    """A dump with an unoptimised snapshot (--xla_dump_hlo_unoptimized_snapshots, jaxlib >= 0.5)."""
+    import os
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    if version("jaxlib").startswith("0.4."):
+        pytest.skip("jaxlib 0.4.x writes no unoptimised snapshots")
+    work = tmp_path_factory.mktemp("unoptimized")
+    program = ("import jax, jax.numpy as jnp, numpy as np\n"
+               "jax.jit(lambda x, y: jnp.tanh(x) @ y)(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))\n")
+    env = {**os.environ, **replay_env, "XLA_FLAGS": f"--xla_dump_to={work / 'dump'} --xla_dump_hlo_unoptimized_snapshots"}
+    subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=300)
+    return work / "dump"
+
+
+def test_unoptimized_snapshot_replays_here_and_on_an_old_jaxlib(unoptimized_dump, replay, old_jax_python):
+    snapshot = next(unoptimized_dump.glob("*.hlo_unoptimized_snapshot.pb"))
+    result = replay("replay", str(snapshot), "--reference-python", old_jax_python, "--json", "--out", "out")
+    assert result.returncode == 0, result.stderr
+    module = _json(result)["modules"][0]
+    assert module["outcome"] == "ok" and module["comparisons"][0]["against"] == "reference-python-1"
+    # 0.4.30 cannot read a new jaxlib's proto (ids > INT_MAX): it reads the test run's text of the module
+    assert module["runs"][1]["loaded_from"]["path"].endswith("test/module.txt")

@@ -176,6 +176,8 @@ class Job:
             try:
                 computation, mlir, how = jaxcompat.load(source["kind"], payload)
                 self.result["loaded_from"] = {"kind": source["kind"], "path": source["path"], "how": how}
+                # As text too: an older jaxlib that cannot read this jaxlib's proto may parse the text.
+                write_atomic(self.path("module.txt"), computation.as_hlo_text())
                 return computation, mlir
             except Exception as exc:
                 errors.append("%s: %s" % (source["kind"], first_line(exc)))
