@@ -154,6 +154,7 @@ def run(
     pack_file: Path = typer.Argument(..., help="A repro pack (.tar.gz from `xlatools repro pack`)."),
     python: Optional[str] = typer.Option(None, "--python", help="Target interpreter (default: this one)."),
     match: str = typer.Option("class", "--match", help="What must equal the expected outcome: class (outcome per module), outputs (+ output digests) or fingerprint (+ optimised HLO)."),
+    same_jaxlib: bool = typer.Option(False, "--same-jaxlib", help="Cannot run (exit 3) unless the target has the pack's jaxlib version."),
     out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
@@ -163,7 +164,7 @@ def run(
 
     from xlatools.replay.repro import run_pack
 
-    result = run_pack(pack_file, python, out, match, sys.argv[1:])  # type: ignore[arg-type]
+    result = run_pack(pack_file, python, out, match, sys.argv[1:], same_jaxlib)  # type: ignore[arg-type]
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:

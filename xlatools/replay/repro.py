@@ -179,11 +179,12 @@ def read_meta(root: Path, archive: Path) -> dict[str, Any]:
 
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
-             match: Match = "class", argv: list[str] | None = None) -> ReproOutcome:
+             match: Match = "class", argv: list[str] | None = None, same_jaxlib: bool = False) -> ReproOutcome:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
     Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
-    interpreter cannot replay it (no jax, no GPU, an XLA flag or module this jaxlib does not know)."""
+    interpreter cannot replay it (no jax, no GPU, an XLA flag or module this jaxlib does not know,
+    or, with `same_jaxlib`, a jaxlib other than the pack's)."""
     from xlatools.replay.execute import UnknownFlags, execute_replay, prepare
     from xlatools.run.target import resolve_python
 
@@ -204,6 +205,9 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
             prepared = prepare(request, ("pack", _modules_of(meta, root)))
         except (UnknownFlags, EnvironmentMissing) as exc:
             return ReproOutcome("cannot-run", exc.message + (f" ({exc.hint})" if exc.hint else ""))
+        wanted, have = (meta.get("versions") or {}).get("jaxlib"), prepared.targets[request.python].jaxlib
+        if same_jaxlib and wanted != have:
+            return ReproOutcome("cannot-run", f"the pack names jaxlib {wanted}; {request.python} has {have}")
         manifest, _, _ = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)])
         shutil.move(str(unpacked), str(Path(manifest["bundle"]) / "pack"))
         result = verdict(meta["modules"], manifest["modules"], match)

@@ -60,6 +60,9 @@ def test_not_reproduced_names_what_differs(packed, tmp_path, replay_env, old_jax
     assert result.returncode == 0, result.stderr  # 0: not reproduced
     data = json.loads(result.stdout)
     assert data["outcome"] == "not-reproduced" and any("fingerprint" in d for d in data["differences"])
+    strict = run_cli("repro", "run", str(work / "a.tar.gz"), "--python", old_jax_python, "--same-jaxlib", "--json",
+                     "--out", "out", cwd=tmp_path, env=replay_env, timeout=300)
+    assert strict.returncode == 3 and "0.4.30" in json.loads(strict.stdout)["reason"]
 
 
 def test_gpu_pack_cannot_run_on_a_cpu_only_target(packed, tmp_path, replay_env):
