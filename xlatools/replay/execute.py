@@ -62,7 +62,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     from xlatools.run import target as targets
 
     kind, modules = resolved or resolve(request.source, request.modules, request.include_all)
-    _validate(modules)
+    _validate(modules, request.source_from)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     found: dict[str, Target] = {}
     checks: dict[str, dict[str, str]] = {}
@@ -77,11 +77,14 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     return Prepared(plan, found, checks)
 
 
-def _validate(modules) -> None:
-    """Read every .pb once now, so a damaged file is a clear error before any bundle exists."""
+def _validate(modules, source_from: str) -> None:
+    """Read every .pb once now, so a damaged file (or a missing form) is a clear error before any bundle exists."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
 
     for module in modules:
+        if source_from != "auto" and getattr(module, source_from) is None:
+            raise UsageError(f"--from {source_from}: module {module.label} has no {source_from} form",
+                             hint=f"it has: {', '.join(module.files()) or 'nothing'}; --from auto uses what there is")
         if module.proto:
             read_module_proto(module.proto)
         if module.snapshot:

@@ -52,9 +52,9 @@ def prepare_materials(source: ModuleSource, source_from: str, folder: Path) -> M
     if source.proto and source_from in ("auto", "proto"):
         atomic_write_bytes(folder / "module.pb", read_module_proto(source.proto).serialized)
         candidates.append({"kind": "proto", "path": str(folder / "module.pb")})
-    if source.mlir and source_from == "auto":
+    if source.mlir and source_from in ("auto", "mlir"):
         candidates.append({"kind": "mlir", "path": str(source.mlir)})
-    if snapshot and (source_from == "snapshot" or not candidates):
+    if snapshot and (source_from == "snapshot" or (source_from == "auto" and not candidates)):
         # The snapshot holds the optimised module: new jaxlibs compile it again, 0.4.x cannot.
         atomic_write_bytes(folder / "snapshot-module.pb", snapshot.module.serialized)
         candidates.insert(0, {"kind": "proto", "path": str(folder / "snapshot-module.pb")})

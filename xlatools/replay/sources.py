@@ -17,7 +17,7 @@ from typing import Literal
 from xlatools.errors import UsageError
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
-FROM = ("auto", "text", "proto", "snapshot")
+FROM = ("auto", "text", "proto", "snapshot", "mlir")
 # jax compiles these small modules for its own helpers (jnp.arange -> jit_iota, astype, where, ...).
 HELPER_PRIMITIVES = frozenset({
     "iota", "convert_element_type", "broadcast_in_dim", "_where", "where", "reshape", "squeeze", "expand_dims",
@@ -114,13 +114,15 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
                            key=lambda f: ((root / f).stat().st_mtime_ns, f))
         # Without a regular snapshot: arguments (and, alone, the module) of an unoptimised one.
         snapshots = snapshots or sorted(f for f in files if f.endswith("hlo_unoptimized_snapshot.pb"))
+        mlir = next((f for f in files if f.endswith("/module.mlir")), None)  # jaxlib >= 0.5 module folders
         source = ModuleSource(
             name=module.name, id=module.id,
             text=root / module.before_file if module.before_file else None,
             proto=root / proto if proto and proto in files else None,
             snapshot=root / snapshots[0] if snapshots else None,
+            mlir=root / mlir if mlir else None,
         )
-        if source.text is None and source.proto is None and source.snapshot is None:
+        if source.text is None and source.proto is None and source.snapshot is None and (source.mlir is None or not refs):
             if refs:
                 raise UsageError(f"module {module.id:04d} {module.name} has no before-optimisation HLO or snapshot in {root}",
                                  hint="dump with --preset dump:hlo")

@@ -22,20 +22,20 @@ def _by_name(data):
 
 @pytest.fixture(scope="module")
 def three_ways(dumped, tmp_path_factory, replay_env):
-    """The bundle replayed from text, from proto and from the snapshot (each module, one run each)."""
+    """The bundle replayed from text, proto, the snapshot and module.mlir (each module, one run each)."""
     from tests.helpers import run_cli
 
     bundle, _ = dumped
     work = tmp_path_factory.mktemp("three-ways")
     found = {}
-    for how in ("text", "proto", "snapshot"):
+    for how in ("text", "proto", "snapshot", "mlir"):
         result = run_cli("replay", str(bundle), "--from", how, "--json", "--out", "out", cwd=work, env=replay_env, timeout=300)
         assert result.returncode == 0, result.stderr
         found[how] = _json(result)
     return found
 
 
-@pytest.mark.parametrize("how", ["text", "proto", "snapshot"])
+@pytest.mark.parametrize("how", ["text", "proto", "snapshot", "mlir"])
 def test_replay_gives_the_programs_own_outputs(three_ways, dumped, how):
     _, expected = dumped
     modules = _by_name(three_ways[how])
@@ -43,18 +43,19 @@ def test_replay_gives_the_programs_own_outputs(three_ways, dumped, how):
     for name, key in (("jit_fn", "fn"), ("jit_clean", "clean")):
         module = modules[name]
         assert module["outcome"] == "ok", module
-        assert module["runs"][0]["loaded_from"]["kind"] == ("text" if how == "text" else "proto")
+        assert module["runs"][0]["loaded_from"]["kind"] == {"snapshot": "proto"}.get(how, how)
         assert [c["against"] for c in module["comparisons"]] == ["snapshot"] and module["comparisons"][0]["ok"]
         with np.load(run_dir(module) / "outputs.npz") as out:
             np.testing.assert_array_equal(out["a0"], expected[key])
         assert module["runs"][0]["run_s"]["count"] == 1 and module["runs"][0]["compile_s"] > 0
 
 
-def test_text_and_proto_replays_share_the_fingerprint(three_ways):
-    text, proto = _by_name(three_ways["text"]), _by_name(three_ways["proto"])
+def test_text_proto_and_mlir_replays_share_the_fingerprint(three_ways):
+    text, proto, mlir = (_by_name(three_ways[how]) for how in ("text", "proto", "mlir"))
     for name in ("jit_fn", "jit_clean"):
         assert text[name]["fingerprint"] and text[name]["fingerprint"] == proto[name]["fingerprint"]
-        assert text[name]["outputs"] == proto[name]["outputs"]  # digests
+        assert text[name]["fingerprint"] == mlir[name]["fingerprint"]
+        assert text[name]["outputs"] == proto[name]["outputs"] == mlir[name]["outputs"]  # digests
 
 
 def test_replay_bundle_is_complete(three_ways):

@@ -37,7 +37,7 @@ def test_pack_is_deterministic_and_lists_its_hashes(packed):
         meta = json.loads(tar.extractfile("repro/pack.json").read())
     assert "repro/SHA256SUMS" in names and "repro/program/prog.py" in names
     assert meta["versions"]["jaxlib"] and meta["modules"][0]["fingerprint"]
-    assert set(meta["modules"][0]["files"]) == {"text", "proto", "snapshot"}
+    assert set(meta["modules"][0]["files"]) >= {"text", "proto", "snapshot"}
 
 
 def test_moved_pack_reproduces_with_the_same_fingerprint(packed, tmp_path, replay_env):
