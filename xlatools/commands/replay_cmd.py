@@ -48,7 +48,7 @@ def replay(
     from xlatools.run.target import resolve_python
 
     request = ReplayRequest(
-        source=source, python=resolve_python(python), modules=list(module), include_all=include_all,
+        source=source.expanduser().absolute(), python=resolve_python(python), modules=list(module), include_all=include_all,
         source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
         reference_pythons=[resolve_python(p) for p in reference_python], reference_xla_flags=list(reference_xla_flag),
         atol=atol, rtol=rtol, iterations=iterations, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
@@ -121,7 +121,7 @@ def pack(
     from xlatools.run.target import resolve_python
 
     request = ReplayRequest(
-        source=bundle, python=resolve_python(python or _run_python(bundle)), modules=list(module),
+        source=bundle.expanduser().absolute(), python=resolve_python(python or _run_python(bundle)), modules=list(module),
         include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
         atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
         platform=platform, name=f"pack-{bundle.name}",

@@ -146,7 +146,9 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str],
     rendered = table(records)
     final = {**base, "status": status, "exit_code": code, "finished": utc_now(),
              "modules": [r.to_json() for r in records]}
-    atomic_write_text(bundle.path / "summary.txt", rendered + "\n")
+    versions = ", ".join(f"jaxlib {t.jaxlib} ({python})" for python, t in prepared.targets.items())
+    atomic_write_text(bundle.path / "summary.txt",
+                      f"status: {status} (exit {code})\nsource: {plan.request.source}\ntargets: {versions}\n\n{rendered}\n")
     final["files"] = bundle.file_index()
     bundle.write_manifest(final)
     if status == "interrupted":
