@@ -131,14 +131,30 @@ def test_compiler_abort_is_a_crash_with_its_signal(dumped, replay, tmp_path):
     assert run["log_tail"]
 
 
-def test_custom_call_the_target_lacks_is_a_compile_error(replay, tmp_path):
-    module = tmp_path / "custom.hlo"
-    module.write_text('HloModule custom\n\nENTRY main {\n  p = f32[4] parameter(0)\n'
-                      '  ROOT r = f32[4] custom-call(p), custom_call_target="xlatools_missing_target"\n}\n')
-    result = replay("replay", str(module), "--json", "--out", "out")
+def test_snapshot_with_a_custom_call_the_target_lacks_is_a_compile_error(replay, tmp_path):
+    import subprocess
+    import sys
+
+    from xlatools.replay.hloproto import schema
+
+    text = ('HloModule custom\n\nENTRY main {\n  p = f32[4] parameter(0)\n'
+            '  ROOT r = f32[4] custom-call(p), custom_call_target="xlatools_missing_target"\n}\n')
+    (tmp_path / "custom.hlo").write_text(text)
+    to_proto = ("import sys; from jax._src.lib import xla_client as xc; ns = getattr(xc, 'hlo', None) or xc._xla; "
+                "sys.stdout.buffer.write(ns.hlo_module_from_text(open(sys.argv[1]).read()).as_serialized_hlo_module_proto())")
+    module = subprocess.run([sys.executable, "-c", to_proto, str(tmp_path / "custom.hlo")], capture_output=True,
+                            check=True, timeout=300).stdout
+    snapshot = schema()["HloSnapshot"]()
+    snapshot.hlo.hlo_module = module
+    argument = snapshot.arguments.add()
+    argument.shape.element_type = 11  # F32
+    argument.shape.dimensions.append(4)
+    argument.f32s.extend([1, 2, 3, 4])
+    (tmp_path / "module_0000.custom.snapshot.1.pb").write_bytes(snapshot.SerializeToString())
+    result = replay("replay", "module_0000.custom.snapshot.1.pb", "--json", "--out", "out")
     assert result.returncode == 1, result.stderr
     run = _json(result)["modules"][0]["runs"][0]
-    assert run["failure"] == "compile-error" and "xlatools_missing_target" in run["message"]
+    assert (run["failure"], run["phase"]) == ("compile-error", "compile") and "xlatools_missing_target" in run["message"]
 
 
 @pytest.mark.parametrize("name,content,message", [
