@@ -17,6 +17,7 @@ from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, Interrupted, UsageError
 from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
 from xlatools.replay.records import ModuleRecord, exit_code, module_outcome, table
+from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
 
 MANIFEST_SCHEMA = "xlatools.replay/1"
@@ -91,7 +92,7 @@ def _validate(modules, source_from: str) -> None:
             read_snapshot(module.snapshot)
 
 
-def replay_module(prepared: Prepared, source, folder: Path, caller_env: dict[str, str]) -> ModuleRecord:
+def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str]) -> ModuleRecord:
     from xlatools.replay.jobs import job_spec, prepare_materials, run_job
 
     plan = prepared.plan
@@ -132,9 +133,12 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str],
     bundle.write_manifest(base)
     records: list[ModuleRecord] = []
     status = "failed"
+    from xlatools.proctree import sigterm_as_interrupt
+
     try:
-        for source in plan.modules:
-            records.append(replay_module(prepared, source, bundle.path / "modules" / source.slug, caller_env))
+        with sigterm_as_interrupt():  # CI cancels with SIGTERM: finish the bundle as for Ctrl-C
+            for source in plan.modules:
+                records.append(replay_module(prepared, source, bundle.path / "modules" / source.slug, caller_env))
         code = exit_code([r.outcome for r in records])
         status = "ok" if code == 0 else ("timeout" if code == 124 else "failed")
     except (Interrupted, KeyboardInterrupt):
