@@ -169,3 +169,20 @@ def test_npz_and_literals_round_trip(tmp_path):
     row = probe.compare_one(np.array([1.0, np.nan, 3.0], np.float32), np.array([1.0005, 2.0, np.nan], np.float32), 1e-3, 1e-3)
     assert (row["mismatches"], row["nan_mismatches"]) == (2, 2)
     assert probe.compare_one(np.array([1, 2]), np.array([1, 3]), 1.0, 1.0)["mismatches"] == 1  # ints: exact
+
+
+def test_snapshot_with_unconvertible_literals_reads_without_them(tmp_path):
+    pytest.importorskip("google.protobuf")
+    from xlatools.replay.hloproto import read_snapshot, schema
+
+    module = schema()["HloModuleProto"](name="m", computations=[b"opaque"])
+    snapshot = schema()["HloSnapshot"]()
+    snapshot.hlo.hlo_module = module.SerializeToString()
+    argument = snapshot.arguments.add()
+    argument.shape.element_type = 21  # S4: not converted
+    argument.shape.dimensions.append(2)
+    path = tmp_path / "m.snapshot.1.pb"
+    path.write_bytes(snapshot.SerializeToString())
+    with pytest.raises(UsageError, match="--inputs random"):
+        read_snapshot(path)
+    assert read_snapshot(path, literals=False).module.name == "m"

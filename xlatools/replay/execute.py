@@ -63,7 +63,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     from xlatools.run import target as targets
 
     kind, modules = resolved or resolve(request.source, request.modules, request.include_all)
-    _validate(modules, request.source_from)
+    _validate(modules, request.source_from, literals=request.inputs is None)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     found: dict[str, Target] = {}
     checks: dict[str, dict[str, str]] = {}
@@ -78,7 +78,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     return Prepared(plan, found, checks)
 
 
-def _validate(modules, source_from: str) -> None:
+def _validate(modules, source_from: str, literals: bool) -> None:
     """Read every .pb once now, so a damaged file (or a missing form) is a clear error before any bundle exists."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
 
@@ -89,7 +89,7 @@ def _validate(modules, source_from: str) -> None:
         if module.proto:
             read_module_proto(module.proto)
         if module.snapshot:
-            read_snapshot(module.snapshot)
+            read_snapshot(module.snapshot, literals)
 
 
 def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str]) -> ModuleRecord:
@@ -97,7 +97,7 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
 
     plan = prepared.plan
     record = ModuleRecord(source.name, source.id, source.files())
-    materials = prepare_materials(source, plan.request.source_from, folder)
+    materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
     test_dir = None
     for run in plan.runs:
         run_dir = folder / run.label

@@ -183,20 +183,21 @@ def is_unoptimized(path: Path) -> bool:
     return "unoptimized_snapshot" in Path(path).name
 
 
-def read_snapshot(path: Path) -> Snapshot:
+def read_snapshot(path: Path, literals: bool = True) -> Snapshot:
+    """The module, and with `literals` the arguments and result (off: only the module is needed)."""
     if is_unoptimized(path):
         unopt = _parse("HloUnoptimizedSnapshot", _read(path), path)
         if not unopt.hlo_module:
             raise UsageError(f"{path}: an unoptimised snapshot without a module")
-        arguments = [a for literal in (unopt.partitions[0].arguments if unopt.partitions else [])
+        arguments = [a for literal in (unopt.partitions[0].arguments if unopt.partitions and literals else [])
                      for a in flatten_literal(literal, path)]
         return Snapshot(_module(unopt.hlo_module, path), arguments, [], "")
     snap = _parse("HloSnapshot", _read(path), path)
     if not snap.HasField("hlo") or not snap.hlo.hlo_module:
         raise UsageError(f"{path}: an HloSnapshot without a module", hint="give a file written by --xla_dump_hlo_snapshots")
     module = _module(snap.hlo.hlo_module, path)
-    arguments = [a for literal in snap.arguments for a in flatten_literal(literal, path)]
-    result = flatten_literal(snap.result, path) if snap.HasField("result") else []
+    arguments = [a for literal in snap.arguments for a in flatten_literal(literal, path)] if literals else []
+    result = flatten_literal(snap.result, path) if literals and snap.HasField("result") else []
     return Snapshot(module, arguments, result, snap.execution_platform)
 
 

@@ -40,12 +40,12 @@ def _arrays_npz(arrays, path: Path) -> dict[str, Any]:
     return {"path": str(path), "minor_to_major": [a.minor_to_major for a in arrays]}
 
 
-def prepare_materials(source: ModuleSource, source_from: str, folder: Path) -> Materials:
+def prepare_materials(source: ModuleSource, source_from: str, folder: Path, literals: bool = True) -> Materials:
     """Write what the target needs for `source` into `folder` (UsageError for unreadable files)."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
 
     folder.mkdir(parents=True, exist_ok=True)
-    snapshot = read_snapshot(source.snapshot) if source.snapshot else None
+    snapshot = read_snapshot(source.snapshot, literals) if source.snapshot else None
     candidates: list[dict[str, str]] = []
     if source.text and source_from in ("auto", "text"):
         candidates.append({"kind": "text", "path": str(source.text)})
@@ -64,7 +64,7 @@ def prepare_materials(source: ModuleSource, source_from: str, folder: Path) -> M
         raise UsageError(f"module {source.label}: nothing to replay with --from {source_from}",
                          hint="--from auto uses whatever the dump has")
     materials = Materials(candidates[0], candidates[1:])
-    if snapshot and snapshot.arguments is not None:
+    if snapshot and literals:
         materials.snapshot_args = _arrays_npz(snapshot.arguments, folder / "snapshot-arguments.npz")
         if snapshot.result:
             materials.snapshot_result = _arrays_npz(snapshot.result, folder / "snapshot-result.npz")
