@@ -24,10 +24,39 @@ def installed_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def timed(argv: list[str], check: bool = True, **kwargs) -> float:
-    """Wall-clock seconds of one run of `argv`, output discarded."""
+def timed(argv: list[str], check: bool = True, cpu: list[float] | None = None, **kwargs) -> float:
+    """Wall-clock seconds of one run of `argv`, output discarded. With `cpu`, also appends the CPU
+    seconds (user + system) of the process and its waited-for children: steadier on a shared machine."""
+    import resource
+
     kwargs.setdefault("stdout", subprocess.DEVNULL)
     kwargs.setdefault("stderr", subprocess.DEVNULL)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, check=check, **kwargs)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    if cpu is not None:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return wall
+
+
+def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, as_json: bool, **extra) -> dict:
+    """Print (or print as JSON) the medians of both sides and their ratio; returns the result."""
+    import json
+    import statistics
+
+    hand, tool = statistics.median(hand_times), statistics.median(tool_times)
+    result = {**extra, "runs": len(hand_times), "by_hand_median_s": round(hand, 3), "xlatools_median_s": round(tool, 3),
+              "ratio": round(tool / hand, 3), "goal": goal,
+              # On a shared machine the fastest runs show the intrinsic cost best; reported beside the medians.
+              "ratio_of_minimums": round(min(tool_times) / min(hand_times), 3),
+              "by_hand_s": [round(t, 3) for t in hand_times], "xlatools_s": [round(t, 3) for t in tool_times]}
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"by hand:  median {hand:.3f} s  {result['by_hand_s']}")
+        print(f"xlatools: median {tool:.3f} s  {result['xlatools_s']}")
+        print(f"ratio {result['ratio']:.3f} (goal <= {goal}); fixed cost {tool - hand:.3f} s per run; "
+              f"ratio of the fastest runs {result['ratio_of_minimums']:.3f}")
+    return result

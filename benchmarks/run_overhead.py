@@ -10,15 +10,13 @@ ratio (goal: <= 1.10). Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
-from _bench import installed_env, timed
+from _bench import installed_env, report_ratio, timed
 
 SMOKE = Path(__file__).resolve().parent.parent / "xlatools" / "run" / "smoke" / "main.py"
 ALL = "dot,matmul,conv,reduce,while,grad,collectives"
@@ -60,16 +58,7 @@ def main() -> int:
             tool_times.append(timed(by_tool, env=base_env, cwd=work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    hand, tool = statistics.median(hand_times), statistics.median(tool_times)
-    result = {"program": args.program, "runs": args.runs, "by_hand_median_s": round(hand, 3),
-              "xlatools_median_s": round(tool, 3), "ratio": round(tool / hand, 3), "goal": 1.10,
-              "by_hand_s": [round(t, 3) for t in hand_times], "xlatools_s": [round(t, 3) for t in tool_times]}
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(f"by hand:  median {hand:.3f} s  {result['by_hand_s']}")
-        print(f"xlatools: median {tool:.3f} s  {result['xlatools_s']}")
-        print(f"ratio {result['ratio']:.3f} (goal <= 1.10); fixed cost {tool - hand:.3f} s per run")
+    report_ratio(hand_times, tool_times, 1.10, args.json, program=args.program)
     return 0
 
 

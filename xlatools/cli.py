@@ -27,6 +27,7 @@ from xlatools.commands import (
     pin_cmd,
     presets_cmd,
     profiles_cmd,
+    replay_cmd,
     run_cmd,
 )
 from xlatools.errors import XlaToolsError
@@ -78,6 +79,8 @@ app.command("diff")(compare_cmd.diff)
 app.command("report")(compare_cmd.report)
 app.add_typer(bisect_cmd.app, name="bisect")
 app.add_typer(cache_cmd.app, name="cache")
+app.command("replay")(replay_cmd.replay)
+app.add_typer(replay_cmd.app, name="repro")
 
 
 def _click_exceptions():

@@ -211,40 +211,31 @@ class ProgramTest:
 
 @dataclass(frozen=True)
 class ReplayTest:
-    """`--replay PACK`: reproduced = bad. Delegates to `xlatools.replay.bisect_check(pack, python, xla_flags,
-    out_root, name) -> (reproduced: bool | None, bundle: str)` (the replay capability; wired at merge)."""
+    """`--replay PACK`: the repro pack is replayed in each step's interpreter (xlatools.replay.repro.run_pack):
+    reproduced = bad, not reproduced = good, cannot run here (no jax, a flag or module this jaxlib lacks) = skip."""
 
     pack: Path
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "replay", "pack": str(self.pack)}
 
-    def _hook(self):
-        try:
-            import xlatools.replay as replay
-        except ImportError:
-            raise EnvironmentMissing(
-                "--replay needs the replay capability (xlatools.replay), which this build of xlatools lacks",
-                hint="use a program test (-- prog.py) until replay lands") from None
-        hook = getattr(replay, "bisect_check", None)
-        if hook is None:
-            raise EnvironmentMissing("xlatools.replay has no bisect_check(pack, python, xla_flags, out_root, name)",
-                                     hint="use a program test (-- prog.py)")
-        return hook
-
     def validate(self) -> None:
-        self._hook()
-        if not self.pack.exists():
-            raise UsageError(f"--replay {self.pack}: no such repro pack")
+        if not self.pack.is_file():
+            raise UsageError(f"--replay {self.pack}: no such repro pack", hint="make one with `xlatools repro pack BUNDLE`")
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
+        from xlatools.replay.repro import run_pack
+
+        if step.xla_flags:
+            raise UsageError("--replay cannot be combined with a search over XLA flags (bisect passes)",
+                             hint="bisect passes with a program test: -- prog.py")
         t0 = time.monotonic()
         try:
-            reproduced, bundle = self._hook()(self.pack, step.python, list(step.xla_flags), out_root, name)
+            answer = run_pack(self.pack, python=step.python, out_root=out_root, argv=["bisect", "step", name])
         except XlaToolsError as exc:
-            if isinstance(exc, Interrupted):
-                raise
+            if isinstance(exc, (Interrupted, UsageError)):
+                raise  # a damaged pack is bad input for the whole bisection, not one step
             raise SkipStep(f"replay could not run: {exc.message}") from None
-        outcome = "skip" if reproduced is None else ("bad" if reproduced else "good")
-        return Verdict(outcome, {None: "replay could not tell", True: "reproduced", False: "not reproduced"}[reproduced],
-                       bundle, step.install_s, time.monotonic() - t0)
+        outcome = {"reproduced": "bad", "not-reproduced": "good", "cannot-run": "skip"}[answer.outcome]
+        return Verdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
+                       time.monotonic() - t0)

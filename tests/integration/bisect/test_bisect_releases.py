@@ -137,13 +137,18 @@ def test_bad_input_is_refused_with_exit_2(bx, tmp_path):
     assert done.returncode == 2 and "program not found" in done.stderr
 
 
-def test_replay_test_is_refused_while_the_replay_capability_is_absent(bx, tmp_path):
-    import importlib.util
-
-    if importlib.util.find_spec("xlatools.replay") is not None:
-        pytest.skip("xlatools.replay is present: --replay is wired (tested with the replay capability)")
-    done = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--replay", str(tmp_path / "pack"))
-    assert done.returncode == 3 and "replay capability" in done.stderr and "Traceback" not in done.stderr
+def test_a_repro_pack_is_the_test_of_each_release(bx, tmp_path):
+    """--replay PACK: every step replays the pack (recorded on this jaxlib, outcome ok) in that release's
+    environment. It replays fine on 0.4.30 and 0.4.31 alike, so 'good' reproduces too: said, and stopped."""
+    write(tmp_path / "prog.py", "import jax, jax.numpy as jnp\nprint(jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(4)))\n")
+    assert bx("run", "prog.py", "--dump", "--out", "runs").returncode == 0
+    packed = bx("repro", "pack", str(tmp_path / "runs" / "latest"), "-o", "prog.repro.tar.gz")
+    assert packed.returncode == 0, packed.stderr[-2000:]
+    done = bx("bisect", "releases", "--good", "0.4.30", "--bad", "0.4.31", "--replay", "prog.repro.tar.gz")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "'good' is not good" in done.stderr and "reproduced" in done.stderr and "Traceback" not in done.stderr
+    steps = json.loads(states(tmp_path)[0].read_text())["steps"]
+    assert manifest(Path(steps[0]["bundle"]))["kind"] == "replay"  # a real replay bundle per step
 
 
 def test_dry_run_lists_candidates_and_leaves_out_versions_without_a_jaxlib(bx, tmp_path):

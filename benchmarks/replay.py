@@ -1,0 +1,104 @@
+"""How much does `xlatools replay` cost over compiling and running the same module by hand?
+
+The seed program (alpha * dot(x, y) + beta * z) is dumped once; then its jit_fn module
+(before_optimizations text) is compiled and run 100 times on random inputs, by
+`xlatools replay FILE --inputs random --iterations 100` and by one hand-written script
+over jax's Python APIs (parse, convert, compile, 100 runs, fetch the result). The sides
+alternate so machine noise hits both alike. Prints the medians and their ratio (goal <= 1.2).
+Usage: python benchmarks/replay.py [--runs 7] [--iterations 100] [--python PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _bench import installed_env, report_ratio, timed
+
+SEED = """
+import jax, jax.numpy as jnp, numpy as np
+alpha, beta = 2.0, 3.0
+def fn(x, y, z):
+    return alpha * jnp.dot(x, y) + beta * z
+x = np.ones((2, 4, 3), np.float32); y = np.ones((3, 5), np.float32); z = np.ones((2, 4, 5), np.float32)
+jax.jit(fn)(x, y, z).block_until_ready()
+"""
+
+# What a user writes without xlatools: the same steps replay_module.py takes, for this jaxlib only.
+BY_HAND = """
+import sys, time, numpy as np, jax
+from jax._src.lib import xla_client as xc
+from jax._src import xla_bridge
+text = open(sys.argv[1]).read()
+proto = xc.hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+computation = xc.hlo.XlaComputation(proto)
+mlir = xc._xla.mlir.hlo_to_stablehlo(proto)
+backend = xla_bridge.get_backend()
+device = backend.local_devices()[0]
+executable = backend.compile_and_load(mlir, [device], xc.CompileOptions())
+rng = np.random.RandomState(0)
+args = [jax.device_put(rng.uniform(-1, 1, s.dimensions()).astype(s.numpy_dtype()), device)
+        for s in computation.program_shape().parameter_shapes()]
+times = []
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter()
+    out = executable.execute(args)
+    out[0].block_until_ready()
+    times.append(time.perf_counter() - t)
+np.save(sys.argv[3], np.asarray(out[0]))
+print(min(times), sorted(times)[len(times) // 2])
+"""
+
+
+def dump_seed(python: str, work: str, env: dict[str, str]) -> Path:
+    dump = os.path.join(work, "dump")
+    seed = os.path.join(work, "seed.py")
+    Path(seed).write_text(SEED)
+    subprocess.run([python, seed], check=True, env={**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"})
+    return next(Path(dump).glob("*jit_fn.before_optimizations.txt"))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="alternating runs per side (at least 5)")
+    parser.add_argument("--iterations", type=int, default=100, help="executions of the compiled module per run")
+    parser.add_argument("--python", default=sys.executable, help="interpreter with jax >= 0.5 (the by-hand script uses its APIs)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args()
+    if args.runs < 5:
+        parser.error("--runs must be at least 5")
+    work = tempfile.mkdtemp(prefix="xlatools-bench-replay-")
+    env = {**installed_env(), "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
+           "XLATOOLS_CACHE_DIR": os.path.join(work, "cache")}
+    env.pop("XLA_FLAGS", None)
+    try:
+        module = dump_seed(args.python, work, env)
+        hand_script = os.path.join(work, "by_hand.py")
+        Path(hand_script).write_text(BY_HAND)
+        by_tool = [sys.executable, "-m", "xlatools", "replay", str(module), "--inputs", "random", "--iterations",
+                   str(args.iterations), "--python", args.python, "--out", os.path.join(work, "artifacts")]
+        by_hand = [args.python, hand_script, str(module), str(args.iterations), os.path.join(work, "out.npy")]
+        timed(by_tool, env=env, cwd=work)  # warm-up: file caches and the one-time target probe
+        timed(by_hand, env=env, cwd=work)
+        tool_times, hand_times, tool_cpu, hand_cpu = [], [], [], []
+        for _ in range(args.runs):
+            hand_times.append(timed(by_hand, env=env, cwd=work, cpu=hand_cpu))
+            tool_times.append(timed(by_tool, env=env, cwd=work, cpu=tool_cpu))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    cpu_ratio = round(statistics.median(tool_cpu) / statistics.median(hand_cpu), 3)
+    if not args.json:
+        print(f"CPU seconds (user+system, target included): median by hand {statistics.median(hand_cpu):.3f}, "
+              f"xlatools {statistics.median(tool_cpu):.3f}, ratio {cpu_ratio:.3f}")
+    report_ratio(hand_times, tool_times, 1.2, args.json, module="jit_fn", iterations=args.iterations, cpu_ratio=cpu_ratio)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Replay logic without processes: plans, GPU paths (mocked target), verdicts, exit codes, .npz and literals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.replay import execute as replay_execute
+from xlatools.replay.jobs import Materials, job_spec, signal_name
+from xlatools.replay.plan import ReplayRequest, plan_replay
+from xlatools.replay.records import RunRecord, exit_code, module_outcome
+from xlatools.replay.repro import verdict
+from xlatools.replay.sources import ModuleSource, is_helper
+from xlatools.run import target as targets
+from xlatools.run.target import Target
+
+GPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="gpu", plugins=["jax-cuda12-plugin"],
+             devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H100 80GB HBM3"}])
+CPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[{"id": 0, "platform": "cpu"}])
+MODULE = ModuleSource("jit_fn", 0, text=Path("/d/module_0000.jit_fn.before_optimizations.txt"))
+
+
+@pytest.fixture
+def fake_target(monkeypatch):
+    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags: ([], {n: "table" for n in flags}))
+
+    def use(target):
+        monkeypatch.setattr(targets, "probe", lambda python, platform: target)
+    return use
+
+
+def _request(**kwargs):
+    return ReplayRequest(source=Path("/d"), python="/py", **kwargs)
+
+
+def test_gpu_test_run_with_cpu_reference(fake_target):
+    fake_target(GPU)
+    prepared = replay_execute.prepare(_request(platform="gpu", references=["cpu"]), ("dump", [MODULE]))
+    test, reference = prepared.plan.runs
+    assert test.env({}, GPU.gpu_platform(), None)["JAX_PLATFORMS"] == "cuda"
+    assert reference.label == "reference-cpu" and reference.env({}, "cuda", None)["JAX_PLATFORMS"] == "cpu"
+    # the reference compares the test's outputs against its own, on the test's inputs
+    spec = job_spec(prepared.plan.request, Materials({"kind": "text", "path": "m.txt"}), reference, Path("/b/ref"), None)
+    assert spec["inputs"]["mode"] == "random"
+
+
+def test_reference_takes_the_tests_inputs_and_outputs(tmp_path):
+    plan = plan_replay(_request(references=["cpu"]), "dump", [MODULE])
+    (tmp_path / "inputs.npz").write_bytes(b"")
+    (tmp_path / "outputs.npz").write_bytes(b"")
+    spec = job_spec(plan.request, Materials({"kind": "text", "path": "m"}), plan.runs[1], tmp_path / "r", tmp_path)
+    assert spec["inputs"] == {"mode": "file", "path": str(tmp_path / "inputs.npz")}
+    assert spec["expected"] == [{"label": "reference-cpu", "path": str(tmp_path / "outputs.npz"), "role": "reference"}]
+
+
+def test_gpu_platform_without_gpu_is_environment_missing(fake_target):
+    fake_target(CPU)
+    with pytest.raises(EnvironmentMissing, match="sees no GPU"):
+        replay_execute.prepare(_request(platform="gpu"), ("dump", [MODULE]))
+
+
+def test_rocm_plugin_picks_rocm(fake_target):
+    rocm = Target(python="/py", jaxlib="0.10.2", backend="gpu", plugins=["jax-rocm60-plugin"],
+                  devices=[{"id": 0, "platform": "gpu"}])
+    fake_target(rocm)
+    plan = replay_execute.prepare(_request(platform="gpu"), ("dump", [MODULE])).plan
+    assert plan.runs[0].env({}, rocm.gpu_platform(), None)["JAX_PLATFORMS"] == "rocm"
+
+
+def test_test_flags_and_reference_flags_are_separate():
+    plan = plan_replay(_request(xla_flags=["--xla_cpu_enable_fast_math=true"], disable_passes=["algsimp", "cse"],
+                                no_opt=True, reference_pythons=["/old"], reference_xla_flags=["--xla_foo=1"]),
+                       "dump", [MODULE], [("--xla_dump_hlo_as_text", "--dump hlo")])
+    test, ref = plan.runs
+    assert test.xla_flags == ["--xla_dump_hlo_as_text", "--xla_cpu_enable_fast_math=true",
+                              "--xla_disable_hlo_passes=algsimp,cse", "--xla_backend_optimization_level=0"]
+    assert ref.python == "/old" and ref.xla_flags == ["--xla_foo=1"]
+    env = test.env({"XLA_FLAGS": "--xla_caller=1"}, "cuda", "/b/dump")
+    assert "--xla_caller" not in env["XLA_FLAGS"] and env["XLA_FLAGS"].endswith("--xla_dump_to=/b/dump")
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"iterations": 0}, "--iterations"), ({"reference": None, "references": ["tpu"]}, "--reference tpu"),
+    ({"platform": "tpu"}, "--platform"), ({"inputs": "nothing.npz"}, "--inputs"), ({"source_from": "x"}, "--from"),
+    ({"xla_flags": ["xla_no_dashes"]}, "not an XLA flag"),
+])
+def test_bad_options(kwargs, message):
+    kwargs.pop("reference", None)
+    with pytest.raises(UsageError, match=message):
+        plan_replay(_request(**kwargs), "dump", [MODULE])
+
+
+def test_outcome_and_exit_codes():
+    ok = RunRecord("test", "/py", comparisons=[{"ok": True}])
+    bad = RunRecord("reference-cpu", "/py", comparisons=[{"ok": False}])
+    crash = RunRecord("test", "/py", failure="crash", signal="SIGABRT")
+    assert module_outcome([ok]) == ("ok", None)
+    assert module_outcome([ok, bad]) == ("mismatch", "reference-cpu")
+    assert module_outcome([crash, bad]) == ("crash", "test")
+    assert exit_code(["ok", "ok"]) == 0 and exit_code(["ok", "mismatch"]) == 1 and exit_code(["crash"]) == 1
+    assert exit_code(["input-error", "crash"]) == 2 and exit_code(["timeout"]) == 124
+    assert signal_name(-6) == "SIGABRT" and signal_name(1) is None
+
+
+def _module(outcome="mismatch", fingerprint="f" * 64, outputs=("d1",), phase="compare", message=None):
+    return {"name": "jit_fn", "id": 0, "outcome": outcome, "fingerprint": fingerprint,
+            "outputs": [{"sha256": d} for d in outputs],
+            "runs": [{"phase": phase, "signal": None, "message": message}]}
+
+
+def _expected(**kwargs):
+    from xlatools.replay.repro import expected_of
+
+    return expected_of(_module(**kwargs))
+
+
+def test_verdicts():
+    expected = [_expected()]
+    assert verdict(expected, [_module()]).outcome == "reproduced"
+    other = verdict(expected, [_module(outcome="ok")])
+    assert other.outcome == "not-reproduced" and "outcome ok, expected mismatch" in other.differences[0]
+    moved = _module(fingerprint="e" * 64)
+    assert verdict(expected, [moved], "class").outcome == "reproduced"  # differences listed, not decisive
+    assert verdict(expected, [moved], "class").differences
+    assert verdict(expected, [moved], "fingerprint").outcome == "not-reproduced"
+    assert verdict(expected, [_module(outputs=("d2",))], "outputs").outcome == "not-reproduced"
+    unloadable = _module(outcome="compile-error", phase="load", message="Syntax error")
+    assert verdict(expected, [unloadable]).outcome == "cannot-run"
+    assert verdict(expected, []).outcome == "cannot-run"
+    assert verdict(expected, [_module()]).exit_code == 1
+
+
+def test_helper_modules():
+    assert is_helper("jit_iota") and is_helper("jit_convert_element_type") and is_helper("jit__where")
+    assert not is_helper("jit_fn") and not is_helper("jit_train_step")
+
+
+def test_npz_and_literals_round_trip(tmp_path):
+    np = pytest.importorskip("numpy")
+    import struct
+
+    from xlatools.replay.hloproto import flatten_literal, schema
+    from xlatools.replay.npz import npy_bytes, strings_npy, write_npz
+
+    literal = schema()["LiteralProto"]()
+    literal.shape.element_type = 11  # F32
+    literal.shape.dimensions.extend([2, 3])
+    literal.shape.layout.minor_to_major.extend([0, 1])  # column-major
+    literal.f32s.extend([0, 3, 1, 4, 2, 5])
+    (array,) = flatten_literal(literal, Path("x"))
+    assert array.physical_shape == [3, 2] and array.data == struct.pack("<6f", 0, 3, 1, 4, 2, 5)
+    write_npz(tmp_path / "a.npz", {"a0": npy_bytes(array.storage, array.physical_shape, array.data),
+                                   "s": npy_bytes("<i4", [], struct.pack("<i", 7)),
+                                   "__dtypes__": strings_npy(["float32", "int32"])})
+    with np.load(tmp_path / "a.npz") as data:
+        np.testing.assert_array_equal(data["a0"].T, [[0, 1, 2], [3, 4, 5]])  # the target transposes back
+        assert data["s"].shape == () and int(data["s"]) == 7 and list(data["__dtypes__"]) == ["float32", "int32"]
+    import importlib.util
+
+    from xlatools.replay.jobs import PROBE
+
+    spec = importlib.util.spec_from_file_location("replay_module_probe", PROBE)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    logical, scalar = probe.load_arrays({"path": str(tmp_path / "a.npz"), "minor_to_major": [[0, 1], []]})
+    np.testing.assert_array_equal(logical, [[0, 1, 2], [3, 4, 5]])
+    row = probe.compare_one(np.array([1.0, np.nan, 3.0], np.float32), np.array([1.0005, 2.0, np.nan], np.float32), 1e-3, 1e-3)
+    assert (row["mismatches"], row["nan_mismatches"]) == (2, 2)
+    assert probe.compare_one(np.array([1, 2]), np.array([1, 3]), 1.0, 1.0)["mismatches"] == 1  # ints: exact
+
+
+def test_snapshot_with_unconvertible_literals_reads_without_them(tmp_path):
+    pytest.importorskip("google.protobuf")
+    from xlatools.replay.hloproto import read_snapshot, schema
+
+    module = schema()["HloModuleProto"](name="m", computations=[b"opaque"])
+    snapshot = schema()["HloSnapshot"]()
+    snapshot.hlo.hlo_module = module.SerializeToString()
+    argument = snapshot.arguments.add()
+    argument.shape.element_type = 21  # S4: not converted
+    argument.shape.dimensions.append(2)
+    path = tmp_path / "m.snapshot.1.pb"
+    path.write_bytes(snapshot.SerializeToString())
+    with pytest.raises(UsageError, match="cannot convert") as caught:
+        read_snapshot(path)
+    assert "--inputs random" in caught.value.hint
+    assert read_snapshot(path, literals=False).module.name == "m"

@@ -1,0 +1,168 @@
+"""`xlatools replay`, end to end: request -> checked plan -> replay bundle -> records.
+
+prepare() resolves the modules, probes every interpreter and checks every XLA flag
+against it BEFORE anything is written, so bad input leaves no half-made bundle.
+execute_replay() creates the bundle (kind `replay`), runs the test and then each
+reference per module in the target interpreters, and writes manifest and summary.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlatools import __version__
+from xlatools.errors import EnvironmentMissing, Interrupted, UsageError
+from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
+from xlatools.replay.records import ModuleRecord, exit_code, module_outcome, table
+from xlatools.replay.sources import ModuleSource
+from xlatools.run.target import Target
+
+MANIFEST_SCHEMA = "xlatools.replay/1"
+
+
+@dataclass
+class Prepared:
+    plan: ReplayPlan
+    targets: dict[str, Target]  # by interpreter path
+    flag_checks: dict[str, dict[str, str]]
+
+
+class UnknownFlags(UsageError):
+    """An XLA flag the target's jaxlib does not know (it would abort at start-up)."""
+
+
+def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
+    if not presets:
+        return []
+    from xlatools.run.presets.catalog import Catalog
+
+    catalog = Catalog.load()
+    return [(flag, f"--dump {ref}") for ref in presets for flag in catalog.get(ref, kind="dump").xla_flags
+            if not flag.startswith("--xla_dump_to")]
+
+
+def check_flags(target: Target, flags: list[str], sources: dict[str, str]) -> dict[str, str]:
+    from xlatools.run import target as targets
+    from xlatools.run.flags import flag_name
+
+    to_check = {flag_name(f): f for f in flags}
+    unknown, how = targets.unknown_flags(target, to_check)
+    if unknown:
+        named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
+        raise UnknownFlags(f"jaxlib {target.jaxlib} at {target.python} does not know XLA flag(s) {named}; XLA would abort",
+                         hint="drop it or use another --python; a flag that takes a value reads as unknown without one")
+    return how
+
+
+def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> Prepared:
+    """`resolved`: (source kind, modules) when the caller already has them (a repro pack)."""
+    from xlatools.replay.sources import resolve
+    from xlatools.run import target as targets
+
+    kind, modules = resolved or resolve(request.source, request.modules, request.include_all)
+    _validate(modules, request.source_from, literals=request.inputs is None)
+    plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
+    found: dict[str, Target] = {}
+    checks: dict[str, dict[str, str]] = {}
+    for run in plan.runs:
+        platform = run.platform
+        target = found.get(run.python) or targets.probe(run.python, "auto" if platform == "gpu" else platform)
+        found[run.python] = target
+        if platform == "gpu" and not target.has_gpu:
+            raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})",
+                                     hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
+        checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
+    return Prepared(plan, found, checks)
+
+
+def _validate(modules, source_from: str, literals: bool) -> None:
+    """Read every .pb once now, so a damaged file (or a missing form) is a clear error before any bundle exists."""
+    from xlatools.replay.hloproto import read_module_proto, read_snapshot
+
+    for module in modules:
+        if source_from != "auto" and getattr(module, source_from) is None:
+            raise UsageError(f"--from {source_from}: module {module.label} has no {source_from} form",
+                             hint=f"it has: {', '.join(module.files()) or 'nothing'}; --from auto uses what there is")
+        if module.proto:
+            read_module_proto(module.proto)
+        if module.snapshot:
+            read_snapshot(module.snapshot, literals)
+
+
+def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str]) -> ModuleRecord:
+    from xlatools.replay.jobs import job_spec, prepare_materials, run_job
+
+    plan = prepared.plan
+    record = ModuleRecord(source.name, source.id, source.files())
+    materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
+    test_dir = None
+    for run in plan.runs:
+        run_dir = folder / run.label
+        spec = job_spec(plan.request, materials, run, run_dir, test_dir)
+        gpu = prepared.targets[run.python].gpu_platform()
+        env = run.env(caller_env, gpu, str(run_dir / "xla_dump") if plan.dumps and run.role == "test" else None)
+        say(f"==> {source.label}: {run.label} ({run.python})")
+        record.runs.append(run_job(run, spec, run_dir, env, plan.request.timeout))
+        if run.role == "test":
+            test_dir = run_dir
+    record.outcome, record.failed_run = module_outcome(record.runs)
+    return record
+
+
+def _targets_json(prepared: Prepared) -> dict[str, Any]:
+    return {python: {k: t.to_json()[k] for k in ("python_version", "jax", "jaxlib", "backend", "devices", "plugins")}
+            for python, t in prepared.targets.items()}
+
+
+def execute_replay(prepared: Prepared, out_root: Path, argv: list[str],
+                   caller_env: dict[str, str] | None = None) -> tuple[dict[str, Any], int, str]:
+    """Replay every module into a fresh bundle: (final manifest, exit code, table)."""
+    from xlatools.bundle import Bundle, host_info, utc_now
+    from xlatools.fsutil import atomic_write_text
+
+    caller_env = dict(os.environ if caller_env is None else caller_env)
+    plan = prepared.plan
+    bundle = Bundle.create(Path(os.path.abspath(out_root)), plan.name, "replay")
+    base = {"status": "running", "manifest_schema": MANIFEST_SCHEMA, "xlatools_version": __version__,
+            "command": "xlatools " + " ".join(argv), "argv": argv, "bundle": str(bundle.path), "host": host_info(),
+            "source": str(plan.request.source), "plan": plan.to_json(), "targets": _targets_json(prepared),
+            "flag_checks": prepared.flag_checks, "started": utc_now()}
+    bundle.write_manifest(base)
+    records: list[ModuleRecord] = []
+    status = "failed"
+    from xlatools.proctree import sigterm_as_interrupt
+
+    try:
+        with sigterm_as_interrupt():  # CI cancels with SIGTERM: finish the bundle as for Ctrl-C
+            for source in plan.modules:
+                records.append(replay_module(prepared, source, bundle.path / "modules" / source.slug, caller_env))
+        code = exit_code([r.outcome for r in records])
+        status = "ok" if code == 0 else ("timeout" if code == 124 else "failed")
+    except (Interrupted, KeyboardInterrupt):
+        status, code = "interrupted", Interrupted.exit_code
+    except BaseException as exc:  # keep the bundle complete, then let the error speak
+        bundle.write_manifest({**base, "status": "failed", "error": str(exc), "finished": utc_now(),
+                               "modules": [r.to_json() for r in records]})
+        raise
+    rendered = table(records)
+    final = {**base, "status": status, "exit_code": code, "finished": utc_now(),
+             "modules": [r.to_json() for r in records]}
+    versions = ", ".join(f"jaxlib {t.jaxlib} ({python})" for python, t in prepared.targets.items())
+    atomic_write_text(bundle.path / "summary.txt",
+                      f"status: {status} (exit {code})\nsource: {plan.request.source}\ntargets: {versions}\n\n{rendered}\n")
+    final["files"] = bundle.file_index()
+    bundle.write_manifest(final)
+    if status == "interrupted":
+        raise Interrupted(f"interrupted; partial replay bundle: {bundle.path}")
+    return final, code, rendered
+
+
+def say(text: str) -> None:
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,170 @@
+"""One module's files for the target, one job (a target process) and what it left behind.
+
+Host side of replay_module.py: snapshots and .hlo.pb files are read here (protobuf)
+and handed on as a bare serialized HloModuleProto plus .npz arrays, so the target
+needs only jax and numpy. A target that dies (a compiler abort, a segfault) is a
+`crash` record with the signal and the tail of its log, never an error of ours.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlatools.fsutil import atomic_write_bytes, atomic_write_json
+from xlatools.replay.plan import INPUT_MODES, ReplayRequest, RunConfig
+from xlatools.replay.records import RunRecord
+from xlatools.replay.sources import ModuleSource
+
+PROBE = Path(__file__).resolve().parent / "probes" / "replay_module.py"
+LOG_TAIL_LINES = 40
+
+
+@dataclass
+class Materials:
+    module: dict[str, str]
+    alternatives: list[dict[str, str]] = field(default_factory=list)
+    snapshot_args: dict[str, Any] | None = None
+    snapshot_result: dict[str, Any] | None = None
+
+
+def _arrays_npz(arrays, path: Path) -> dict[str, Any]:
+    from xlatools.replay.npz import npy_bytes, strings_npy, write_npz
+
+    members = {f"a{i}": npy_bytes(a.storage, a.physical_shape, a.data) for i, a in enumerate(arrays)}
+    members["__dtypes__"] = strings_npy([a.dtype for a in arrays])
+    write_npz(path, members)
+    return {"path": str(path), "minor_to_major": [a.minor_to_major for a in arrays]}
+
+
+def prepare_materials(source: ModuleSource, source_from: str, folder: Path, literals: bool = True) -> Materials:
+    """Write what the target needs for `source` into `folder` (UsageError for unreadable files)."""
+    from xlatools.replay.hloproto import read_module_proto, read_snapshot
+
+    folder.mkdir(parents=True, exist_ok=True)
+    snapshot = read_snapshot(source.snapshot, literals) if source.snapshot else None
+    candidates: list[dict[str, str]] = []
+    if source.text and source_from in ("auto", "text"):
+        candidates.append({"kind": "text", "path": str(source.text)})
+    if source.proto and source_from in ("auto", "proto"):
+        atomic_write_bytes(folder / "module.pb", read_module_proto(source.proto).serialized)
+        candidates.append({"kind": "proto", "path": str(folder / "module.pb")})
+    if source.mlir and source_from in ("auto", "mlir"):
+        candidates.append({"kind": "mlir", "path": str(source.mlir)})
+    if snapshot and (source_from == "snapshot" or (source_from == "auto" and not candidates)):
+        # The snapshot holds the optimised module: new jaxlibs compile it again, 0.4.x cannot.
+        atomic_write_bytes(folder / "snapshot-module.pb", snapshot.module.serialized)
+        candidates.insert(0, {"kind": "proto", "path": str(folder / "snapshot-module.pb")})
+    if not candidates:
+        from xlatools.errors import UsageError
+
+        raise UsageError(f"module {source.label}: nothing to replay with --from {source_from}",
+                         hint="--from auto uses whatever the dump has")
+    materials = Materials(candidates[0], candidates[1:])
+    if snapshot and literals:
+        materials.snapshot_args = _arrays_npz(snapshot.arguments, folder / "snapshot-arguments.npz")
+        if snapshot.result:
+            materials.snapshot_result = _arrays_npz(snapshot.result, folder / "snapshot-result.npz")
+    return materials
+
+
+def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,
+             test_dir: Path | None) -> dict[str, Any]:
+    """The JSON the target script reads (pure). References take the test's inputs and compare with its outputs."""
+    expected: list[dict[str, Any]] = []
+    test_inputs = test_dir / "inputs.npz" if test_dir else None
+    if run.role == "reference" and test_inputs and test_inputs.is_file():
+        inputs: dict[str, Any] = {"mode": "file", "path": str(test_inputs)}
+        if (test_dir / "outputs.npz").is_file():
+            expected.append({"label": run.label, "path": str(test_dir / "outputs.npz"), "role": "reference"})
+    elif request.inputs in INPUT_MODES:
+        inputs = {"mode": request.inputs, "seed": request.seed}
+    elif request.inputs:
+        inputs = {"mode": "file", "path": str(Path(request.inputs).resolve())}
+    elif materials.snapshot_args is not None:
+        inputs = {"mode": "file", **materials.snapshot_args}
+        if materials.snapshot_result and run.role == "test":
+            expected.append({"label": "snapshot", **materials.snapshot_result})
+    else:
+        inputs = {"mode": "random", "seed": request.seed}
+    alternatives = list(materials.alternatives)
+    if run.role == "reference" and test_dir and (test_dir / "module.txt").is_file():
+        alternatives.append({"kind": "text", "path": str(test_dir / "module.txt")})  # the module as the test read it
+    return {"module": materials.module, "alternatives": alternatives, "inputs": inputs,
+            "expected": expected, "atol": request.atol, "rtol": request.rtol, "iterations": request.iterations,
+            "print_literals": request.print_literals, "out_dir": str(run_dir)}
+
+
+def signal_name(returncode: int | None) -> str | None:
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            return handle.read().decode("utf-8", "replace").splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+def run_job(run: RunConfig, spec: dict[str, Any], run_dir: Path, env: dict[str, str], timeout: float | None) -> RunRecord:
+    """Run replay_module.py for one job in the target interpreter and read what it wrote."""
+    from xlatools.errors import Interrupted
+    from xlatools.run.process import execute
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(run_dir / "job.json", spec)
+    result = execute([run.python, str(PROBE), str(run_dir / "job.json")], env, str(run_dir), run_dir / "stdout.log",
+                     run_dir / "stderr.log", timeout, None, None)
+    record = RunRecord(run.label, run.python, returncode=result.returncode, duration_s=result.duration, dir=str(run_dir))
+    if result.status == "interrupted":
+        raise Interrupted(f"interrupted while replaying ({run.label})")
+    data = _read_json(run_dir / "result.json")
+    phase = _read_text(run_dir / "phase")
+    if result.status == "timeout":
+        record.failure, record.phase, record.message = "timeout", phase, f"no result after {timeout:g} s (stopped)"
+    elif data is None:
+        record.failure, record.phase, record.signal = "crash", phase, signal_name(result.returncode)
+        how = record.signal or f"exit status {result.returncode}"
+        record.message = f"the target died ({how}) during {phase or 'start-up'}"
+    else:
+        _fill(record, data, run_dir)
+    if record.failure:
+        record.log_tail = log_tail(run_dir / "stderr.log")
+    return record
+
+
+def _fill(record: RunRecord, data: dict[str, Any], run_dir: Path) -> None:
+    from xlatools.run.hlo_canon import fingerprint
+
+    record.failure, record.phase, record.message = data.get("failure"), data.get("phase"), data.get("message")
+    for name in ("outputs", "compile_s", "run_s", "comparisons", "loaded_from", "versions", "device"):
+        if data.get(name) is not None:
+            setattr(record, name, data[name])
+    optimized = _read_text(run_dir / "optimized.txt")
+    if optimized:
+        record.fingerprint = fingerprint(optimized)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None

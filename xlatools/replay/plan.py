@@ -1,0 +1,144 @@
+"""Plan a replay (pure): request + modules + target facts -> ReplayPlan.
+
+Runs: `test` (the module as asked: --python, --platform, --xla-flag, --disable-pass,
+--no-opt, --dump), then each reference: `reference-cpu` (the same interpreter on the
+CPU backend) and `reference-python-N` (another interpreter, usually another jaxlib).
+References run with jaxlib's defaults plus --reference-xla-flag, on the test's inputs,
+and their outputs are the expected values for the test's outputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from xlatools.errors import UsageError
+from xlatools.replay.sources import FROM, ModuleSource
+from xlatools.run.flags import FlagLayers, join_flags, validate_flag
+
+INPUT_MODES = ("random", "zeros", "ones")
+REFERENCES = ("cpu",)
+DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
+
+
+@dataclass
+class ReplayRequest:
+    source: Path
+    python: str
+    modules: list[str] = field(default_factory=list)
+    include_all: bool = False
+    source_from: str = "auto"
+    inputs: str | None = None  # None: the snapshot's arguments when there is one, else random
+    seed: int = 0
+    references: list[str] = field(default_factory=list)
+    reference_pythons: list[str] = field(default_factory=list)
+    reference_xla_flags: list[str] = field(default_factory=list)
+    atol: float = DEFAULT_TOLERANCE
+    rtol: float = DEFAULT_TOLERANCE
+    iterations: int = 1
+    xla_flags: list[str] = field(default_factory=list)
+    disable_passes: list[str] = field(default_factory=list)
+    no_opt: bool = False
+    platform: str = "auto"
+    dump: list[str] = field(default_factory=list)
+    print_literals: bool = False
+    timeout: float | None = None
+    name: str | None = None
+
+
+@dataclass
+class RunConfig:
+    label: str
+    role: Literal["test", "reference"]
+    python: str
+    platform: str  # auto, cpu or gpu
+    xla_flags: list[str]
+    flag_sources: dict[str, str] = field(default_factory=dict)
+
+    def env(self, caller: dict[str, str], gpu_platform: str, dump_dir: str | None) -> dict[str, str]:
+        env = dict(caller)
+        flags = list(self.xla_flags) + ([f"--xla_dump_to={dump_dir}"] if dump_dir else [])
+        env.pop("XLA_FLAGS", None)
+        if flags:
+            env["XLA_FLAGS"] = join_flags(flags)
+        if self.platform == "cpu":
+            env["JAX_PLATFORMS"] = "cpu"
+        elif self.platform == "gpu":
+            env["JAX_PLATFORMS"] = gpu_platform
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+        return env
+
+
+@dataclass
+class ReplayPlan:
+    request: ReplayRequest
+    source_kind: str  # file, dump or bundle
+    modules: list[ModuleSource]
+    runs: list[RunConfig]
+    dumps: bool
+    name: str
+    notes: list[str]
+
+    @property
+    def test(self) -> RunConfig:
+        return self.runs[0]
+
+    def to_json(self) -> dict:
+        request = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.request).items()}
+        return {"request": request, "source_kind": self.source_kind, "name": self.name, "notes": self.notes,
+                "modules": [{"name": m.name, "id": m.id, "files": m.files()} for m in self.modules],
+                "runs": [asdict(r) for r in self.runs]}
+
+
+def _check(request: ReplayRequest) -> None:
+    if request.source_from not in FROM:
+        raise UsageError(f"--from {request.source_from}: expected one of {', '.join(FROM)}")
+    if request.platform not in ("auto", "cpu", "gpu"):
+        raise UsageError(f"--platform {request.platform}: expected auto, cpu or gpu")
+    if request.iterations < 1:
+        raise UsageError(f"--iterations {request.iterations}: must be 1 or more")
+    if request.atol < 0 or request.rtol < 0:
+        raise UsageError("--atol/--rtol must not be negative")
+    if request.timeout is not None and request.timeout <= 0:
+        raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
+    for reference in request.references:
+        if reference not in REFERENCES:
+            raise UsageError(f"--reference {reference}: expected {' or '.join(REFERENCES)}",
+                             hint="another interpreter is --reference-python PATH")
+    mode = request.inputs
+    if mode is not None and mode not in INPUT_MODES and not (mode.endswith(".npz") and Path(mode).is_file()):
+        raise UsageError(f"--inputs {mode}: expected random, zeros, ones or an existing .npz file")
+
+
+def test_flags(request: ReplayRequest, dump_flags: list[tuple[str, str]]) -> FlagLayers:
+    layers = FlagLayers()
+    for flag, source in dump_flags:
+        layers.add([flag], source)
+    layers.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], "--xla-flag")
+    if request.disable_passes:
+        layers.add([f"--xla_disable_hlo_passes={','.join(request.disable_passes)}"], "--disable-pass")
+    if request.no_opt:
+        layers.add(["--xla_backend_optimization_level=0"], "--no-opt")
+    return layers
+
+
+def plan_replay(request: ReplayRequest, source_kind: str, modules: list[ModuleSource],
+                dump_flags: list[tuple[str, str]] = ()) -> ReplayPlan:
+    """`dump_flags`: (flag, preset) of the --dump presets (xlatools adds --xla_dump_to per run)."""
+    _check(request)
+    notes = []
+    layers = test_flags(request, list(dump_flags))
+    runs = [RunConfig("test", "test", request.python, request.platform, layers.final(), layers.sources())]
+    ref_flags = [validate_flag(f, "--reference-xla-flag") for f in request.reference_xla_flags]
+    ref_sources = {f: "--reference-xla-flag" for f in ref_flags}
+    if "cpu" in request.references:
+        if request.platform == "cpu":
+            notes.append("--reference cpu with --platform cpu: both runs use the CPU backend")
+        runs.append(RunConfig("reference-cpu", "reference", request.python, "cpu", ref_flags, ref_sources))
+    for i, python in enumerate(request.reference_pythons, 1):
+        runs.append(RunConfig(f"reference-python-{i}", "reference", python, request.platform, ref_flags, ref_sources))
+    if request.source_from == "snapshot" and not any(m.snapshot for m in modules):
+        raise UsageError("--from snapshot: no module here has a snapshot", hint="dump with --preset dump:snapshots")
+    stem = request.name or (modules[0].name if len(modules) == 1 else Path(request.source).name) or "replay"
+    return ReplayPlan(request, source_kind, modules, runs, bool(dump_flags), f"replay-{stem}", notes)

@@ -1,0 +1,1 @@
+"""Scripts run in the TARGET interpreter (standalone: jax + numpy only, no xlatools)."""

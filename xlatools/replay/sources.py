@@ -1,0 +1,147 @@
+"""What to replay: SOURCE (a run bundle, a dump folder or one file) -> ModuleSource list.
+
+A module of a dump is replayed from its before_optimizations HLO (text, with the
+.hlo.pb as an alternative the target may load instead), with the arguments and
+the recorded result of its first execution snapshot when the dump has one.
+after_optimizations text does not recompile (its layouts are final), so it is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from xlatools.errors import UsageError
+
+Kind = Literal["text", "proto", "snapshot", "mlir"]
+FROM = ("auto", "text", "proto", "snapshot", "mlir")
+# jax compiles these small modules for its own helpers (jnp.arange -> jit_iota, astype, where, ...).
+HELPER_PRIMITIVES = frozenset({
+    "iota", "convert_element_type", "broadcast_in_dim", "_where", "where", "reshape", "squeeze", "expand_dims",
+    "concatenate", "transpose", "_multi_slice", "dynamic_slice", "dynamic_update_slice", "clip", "_reduce_sum",
+    "_reduce_max", "_reduce_min", "select_n", "pad", "_pad", "full", "_full", "zeros_like", "ones_like", "copy",
+    "astype", "_convert_element_type", "integer_pow", "_rem", "remainder", "_unstack", "_split", "split",
+    "_cumulative_reduction", "cumsum", "sort", "argsort", "gather", "_gather", "scatter", "_scatter_impl",
+})
+
+
+@dataclass
+class ModuleSource:
+    name: str
+    id: int | None
+    text: Path | None = None
+    proto: Path | None = None
+    snapshot: Path | None = None
+    mlir: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.id:04d} {self.name}" if self.id is not None else self.name
+
+    @property
+    def slug(self) -> str:
+        from xlatools.bundle import safe_name
+
+        return safe_name(f"{self.id:04d}-{self.name}" if self.id is not None else self.name)
+
+    def files(self) -> dict[str, str]:
+        return {k: str(v) for k, v in (("text", self.text), ("proto", self.proto), ("snapshot", self.snapshot),
+                                       ("mlir", self.mlir)) if v is not None}
+
+
+def is_helper(name: str) -> bool:
+    base = re.sub(r"^(jit|pmap|xla_computation)_", "", name)
+    return base in HELPER_PRIMITIVES
+
+
+def check_hlo_text(path: Path) -> None:
+    """Refuse early what is not before-optimisation HLO text (the target would only say 'syntax error')."""
+    if "after_optimizations" in path.name:
+        raise UsageError(f"{path}: optimised HLO does not compile again (its layouts and fusions are final)",
+                         hint="replay the module's *.before_optimizations.txt, .hlo.pb or snapshot instead")
+    try:
+        with open(path, encoding="utf-8", errors="strict") as handle:
+            head = handle.read(4096)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: not a readable HLO text file ({exc})",
+                         hint="give *.before_optimizations.txt, .hlo, .hlo.pb, *.snapshot.*.pb or .mlir") from None
+    first = next((ln.strip() for ln in head.splitlines() if ln.strip() and not ln.strip().startswith("//")), "")
+    if not first.startswith("HloModule"):
+        raise UsageError(f"{path}: not HLO text (it does not start with 'HloModule')",
+                         hint="give *.before_optimizations.txt, .hlo, .hlo.pb, *.snapshot.*.pb or .mlir")
+
+
+def file_kind(path: Path) -> Kind:
+    name = path.name
+    if name.endswith(".mlir"):
+        return "mlir"
+    if name.endswith(".pb"):
+        snapshot = ".snapshot." in name or name.startswith("snapshot.") or "unoptimized_snapshot" in name
+        return "snapshot" if snapshot else "proto"
+    return "text"
+
+
+def from_file(path: Path) -> ModuleSource:
+    kind = file_kind(path)
+    if kind == "text":
+        check_hlo_text(path)
+    stem = re.split(r"\.before_optimizations|\.snapshot\.|\.execution_\d+\.", path.name)[0]
+    if path.name == "module.mlir":  # jaxlib >= 0.5 dumps module_NNNN.<name>/module.mlir
+        stem = path.parent.name
+    match = re.match(r"^(?:\d+\.)?module_(\d+)\.(.+)$", stem)
+    name = match.group(2) if match else re.sub(r"\.(txt|hlo|pb|mlir)$", "", stem)
+    return ModuleSource(name=name, id=int(match.group(1)) if match else None, **{kind: path})
+
+
+def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:
+    from xlatools.run.dumps import index_dump
+
+    index = index_dump(root)
+    if refs:
+        chosen = [index.find(ref) for ref in refs]
+    else:
+        chosen = [m for m in sorted(index.modules.values(), key=lambda m: m.id) if include_all or not is_helper(m.name)]
+    sources = []
+    for module in chosen:
+        files = set(module.files)
+        stem = f"{module.before_file[:-len('.before_optimizations.txt')]}" if module.before_file else None
+        proto = f"{stem}.before_optimizations.hlo.pb" if stem else None
+        # One snapshot per execution, named by a run id: the oldest file is the first execution.
+        snapshots = sorted((f for f in files if re.search(r"(?<!unoptimized_)\.snapshot\.-?\d+\.pb$", f)),
+                           key=lambda f: ((root / f).stat().st_mtime_ns, f))
+        # Without a regular snapshot: arguments (and, alone, the module) of an unoptimised one.
+        snapshots = snapshots or sorted(f for f in files if f.endswith("hlo_unoptimized_snapshot.pb"))
+        mlir = next((f for f in files if f.endswith("/module.mlir")), None)  # jaxlib >= 0.5 module folders
+        source = ModuleSource(
+            name=module.name, id=module.id,
+            text=root / module.before_file if module.before_file else None,
+            proto=root / proto if proto and proto in files else None,
+            snapshot=root / snapshots[0] if snapshots else None,
+            mlir=root / mlir if mlir else None,
+        )
+        if source.text is None and source.proto is None and source.snapshot is None and (source.mlir is None or not refs):
+            if refs:
+                raise UsageError(f"module {module.id:04d} {module.name} has no before-optimisation HLO or snapshot in {root}",
+                                 hint="dump with --preset dump:hlo")
+            continue
+        sources.append(source)
+    if not sources:
+        raise UsageError(f"{root}: no module to replay" + ("" if include_all else " (jax helper modules are skipped)"),
+                         hint="dump with --preset dump:hlo (or dump:full); --all includes jax's helper modules")
+    return sources
+
+
+def resolve(source: Path, refs: list[str], include_all: bool) -> tuple[str, list[ModuleSource]]:
+    """("file" | "dump" | "bundle", modules) for SOURCE."""
+    from xlatools.run.dumps import resolve_dump_dir
+
+    path = Path(os.path.abspath(Path(source).expanduser()))  # the target runs in another directory
+    if path.is_file():
+        if refs:
+            raise UsageError("--module picks modules of a bundle or dump folder, not of a single file")
+        return "file", [from_file(path)]
+    dump = resolve_dump_dir(path)
+    return ("bundle" if dump != path else "dump"), from_dump(dump, refs, include_all)
