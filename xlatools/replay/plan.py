@@ -15,7 +15,8 @@ from typing import Literal
 
 from xlatools.errors import UsageError
 from xlatools.replay.sources import FROM, ModuleSource
-from xlatools.run.flags import FlagLayers, join_flags, validate_flag
+from xlatools.run.env import FlagLayers, Layer, Source
+from xlatools.run.flags import join_flags, validate_flag
 
 INPUT_MODES = ("random", "zeros", "ones")
 REFERENCES = ("cpu",)
@@ -114,12 +115,13 @@ def _check(request: ReplayRequest) -> None:
 def test_flags(request: ReplayRequest, dump_flags: list[tuple[str, str]]) -> FlagLayers:
     layers = FlagLayers()
     for flag, source in dump_flags:
-        layers.add([flag], source)
-    layers.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], "--xla-flag")
+        layers.add([flag], Source(Layer.PRESET, source))
+    command_line = Source(Layer.COMMAND_LINE, "--xla-flag")
+    layers.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], command_line)
     if request.disable_passes:
-        layers.add([f"--xla_disable_hlo_passes={','.join(request.disable_passes)}"], "--disable-pass")
+        layers.add([f"--xla_disable_hlo_passes={','.join(request.disable_passes)}"], Source(Layer.COMMAND_LINE, "--disable-pass"))
     if request.no_opt:
-        layers.add(["--xla_backend_optimization_level=0"], "--no-opt")
+        layers.add(["--xla_backend_optimization_level=0"], Source(Layer.COMMAND_LINE, "--no-opt"))
     return layers
 
 
