@@ -33,6 +33,15 @@ def old_jax_python() -> str:
 
 
 @pytest.fixture
+def new_jax_python() -> str:
+    path = os.environ.get("XLATOOLS_NEW_JAX_PYTHON", "")
+    require("new_jax", bool(path) and os.path.exists(path),
+            "set XLATOOLS_NEW_JAX_PYTHON to a Python 3.12 with jax/jaxlib 0.12.x "
+            "(scripts/make-jax-venv.sh PATH '0.12.*' makes one)")
+    return path
+
+
+@pytest.fixture
 def xl(tmp_path, probe_cache, jax_python):
     """Run `xlatools ARGS` in tmp_path with an isolated config dir and the shared probe cache."""
     def call(*args, env=None, timeout=300):

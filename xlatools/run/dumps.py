@@ -5,9 +5,15 @@ File names (both layouts seen in practice):
   module_NNNN.<name>.<platform>_after_optimizations.txt   (+ -buffer-assignment.txt, ...)
   module_NNNN.<name>.NNNN.<pipeline>.after_<pass>.before_<next>.txt   (per-pass steps)
   module_NNNN.<name>.snapshot.<run id>.pb, .debug_options, [<kernel>.]ir-no-opt.ll, .o
-jaxlib 0.10.x numbers modules 0000, 0002, ... and adds a folder per module
-(module_NNNN.<name>/module.mlir, ...); 0.4.30 numbers them 0000, 0001, ... without
-folders. --xla_dump_include_timestamp prefixes `<micros>.`.
+  module_NNNN.<name>.execution_NNNN.hlo_unoptimized_snapshot.{txt,pb}   (jaxlib >= 0.10)
+  module_NNNN.<name>.<kernel>_kernel_module-{pre,post}-optimization.mlir, -post-lowering.mlir
+jaxlib 0.10.x and 0.12.x number modules 0000, 0002, ... and add a folder per module
+(module_NNNN.<name>/module.mlir, compile_options.pb, topology.pb); 0.4.30 numbers
+them 0000, 0001, ... without folders. --xla_dump_include_timestamp prefixes `<micros>.`.
+Other frontends name their modules differently (same files otherwise):
+  TensorFlow tf.function(jit_compile=True): a_inference_<fn>_<n>__XlaMustCompile_true_config_proto_<n>_executor_type_<n>_.<n>
+  TensorFlow auto-clustering: cluster_<n>__XlaCompiledKernel_true__XlaHasReferenceVars_false__..._.<n>
+  PyTorch/XLA: SyncTensorsGraph.<n>
 Module names may contain dots, so a module's name is taken from the file that
 names it unambiguously (before_optimizations, or its folder) and stripped from the rest.
 """
@@ -27,7 +33,15 @@ _PASS = re.compile(
     r"^(?P<step>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<pass>.+?)(?:\.before_(?P<next>.+))?\.(?P<ext>[A-Za-z]+)$"
 )
 _AFTER = re.compile(r"^(?P<platform>.+?)_after_optimizations(?P<extra>[-.].*)?$")
-_SNAPSHOT = re.compile(r"^(?:unoptimized_)?snapshot\.-?\d+\.pb$")
+_SNAPSHOT = re.compile(r"^(?:(?:unoptimized_)?snapshot\.-?\d+\.pb|execution_\d+\.hlo_(?:unoptimized_)?snapshot\.(?:pb|txt))$")
+_KERNEL_MLIR = re.compile(r"_kernel_module-(?:pre-optimization|post-optimization|post-lowering)\.mlir$")
+# Frontend module names -> (short name, origin); the first match wins.
+_ORIGINS = (
+    (re.compile(r"^a_inference_(?P<short>.+?)_\d+__XlaMustCompile_true"), "tf.function(jit_compile=True)"),
+    (re.compile(r"^(?P<short>cluster_\d+)__XlaCompiledKernel_true"), "tensorflow auto-clustering"),
+    (re.compile(r"^(?P<short>SyncTensorsGraph(?:\.\d+)?)$"), "torch_xla"),
+    (re.compile(r"^(?P<short>(?:jit|pmap|xmap)_.+)$"), "jax"),
+)
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s=\s")
 
 
@@ -56,6 +70,18 @@ class Module:
     steps: list[PassStep] = field(default_factory=list)
     instructions_before: int | None = None
     instructions_after: int | None = None
+    short_name: str = ""  # the name a person reads: `f` for TensorFlow's a_inference_f_15__XlaMustCompile_...
+    origin: str | None = None  # which frontend made it, when the name tells
+
+    def __post_init__(self) -> None:
+        if self.short_name:
+            return
+        self.short_name = self.name
+        for pattern, origin in _ORIGINS:
+            match = pattern.match(self.name)
+            if match:
+                self.short_name, self.origin = match["short"], origin
+                break
 
     def to_json(self, with_steps: bool = False, with_files: bool = True) -> dict[str, Any]:
         data = asdict(self)
@@ -80,7 +106,7 @@ class DumpIndex:
         """A module by id (`10`, `0010`) or name (`jit_f`)."""
         if ref.isdigit() and int(ref) in self.modules:
             return self.modules[int(ref)]
-        named = [m for m in self.modules.values() if m.name == ref]
+        named = [m for m in self.modules.values() if m.name == ref] or [m for m in self.modules.values() if m.short_name == ref]
         if len(named) == 1:
             return named[0]
         if len(named) > 1:
@@ -88,7 +114,7 @@ class DumpIndex:
             raise UsageError(f"several modules are named '{ref}' (ids {ids})", hint="pick one with --module ID")
         import difflib
 
-        names = sorted({m.name for m in self.modules.values()})
+        names = sorted({m.name for m in self.modules.values()} | {m.short_name for m in self.modules.values()})
         close = difflib.get_close_matches(ref, names, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise UsageError(f"no module '{ref}' in {self.root}", hint=f"{hint}`xlatools inspect {self.root}` lists them")
@@ -156,6 +182,8 @@ def _classify(module: Module, tail: str, rel: str) -> None:
         return
     if "ir-no-opt" in tail or "ir-with-opt" in tail:
         module.stages.add("llvm_ir")
+    elif _KERNEL_MLIR.search(tail):
+        module.stages.add("kernel_mlir")
     elif tail == "o" or tail.endswith(".o"):
         module.stages.add("object_code")
     elif tail == "debug_options":

@@ -177,7 +177,7 @@ def _summary_text(manifest: dict[str, Any], modules_table: str) -> str:
 def modules_table(dump_index) -> str:
     rows = [("id", "module", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
     for module in sorted(dump_index.modules.values(), key=lambda m: m.id):
-        rows.append((f"{module.id:04d}", module.name, _n(module.instructions_before), _n(module.instructions_after),
+        rows.append((f"{module.id:04d}", module.short_name, _n(module.instructions_before), _n(module.instructions_after),
                      str(len(module.steps)), str(module.snapshots), str(len(module.files)), str(module.bytes)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
