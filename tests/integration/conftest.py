@@ -42,6 +42,23 @@ def new_jax_python() -> str:
 
 
 @pytest.fixture
+def tf_python() -> str:
+    path = os.environ.get("XLATOOLS_TF_PYTHON", "")
+    require("tensorflow", bool(path) and os.path.exists(path),
+            "set XLATOOLS_TF_PYTHON to a Python with tensorflow-cpu (scripts/make-tf-venv.sh PATH makes one)")
+    return path
+
+
+@pytest.fixture
+def torch_xla_python() -> str:
+    path = os.environ.get("XLATOOLS_TORCH_XLA_PYTHON", "")
+    require("torch_xla", bool(path) and os.path.exists(path),
+            "set XLATOOLS_TORCH_XLA_PYTHON to a Python with torch and torch_xla of one version "
+            "(scripts/make-torch-xla-venv.sh PATH makes one, about 7 GB)")
+    return path
+
+
+@pytest.fixture
 def xl(tmp_path, probe_cache, jax_python):
     """Run `xlatools ARGS` in tmp_path with an isolated config dir and the shared probe cache."""
     def call(*args, env=None, timeout=300):

@@ -37,7 +37,7 @@ def lower(
         if dest is not None and not dest.parent.resolve().is_dir():
             raise UsageError(f"{dest}: the folder {dest.parent} does not exist")
     interpreter = resolve_python(python)
-    target = probe(interpreter, platform)
+    target = probe(interpreter, platform, frontend="jax")
     console.step(f"lowering {fn} to {request.ir_format}{' (optimised)' if optimized else ''} "
                  f"with jax {target.jax} ({interpreter})")
     lowered = execute_lower(request, interpreter, platform, target.gpu_platform(), timeout)

@@ -20,6 +20,7 @@ def run(
     vlog: Optional[int] = typer.Option(None, "--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL)."),
     env: List[str] = typer.Option([], "--env", help="Set an environment variable for the program, K=V (repeatable)."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the program (default: this one)."),
+    frontend: Optional[str] = typer.Option(None, "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected)."),
     out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
     name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: from the program)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop the program after this many seconds (exit 124)."),
@@ -46,7 +47,7 @@ def run(
         program=parse_program(program, module, list(args or []), cwd),
         python=resolve_python(python or profile_info.python),
         dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
-        env=list(env), platform=platform, timeout=timeout, name=name,
+        env=list(env), platform=platform, timeout=timeout, name=name, frontend=frontend,
     )
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
@@ -77,7 +78,7 @@ def _print_plan(prepared) -> None:
     write = console.out().print
     esc = console.escape
     write(f"program:  {esc(plan.program.label)}")
-    write(f"python:   {esc(plan.python)} (jax {target.jax}, jaxlib {target.jaxlib}, {target.backend})")
+    write(f"python:   {esc(plan.python)} ({target.frontend}: {esc(target.described)}, {target.backend})")
     write(f"presets:  {', '.join(p['name'] for p in plan.presets) or '-'}")
     write("XLA_FLAGS:")
     for flag in plan.xla_flags:

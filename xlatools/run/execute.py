@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools import __version__
-from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.errors import EnvironmentMissing
 from xlatools.run.plan import ProfileRun, RunPlan, RunRequest, plan_run
 from xlatools.run.target import Target
 
@@ -51,6 +51,7 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
         platform=run.platform,
         python=run.python,
         timeout=run.timeout,
+        frontend=run.frontend,
         resolved=resolved.profile.model_dump(mode="json"),
         provenance=provenance,
     )
@@ -59,30 +60,20 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
 
 def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, Any], caller_env: dict[str, str],
             cwd: Path) -> Prepared:
-    from xlatools.run import target as targets
+    from xlatools.run.frontend_checks import check_flags, probe_target
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load(define_presets, f"profile {profile.name} (run.define_presets)")
     platform = request.platform or profile.platform or "auto"
-    target = targets.probe(request.python, platform)
+    target = probe_target(request, profile, catalog, platform)
     if platform == "gpu" and not target.has_gpu:
         raise EnvironmentMissing(
             f"--platform gpu: {request.python} sees no GPU (jax backend: {target.backend or 'none'})",
             hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
         )
-    plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform())
-    to_check = {name: flag for name, flag in plan.flags_to_check().items() if name != "xla_dump_to"}
-    unknown, how = targets.unknown_flags(target, to_check)
-    if unknown:
-        sources = plan.xla_flag_sources
-        named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
-        raise UsageError(
-            f"jaxlib {target.jaxlib} at {target.python} does not know XLA flag{'s' if len(unknown) > 1 else ''} {named}; "
-            "XLA would abort at start-up",
-            hint="drop it, pick a preset for this jaxlib (`xlatools presets list` shows versions), or use another --python; "
-            "a flag that takes a value also reads as unknown without one (--xla_dump_hlo_pass_re=.*)",
-        )
-    return Prepared(plan, target, how)
+    plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform(),
+                    frontend=target.frontend)
+    return Prepared(plan, target, check_flags(target, plan))
 
 
 def env_record(plan: RunPlan) -> list[dict[str, Any]]:
@@ -133,6 +124,8 @@ def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], *
         "interpreter": {"python": target.python, "python_version": target.python_version},
         "jax": {"jax": target.jax, "jaxlib": target.jaxlib, "backend": target.backend, "devices": target.devices,
                 "plugins": target.plugins},
+        "frontend": {"name": target.frontend, "version": target.frontend_version, "xla_source": target.xla_source,
+                     "versions": target.versions, "tf_xla_flags": plan.tf_xla_flags},
         "platform": plan.platform,
         "profile": plan.profile,
         "presets": plan.presets,
@@ -162,7 +155,7 @@ def _summary_text(manifest: dict[str, Any], modules_table: str) -> str:
     lines = [
         f"status: {manifest['status']} (exit {manifest.get('exit_code')})",
         f"program: {manifest['program']['label']}",
-        f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']} on {manifest['jax']['backend']}"
+        f"{_frontend_line(manifest)} on {manifest['jax']['backend']}"
         f" ({manifest['interpreter']['python']})",
         f"presets: {', '.join(p['kind'] + ':' + p['name'] for p in manifest['presets']) or '-'}",
         f"XLA_FLAGS: {' '.join(manifest['xla_flags']) or '-'}",
@@ -172,6 +165,13 @@ def _summary_text(manifest: dict[str, Any], modules_table: str) -> str:
     if modules_table:
         lines += ["", modules_table]
     return "\n".join(lines) + "\n"
+
+
+def _frontend_line(manifest: dict[str, Any]) -> str:
+    frontend = manifest.get("frontend") or {"name": "jax"}
+    if frontend["name"] == "jax":
+        return f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']}"
+    return f"{frontend['name']} {frontend['version']} ({frontend['xla_source']})"
 
 
 def modules_table(dump_index) -> str:

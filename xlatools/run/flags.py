@@ -82,17 +82,17 @@ def validate_flag(flag: str, where: str) -> str:
     return flag
 
 
-def parse_env_flags(value: str) -> list[str]:
-    """Split an XLA_FLAGS value from the caller's environment."""
+def parse_env_flags(value: str, variable: str = "XLA_FLAGS") -> list[str]:
+    """Split an XLA_FLAGS (or TF_XLA_FLAGS) value from the caller's environment."""
     try:
         parts = shlex.split(value)
     except ValueError as exc:
-        raise UsageError(f"cannot parse XLA_FLAGS from the environment: {exc}", hint=f"XLA_FLAGS={value!r}") from None
+        raise UsageError(f"cannot parse {variable} from the environment: {exc}", hint=f"{variable}={value!r}") from None
     if parts and not parts[0].startswith("-"):
         # XLA reads such a value as a file of flags; we would lose track of what it sets.
         raise UsageError(
-            f"XLA_FLAGS in the environment names a flag file ({parts[0]}), which xlatools cannot merge",
-            hint="put the flags themselves into XLA_FLAGS, or pass them with --xla-flag",
+            f"{variable} in the environment names a flag file ({parts[0]}), which xlatools cannot merge",
+            hint=f"put the flags themselves into {variable}" + (", or pass them with --xla-flag" if variable == "XLA_FLAGS" else ""),
         )
     return parts
 

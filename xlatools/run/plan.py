@@ -18,6 +18,7 @@ from typing import Any
 from xlatools.errors import UsageError
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.flags import FlagLayers, flag_name, join_flags, parse_env_flags, validate_flag
+from xlatools.run.frontends import TF_XLA_FLAGS, dumping_env, platform_env
 
 BUNDLE = "{bundle}"
 DUMP_DIR = f"{BUNDLE}/xla_dump"
@@ -87,6 +88,7 @@ class RunRequest:
     platform: str | None = None
     timeout: float | None = None
     name: str | None = None
+    frontend: str | None = None  # None: the profile's, else detected
 
 
 @dataclass
@@ -103,6 +105,7 @@ class ProfileRun:
     platform: str = "auto"
     python: str | None = None
     timeout: float | None = None
+    frontend: str | None = None
     resolved: dict[str, Any] = field(default_factory=dict)  # the whole profile after extends, for the manifest
     provenance: list[dict[str, Any]] = field(default_factory=list)  # file:line of every value set
 
@@ -134,6 +137,9 @@ class RunPlan:
     copy_files: list[str]
     notes: list[str]
     profile: dict[str, Any] | None
+    frontend: str = "jax"
+    tf_xla_flags: list[str] = field(default_factory=list)  # TensorFlow's own flags, merged like XLA_FLAGS
+    tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
 
     def child_env(self, caller: dict[str, str]) -> dict[str, str]:
         env = dict(caller)
@@ -153,6 +159,7 @@ class RunPlan:
         bound.argv = [sub(a) for a in self.argv]
         bound.env_changes = [EnvChange(c.name, sub(c.value), c.source, c.previous) for c in self.env_changes]
         bound.xla_flags = [sub(f) for f in self.xla_flags]
+        bound.tf_xla_flags = [sub(f) for f in self.tf_xla_flags]
         bound.xla_flag_sources = {sub(k): v for k, v in self.xla_flag_sources.items()}
         bound.dump_dir = sub(self.dump_dir)
         return bound
@@ -192,9 +199,12 @@ class _EnvBuilder:
         self.caller = caller
         self.values: dict[str, tuple[str | None, str]] = {}
         self.flags = FlagLayers()
+        self.tf_flags = FlagLayers()
         self.vmodule: dict[str, tuple[int, str]] = {}
         caller_flags = caller.get("XLA_FLAGS", "")
         self.flags.add(parse_env_flags(caller_flags) if caller_flags.strip() else [], "environment")
+        caller_tf = caller.get(TF_XLA_FLAGS, "")
+        self.tf_flags.add(parse_env_flags(caller_tf, TF_XLA_FLAGS) if caller_tf.strip() else [], "environment")
         self.add_vmodule(parse_vmodule(caller.get("TF_CPP_VMODULE", ""), "TF_CPP_VMODULE"), "environment")
 
     def set(self, name: str, value: str | None, source: str) -> None:
@@ -203,6 +213,8 @@ class _EnvBuilder:
             for flag in flags:
                 validate_flag(flag, f"XLA_FLAGS from {source}")
             self.flags.add(flags, source)
+        elif name == TF_XLA_FLAGS:
+            self.tf_flags.add([validate_flag(f, f"{name} from {source}") for f in parse_env_flags(value or "", name)], source)
         elif name == "TF_CPP_VMODULE":
             self.add_vmodule(parse_vmodule(value or "", f"TF_CPP_VMODULE from {source}"), source)
         else:
@@ -220,6 +232,9 @@ class _EnvBuilder:
         final_flags = join_flags(self.flags.final())
         if final_flags != self.caller.get("XLA_FLAGS", ""):
             changes.append(EnvChange("XLA_FLAGS", final_flags or None, "merged", self.caller.get("XLA_FLAGS")))
+        final_tf = join_flags(self.tf_flags.final())
+        if final_tf != self.caller.get(TF_XLA_FLAGS, ""):
+            changes.append(EnvChange(TF_XLA_FLAGS, final_tf or None, "merged", self.caller.get(TF_XLA_FLAGS)))
         vmodule = ",".join(f"{m}={lvl}" for m, (lvl, _) in self.vmodule.items())
         if vmodule != self.caller.get("TF_CPP_VMODULE", ""):
             changes.append(EnvChange("TF_CPP_VMODULE", vmodule or None, "merged", self.caller.get("TF_CPP_VMODULE")))
@@ -254,6 +269,7 @@ def plan_run(
     cwd: Path,
     jaxlib: str | None = None,
     gpu_platform: str = "cuda",
+    frontend: str = "jax",
 ) -> RunPlan:
     env = _EnvBuilder(caller_env)
     notes: list[str] = []
@@ -311,13 +327,13 @@ def plan_run(
         env.set("JAX_ENABLE_COMPILATION_CACHE", "false", "xlatools (dumping run)")
         if caller_env.get("JAX_COMPILATION_CACHE_DIR") or "JAX_COMPILATION_CACHE_DIR" in env.values:
             env.set("JAX_COMPILATION_CACHE_DIR", None, "xlatools (dumping run)")
+        for name, value in dumping_env(frontend).items():
+            env.set(name, value, "xlatools (dumping run)")
         notes.append("persistent compilation cache disabled (a cache hit compiles nothing, so dumps nothing)")
 
     platform = request.platform or profile.platform or "auto"
-    if platform == "cpu":
-        env.set("JAX_PLATFORMS", "cpu", "--platform cpu")
-    elif platform == "gpu":
-        env.set("JAX_PLATFORMS", gpu_platform, "--platform gpu")
+    for name, value in platform_env(frontend, platform, gpu_platform).items():
+        env.set(name, value, f"--platform {platform}")
 
     program = request.program
     if program.kind == "smoke":
@@ -353,6 +369,9 @@ def plan_run(
         copy_files=copy_files,
         notes=notes,
         profile=asdict(profile) if profile.name else None,
+        frontend=frontend,
+        tf_xla_flags=env.tf_flags.final(),
+        tf_xla_flag_sources=env.tf_flags.sources(),
     )
 
 
