@@ -47,14 +47,16 @@ def installed_in(target: "Target", frontend: str) -> bool:
 
 def check_flags(target: "Target", plan: "RunPlan") -> dict[str, str]:
     """How each flag was found acceptable ("table", "cache", "probe"); raises UsageError for unknown ones."""
-    from xlatools.run.target import unknown_flags
+    from xlatools.run.target import probe_together, unknown_flags
 
     how: dict[str, str] = {}
     layers = [("XLA_FLAGS", plan.xla_flags, plan.xla_flag_sources)]
     if TF_XLA_FLAGS in SPECS[target.frontend].flag_vars:
         layers.append((TF_XLA_FLAGS, plan.tf_xla_flags, plan.tf_xla_flag_sources))
-    for variable, flags, sources in layers:
-        to_check = {flag_name(flag): flag for flag in flags if flag_name(flag) != "xla_dump_to"}
+    checks = {variable: {flag_name(f): f for f in flags if flag_name(f) != "xla_dump_to"} for variable, flags, _ in layers}
+    probe_together(target, checks)
+    for variable, _, sources in layers:
+        to_check = checks[variable]
         if not to_check:
             continue
         unknown, found = unknown_flags(target, to_check, variable=variable)
