@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
-from tests.helpers import require, run_cli
+from tests.helpers import interpreter_from_env, require, run_cli
 
 
 @pytest.fixture(scope="session")
@@ -26,36 +25,25 @@ def jax_python() -> str:
 
 @pytest.fixture
 def old_jax_python() -> str:
-    path = os.environ.get("XLATOOLS_OLD_JAX_PYTHON", "")
-    require("old_jax", bool(path) and os.path.exists(path),
-            "set XLATOOLS_OLD_JAX_PYTHON to a Python with jax/jaxlib 0.4.30 (scripts/make-old-jax-venv.sh PATH makes one)")
-    return path
+    return interpreter_from_env("XLATOOLS_OLD_JAX_PYTHON", "old_jax", "a Python with jax/jaxlib 0.4.30",
+                                "scripts/make-old-jax-venv.sh PATH")
 
 
 @pytest.fixture
 def new_jax_python() -> str:
-    path = os.environ.get("XLATOOLS_NEW_JAX_PYTHON", "")
-    require("new_jax", bool(path) and os.path.exists(path),
-            "set XLATOOLS_NEW_JAX_PYTHON to a Python 3.12 with jax/jaxlib 0.12.x "
-            "(scripts/make-jax-venv.sh PATH '0.12.*' makes one)")
-    return path
+    return interpreter_from_env("XLATOOLS_NEW_JAX_PYTHON", "new_jax", "a Python 3.12 with jax/jaxlib 0.12.x",
+                                "scripts/make-jax-venv.sh PATH '0.12.*'")
 
 
 @pytest.fixture
 def tf_python() -> str:
-    path = os.environ.get("XLATOOLS_TF_PYTHON", "")
-    require("tensorflow", bool(path) and os.path.exists(path),
-            "set XLATOOLS_TF_PYTHON to a Python with tensorflow-cpu (scripts/make-tf-venv.sh PATH makes one)")
-    return path
+    return interpreter_from_env("XLATOOLS_TF_PYTHON", "tensorflow", "a Python with tensorflow-cpu", "scripts/make-tf-venv.sh PATH")
 
 
 @pytest.fixture
 def torch_xla_python() -> str:
-    path = os.environ.get("XLATOOLS_TORCH_XLA_PYTHON", "")
-    require("torch_xla", bool(path) and os.path.exists(path),
-            "set XLATOOLS_TORCH_XLA_PYTHON to a Python with torch and torch_xla of one version "
-            "(scripts/make-torch-xla-venv.sh PATH makes one, about 7 GB)")
-    return path
+    return interpreter_from_env("XLATOOLS_TORCH_XLA_PYTHON", "torch_xla", "a Python with torch and torch_xla of one version",
+                                "scripts/make-torch-xla-venv.sh PATH, about 7 GB")
 
 
 @pytest.fixture

@@ -92,7 +92,7 @@ def test_tf_auto_clustering_with_merged_tf_xla_flags(xl, tmp_path, tf_python):
 @pytest.mark.tensorflow
 @pytest.mark.parametrize("args, variable, flag", [
     (["--env", "TF_XLA_FLAGS=--tf_xla_bogus_flag"], "TF_XLA_FLAGS", "--tf_xla_bogus_flag"),
-    (["--xla-flag=--xla_bogus_flag"], "XLA_FLAGS", "--xla_bogus_flag"),
+    (["--xla-flag=--xla_bogus_flag"], "XLA", "--xla_bogus_flag"),
 ])
 def test_tf_unknown_flags_refused_before_launch(xl, tmp_path, tf_python, args, variable, flag):
     (tmp_path / "tfprog.py").write_text(TF_JIT)
@@ -144,5 +144,22 @@ def test_torch_xla_unknown_flag_refused_before_launch(xl, tmp_path, torch_xla_py
     (tmp_path / "ptprog.py").write_text(TORCH)
     result = xl("run", "ptprog.py", "--xla-flag=--xla_bogus_flag", "--python", torch_xla_python, timeout=600)
     assert result.returncode == 2, result.stderr[-3000:]
-    assert "torch_xla 2." in result.stderr and "does not know XLA_FLAGS flag --xla_bogus_flag" in result.stderr
+    assert "torch_xla 2." in result.stderr and "does not know XLA flag --xla_bogus_flag" in result.stderr
     assert not bundles(tmp_path / "artifacts")
+
+
+@pytest.mark.tensorflow
+def test_profile_run_frontend(xl, tmp_path, tf_python):
+    (tmp_path / "tfprog.py").write_text(TF_JIT)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "tf.yaml").write_text(
+        f"description: TensorFlow target\nrun:\n  frontend: tensorflow\n  python: {tf_python}\n  presets: [tf-clustering]\n")
+    (tmp_path / "configs" / "wrong.yaml").write_text(f"description: jax asked of a TF venv\nrun:\n  frontend: jax\n  python: {tf_python}\n")
+    result = xl("run", "tfprog.py", "--profile", "tf", "--dump", "--dry-run", "--json", timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    answer = json.loads(result.stdout)
+    assert answer["plan"]["frontend"] == "tensorflow" and answer["target"]["frontend"] == "tensorflow"
+    assert answer["plan"]["tf_xla_flags"] == ["--tf_xla_clustering_debug"]
+    assert {"CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS"}.isdisjoint(c["name"] for c in answer["plan"]["env_changes"])
+    wrong = xl("run", "tfprog.py", "--profile", "wrong", "--dry-run", timeout=600)
+    assert wrong.returncode == 3 and "has no jax and jaxlib" in wrong.stderr, wrong.stderr

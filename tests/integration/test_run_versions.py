@@ -103,23 +103,15 @@ def test_every_shipped_preset_runs(xl, tmp_path, monkeypatch, probe_cache, any_j
     assert refused == ([] if Version(target.jaxlib) >= Version("0.10.2") else ["dump:llvm"])
 
 
-def test_lower_on_old_jaxlib(xl, tmp_path, old_jax_python):
+@pytest.mark.parametrize("which, version", [("old", "0.4.30"), ("new", "0.12.")])
+def test_lower_on_other_jaxlibs(xl, tmp_path, request, which, version):
+    python = request.getfixturevalue(f"{which}_jax_python")
     (tmp_path / "model.py").write_text("import jax.numpy as jnp\ndef f(x, y, alpha):\n    return alpha * jnp.dot(x, y)\n")
     result = xl("lower", "model.py:f", "--input-shapes", '[("x", "f32[2,4,3]"), ("y", "f32[3,2]")]',
-                "--constants", '{"alpha": 2.0}', "--python", old_jax_python, "--json")
+                "--constants", '{"alpha": 2.0}', "--python", python, "--json")
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
-    assert answer["jax"] == "0.4.30" and answer["cost_analysis"]["flops"] > 0
-    assert "HloModule jit_f" in answer["ir_text"]
-
-
-def test_lower_on_jaxlib_0_12(xl, tmp_path, new_jax_python):
-    (tmp_path / "model.py").write_text("import jax.numpy as jnp\ndef f(x, y, alpha):\n    return alpha * jnp.dot(x, y)\n")
-    result = xl("lower", "model.py:f", "--input-shapes", '[("x", "f32[2,4,3]"), ("y", "f32[3,2]")]',
-                "--constants", '{"alpha": 2.0}', "--python", new_jax_python, "--json")
-    assert result.returncode == 0, result.stderr
-    answer = json.loads(result.stdout)
-    assert answer["jax"].startswith("0.12.") and answer["cost_analysis"]["flops"] > 0
+    assert answer["jax"].startswith(version) and answer["cost_analysis"]["flops"] > 0
     assert "HloModule jit_f" in answer["ir_text"]
 
 

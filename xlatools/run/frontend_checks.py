@@ -62,9 +62,10 @@ def check_flags(target: "Target", plan: "RunPlan") -> dict[str, str]:
         unknown, found = unknown_flags(target, to_check, variable=variable)
         how.update(found if variable == "XLA_FLAGS" else {f"{variable}:{name}": v for name, v in found.items()})
         if unknown:
+            what = "XLA" if variable == "XLA_FLAGS" else variable
             named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
             raise UsageError(
-                f"{target.described} at {target.python} does not know {variable} flag{'s' if len(unknown) > 1 else ''} "
+                f"{target.described} at {target.python} does not know {what} flag{'s' if len(unknown) > 1 else ''} "
                 f"{named}; XLA would abort at start-up",
                 hint="drop it, pick a preset for this version (`xlatools presets list` shows versions), or use another "
                 "--python; a flag that takes a value also reads as unknown without one (--xla_dump_hlo_pass_re=.*)",
