@@ -62,7 +62,8 @@ def run(
         return
     manifest, code, table = execute_plan(prepared, out, sys.argv[1:], caller_env, archive=archive, echo_stdout_to_stderr=as_json)
     if as_json:
-        keep = ("status", "exit_code", "bundle", "duration_s", "program", "jax", "presets", "xla_flags", "dump", "smoke", "archive")
+        keep = ("status", "exit_code", "bundle", "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump",
+                "smoke", "archive")
         typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
     else:
         _print_outcome(manifest, table)
@@ -78,11 +79,16 @@ def _print_plan(prepared) -> None:
     write = console.out().print
     esc = console.escape
     write(f"program:  {esc(plan.program.label)}")
-    write(f"python:   {esc(plan.python)} ({target.frontend}: {esc(target.described)}, {target.backend})")
+    versions = f"jax {target.jax}, jaxlib {target.jaxlib}" if target.frontend == "jax" else target.described
+    write(f"python:   {esc(plan.python)} ({esc(versions)}, {target.backend})")
     write(f"presets:  {', '.join(p['name'] for p in plan.presets) or '-'}")
     write("XLA_FLAGS:")
     for flag in plan.xla_flags:
         write(f"  {esc(flag)}    [dim]# {esc(plan.xla_flag_sources.get(flag, ''))}[/dim]")
+    if plan.tf_xla_flags:
+        write("TF_XLA_FLAGS:")
+        for flag in plan.tf_xla_flags:
+            write(f"  {esc(flag)}    [dim]# {esc(plan.tf_xla_flag_sources.get(flag, ''))}[/dim]")
     for item in plan.overridden_flags:
         write(f"  [yellow]overridden:[/yellow] {esc(item['flag'])} ({esc(item['from'])}) by {esc(item['by'])} ({esc(item['source'])})")
     write("environment changes:")

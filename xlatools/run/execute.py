@@ -68,7 +68,7 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
     target = probe_target(request, profile, catalog, platform)
     if platform == "gpu" and not target.has_gpu:
         raise EnvironmentMissing(
-            f"--platform gpu: {request.python} sees no GPU (jax backend: {target.backend or 'none'})",
+            f"--platform gpu: {request.python} sees no GPU ({target.frontend} backend: {target.backend or 'none'})",
             hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
         )
     plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform(),
@@ -159,6 +159,7 @@ def _summary_text(manifest: dict[str, Any], modules_table: str) -> str:
         f" ({manifest['interpreter']['python']})",
         f"presets: {', '.join(p['kind'] + ':' + p['name'] for p in manifest['presets']) or '-'}",
         f"XLA_FLAGS: {' '.join(manifest['xla_flags']) or '-'}",
+        *([f"TF_XLA_FLAGS: {' '.join(manifest['frontend']['tf_xla_flags'])}"] if manifest["frontend"]["tf_xla_flags"] else []),
         f"duration: {manifest.get('duration_s')} s",
     ]
     lines += [f"note: {note}" for note in manifest["notes"]]
