@@ -183,7 +183,9 @@ def probe(python: str, platform: str = "auto", frontend: str | None = None, time
     _require_frontend(python, info)
     target = Target(**{k: info.get(k) for k in Target.__dataclass_fields__ if k in info and info.get(k) is not None})
     if target.devices_error is None:  # a failed device query may be transient (GPU busy): do not cache it
-        cache.remember(target.stamp_origin, **{key: target.to_json()})
+        # Also under the detected frontend's own key: `lower` asks for jax by name, `run` may not.
+        keys = {key, f"devices:{target.frontend}:{platform}"}
+        cache.remember(target.stamp_origin, **{k: target.to_json() for k in keys})
     return target
 
 
