@@ -32,11 +32,11 @@ find_python() {
   for c in "python$want" python3; do
     if command -v "$c" >/dev/null && runs_version "$(command -v "$c")"; then command -v "$c"; return; fi
   done
-  if command -v pyenv >/dev/null; then
-    for c in $(ls -d "$(pyenv root)/versions/$want".* 2>/dev/null | sort -V -r); do
-      if [ -x "$c/bin/python$want" ] && runs_version "$c/bin/python$want"; then echo "$c/bin/python$want"; return; fi
-    done
-  fi
+  local root=${PYENV_ROOT:-$HOME/.pyenv}  # pyenv's versions, also when pyenv itself is not on PATH
+  if command -v pyenv >/dev/null; then root=$(pyenv root); fi
+  for c in $(ls -d "$root/versions/$want".* 2>/dev/null | sort -V -r); do
+    if [ -x "$c/bin/python$want" ] && runs_version "$c/bin/python$want"; then echo "$c/bin/python$want"; return; fi
+  done
   if command -v uv >/dev/null && c=$(uv python find "$want" 2>/dev/null) && runs_version "$c"; then echo "$c"; return; fi
   return 1
 }
