@@ -28,6 +28,13 @@ def require(component: str, available: bool, reason: str) -> None:
     pytest.skip(f"{component} not available: {reason}")
 
 
+def interpreter_from_env(variable: str, component: str, what: str, made_by: str) -> str:
+    """A second interpreter the tests drive through --python, named by `variable` (skip/fail via `require`)."""
+    path = os.environ.get(variable, "")
+    require(component, bool(path) and os.path.exists(path), f"set {variable} to {what} ({made_by} makes one)")
+    return path
+
+
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120, input: str | None = None):
     """Run the real `xlatools` CLI as a subprocess of this interpreter."""
     full_env = dict(os.environ)

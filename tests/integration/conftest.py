@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
-from tests.helpers import require, run_cli
+from tests.helpers import interpreter_from_env, require, run_cli
 
 
 @pytest.fixture(scope="session")
@@ -26,10 +25,25 @@ def jax_python() -> str:
 
 @pytest.fixture
 def old_jax_python() -> str:
-    path = os.environ.get("XLATOOLS_OLD_JAX_PYTHON", "")
-    require("old_jax", bool(path) and os.path.exists(path),
-            "set XLATOOLS_OLD_JAX_PYTHON to a Python with jax/jaxlib 0.4.30 (scripts/make-old-jax-venv.sh PATH makes one)")
-    return path
+    return interpreter_from_env("XLATOOLS_OLD_JAX_PYTHON", "old_jax", "a Python with jax/jaxlib 0.4.30",
+                                "scripts/make-old-jax-venv.sh PATH")
+
+
+@pytest.fixture
+def new_jax_python() -> str:
+    return interpreter_from_env("XLATOOLS_NEW_JAX_PYTHON", "new_jax", "a Python 3.12 with jax/jaxlib 0.12.x",
+                                "scripts/make-jax-venv.sh PATH '0.12.*'")
+
+
+@pytest.fixture
+def tf_python() -> str:
+    return interpreter_from_env("XLATOOLS_TF_PYTHON", "tensorflow", "a Python with tensorflow-cpu", "scripts/make-tf-venv.sh PATH")
+
+
+@pytest.fixture
+def torch_xla_python() -> str:
+    return interpreter_from_env("XLATOOLS_TORCH_XLA_PYTHON", "torch_xla", "a Python with torch and torch_xla of one version",
+                                "scripts/make-torch-xla-venv.sh PATH, about 7 GB")
 
 
 @pytest.fixture
@@ -78,9 +92,8 @@ def compare_runs(tmp_path_factory, probe_cache):
 @pytest.fixture(scope="session")
 def compare_old_run(compare_runs):
     """The same program on jaxlib 0.4.30 (XLATOOLS_OLD_JAX_PYTHON), for matching across renumbering."""
-    path = os.environ.get("XLATOOLS_OLD_JAX_PYTHON", "")
-    require("old_jax", bool(path) and os.path.exists(path),
-            "set XLATOOLS_OLD_JAX_PYTHON to a Python with jax/jaxlib 0.4.30 (scripts/make-old-jax-venv.sh PATH makes one)")
+    path = interpreter_from_env("XLATOOLS_OLD_JAX_PYTHON", "old_jax", "a Python with jax/jaxlib 0.4.30",
+                                "scripts/make-old-jax-venv.sh PATH")
     work, env = compare_runs["work"], compare_runs["env"]
     done = run_cli("run", "prog.py", "--dump", "--preset", "dump:passes", "--python", path, "--out", str(work / "old"),
                    cwd=work, env=env, timeout=300)

@@ -23,8 +23,9 @@ from xlatools.compare.synthetic import make_pair
 from xlatools.compare.text import markdown_summary, render_text
 from xlatools.compare.textdiff import text_diff
 from xlatools.console import append_job_summary
-from xlatools.run import dumps
-from xlatools.run.dumps import count_instructions, hlo_file_stats, index_dump, memory_totals
+from xlatools.run import dump_stats
+from xlatools.run.dump_stats import hlo_file_stats, memory_totals
+from xlatools.run.dumps import count_instructions, index_dump
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hlo"
 
@@ -131,7 +132,7 @@ def test_memory_stays_bounded_on_a_larger_pair(tmp_path):
 
 
 def test_file_stats_agree_with_line_counting_across_chunk_boundaries(monkeypatch, tmp_path):
-    monkeypatch.setattr(dumps, "_CHUNK", 7)  # every line straddles a chunk boundary
+    monkeypatch.setattr(dump_stats, "_CHUNK", 7)  # every line straddles a chunk boundary
     for path in sorted(FIXTURES.glob("*.txt")):
         stats = hlo_file_stats(path)
         assert stats.instructions == count_instructions(path) > 0

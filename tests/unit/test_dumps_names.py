@@ -113,3 +113,66 @@ def test_resolve_dump_dir(tmp_path):
         resolve_dump_dir(tmp_path)
     with pytest.raises(UsageError, match="no such file"):
         resolve_dump_dir(tmp_path / "absent")
+
+
+def test_jaxlib_0_12_names(tmp_path):
+    """File names seen in a real jaxlib 0.12.0.1 CPU dump (smoke:dot, --preset full --preset proto)."""
+    make(tmp_path, {
+        "module_0000.jit_f.before_optimizations.txt": HLO_BEFORE,
+        "module_0000.jit_f.before_optimizations.hlo.pb": "x",
+        "module_0000.jit_f.before_optimizations.html": "x",
+        "module_0000.jit_f.cpu_after_optimizations.txt": HLO_AFTER,
+        "module_0000.jit_f.cpu_after_optimizations.hlo.pb": "x",
+        "module_0000.jit_f.cpu_after_optimizations.html": "x",
+        "module_0000.jit_f.cpu_after_optimizations.top_level.html": "x",
+        "module_0000.jit_f.cpu_after_optimizations-buffer-assignment-values.txt": "x",
+        "module_0000.jit_f.cpu_after_optimizations-live-range.txt": "x",
+        "module_0000.jit_f.cpu_after_optimizations-memory-usage-report.pb": "x",
+        "module_0000.jit_f.obj-file.broadcast_add_fusion_kernel_module.o": "x",
+        "module_0000.jit_f.snapshot.-1136853476.pb": "x",
+        "module_0000.jit_f.0000.async-collective.after_pipeline-start.before_async-collective-custom-call-rewriter.txt": HLO_BEFORE,
+        "module_0000.jit_f.0000.async-collective.after_pipeline-start.before_async-collective-custom-call-rewriter.hlo.pb": "x",
+        "module_0000.jit_f/compile_options.pb": "x",
+        "module_0000.jit_f/topology.pb": "x",
+        "module_0000.jit_f/module.mlir": "x",
+        # --xla_dump_hlo_unoptimized_snapshots (text without --xla_dump_hlo_as_proto)
+        "module_0002.jit_g.execution_0000.hlo_unoptimized_snapshot.txt": "x",
+        "module_0004.jit_h.execution_0001.hlo_unoptimized_snapshot.pb": "x",
+    })
+    index = index_dump(tmp_path)
+    assert index.layout == "per-module folders" and sorted(index.modules) == [0, 2, 4]
+    f = index.modules[0]
+    assert (f.name, f.short_name, f.origin, f.platform) == ("jit_f", "jit_f", "jax", "cpu")
+    assert {"before_optimizations", "after_optimizations", "snapshots", "object_code", "module_folder", "passes",
+            "buffer-assignment-values", "live-range", "memory-usage-report"} <= f.stages
+    assert "other" not in f.stages and f.snapshots == 1 and len(f.steps) == 1
+    for module_id in (2, 4):
+        assert index.modules[module_id].stages == {"snapshots"} and index.modules[module_id].snapshots == 1
+    assert index.modules[2].name == "jit_g"
+
+
+TF_JIT = "a_inference_f_15__XlaMustCompile_true_config_proto_13561319589895757934_executor_type_11160318154034397263_.1"
+TF_CLUSTER = "cluster_0__XlaCompiledKernel_true__XlaHasReferenceVars_false__XlaNumConstantArgs_0__XlaNumResourceArgs_0_.1"
+
+
+def test_frontend_module_names(tmp_path):
+    """TensorFlow (2.21, jit_compile and auto-clustering) and PyTorch/XLA (2.9) names, as seen in real dumps."""
+    make(tmp_path, {
+        f"module_0000.{TF_JIT}.before_optimizations.txt": HLO_BEFORE,
+        f"module_0000.{TF_JIT}.cpu_after_optimizations.txt": HLO_AFTER,
+        f"module_0000.{TF_JIT}.MatMul.2_elemental_kernel_module.ir-no-opt.ll": "x",
+        f"module_0000.{TF_JIT}.broadcast_multiply_fusion_kernel_module-post-lowering.mlir": "x",
+        f"module_0000.{TF_JIT}.broadcast_multiply_fusion_kernel_module-pre-optimization.mlir": "x",
+        f"module_0001.{TF_CLUSTER}.before_optimizations.txt": HLO_BEFORE,
+        f"module_0001.{TF_CLUSTER}.cpu_after_optimizations-buffer-assignment.txt": "x",
+        "module_0002.SyncTensorsGraph.124.before_optimizations.txt": HLO_BEFORE,
+        "module_0002.SyncTensorsGraph.124.concatenate_bitcast_fusion.1_kernel_module-post-optimization.mlir": "x",
+    })
+    index = index_dump(tmp_path)
+    tf_jit, cluster, torch = (index.modules[i] for i in (0, 1, 2))
+    assert (tf_jit.name, tf_jit.short_name, tf_jit.origin) == (TF_JIT, "f", "tf.function(jit_compile=True)")
+    assert {"llvm_ir", "kernel_mlir", "after_optimizations"} <= tf_jit.stages and "other" not in tf_jit.stages
+    assert (cluster.short_name, cluster.origin) == ("cluster_0", "tensorflow auto-clustering")
+    assert (torch.name, torch.origin) == ("SyncTensorsGraph.124", "torch_xla")
+    assert "kernel_mlir" in torch.stages
+    assert index.find("f") is tf_jit and index.find("cluster_0") is cluster and index.find(TF_JIT) is tf_jit

@@ -31,6 +31,9 @@ def test_table_verdicts():
     assert table_verdict("xla_dump_emitter_re", "0.10.2") is True
     assert table_verdict("xla_dump_emitter_re", "0.6.0") is None  # between the measured versions: probe
     assert table_verdict("xla_dump_hlo_as_text", "0.10.2") is True
+    assert table_verdict("xla_dump_emitter_re", "0.12.0.1") is True  # measured
+    assert table_verdict("xla_dump_hlo_as_text", "0.13.0") is None  # newer than anything measured: probe
+    assert table_verdict("xla_dump_emitter_re", "0.13.0") is None
     assert table_verdict("xla_dump_hlo_as_text", "0.4.13") is None  # older than anything measured
     assert table_verdict("xla_dump_hlo_as_text", "0.10.3.dev20261101+selfbuilt") is None  # self-built: probe
     assert table_verdict("xla_not_in_table", "0.10.2") is None

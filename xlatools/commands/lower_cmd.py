@@ -37,7 +37,7 @@ def lower(
         if dest is not None:
             check_output(dest, option)  # before the (slow) lowering
     interpreter = resolve_python(python)
-    target = probe(interpreter, platform)
+    target = probe(interpreter, platform, frontend="jax")
     console.step(f"lowering {fn} to {request.ir_format}{' (optimised)' if optimized else ''} "
                  f"with jax {target.jax} ({interpreter})")
     lowered = execute_lower(request, fn, interpreter, platform, target.gpu_platform(), timeout)

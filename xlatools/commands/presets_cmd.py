@@ -67,6 +67,8 @@ def show(
     esc = console.escape
     write(f"{data['kind']}:{data['name']}  {esc(data['description'])}")
     write(f"  jaxlib:    {_versions(data)}")
+    if data["frontend"]:
+        write(f"  frontend:  {data['frontend']} (picked where the target has it, unless --frontend says otherwise)")
     write(f"  defined:   {esc(data['source'])}")
     for flag in data["xla_flags"]:
         write(f"  XLA flag:  {esc(flag)}")

@@ -20,6 +20,7 @@ def run(
     vlog: Optional[int] = typer.Option(None, "--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL)."),
     env: List[str] = typer.Option([], "--env", help="Set an environment variable for the program, K=V (repeatable)."),
     python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the program (default: this one)."),
+    frontend: Optional[str] = typer.Option(None, "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected)."),
     out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
     name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: from the program)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop the program after this many seconds (exit 124)."),
@@ -54,7 +55,7 @@ def run(
         program=parse_program(program, module, list(args or []), cwd),
         python=python,
         dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
-        env=list(env), platform=platform, timeout=timeout, name=name, quiet=quiet,
+        env=list(env), platform=platform, timeout=timeout, name=name, quiet=quiet, frontend=frontend,
     )
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
@@ -76,7 +77,7 @@ def run(
                        f"(exit {manifest['exit_code']}, {manifest['duration_s']} s)\n- bundle: `{manifest['bundle']}`\n")
     if as_json:
         keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "bundle", "duration_s", "program",
-                "jax", "presets", "xla_flags", "dump", "smoke", "notes", "archive")
+                "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive")
         typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
     else:
         _print_outcome(manifest, outcome.table, prepared.plan.quiet)
@@ -92,11 +93,16 @@ def _print_plan(prepared) -> None:
     write = console.out().print
     esc = console.escape
     write(f"program:  {esc(plan.program.label)}")
-    write(f"python:   {esc(plan.python)} (jax {target.jax}, jaxlib {target.jaxlib}, {target.backend})")
+    versions = f"jax {target.jax}, jaxlib {target.jaxlib}" if target.frontend == "jax" else target.described
+    write(f"python:   {esc(plan.python)} ({esc(versions)}, {target.backend})")
     write(f"presets:  {', '.join(f'{p.kind}:{p.name}' for p in plan.presets) or '-'}")
     write("XLA_FLAGS:")
     for flag in plan.xla_flags:
         write(f"  {esc(flag)}    [dim]# {esc(plan.xla_flag_sources.get(flag, ''))}[/dim]")
+    if plan.tf_xla_flags:
+        write("TF_XLA_FLAGS:")
+        for flag in plan.tf_xla_flags:
+            write(f"  {esc(flag)}    [dim]# {esc(plan.tf_xla_flag_sources.get(flag, ''))}[/dim]")
     for item in plan.overridden_flags:
         write(f"  [yellow]overridden:[/yellow] {esc(item.flag)} ({esc(str(item.origin))}) by {esc(item.by)} ({esc(str(item.source))})")
     write("environment changes:")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from xlatools.run.dumps import MemoryTotals
+from xlatools.run.dump_stats import MemoryTotals
 
 ChangeKind = Literal["added", "removed", "changed"]
 MatchKind = Literal["name+fingerprint", "fingerprint", "name"]

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from xlatools.compare.model import MatchKind, ModuleRef
-from xlatools.run.dumps import DumpIndex, Module, hlo_file_stats, memory_totals
+from xlatools.run.dump_stats import hlo_file_stats, memory_totals
+from xlatools.run.dumps import DumpIndex, Module
 from xlatools.run.hlo_canon import canonical_hlo, fingerprint
 
 Pair = tuple[MatchKind, ModuleRef, ModuleRef]

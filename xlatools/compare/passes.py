@@ -13,7 +13,8 @@ import difflib
 from xlatools.compare.model import Divergence, PassAlignment, PassRow, StepInfo, TextDiff
 from xlatools.compare.modules import Fingerprints, canonical_file
 from xlatools.compare.textdiff import text_diff
-from xlatools.run.dumps import DumpIndex, Module, hlo_file_stats, pass_details
+from xlatools.run.dump_stats import hlo_file_stats
+from xlatools.run.dumps import DumpIndex, Module, pass_details
 
 
 def step_infos(index: DumpIndex, module: Module) -> list[StepInfo]:

@@ -154,6 +154,9 @@ class Run(_Section):
     xla_flags: list[Annotated[str, Field(pattern=r"^--\S")]] = Field(default_factory=list)
     platform: Literal["auto", "cpu", "gpu"] = "auto"
     python: str | None = Field(None, description="Target interpreter that runs the program.")
+    frontend: Literal["jax", "tensorflow", "torch-xla"] | None = Field(
+        None, description="The XLA frontend the program uses; absent: a frontend preset's, else detected (jax first)."
+    )
     timeout: float | None = Field(None, gt=0)
     define_presets: dict[str, dict[str, Any]] = Field(
         default_factory=dict,

@@ -5,16 +5,21 @@ File names (both layouts seen in practice):
   module_NNNN.<name>.<platform>_after_optimizations.txt   (+ -buffer-assignment.txt, ...)
   module_NNNN.<name>.NNNN.<pipeline>.after_<pass>.before_<next>.txt   (per-pass steps)
   module_NNNN.<name>.snapshot.<run id>.pb, .debug_options, [<kernel>.]ir-no-opt.ll, .o
-jaxlib 0.10.x numbers modules 0000, 0002, ... and adds a folder per module
-(module_NNNN.<name>/module.mlir, ...); 0.4.30 numbers them 0000, 0001, ... without
-folders. --xla_dump_include_timestamp prefixes `<micros>.`.
+  module_NNNN.<name>.execution_NNNN.hlo_unoptimized_snapshot.{txt,pb}   (jaxlib >= 0.10)
+  module_NNNN.<name>.<kernel>_kernel_module-{pre,post}-optimization.mlir, -post-lowering.mlir
+jaxlib 0.10.x and 0.12.x number modules 0000, 0002, ... and add a folder per module
+(module_NNNN.<name>/module.mlir, compile_options.pb, topology.pb); 0.4.30 numbers
+them 0000, 0001, ... without folders. --xla_dump_include_timestamp prefixes `<micros>.`.
+Other frontends name their modules differently (same files otherwise):
+  TensorFlow tf.function(jit_compile=True): a_inference_<fn>_<n>__XlaMustCompile_true_config_proto_<n>_executor_type_<n>_.<n>
+  TensorFlow auto-clustering: cluster_<n>__XlaCompiledKernel_true__XlaHasReferenceVars_false__..._.<n>
+  PyTorch/XLA: SyncTensorsGraph.<n>
 Module names may contain dots, so a module's name is taken from the file that
 names it unambiguously (before_optimizations, or its folder) and stripped from the rest.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,13 +27,16 @@ from typing import Any
 
 from xlatools.errors import UsageError
 from xlatools.run.dump_source import INSTRUCTION, SourceLine, scan_before
+from xlatools.run.dump_stats import hlo_file_stats
+from xlatools.run.frontend_names import frontend_name
 
 _FILE = re.compile(r"^(?:(?P<stamp>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
 _PASS = re.compile(
     r"^(?P<step>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<pass>.+?)(?:\.before_(?P<next>.+))?\.(?P<ext>[A-Za-z]+)$"
 )
 _AFTER = re.compile(r"^(?P<platform>.+?)_after_optimizations(?P<extra>[-.].*)?$")
-_SNAPSHOT = re.compile(r"^(?:unoptimized_)?snapshot\.-?\d+\.pb$")
+_SNAPSHOT = re.compile(r"^(?:(?:unoptimized_)?snapshot\.-?\d+\.pb|execution_\d+\.hlo_(?:unoptimized_)?snapshot\.(?:pb|txt))$")
+_KERNEL_MLIR = re.compile(r"_kernel_module-(?:pre-optimization|post-optimization|post-lowering)\.mlir$")
 
 
 @dataclass
@@ -58,6 +66,12 @@ class Module:
     instructions_before: int | None = None
     instructions_after: int | None = None
     source: SourceLine | None = None  # the user's line that created it (dump_source.py)
+    short_name: str = ""  # the name a person reads: `f` for TensorFlow's a_inference_f_15__XlaMustCompile_...
+    origin: str | None = None  # which frontend made it, when the name tells
+
+    def __post_init__(self) -> None:
+        if not self.short_name:
+            self.short_name, self.origin = frontend_name(self.name)
 
     def to_json(self, with_steps: bool = False, with_files: bool = True) -> dict[str, Any]:
         data = asdict(self)
@@ -82,7 +96,7 @@ class DumpIndex:
         """A module by id (`10`, `0010`) or name (`jit_f`)."""
         if ref.isdigit() and int(ref) in self.modules:
             return self.modules[int(ref)]
-        named = [m for m in self.modules.values() if m.name == ref]
+        named = [m for m in self.modules.values() if m.name == ref] or [m for m in self.modules.values() if m.short_name == ref]
         if len(named) == 1:
             return named[0]
         if len(named) > 1:
@@ -91,7 +105,7 @@ class DumpIndex:
                              hint=f"pick one by id, e.g. --module {named[0].id:04d}")
         import difflib
 
-        names = sorted({m.name for m in self.modules.values()})
+        names = sorted({m.name for m in self.modules.values()} | {m.short_name for m in self.modules.values()})
         close = difflib.get_close_matches(ref, names, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise UsageError(f"no module '{ref}' in {self.root}", hint=f"{hint}`xlatools inspect {self.root}` lists them")
@@ -173,6 +187,8 @@ def _classify(module: Module, tail: str, rel: str) -> None:
         return
     if "ir-no-opt" in tail or "ir-with-opt" in tail:
         module.stages.add("llvm_ir")
+    elif _KERNEL_MLIR.search(tail):
+        module.stages.add("kernel_mlir")
     elif tail == "o" or tail.endswith(".o"):
         module.stages.add("object_code")
     elif tail == "debug_options":
@@ -253,97 +269,3 @@ def resolve_dump_dir(path: Path) -> Path:
     if not any(_FILE.match(p.name) for p in path.iterdir()):
         raise UsageError(f"{path}: no XLA dump files (module_NNNN.*) here", hint="give a run bundle or the --xla_dump_to directory")
     return path
-
-
-# Anchored on the newline (a literal the regex engine scans for fast), not on `^` with re.M.
-_INSTRUCTION_BYTES = re.compile(rb"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]=[ \t]")
-_CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class FileStats:
-    """One pass over an HLO text file: what diff and report need, without holding the text."""
-
-    size: int
-    digest: str  # identity of the whole content (hash of the header line's hash and the body's)
-    body_sha256: str  # without the `HloModule ...` header line (passes rewrite layouts there)
-    instructions: int
-
-
-def hlo_file_stats(path: Path) -> FileStats | None:
-    """Hashes and instruction count of one HLO text file, read in 1 MiB chunks (bounded memory)."""
-    header, body = hashlib.sha256(), hashlib.sha256()
-    size = count = 0
-    carry, first = b"", True
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                size += len(chunk)
-                data = carry + chunk
-                cut = data.rfind(b"\n") + 1
-                lines, carry = data[:cut], data[cut:]
-                if first and lines:
-                    first = False
-                    if lines.startswith(b"HloModule"):
-                        end = lines.find(b"\n") + 1
-                        header.update(lines[:end])
-                        lines = lines[end:]
-                body.update(lines)
-                count += len(_INSTRUCTION_BYTES.findall(b"\n" + lines))
-    except OSError:
-        return None
-    if carry:
-        if first and carry.startswith(b"HloModule"):
-            header.update(carry)
-        else:
-            body.update(carry)
-            count += len(_INSTRUCTION_BYTES.findall(b"\n" + carry))
-    body_hex = body.hexdigest()
-    digest = hashlib.sha256(header.digest() + bytes.fromhex(body_hex)).hexdigest()
-    return FileStats(size, digest, body_hex, count)
-
-
-@dataclass(frozen=True)
-class MemoryTotals:
-    """Totals from a module's `-buffer-assignment.txt` and `-memory-usage-report.txt`."""
-
-    allocations: int | None = None
-    allocated_bytes: int | None = None  # sum of allocation sizes
-    by_kind: dict[str, int] = field(default_factory=dict)  # parameter, output, temp, thread-local, constant
-    report_total_bytes: int | None = None  # "Total bytes:" of the memory-usage report, all memory spaces
-
-
-_ALLOCATION = re.compile(r"^allocation \d+: size (\d+), (.*)$")
-
-
-def _allocation_kind(rest: str) -> str:
-    for kind in ("parameter", "output", "thread-local", "constant", "temp"):
-        if kind in rest:
-            return kind
-    return "other"
-
-
-def memory_totals(index: DumpIndex, module: Module) -> MemoryTotals | None:
-    """Buffer-assignment and memory-usage totals of `module`, read line by line; None without those files."""
-    assignment = next((f for f in module.files if f.endswith("-buffer-assignment.txt")), None)
-    report = next((f for f in module.files if f.endswith("-memory-usage-report.txt")), None)
-    if not assignment and not report:
-        return None
-    count = total = None
-    kinds: dict[str, int] = {}
-    if assignment:
-        count = total = 0
-        with open(index.root / assignment, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                match = _ALLOCATION.match(line)
-                if match:
-                    size, kind = int(match[1]), _allocation_kind(match[2])
-                    count, total = count + 1, total + size
-                    kinds[kind] = kinds.get(kind, 0) + size
-    report_total = None
-    if report:
-        with open(index.root / report, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("Total bytes:"):
-                    report_total = (report_total or 0) + int(line.split()[2])
-    return MemoryTotals(count, total, kinds, report_total)

@@ -14,6 +14,7 @@ from enum import IntEnum
 
 from xlatools.errors import UsageError
 from xlatools.run.flags import flag_name, join_flags, parse_env_flags, validate_flag
+from xlatools.run.frontends import TF_XLA_FLAGS
 
 
 class Layer(IntEnum):
@@ -112,9 +113,12 @@ class EnvBuilder:
         self.caller = caller
         self.values: dict[str, tuple[str | None, Source]] = {}
         self.flags = FlagLayers()
+        self.tf_flags = FlagLayers()  # TensorFlow's TF_XLA_FLAGS: the same parser, merged the same way
         self.vmodule: dict[str, tuple[int, Source]] = {}
         caller_flags = caller.get("XLA_FLAGS", "")
         self.flags.add(parse_env_flags(caller_flags) if caller_flags.strip() else [], ENVIRONMENT)
+        caller_tf = caller.get(TF_XLA_FLAGS, "")
+        self.tf_flags.add(parse_env_flags(caller_tf, TF_XLA_FLAGS) if caller_tf.strip() else [], ENVIRONMENT)
         self.add_vmodule(parse_vmodule(caller.get("TF_CPP_VMODULE", ""), "TF_CPP_VMODULE"), ENVIRONMENT)
 
     def set(self, name: str, value: str | None, source: Source) -> None:
@@ -123,6 +127,8 @@ class EnvBuilder:
             for flag in flags:
                 validate_flag(flag, f"XLA_FLAGS from {source}")
             self.flags.add(flags, source)
+        elif name == TF_XLA_FLAGS:
+            self.tf_flags.add([validate_flag(f, f"{name} from {source}") for f in parse_env_flags(value or "", name)], source)
         elif name == "TF_CPP_VMODULE":
             self.add_vmodule(parse_vmodule(value or "", f"TF_CPP_VMODULE from {source}"), source)
         elif name not in self.values or self.values[name][1].layer <= source.layer:
@@ -145,6 +151,9 @@ class EnvBuilder:
         final_flags = join_flags(self.flags.final())
         if final_flags != self.caller.get("XLA_FLAGS", ""):
             changes.append(EnvChange("XLA_FLAGS", final_flags or None, merged, self.caller.get("XLA_FLAGS")))
+        final_tf = join_flags(self.tf_flags.final())
+        if final_tf != self.caller.get(TF_XLA_FLAGS, ""):
+            changes.append(EnvChange(TF_XLA_FLAGS, final_tf or None, merged, self.caller.get(TF_XLA_FLAGS)))
         vmodule = ",".join(f"{m}={lvl}" for m, (lvl, _) in self.vmodule.items())
         if vmodule != self.caller.get("TF_CPP_VMODULE", ""):
             changes.append(EnvChange("TF_CPP_VMODULE", vmodule or None, merged, self.caller.get("TF_CPP_VMODULE")))

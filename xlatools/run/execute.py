@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from xlatools.errors import EnvironmentMissing, Interrupted, TimedOut, UsageError
+from xlatools.errors import EnvironmentMissing, Interrupted, TimedOut
 from xlatools.run.plan import ProfileRun, RunPlan, RunRequest, plan_run
 from xlatools.run.process import ProgramResult
 from xlatools.run.target import Target
@@ -51,6 +51,7 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
         platform=run.platform,
         python=run.python,
         timeout=run.timeout,
+        frontend=run.frontend,
         resolved=resolved.profile.model_dump(mode="json"),
         provenance=provenance,
     )
@@ -63,6 +64,7 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
     from dataclasses import replace
 
     from xlatools.run import target as targets
+    from xlatools.run.frontend_checks import check_flags, probe_target
     from xlatools.run.plan import settle_request
     from xlatools.run.presets.catalog import Catalog
 
@@ -70,25 +72,15 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
     request = settle_request(request, profile)
     request = replace(request, python=targets.resolve_python(request.python))
     platform = request.platform
-    target = targets.probe(request.python, platform)
+    target = probe_target(request, profile, catalog, platform)
     if platform == "gpu" and not target.has_gpu:
         raise EnvironmentMissing(
-            f"--platform gpu: {request.python} sees no GPU (jax backend: {target.backend or 'none'})",
+            f"--platform gpu: {request.python} sees no GPU ({target.frontend} backend: {target.backend or 'none'})",
             hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
         )
-    plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform())
-    to_check = {name: flag for name, flag in plan.flags_to_check().items() if name != "xla_dump_to"}
-    unknown, how = targets.unknown_flags(target, to_check)
-    if unknown:
-        sources = plan.xla_flag_sources
-        named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
-        raise UsageError(
-            f"jaxlib {target.jaxlib} at {target.python} does not know XLA flag{'s' if len(unknown) > 1 else ''} {named}; "
-            "XLA would abort at start-up",
-            hint="drop it, pick a preset for this jaxlib (`xlatools presets list` shows versions), or use another --python; "
-            "a flag that takes a value also reads as unknown without one (--xla_dump_hlo_pass_re=.*)",
-        )
-    return Prepared(plan, target, how)
+    plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform(),
+                    frontend=target.frontend)
+    return Prepared(plan, target, check_flags(target, plan))
 
 
 def _copy_program(plan: RunPlan, bundle_path: Path) -> None:

@@ -19,8 +19,11 @@ from packaging.version import InvalidVersion, Version
 from xlatools.errors import UsageError
 
 # flag name -> (oldest jaxlib seen accepting it, newest jaxlib seen refusing it).
-# Measured on jaxlib 0.4.30 and 0.10.2 (tests/integration/test_run_versions.py
-# re-checks the table against both). None: not observed.
+# Measured on jaxlib 0.4.30, 0.10.2 and 0.12.0.1 (every flag probed on each;
+# tests/integration/test_run_versions.py re-checks the table against all three).
+# None: not observed. XLA drops flags too, so "accepted" is only known up to the
+# newest measured release: a newer jaxlib is probed once (and cached).
+NEWEST_MEASURED = "0.12.0.1"
 _ACCEPTED_SINCE_0430 = "0.4.30"
 KNOWN_FLAGS: dict[str, tuple[str | None, str | None]] = {
     **{
@@ -53,7 +56,7 @@ KNOWN_FLAGS: dict[str, tuple[str | None, str | None]] = {
             "xla_gpu_autotune_level",
         )
     },
-    # Newer only: refused by 0.4.30 ("Unknown flags in XLA_FLAGS"), accepted by 0.10.2.
+    # Newer only: refused by 0.4.30 ("Unknown flags in XLA_FLAGS"), accepted by 0.10.2 and 0.12.0.1.
     "xla_dump_emitter_re": ("0.10.2", "0.4.30"),
     "xla_dump_hlo_unoptimized_snapshots": ("0.10.2", "0.4.30"),
     "xla_dump_hlo_to_subfolder": ("0.10.2", "0.4.30"),
@@ -170,17 +173,17 @@ def validate_flag(flag: str, where: str) -> str:
     return flag
 
 
-def parse_env_flags(value: str) -> list[str]:
-    """Split an XLA_FLAGS value from the caller's environment."""
+def parse_env_flags(value: str, variable: str = "XLA_FLAGS") -> list[str]:
+    """Split an XLA_FLAGS (or TF_XLA_FLAGS) value from the caller's environment."""
     try:
         parts = shlex.split(value)
     except ValueError as exc:
-        raise UsageError(f"cannot parse XLA_FLAGS from the environment: {exc}", hint=f"XLA_FLAGS={value!r}") from None
+        raise UsageError(f"cannot parse {variable} from the environment: {exc}", hint=f"{variable}={value!r}") from None
     if parts and not parts[0].startswith("-"):
         # XLA reads such a value as a file of flags; we would lose track of what it sets.
         raise UsageError(
-            f"XLA_FLAGS in the environment names a flag file ({parts[0]}), which xlatools cannot merge",
-            hint="put the flags themselves into XLA_FLAGS, or pass them with --xla-flag",
+            f"{variable} in the environment names a flag file ({parts[0]}), which xlatools cannot merge",
+            hint=f"put the flags themselves into {variable}" + (", or pass them with --xla-flag" if variable == "XLA_FLAGS" else ""),
         )
     return parts
 
@@ -214,7 +217,7 @@ def table_verdict(name: str, jaxlib_version: str | None) -> bool | None:
     accepted_since, refused_upto = (_version(v) for v in known)
     if version.local or version.is_devrelease or version.is_prerelease:
         return None  # a self-built or pre-release jaxlib may carry flags of either side
-    if accepted_since is not None and version >= accepted_since:
+    if accepted_since is not None and accepted_since <= version <= Version(NEWEST_MEASURED):
         return True
     if refused_upto is not None and version <= refused_upto:
         return False
@@ -245,12 +248,15 @@ def bad_value_from_abort(stderr: str) -> tuple[str, str, str | None] | None:
     return found["name"], found["value"], row["type"] if row else None
 
 
-def unknown_from_abort(stderr: str) -> list[str] | None:
-    """Flag names XLA reported as unknown in its fatal abort message, if that is what `stderr` holds."""
+def unknown_from_abort(stderr: str, variable: str = "XLA_FLAGS") -> list[str] | None:
+    """Flag names XLA reported as unknown in its fatal abort message, if that is what `stderr` holds.
+
+    `variable` is the environment variable named in the message: XLA_FLAGS, or
+    TF_XLA_FLAGS for TensorFlow's own XLA flags (the same parser, the same abort)."""
     for line in stderr.splitlines():
         marker = line.find("Unknown flag")
-        if marker != -1 and "XLA_FLAGS:" in line[marker:]:
-            listed = line[marker:].split("XLA_FLAGS:", 1)[1].strip()
+        if marker != -1 and f" {variable}:" in line[marker:]:
+            listed = line[marker:].split(f" {variable}:", 1)[1].strip()
             # 0.4.30 appends a double space and a garbled copy of the remaining flags.
             listed = listed.split("  ", 1)[0].split()
             return [flag_name(flag) for flag in listed if flag.startswith("-")]

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from xlatools.errors import UsageError
 from xlatools.run.env import EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import flag_name, join_flags, validate_flag
+from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.program import SMOKE_DIR, Program
 
@@ -44,6 +45,7 @@ class RunRequest:
     timeout: float | None = None
     name: str | None = None
     quiet: bool | None = None  # None: quiet when the run asks for VLOG output (thousands of lines)
+    frontend: str | None = None  # None: the profile's, else detected
 
 
 @dataclass
@@ -60,6 +62,7 @@ class ProfileRun:
     platform: Platform = "auto"
     python: str | None = None
     timeout: float | None = None
+    frontend: str | None = None
     resolved: dict[str, Any] = field(default_factory=dict)  # the whole profile after extends, for the manifest
     provenance: list[dict[str, Any]] = field(default_factory=list)  # file:line of every value set
 
@@ -84,6 +87,9 @@ class RunPlan:
     notes: list[str]
     profile: dict[str, Any] | None
     quiet: bool = False  # the program's output goes only to the bundle's logs; a heartbeat line instead
+    frontend: Frontend = "jax"
+    tf_xla_flags: list[str] = field(default_factory=list)  # TensorFlow's own flags, merged like XLA_FLAGS
+    tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -105,13 +111,16 @@ class RunPlan:
             return value.replace(BUNDLE, str(bundle)) if isinstance(value, str) else value
 
         flags = [sub(f) for f in self.xla_flags]
-        # XLA_FLAGS is joined again, not substituted: a bundle path with a space must be quoted.
+        tf_flags = [sub(f) for f in self.tf_xla_flags]
+        joined = {"XLA_FLAGS": join_flags(flags), TF_XLA_FLAGS: join_flags(tf_flags)}
+        # Flag variables are joined again, not substituted: a bundle path with a space must be quoted.
         return replace(
             self,
             argv=[sub(a) for a in self.argv],
-            env_changes=[replace(c, value=join_flags(flags) if c.name == "XLA_FLAGS" and c.value else sub(c.value))
+            env_changes=[replace(c, value=joined[c.name] if c.name in joined and c.value else sub(c.value))
                          for c in self.env_changes],
             xla_flags=flags,
+            tf_xla_flags=tf_flags,
             xla_flag_sources={sub(k): v for k, v in self.xla_flag_sources.items()},
             dump_dir=sub(self.dump_dir),
         )
@@ -207,7 +216,7 @@ def _unhide_vlog(env: EnvBuilder, notes: list[str]) -> None:
         env.set("TF_CPP_MIN_LOG_LEVEL", "0", Source(Layer.XLATOOLS, "needed for VLOG/vmodule output"))
 
 
-def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[str]) -> str | None:
+def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[str], frontend: str) -> str | None:
     """Dumps always go into the bundle, and a dumping run must compile (no cache hits)."""
     dumping = any(name.startswith("xla_dump") for name in env.flags.flags if name != "xla_dump_to")
     if not dumping and "xla_dump_to" not in env.flags.flags:
@@ -220,6 +229,8 @@ def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[s
     env.set("JAX_ENABLE_COMPILATION_CACHE", "false", dumping_run)
     if caller_env.get("JAX_COMPILATION_CACHE_DIR") or "JAX_COMPILATION_CACHE_DIR" in env.values:
         env.set("JAX_COMPILATION_CACHE_DIR", None, dumping_run)
+    for name, value in dumping_env(frontend).items():
+        env.set(name, value, dumping_run)
     notes.append("persistent compilation cache disabled (a cache hit compiles nothing, so dumps nothing)")
     return DUMP_DIR
 
@@ -248,6 +259,7 @@ def plan_run(
     cwd: Path,
     jaxlib: str | None = None,
     gpu_platform: str = "cuda",
+    frontend: Frontend = "jax",
 ) -> RunPlan:
     """The whole run as data. `request` comes settled (settle_request) with the interpreter resolved."""
     env = EnvBuilder(caller_env)
@@ -255,10 +267,10 @@ def plan_run(
     presets = _choose_presets(request, profile, catalog, jaxlib)
     _add_layers(env, request, profile, presets)
     _unhide_vlog(env, notes)
-    dump_dir = _dump_into_bundle(env, caller_env, notes)
+    dump_dir = _dump_into_bundle(env, caller_env, notes, frontend)
     platform = request.platform or "auto"
-    if platform != "auto":
-        env.set("JAX_PLATFORMS", "cpu" if platform == "cpu" else gpu_platform, Source(Layer.COMMAND_LINE, f"--platform {platform}"))
+    for name, value in platform_env(frontend, platform, gpu_platform).items():
+        env.set(name, value, Source(Layer.COMMAND_LINE, f"--platform {platform}"))
     if "PYTHONFAULTHANDLER" not in caller_env:  # a crash leaves a Python stack in stderr.log
         env.set("PYTHONFAULTHANDLER", "1", Source(Layer.XLATOOLS, "xlatools (crash stacks in stderr.log)"))
     argv, copy_files = _program_argv(request, env)
@@ -283,6 +295,9 @@ def plan_run(
         notes=notes,
         profile=asdict(profile) if profile.name else None,
         quiet=request.quiet if request.quiet is not None else _asks_for_vlog(env),
+        frontend=frontend,
+        tf_xla_flags=env.tf_flags.final(),
+        tf_xla_flag_sources=env.tf_flags.sources(),
     )
 
 

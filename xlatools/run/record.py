@@ -36,6 +36,8 @@ def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], *
         "interpreter": {"python": target.python, "python_version": target.python_version},
         "jax": {"jax": target.jax, "jaxlib": target.jaxlib, "backend": target.backend, "devices": target.devices,
                 "plugins": target.plugins},
+        "frontend": {"name": target.frontend, "version": target.frontend_version, "xla_source": target.xla_source,
+                     "versions": target.versions, "tf_xla_flags": plan.tf_xla_flags},
         "platform": plan.platform,
         "profile": plan.profile,
         "presets": planned["presets"],
@@ -76,13 +78,21 @@ def summary_text(manifest: dict[str, Any], modules_table: str) -> str:
     lines = [
         f"status: {manifest['status']} (xlatools exit {manifest.get('exit_code')}; program {manifest.get('program_outcome')})",
         f"program: {manifest['program']['label']}",
-        f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']} on {manifest['jax']['backend']}"
+        f"{_frontend_line(manifest)} on {manifest['jax']['backend']}"
         f" ({manifest['interpreter']['python']})",
         f"presets: {', '.join(p['kind'] + ':' + p['name'] for p in manifest['presets']) or '-'}",
         f"XLA_FLAGS: {' '.join(manifest['xla_flags']) or '-'}",
+        *([f"TF_XLA_FLAGS: {' '.join(manifest['frontend']['tf_xla_flags'])}"] if manifest["frontend"]["tf_xla_flags"] else []),
         f"duration: {manifest.get('duration_s')} s",
     ]
     lines += [f"note: {note}" for note in manifest["notes"]]
     if modules_table:
         lines += ["", modules_table]
     return "\n".join(lines) + "\n"
+
+
+def _frontend_line(manifest: dict[str, Any]) -> str:
+    frontend = manifest.get("frontend") or {"name": "jax"}
+    if frontend["name"] == "jax":
+        return f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']}"
+    return f"{frontend['name']} {frontend['version']} ({frontend['xla_source']})"

@@ -1,9 +1,10 @@
 """The target interpreter: the Python that runs the program under test.
 
-xlatools never imports jax itself; a probe script (probes/target_info.py) runs
-in the target and reports versions and devices. Answers are cached per
-interpreter path, invalidated when the interpreter or its jaxlib changes
-(their mtimes), so a run pays for the probe once.
+xlatools never imports jax (or TensorFlow, or torch_xla) itself; a probe script
+(probes/target_info.py) runs in the target and reports its frontend, versions
+and devices. Answers are cached per interpreter path, invalidated when the
+interpreter or the frontend's package changes (their mtimes), so a run pays for
+the probe once.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Any
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.fsutil import atomic_write_json, cache_root
 from xlatools.run.flags import bad_value_from_abort, join_flags, table_verdict, unknown_from_abort
+from xlatools.run.frontends import SPECS, probe_env
 
 PROBES = Path(__file__).resolve().parent / "probes"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 
 @dataclass
@@ -38,6 +40,21 @@ class Target:
     backend: str | None = None
     devices: list[dict[str, Any]] = field(default_factory=list)
     devices_error: str | None = None
+    frontend: str = "jax"
+    frontend_version: str | None = None  # jaxlib's, tensorflow's or torch_xla's version
+    frontend_origin: str | None = None
+    xla_source: str | None = None  # where its XLA comes from: the jaxlib release, TensorFlow's or torch_xla's git revision
+    versions: dict[str, str] = field(default_factory=dict)  # tensorflow, torch, torch_xla when installed
+
+    @property
+    def described(self) -> str:
+        """`jaxlib 0.4.30`, `tensorflow 2.21.0`, `torch_xla 2.9.0`: how messages name the target's XLA carrier."""
+        return f"{SPECS[self.frontend].label} {self.frontend_version}"
+
+    @property
+    def stamp_origin(self) -> str | None:
+        """The file whose change (a reinstall) makes cached answers stale."""
+        return self.jaxlib_origin if self.frontend == "jax" else self.frontend_origin
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,14 +113,15 @@ class TargetCache:
             return {}
         if data.get("cache_version") != CACHE_VERSION or data.get("python") != self.python:
             return {}
-        if data.get("python_stamp") != _stamp(self.python) or data.get("jaxlib_stamp") != _stamp(data.get("jaxlib_origin")):
+        stamps = data.get("stamps", {})
+        if data.get("python_stamp") != _stamp(self.python) or any(_stamp(path) != stamp for path, stamp in stamps.items()):
             return {}  # reinstalled or rebuilt: everything we knew may be wrong
         return data
 
-    def remember(self, jaxlib_origin: str | None, **entries: Any) -> None:
-        """Store `entries` with the stamps that tell when they go stale, and save."""
-        self.data.update(entries, python_stamp=_stamp(self.python), jaxlib_origin=jaxlib_origin,
-                         jaxlib_stamp=_stamp(jaxlib_origin))
+    def remember(self, origin: str | None, **entries: Any) -> None:
+        """Store `entries` with the stamps that tell when they go stale (`origin`: the frontend's package), and save."""
+        stamps = {**self.data.get("stamps", {}), **({origin: _stamp(origin)} if origin else {})}
+        self.data.update(entries, python_stamp=_stamp(self.python), stamps=stamps)
         self.save()
 
     def save(self) -> None:
@@ -124,7 +142,7 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
         except OSError as exc:
             raise UsageError(f"--python {python}: cannot run it: {exc.strerror}", hint="give the path of a Python interpreter") from None
         except subprocess.TimeoutExpired:
-            raise EnvironmentMissing(f"probing {python} took longer than {timeout:.0f} s", hint="is jax importable there?") from None
+            raise EnvironmentMissing(f"probing {python} took longer than {timeout:.0f} s", hint="is its frontend importable there?") from None
         try:
             with open(out) as handle:
                 return json.load(handle), proc
@@ -132,68 +150,122 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
             return None, proc
 
 
-def _probe_env(platform: str, xla_flags: list[str] | None = None) -> dict[str, str]:
+def _probe_env(platform: str, frontend: str = "jax", flags: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """The probe's environment: the caller's, without its flag variables, plus `flags` (variable -> flags)."""
     env = dict(os.environ)
-    env.pop("XLA_FLAGS", None)
-    if xla_flags:
-        env["XLA_FLAGS"] = join_flags(xla_flags)
+    for variable in ("XLA_FLAGS", "TF_XLA_FLAGS"):
+        env.pop(variable, None)
+    for variable, values in (flags or {}).items():
+        env[variable] = join_flags(values)
     if platform == "cpu":
-        env["JAX_PLATFORMS"] = "cpu"
+        env.update(probe_env(frontend))
     elif platform == "gpu":
         env.pop("JAX_PLATFORMS", None)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     return env
 
 
-def probe(python: str, platform: str = "auto", timeout: float = 120) -> Target:
-    """Versions and devices of `python` (cached)."""
+def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120) -> Target:
+    """Frontend, versions and devices of `python` (cached). `frontend` None: detected (jax first)."""
     cache = TargetCache(python)
-    key = f"devices:{platform}"
+    key = f"devices:{frontend or 'auto'}:{platform}"
     if cache.data.get(key):
         return Target(**cache.data[key])
-    _progress(f"probing {python} (jax/jaxlib versions, devices; cached afterwards)")
-    info, proc = _run_probe(python, ["--devices"], _probe_env(platform), timeout)
+    _progress(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
+    args = ["--devices", "--frontend", frontend or "auto"]
+    info, proc = _run_probe(python, args, _probe_env(platform, frontend or "jax"), timeout)
     if info is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise EnvironmentMissing(
             f"--python {python}: the probe failed (exit {proc.returncode})" + (": " + " | ".join(tail) if tail else ""),
             hint="is it a Python 3 interpreter?",
         )
-    if not info.get("jax") or not info.get("jaxlib"):
-        missing = " and ".join(name for name in ("jax", "jaxlib") if not info.get(name))
-        raise EnvironmentMissing(
-            f"{python} has no {missing}",
-            hint=f"install them there ({python} -m pip install jax jaxlib) or pick another --python",
-        )
-    target = Target(**{k: info.get(k) for k in Target.__dataclass_fields__ if k in info})
+    _require_frontend(python, info)
+    target = Target(**{k: info.get(k) for k in Target.__dataclass_fields__ if k in info and info.get(k) is not None})
     if target.devices_error is None:  # a failed device query may be transient (GPU busy): do not cache it
-        cache.remember(target.jaxlib_origin, **{key: target.to_json()})
+        # Also under the detected frontend's own key: `lower` asks for jax by name, `run` may not.
+        keys = {key, f"devices:{target.frontend}:{platform}"}
+        cache.remember(target.stamp_origin, **{k: target.to_json() for k in keys})
     return target
 
 
-def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float = 120) -> tuple[list[str], dict[str, str]]:
-    """The flag names `target` does not accept, and how each verdict was reached ("table", "probe", "cache")."""
+def _require_frontend(python: str, info: dict[str, Any]) -> None:
+    spec = SPECS[info.get("frontend") or "jax"]
+    if spec.name == "jax":
+        missing = " and ".join(name for name in ("jax", "jaxlib") if not info.get(name))
+    else:
+        missing = "" if info.get("frontend_version") else spec.label
+        if spec.name == "torch-xla" and not info.get("versions", {}).get("torch"):
+            missing = "torch and torch_xla" if missing else "torch"
+    if missing:
+        raise EnvironmentMissing(
+            f"{python} has no {missing} (frontend {spec.name})",
+            hint=f"install {spec.install} there, pick another --python, or say --frontend",
+        )
+
+
+def _flag_cache_key(target: Target, variable: str) -> str:
+    return "flags" if (target.frontend, variable) == ("jax", "XLA_FLAGS") else f"flags:{target.frontend}:{variable}"
+
+
+def _known_verdict(target: Target, known: dict[str, bool], variable: str, name: str) -> tuple[bool | None, str]:
+    """The verdict on `name` from the table (jaxlib's XLA_FLAGS only) or the cache, if either decides."""
+    if SPECS[target.frontend].uses_flag_table and variable == "XLA_FLAGS":
+        verdict = table_verdict(name, target.jaxlib)
+        if verdict is not None:
+            return verdict, "table"
+    return known.get(name), "cache"
+
+
+def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float = 120,
+                  variable: str = "XLA_FLAGS") -> tuple[list[str], dict[str, str]]:
+    """The flag names `target` does not accept in `variable`, and how each verdict was reached ("table", "probe", "cache").
+
+    The flag table covers jaxlib's XLA_FLAGS only; other frontends' flags are probed once and cached."""
     cache = TargetCache(target.python)
     verdicts: dict[str, bool] = {}
     how: dict[str, str] = {}
     unsure: dict[str, str] = {}
-    known = cache.data.get("flags", {})
+    cache_key = _flag_cache_key(target, variable)
+    known = cache.data.get(cache_key, {})
     for name, flag in names_to_flags.items():
-        verdict = table_verdict(name, target.jaxlib)
+        verdict, source = _known_verdict(target, known, variable, name)
         if verdict is not None:
-            verdicts[name], how[name] = verdict, "table"
-        elif name in known:
-            verdicts[name], how[name] = known[name], "cache"
+            verdicts[name], how[name] = verdict, source
         else:
             unsure[name] = flag
     if unsure:
-        _progress(f"checking XLA flag(s) {', '.join(unsure.values())} with jaxlib {target.jaxlib} (not decided by the table)")
-        for name, verdict in _probe_flags(target.python, unsure, timeout).items():
+        _progress(f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} (not decided by the table)")
+        for name, verdict in _probe_flags(target, unsure, timeout, variable).items():
             verdicts[name], how[name] = verdict, "probe"
             known[name] = verdict
-        if target.jaxlib_origin:
-            cache.remember(target.jaxlib_origin, flags=known)
+        if target.stamp_origin:
+            cache.remember(target.stamp_origin, **{cache_key: known})
     return sorted(name for name, ok in verdicts.items() if not ok), how
+
+
+def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeout: float = 120) -> None:
+    """One frontend start for the undecided flags of several variables (TensorFlow: XLA_FLAGS and
+    TF_XLA_FLAGS): if it starts with all of them, each is cached as accepted. If not, nothing is
+    cached and unknown_flags sorts them out variable by variable. Saves a start (seconds) per run."""
+    cache = TargetCache(target.python)
+    undecided = {}
+    for variable, flags in by_variable.items():
+        known = cache.data.get(_flag_cache_key(target, variable), {})
+        rest = {name: flag for name, flag in flags.items() if _known_verdict(target, known, variable, name)[0] is None}
+        if rest:
+            undecided[variable] = rest
+    if len(undecided) < 2 or not target.stamp_origin:
+        return
+    listed = "; ".join(f"{variable} {', '.join(flags.values())}" for variable, flags in undecided.items())
+    _progress(f"checking {listed} with {target.described} (one start for all)")
+    env = _probe_env("cpu", target.frontend, {variable: list(flags.values()) for variable, flags in undecided.items()})
+    _, proc = _run_probe(target.python, ["--devices", "--frontend", target.frontend], env, timeout)
+    if proc.returncode != 0:
+        return
+    for variable, flags in undecided.items():
+        key = _flag_cache_key(target, variable)
+        cache.remember(target.stamp_origin, **{key: {**cache.data.get(key, {}), **{name: True for name in flags}}})
 
 
 def _progress(message: str) -> None:
@@ -201,13 +273,16 @@ def _progress(message: str) -> None:
     sys.stderr.flush()
 
 
-def _probe_flags(python: str, flags: dict[str, str], timeout: float) -> dict[str, bool]:
-    """Start jax's CPU backend in the target with `flags` and read which ones XLA refuses."""
+def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:
+    """Start the frontend's XLA backend on the CPU with `flags` in `variable` and read which ones XLA refuses."""
+    python = target.python
+
     def attempt(subset: dict[str, str]) -> tuple[bool, list[str] | None, str]:
-        _, proc = _run_probe(python, ["--devices"], _probe_env("cpu", list(subset.values())), timeout)
+        env = _probe_env("cpu", target.frontend, {variable: list(subset.values())})
+        _, proc = _run_probe(python, ["--devices", "--frontend", target.frontend], env, timeout)
         if proc.returncode == 0:
             return True, [], ""
-        return False, unknown_from_abort(proc.stderr), proc.stderr
+        return False, unknown_from_abort(proc.stderr, variable), proc.stderr
 
     ok, unknown, stderr = attempt(flags)
     if ok:
@@ -217,17 +292,17 @@ def _probe_flags(python: str, flags: dict[str, str], timeout: float) -> dict[str
         name, value, kind = refused
         flag = flags.get(name, f"--{name}={value}")
         raise UsageError(f"XLA refuses the value of {flag}: {value!r} is not a{' ' + kind if kind else ' valid value'}"
-                         f" for --{name}", hint="fix the value (`XLA_FLAGS=--help python -c 'import jax; jax.devices()'` "
-                         "lists the flags XLA prints with their types)")
+                         f" for --{name}", hint=f"fix the value (`{variable}=--help` and starting {target.frontend} "
+                         "prints the flags XLA knows, with their types)")
     if unknown is None:
         lines = [line for line in stderr.strip().splitlines() if not line.startswith("\t--")]  # no flag table
         tail = " | ".join(lines[-2:])[:500]
         raise EnvironmentMissing(
             f"cannot tell whether {python} accepts {', '.join(flags.values())}: the probe failed: {tail}",
-            hint="run it by hand: XLA_FLAGS=... python -c 'import jax; jax.devices()'",
+            hint=f"run it by hand: {variable}=... {python} (start {target.frontend} and compile something)",
         )
     verdicts = {name: name not in unknown for name in flags}
     rest = {name: flag for name, flag in flags.items() if verdicts[name]}
     if rest and not attempt(rest)[0]:  # confirm the others really start
-        raise EnvironmentMissing(f"{python} refuses XLA flags {', '.join(rest.values())} for a reason other than an unknown flag")
+        raise EnvironmentMissing(f"{python} refuses {variable} flags {', '.join(rest.values())} for a reason other than an unknown flag")
     return verdicts

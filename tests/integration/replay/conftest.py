@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -62,14 +61,6 @@ def replay(tmp_path, replay_env):
     def call(*args, env=None, timeout=300):
         return run_cli(*args, cwd=tmp_path, env={**replay_env, **(env or {})}, timeout=timeout)
     return call
-
-
-@pytest.fixture
-def new_jax_python() -> str:
-    path = os.environ.get("XLATOOLS_NEW_JAX_PYTHON", "")
-    require("new_jax", bool(path) and os.path.exists(path),
-            "set XLATOOLS_NEW_JAX_PYTHON to a Python 3.12 with jax/jaxlib 0.12.x")
-    return path
 
 
 def this_python() -> str:

@@ -18,10 +18,11 @@ from typing import Any
 
 from xlatools.errors import Problem, ProfileError, UsageError
 from xlatools.run.flags import flag_name, min_version
+from xlatools.run.frontends import FRONTENDS
 
 SHIPPED_DIR = Path(__file__).resolve().parent
 KINDS = ("dump", "log", "jax", "frontend")
-_KEYS = {"kind", "description", "xla_flags", "env", "vmodule", "min_jaxlib", "max_jaxlib"}
+_KEYS = {"kind", "description", "xla_flags", "env", "vmodule", "min_jaxlib", "max_jaxlib", "frontend"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Preset:
     vmodule: dict[str, int] = field(default_factory=dict)
     min_jaxlib: str | None = None
     max_jaxlib: str | None = None
+    frontend: str | None = None  # the frontend this preset is for (tf-clustering: tensorflow); None: any
 
     def jaxlib_range(self) -> tuple[str | None, str | None]:
         """Versions that accept this preset: its own bounds, narrowed by the flag table."""
@@ -55,6 +57,7 @@ class Preset:
             "vmodule": dict(self.vmodule),
             "min_jaxlib": low,
             "max_jaxlib": high,
+            "frontend": self.frontend,
             "source": self.source,
         }
 
@@ -85,6 +88,8 @@ def parse_preset(name: str, spec: Any, source: str) -> tuple[Preset | None, list
     if not isinstance(vmodule, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in vmodule.values()):
         problems.append(Problem("vmodule must map source file names to levels", file=source, key=f"{name}.vmodule"))
         vmodule = {}
+    if spec.get("frontend") is not None and spec.get("frontend") not in FRONTENDS:
+        problems.append(Problem(f"frontend must be one of {', '.join(FRONTENDS)}", file=source, key=f"{name}.frontend"))
     for key in ("min_jaxlib", "max_jaxlib"):
         if spec.get(key) is not None and not isinstance(spec.get(key), str):
             problems.append(Problem(f"{key} must be a quoted version string", file=source, key=f"{name}.{key}"))
@@ -100,6 +105,7 @@ def parse_preset(name: str, spec: Any, source: str) -> tuple[Preset | None, list
         vmodule={str(k): int(v) for k, v in vmodule.items()},
         min_jaxlib=spec.get("min_jaxlib"),
         max_jaxlib=spec.get("max_jaxlib"),
+        frontend=spec.get("frontend"),
     )
     return preset, []
 

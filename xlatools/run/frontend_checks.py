@@ -1,0 +1,74 @@
+"""Before launch: which frontend a run targets, and whether it accepts every flag the plan sets.
+
+XLA aborts the whole process on a flag it does not know, in XLA_FLAGS and, for
+TensorFlow, in TF_XLA_FLAGS (the same parser). Both are checked against the
+target here, so a bad flag is a usage error (exit 2) before any bundle exists.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xlatools.errors import UsageError
+from xlatools.run.flags import flag_name
+from xlatools.run.frontends import SPECS, TF_XLA_FLAGS, check_frontend
+
+if TYPE_CHECKING:
+    from xlatools.run.plan import ProfileRun, RunPlan, RunRequest
+    from xlatools.run.presets.catalog import Catalog
+    from xlatools.run.target import Target
+
+
+def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog", platform: str) -> "Target":
+    """The target, probed as the frontend the run asks for.
+
+    --frontend, else the profile's run.frontend, decide. Otherwise the probe detects one
+    (jax first), and a preset that belongs to another frontend installed there (tf-clustering
+    in a venv with both jax and TensorFlow) switches to it; presets of a frontend the target
+    lacks only set their variables."""
+    from xlatools.run.target import probe
+
+    explicit = check_frontend(request.frontend, "--frontend") or \
+        check_frontend(profile.frontend, f"profile {profile.name} run.frontend")
+    target = probe(request.python, platform, explicit)
+    if explicit:
+        return target
+    refs = [*profile.presets, *request.presets]
+    hinted = {p.frontend for p in (catalog.get(ref) for ref in refs) if p.frontend} - {target.frontend}
+    installed = [name for name in sorted(hinted) if installed_in(target, name)]
+    return probe(request.python, platform, installed[0]) if len(installed) == 1 else target
+
+
+def installed_in(target: "Target", frontend: str) -> bool:
+    if frontend == "jax":
+        return bool(target.jax and target.jaxlib)
+    return bool(target.versions.get({"tensorflow": "tensorflow", "torch-xla": "torch_xla"}[frontend]))
+
+
+def check_flags(target: "Target", plan: "RunPlan") -> dict[str, str]:
+    """How each flag was found acceptable ("table", "cache", "probe"); raises UsageError for unknown ones."""
+    from xlatools.run.target import probe_together, unknown_flags
+
+    how: dict[str, str] = {}
+    layers = [("XLA_FLAGS", plan.xla_flags, plan.xla_flag_sources)]
+    if TF_XLA_FLAGS in SPECS[target.frontend].flag_vars:
+        layers.append((TF_XLA_FLAGS, plan.tf_xla_flags, plan.tf_xla_flag_sources))
+    checks = {variable: {flag_name(f): f for f in flags if flag_name(f) != "xla_dump_to"} for variable, flags, _ in layers}
+    probe_together(target, checks)
+    for variable, _, sources in layers:
+        to_check = checks[variable]
+        if not to_check:
+            continue
+        unknown, found = unknown_flags(target, to_check, variable=variable)
+        how.update(found if variable == "XLA_FLAGS" else {f"{variable}:{name}": v for name, v in found.items()})
+        if unknown:
+            what = "XLA" if variable == "XLA_FLAGS" else variable
+            named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
+            raise UsageError(
+                f"{target.described} at {target.python} does not know {what} flag{'s' if len(unknown) > 1 else ''} "
+                f"{named}; XLA would abort at start-up",
+                hint="drop it, pick a preset for this version (`xlatools presets list` shows versions), or use another "
+                "--python; a flag that takes a value also reads as unknown without one (--xla_dump_hlo_pass_re=.*)",
+            )
+    return how
+
