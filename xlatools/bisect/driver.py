@@ -197,8 +197,12 @@ def render(state: State) -> str:
     for line in result.get("report_lines", []):
         lines.append(line)
     diff = result.get("diff") or {}
-    if diff:
-        lines.append(f"diff: {diff.get('summary') or diff.get('path') or diff.get('note')}")
+    if diff.get("available"):
+        first = diff.get("first_divergence")
+        where = f"first diverging pass {first['pass']} in {first['module']}; " if first else ""
+        lines.append(f"last-good vs first-bad: {where}report {diff['report']}")
+    elif diff:
+        lines.append(f"diff: {diff.get('note')}")
     ideal = f"; ceil(log2 N) + 2 ends = {numbers['ideal_steps']}" if numbers["ideal_steps"] is not None else ""
     lines.append(f"{numbers['candidates']} candidates, {numbers['steps']} steps ({numbers['search_steps']} search, "
                  f"{numbers['confirm_runs']} confirm{ideal}), "

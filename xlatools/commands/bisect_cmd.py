@@ -110,10 +110,14 @@ def _finish(state, as_json: bool) -> None:
 
     from xlatools.bisect.driver import render, summary
 
+    from xlatools.console import append_job_summary
+
+    text = render(state)
+    append_job_summary(f"### xlatools bisect\n\n```\n{text.rstrip()}\n```\n")
     if as_json:
         typer.echo(json.dumps({**state.to_json(), "folder": str(state.folder), "summary": summary(state)}, indent=2))
     else:
-        typer.echo(render(state))
+        typer.echo(text)
     raise typer.Exit(1 if (state.result or {}).get("flaky") else 0)
 
 

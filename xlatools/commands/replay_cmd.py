@@ -59,6 +59,10 @@ def replay(
         typer.echo(json.dumps(prepared.plan.to_json(), indent=2) if as_json else _plan_text(prepared.plan))
         return
     manifest, code, table = execute_replay(prepared, out, sys.argv[1:])
+    from xlatools.console import append_job_summary
+
+    append_job_summary(f"### xlatools replay\n\n- {len(manifest.get('modules') or [])} module(s): {manifest['status']} "
+                       f"(exit {manifest['exit_code']})\n- bundle: `{manifest['bundle']}`\n")
     if as_json:
         keep = ("status", "exit_code", "bundle", "modules")
         typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
@@ -90,6 +94,7 @@ def _print_result(manifest: dict, table: str, print_literals: bool) -> None:
             if print_literals and run.get("dir") and Path(run["dir"], "literals.txt").is_file():
                 say(f"\n{module['name']} ({run['label']}) literals:\n" + Path(run["dir"], "literals.txt").read_text())
     say(f"\n{manifest['status']} (exit {manifest['exit_code']})  bundle: {manifest['bundle']}")
+    say(f"HTML report: xlatools report {manifest['bundle']} -o report.html")
 
 
 @app.command("pack")

@@ -73,9 +73,9 @@ def _target_checks(facts, env: Mapping[str, str]) -> list[Check]:
     if any(c.status == "fail" for c in checks[1:3]):
         checks.append(skip("devices", "jax cannot start with these versions (see above)"))
         return checks
-    from xlatools.run.target import TargetCache, probe
+    from xlatools.run.target import cached_probe, probe
 
-    cached = bool(TargetCache(facts.python).data.get("devices:auto"))
+    cached = cached_probe(facts.python, "auto") is not None
     target, error = None, None
     try:
         target = probe(facts.python, "auto")

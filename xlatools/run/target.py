@@ -165,10 +165,20 @@ def _probe_env(platform: str, frontend: str = "jax", flags: dict[str, list[str]]
     return env
 
 
+def _probe_key(platform: str, frontend: str | None) -> str:
+    return f"devices:{frontend or 'auto'}:{platform}"
+
+
+def cached_probe(python: str, platform: str = "auto", frontend: str | None = None) -> Target | None:
+    """The probe's answer if it is cached (still fresh), else None; probes nothing."""
+    data = TargetCache(python).data.get(_probe_key(platform, frontend))
+    return Target(**data) if data else None
+
+
 def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120) -> Target:
     """Frontend, versions and devices of `python` (cached). `frontend` None: detected (jax first)."""
     cache = TargetCache(python)
-    key = f"devices:{frontend or 'auto'}:{platform}"
+    key = _probe_key(platform, frontend)
     if cache.data.get(key):
         return Target(**cache.data[key])
     _progress(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
@@ -184,7 +194,7 @@ def probe(python: str, platform: str = "auto", frontend: str | None = None, time
     target = Target(**{k: info.get(k) for k in Target.__dataclass_fields__ if k in info and info.get(k) is not None})
     if target.devices_error is None:  # a failed device query may be transient (GPU busy): do not cache it
         # Also under the detected frontend's own key: `lower` asks for jax by name, `run` may not.
-        keys = {key, f"devices:{target.frontend}:{platform}"}
+        keys = {key, _probe_key(platform, target.frontend)}
         cache.remember(target.stamp_origin, **{k: target.to_json() for k in keys})
     return target
 

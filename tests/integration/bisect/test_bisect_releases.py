@@ -51,9 +51,13 @@ def test_real_release_bisection_names_the_first_bad_release(bx, tmp_path):
     assert json.loads(Path(diff["json"]).read_text())["run"]  # the run-level differences (versions, status)
     assert "[bisect] step 1: jax 0.4.28" in done.stderr  # progress on stderr
 
-    again = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--", "check.py")
+    job_summary = tmp_path / "summary.md"
+    again = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--", "check.py",
+               env={"GITHUB_STEP_SUMMARY": str(job_summary)})
     assert again.returncode == 0, again.stderr[-2000:]
     assert "first bad: jax 0.4.31" in again.stdout and "step 1:" not in again.stderr  # finished: nothing re-run
+    assert f"last-good vs first-bad: report {diff['report']}" in again.stdout
+    assert "### xlatools bisect" in job_summary.read_text() and "first bad: jax 0.4.31" in job_summary.read_text()
 
     fresh = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--fresh", "--json", "--", "check.py")
     assert fresh.returncode == 0, fresh.stderr[-2000:]

@@ -102,12 +102,15 @@ def test_altered_snapshot_result_is_a_mismatch(dumped, replay, tmp_path):
     assert check["max_abs_error"] == pytest.approx(1.0)
 
 
-def test_numerics_changing_reference_flag_is_a_mismatch(dumped, replay):
+def test_numerics_changing_reference_flag_is_a_mismatch(dumped, replay, tmp_path):
     bundle, _ = dumped
+    job_summary = tmp_path / "summary.md"
     result = replay("replay", str(bundle), "--module", "jit_clean", "--reference", "cpu", "--json", "--out", "out",
                     "--reference-xla-flag=--xla_cpu_enable_fast_math=true",
-                    "--reference-xla-flag=--xla_cpu_fast_math_honor_nans=false")
+                    "--reference-xla-flag=--xla_cpu_fast_math_honor_nans=false",
+                    env={"GITHUB_STEP_SUMMARY": str(job_summary)})
     assert result.returncode == 1, result.stderr
+    assert "### xlatools replay" in job_summary.read_text() and "failed (exit 1)" in job_summary.read_text()
     module = _json(result)["modules"][0]
     assert module["outcome"] == "mismatch" and module["failed_run"] == "reference-cpu"
     snapshot, reference = module["comparisons"]
