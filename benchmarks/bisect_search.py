@@ -6,28 +6,23 @@
 2. Wall time of a real release bisection split into install and run, then the same bisection again
    (--fresh): every environment comes from the cache, so zero installs.
 
-Usage: python benchmarks/bisect.py [--synthetic-only] [--good 0.4.28 --bad 0.4.31] [--cache DIR]
+Usage: python benchmarks/bisect_search.py [--synthetic-only] [--good 0.4.28 --bad 0.4.31] [--cache DIR]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import os
+import random
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
-# This file is named like the standard library's `bisect` (which `random` imports): drop its folder
-# from the path before anything else is imported, and import the repository's packages by their root.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-sys.path.insert(0, os.path.dirname(_HERE))
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import random  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository's packages
 
 from benchmarks._bench import installed_env  # noqa: E402
 from xlatools.bisect.engine import Oracle, Verdict, bisect_ordered  # noqa: E402
