@@ -41,6 +41,15 @@ def timed(argv: list[str], check: bool = True, cpu: list[float] | None = None, *
     return wall
 
 
+def alternate(first: list[str], second: list[str], runs: int, **kwargs) -> tuple[list[float], list[float]]:
+    """Wall times of `runs` runs of each command, alternating, so machine drift hits both alike."""
+    a, b = [], []
+    for _ in range(runs):
+        a.append(timed(first, **kwargs))
+        b.append(timed(second, **kwargs))
+    return a, b
+
+
 def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, as_json: bool, **extra) -> dict:
     """Print (or print as JSON) the medians of both sides and their ratio; returns the result."""
     import json

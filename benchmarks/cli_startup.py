@@ -12,7 +12,7 @@ import statistics
 import subprocess
 import sys
 
-from _bench import installed_env, timed
+from _bench import alternate, installed_env, timed
 
 HEAVY = ("jax", "docker", "httpx", "pydantic", "rich")
 
@@ -26,10 +26,7 @@ def main() -> int:
     baseline_cmd = [sys.executable, "-c", "import typer"]
     cli_cmd = [sys.executable, "-m", "xlatools", "--help"]
     timed(baseline_cmd, env=env), timed(cli_cmd, env=env)  # warm the file cache
-    baseline, cli = [], []
-    for _ in range(args.runs):  # alternate so drift hits both equally
-        baseline.append(timed(baseline_cmd, env=env))
-        cli.append(timed(cli_cmd, env=env))
+    baseline, cli = alternate(baseline_cmd, cli_cmd, args.runs, env=env)
     base_med, cli_med = statistics.median(baseline), statistics.median(cli)
     probe = subprocess.run(
         [sys.executable, "-c", "import sys, xlatools.cli; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,)],

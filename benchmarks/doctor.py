@@ -11,7 +11,7 @@ import statistics
 import sys
 import tempfile
 
-from _bench import installed_env, timed
+from _bench import alternate, installed_env, timed
 
 
 def main() -> int:
@@ -26,10 +26,7 @@ def main() -> int:
         doctor_cmd = [sys.executable, "-m", "xlatools", "doctor", "--python", args.python]
         first = timed(doctor_cmd, check=False, env=env)  # probes the target, fills the cache
         timed(baseline_cmd, env=env)
-        baseline, doctor = [], []
-        for _ in range(args.runs):  # alternate so drift hits both equally
-            baseline.append(timed(baseline_cmd, env=env))
-            doctor.append(timed(doctor_cmd, check=False, env=env))
+        baseline, doctor = alternate(baseline_cmd, doctor_cmd, args.runs, check=False, env=env)
     base_med, doc_med = statistics.median(baseline), statistics.median(doctor)
     print(f"python -c pass            median {base_med * 1000:7.1f} ms over {args.runs} runs")
     print(f"xlatools doctor (cold)           {first * 1000:7.1f} ms (first run: probes the target)")
