@@ -68,6 +68,13 @@ def test_tf_jit_compile_dumps_graphs_and_names(xl, tmp_path, tf_python):
     assert f["instructions_before"] and f["instructions_after"]
     one = xl("inspect", str(bundle), "--module", "f", "--json")  # the short name finds it
     assert one.returncode == 0 and json.loads(one.stdout)["module"]["id"] == f["id"], one.stderr
+    assert f"{f['id']:04d}  f  " in result.stderr  # the run's module table shows the short name
+
+    # HLO is HLO: the module TensorFlow compiled replays in a jax interpreter (this one).
+    replayed = xl("replay", str(bundle), "--module", "f", "--json", "--out", "replays")
+    assert replayed.returncode == 0, replayed.stderr[-3000:]
+    [module] = json.loads(replayed.stdout)["modules"]
+    assert module["outcome"] == "ok" and module["fingerprint"]
 
 
 @pytest.mark.tensorflow

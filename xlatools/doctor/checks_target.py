@@ -82,3 +82,15 @@ def check_devices(facts: TargetFacts, target, error: str | None, forced: str | N
         return warn(name, f"{evidence}: a GPU plugin is installed but jax sees no GPU{why}",
                     "check nvidia-smi, the driver version, CUDA_VISIBLE_DEVICES and JAX_PLATFORMS")
     return ok(name, evidence)
+
+
+def check_run_frontend(profile_name: str, frontend: str | None, target, error: str | None) -> Check:
+    """The profile's `run.frontend` against the target: `target` is the probe's answer for that
+    frontend (None, with `error`, when the target lacks it)."""
+    name = "run.frontend"
+    if not frontend:
+        return skip(name, f"profile {profile_name} names no run.frontend (runs detect it: jax first)")
+    if target is None:
+        return fail(name, f"profile {profile_name} runs {frontend}, which the target cannot start: {error}",
+                    "install it there, pick another --python (or run.python), or change run.frontend")
+    return ok(name, f"profile {profile_name}: {frontend} ({target.described}) in {target.python}")

@@ -52,11 +52,32 @@ def run_doctor(plan: DoctorPlan, env: Mapping[str, str] | None = None) -> Report
         from xlatools.doctor.checks_build import check_disk
 
         report.checks.append(check_disk("dumps", Path.cwd() / "artifacts", warn_gib=5, fail_gib=1))
+    if plan.profile:
+        report.checks.append(_frontend_check(plan.profile, plan.python))
     if "build" in plan.sections:
         from xlatools.doctor.build_side import build_checks
 
         report.checks += build_checks(plan.profile, plan.tree, env)
     return report
+
+
+def _frontend_check(profile_ref: str, python: str) -> Check:
+    """Whether the target runs the frontend the profile's runs ask for (run.frontend)."""
+    from xlatools.doctor.checks_target import check_run_frontend
+    from xlatools.errors import XlaToolsError
+    from xlatools.profiles import load
+    from xlatools.run.frontends import check_frontend
+    from xlatools.run.target import probe
+
+    profile = load(profile_ref).profile
+    frontend = check_frontend(profile.run.frontend, f"profile {profile.name} run.frontend")
+    target, error = None, None
+    if frontend:
+        try:
+            target = probe(python, "auto", frontend)
+        except XlaToolsError as exc:
+            error = exc.message
+    return check_run_frontend(profile.name, frontend, target, error)
 
 
 def system_dirs() -> list[str]:

@@ -133,7 +133,7 @@ def modules_table(index: DumpIndex) -> str:
 
     rows = [("id", "module", "source", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
     for m in sorted(index.modules.values(), key=lambda m: m.id):
-        rows.append((f"{m.id:04d}", m.name, m.source.short() if m.source else "-", n(m.instructions_before),
+        rows.append((f"{m.id:04d}", m.short_name, m.source.short() if m.source else "-", n(m.instructions_before),
                      n(m.instructions_after), str(len(m.steps)), str(m.snapshots), str(len(m.files)), str(m.bytes)))
     return columns(rows)
 

@@ -134,3 +134,15 @@ def test_failed_build_explains_itself(xl, tmp_path):
     assert [h["id"] for h in hints] == ["compiler-killed-oom"] and hints[0]["line_number"] >= 1
     again = xl("explain", str(bundle))  # a bundle directory means its build.log
     assert again.returncode == 1 and "compiler-killed-oom" in again.stdout
+
+
+def test_the_profiles_run_frontend_is_checked_against_the_target(xl, tmp_path):
+    (tmp_path / "tfrun.yaml").write_text("extends: base\nrun:\n  frontend: tensorflow\n")
+    (tmp_path / "jaxrun.yaml").write_text("extends: base\nrun:\n  frontend: jax\n")
+    wrong = xl("doctor", "--profile", str(tmp_path / "tfrun.yaml"), "--json", env={"DOCKER_HOST": "unix:///nonexistent"})
+    found = checks(wrong)["run.frontend"]
+    assert wrong.returncode == 1 and found["status"] == "fail"
+    assert "runs tensorflow, which the target cannot start" in found["evidence"] and "run.frontend" in found["fix"]
+    right = checks(xl("doctor", "--profile", str(tmp_path / "jaxrun.yaml"), "--json",
+                      env={"DOCKER_HOST": "unix:///nonexistent"}))["run.frontend"]
+    assert right["status"] == "ok" and "jax (jaxlib " in right["evidence"]
