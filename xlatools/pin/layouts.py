@@ -191,10 +191,6 @@ def detect(texts: dict[str, str | None]) -> Layout | None:
     return None
 
 
-def by_id(layout_id: str) -> Layout | None:
-    return next((layout for layout in LAYOUTS if layout.id == layout_id), None)
-
-
 def patch_labels(layout: Layout, names: list[str]) -> list[str]:
     return [f"//{layout.patch_dir}:{name}" for name in names]
 

@@ -30,10 +30,6 @@ class Prepared:
     flag_checks: dict[str, dict[str, str]]
 
 
-class UnknownFlags(UsageError):
-    """An XLA flag the target's jaxlib does not know (it would abort at start-up)."""
-
-
 def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
     if not presets:
         return []
@@ -45,16 +41,10 @@ def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
 
 
 def check_flags(target: Target, flags: list[str], sources: dict[str, str]) -> dict[str, str]:
-    from xlatools.run import target as targets
     from xlatools.run.flags import flag_name
+    from xlatools.run.frontend_checks import refuse_unknown
 
-    to_check = {flag_name(f): f for f in flags}
-    unknown, how = targets.unknown_flags(target, to_check)
-    if unknown:
-        named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
-        raise UnknownFlags(f"jaxlib {target.jaxlib} at {target.python} does not know XLA flag(s) {named}; XLA would abort",
-                         hint="drop it or use another --python; a flag that takes a value reads as unknown without one")
-    return how
+    return refuse_unknown(target, {flag_name(f): f for f in flags}, sources)
 
 
 def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> Prepared:

@@ -185,7 +185,8 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
     Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
     interpreter cannot replay it (no jax, no GPU, an XLA flag or module this jaxlib does not know,
     or, with `same_jaxlib`, a jaxlib other than the pack's)."""
-    from xlatools.replay.execute import UnknownFlags, execute_replay, prepare
+    from xlatools.replay.execute import execute_replay, prepare
+    from xlatools.run.frontend_checks import UnknownFlags
     from xlatools.run.target import resolve_python
 
     if match not in MATCHES:

@@ -45,9 +45,34 @@ def installed_in(target: "Target", frontend: str) -> bool:
     return bool(target.versions.get({"tensorflow": "tensorflow", "torch-xla": "torch_xla"}[frontend]))
 
 
+class UnknownFlags(UsageError):
+    """A flag the target does not know (XLA would abort at start-up): bad input, exit 2."""
+
+
+def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str, str],
+                   variable: str = "XLA_FLAGS") -> dict[str, str]:
+    """How each flag in `to_check` (name -> flag) was found acceptable ("table", "cache", "probe");
+    UnknownFlags naming each unknown flag and where it came from (`sources`: flag -> origin)."""
+    from xlatools.run.target import unknown_flags
+
+    if not to_check:
+        return {}
+    unknown, how = unknown_flags(target, to_check, variable=variable)
+    if unknown:
+        what = "XLA" if variable == "XLA_FLAGS" else variable
+        named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
+        raise UnknownFlags(
+            f"{target.described} at {target.python} does not know {what} flag{'s' if len(unknown) > 1 else ''} "
+            f"{named}; XLA would abort at start-up",
+            hint="drop it, pick a preset for this version (`xlatools presets list` shows versions), or use another "
+            "--python; a flag that takes a value also reads as unknown without one (--xla_dump_hlo_pass_re=.*)",
+        )
+    return how
+
+
 def check_flags(target: "Target", plan: "RunPlan") -> dict[str, str]:
-    """How each flag was found acceptable ("table", "cache", "probe"); raises UsageError for unknown ones."""
-    from xlatools.run.target import probe_together, unknown_flags
+    """How each flag of the plan was found acceptable; UnknownFlags for unknown ones."""
+    from xlatools.run.target import probe_together
 
     how: dict[str, str] = {}
     layers = [("XLA_FLAGS", plan.xla_flags, plan.xla_flag_sources)]
@@ -56,19 +81,6 @@ def check_flags(target: "Target", plan: "RunPlan") -> dict[str, str]:
     checks = {variable: {flag_name(f): f for f in flags if flag_name(f) != "xla_dump_to"} for variable, flags, _ in layers}
     probe_together(target, checks)
     for variable, _, sources in layers:
-        to_check = checks[variable]
-        if not to_check:
-            continue
-        unknown, found = unknown_flags(target, to_check, variable=variable)
+        found = refuse_unknown(target, checks[variable], sources, variable)
         how.update(found if variable == "XLA_FLAGS" else {f"{variable}:{name}": v for name, v in found.items()})
-        if unknown:
-            what = "XLA" if variable == "XLA_FLAGS" else variable
-            named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
-            raise UsageError(
-                f"{target.described} at {target.python} does not know {what} flag{'s' if len(unknown) > 1 else ''} "
-                f"{named}; XLA would abort at start-up",
-                hint="drop it, pick a preset for this version (`xlatools presets list` shows versions), or use another "
-                "--python; a flag that takes a value also reads as unknown without one (--xla_dump_hlo_pass_re=.*)",
-            )
     return how
-

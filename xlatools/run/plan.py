@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from xlatools.errors import UsageError
 from xlatools.run.env import EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
-from xlatools.run.flags import flag_name, join_flags, validate_flag
+from xlatools.run.flags import join_flags, validate_flag
 from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.program import SMOKE_DIR, Program
@@ -125,8 +125,6 @@ class RunPlan:
             dump_dir=sub(self.dump_dir),
         )
 
-    def flags_to_check(self) -> dict[str, str]:
-        return {flag_name(flag): flag for flag in self.xla_flags}
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
