@@ -112,10 +112,14 @@ def report(exc: XlaToolsError) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from xlatools.commands.options import Invocation
+
     click_exc = _click_exceptions()
     try:
         args = sys.argv[1:] if argv is None else argv
-        result = build_app(invoked_command(args))(args=args, prog_name="xlatools", standalone_mode=False)
+        # Commands read their command line from the click context (options.invocation), never sys.argv.
+        result = build_app(invoked_command(args))(args=args, prog_name="xlatools", standalone_mode=False,
+                                                  obj=Invocation(argv=list(args)))
     except XlaToolsError as exc:
         if _State.debug:
             import traceback

@@ -24,10 +24,10 @@ MODULE = ModuleSource("jit_fn", 0, text=Path("/d/module_0000.jit_fn.before_optim
 
 @pytest.fixture
 def fake_target(monkeypatch):
-    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags: ([], {n: "table" for n in flags}))
+    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags, **_: ([], {n: "table" for n in flags}))
 
     def use(target):
-        monkeypatch.setattr(targets, "probe", lambda python, platform: target)
+        monkeypatch.setattr(targets, "probe", lambda python, platform, *_, **__: target)
     return use
 
 

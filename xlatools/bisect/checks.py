@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from xlatools.bisect.engine import Verdict
+from xlatools.vocab import ExitCodeMode
 from xlatools.errors import EnvironmentMissing, Interrupted, UsageError, XlaToolsError
 
 
@@ -181,8 +182,11 @@ class ProgramTest:
     def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
         import os
 
+        from xlatools.console import Reporter
+        from xlatools.records import to_json
+        from xlatools.records.run import ProfileRun
         from xlatools.run.execute import execute_plan, prepare
-        from xlatools.run.plan import ProfileRun, RunRequest
+        from xlatools.run.plan import RunRequest
 
         o = self.opts
         env = [*o.env, *step.env]
@@ -198,8 +202,9 @@ class ProgramTest:
         except (UsageError, EnvironmentMissing) as exc:  # e.g. a flag or preset this jaxlib lacks
             raise SkipStep(f"cannot run here: {exc.message}") from None
         # The program's own status decides (--bad-exit, --skip-exit), not xlatools' exit-code scheme.
-        manifest = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env,
-                                echo_stdout_to_stderr=True, exit_code_mode="program").manifest
+        record = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env, Reporter(),
+                              echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM).record
+        manifest = to_json(record)
         run_s = time.monotonic() - t0
         if manifest["status"] == "interrupted":
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")

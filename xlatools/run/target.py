@@ -15,14 +15,18 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.fsutil import atomic_write_json, cache_root
+from xlatools.records.run import Device
 from xlatools.run.flags import bad_value_from_abort, join_flags, table_verdict, unknown_from_abort
 from xlatools.run.frontends import SPECS, probe_env
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 PROBES = Path(__file__).resolve().parent / "probes"
 CACHE_VERSION = 3
@@ -38,7 +42,7 @@ class Target:
     numpy: str | None = None
     plugins: list[str] = field(default_factory=list)
     backend: str | None = None
-    devices: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
     devices_error: str | None = None
     frontend: str = "jax"
     frontend_version: str | None = None  # jaxlib's, tensorflow's or torch_xla's version
@@ -56,12 +60,24 @@ class Target:
         """The file whose change (a reinstall) makes cached answers stale."""
         return self.jaxlib_origin if self.frontend == "jax" else self.frontend_origin
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    def __post_init__(self) -> None:
+        # The probe reports devices as JSON objects; keep the three fields we use.
+        self.devices = [d if isinstance(d, Device) else Device(**{k: d.get(k) for k in ("id", "platform", "kind")})
+                        for d in self.devices if isinstance(d, (Device, dict))]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Target":  # the probe's answer or the cache's copy of it
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known and v is not None})
+
+    def to_json(self) -> dict[str, Any]:  # for the cache and `--json` (JSON at the edge)
+        from xlatools.records.base import to_json
+
+        return to_json(self)
 
     @property
     def has_gpu(self) -> bool:
-        return any(d.get("platform") not in ("cpu", None) for d in self.devices)
+        return any(d.platform not in ("cpu", None) for d in self.devices)
 
     def gpu_platform(self) -> str:
         return "rocm" if any("rocm" in p for p in self.plugins) else "cuda"
@@ -172,16 +188,18 @@ def _probe_key(platform: str, frontend: str | None) -> str:
 def cached_probe(python: str, platform: str = "auto", frontend: str | None = None) -> Target | None:
     """The probe's answer if it is cached (still fresh), else None; probes nothing."""
     data = TargetCache(python).data.get(_probe_key(platform, frontend))
-    return Target(**data) if data else None
+    return Target.from_json(data) if data else None
 
 
-def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120) -> Target:
+def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120,
+          reporter: Reporter | None = None) -> Target:
     """Frontend, versions and devices of `python` (cached). `frontend` None: detected (jax first)."""
     cache = TargetCache(python)
     key = _probe_key(platform, frontend)
     if cache.data.get(key):
-        return Target(**cache.data[key])
-    _progress(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
+        return Target.from_json(cache.data[key])
+    if reporter:
+        reporter.step(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
     args = ["--devices", "--frontend", frontend or "auto"]
     info, proc = _run_probe(python, args, _probe_env(platform, frontend or "jax"), timeout)
     if info is None:
@@ -191,7 +209,7 @@ def probe(python: str, platform: str = "auto", frontend: str | None = None, time
             hint="is it a Python 3 interpreter?",
         )
     _require_frontend(python, info)
-    target = Target(**{k: info.get(k) for k in Target.__dataclass_fields__ if k in info and info.get(k) is not None})
+    target = Target.from_json(info)
     if target.devices_error is None:  # a failed device query may be transient (GPU busy): do not cache it
         # Also under the detected frontend's own key: `lower` asks for jax by name, `run` may not.
         keys = {key, _probe_key(platform, target.frontend)}
@@ -228,7 +246,7 @@ def _known_verdict(target: Target, known: dict[str, bool], variable: str, name: 
 
 
 def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float = 120,
-                  variable: str = "XLA_FLAGS") -> tuple[list[str], dict[str, str]]:
+                  variable: str = "XLA_FLAGS", reporter: Reporter | None = None) -> tuple[list[str], dict[str, str]]:
     """The flag names `target` does not accept in `variable`, and how each verdict was reached ("table", "probe", "cache").
 
     The flag table covers jaxlib's XLA_FLAGS only; other frontends' flags are probed once and cached."""
@@ -245,7 +263,9 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
         else:
             unsure[name] = flag
     if unsure:
-        _progress(f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} (not decided by the table)")
+        if reporter:
+            reporter.step(f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} "
+                          "(not decided by the table)")
         for name, verdict in _probe_flags(target, unsure, timeout, variable).items():
             verdicts[name], how[name] = verdict, "probe"
             known[name] = verdict
@@ -254,7 +274,8 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
     return sorted(name for name, ok in verdicts.items() if not ok), how
 
 
-def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeout: float = 120) -> None:
+def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeout: float = 120,
+                   reporter: Reporter | None = None) -> None:
     """One frontend start for the undecided flags of several variables (TensorFlow: XLA_FLAGS and
     TF_XLA_FLAGS): if it starts with all of them, each is cached as accepted. If not, nothing is
     cached and unknown_flags sorts them out variable by variable. Saves a start (seconds) per run."""
@@ -268,7 +289,8 @@ def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeo
     if len(undecided) < 2 or not target.stamp_origin:
         return
     listed = "; ".join(f"{variable} {', '.join(flags.values())}" for variable, flags in undecided.items())
-    _progress(f"checking {listed} with {target.described} (one start for all)")
+    if reporter:
+        reporter.step(f"checking {listed} with {target.described} (one start for all)")
     env = _probe_env("cpu", target.frontend, {variable: list(flags.values()) for variable, flags in undecided.items()})
     _, proc = _run_probe(target.python, ["--devices", "--frontend", target.frontend], env, timeout)
     if proc.returncode != 0:
@@ -276,11 +298,6 @@ def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeo
     for variable, flags in undecided.items():
         key = _flag_cache_key(target, variable)
         cache.remember(target.stamp_origin, **{key: {**cache.data.get(key, {}), **{name: True for name in flags}}})
-
-
-def _progress(message: str) -> None:
-    sys.stderr.write(f"==> {message}\n")
-    sys.stderr.flush()
 
 
 def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import Problem, ProfileError, UsageError
+from xlatools.records.run import PresetRef
 from xlatools.run.flags import flag_name, min_version
 from xlatools.run.frontends import FRONTENDS
 
@@ -45,6 +46,10 @@ class Preset:
         lows = [v for v in (self.min_jaxlib, min_version([flag_name(f) for f in self.xla_flags])) if v]
         low = max(lows, key=Version) if lows else None
         return low, self.max_jaxlib
+
+    def ref(self) -> PresetRef:
+        """How a run records the preset it used."""
+        return PresetRef(name=self.name, kind=self.kind, source=self.source)
 
     def to_json(self) -> dict[str, Any]:
         low, high = self.jaxlib_range()
