@@ -106,6 +106,14 @@ class PackMatch(StrEnum):
     FINGERPRINT = "fingerprint"
 
 
+class IrFormat(StrEnum):
+    """What `xlatools lower` writes."""
+
+    HLO = "hlo"
+    STABLEHLO = "stablehlo"
+    JAXPR = "jaxpr"
+
+
 def choices(enum: type[StrEnum]) -> str:
     """`auto, cpu or gpu`: an enum's values as a message lists them."""
     values = [member.value for member in enum]

@@ -18,10 +18,10 @@ def doctor(
     as_json: JsonOption = False,
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
 ) -> int:
-    """Check the target interpreter (default: this one), the environment, native libraries and
-    (with --profile/--source) the build side; each check says ok/warn/fail, its evidence and the fix.
+    """Check the target interpreter, the environment, native libraries and (with --profile/--source)
+    the build side; each check says ok/warn/fail, its evidence and the fix.
 
-    Exit 0 when nothing failed, 1 on a failure (or a warning with --strict), 2 bad input, 3 no usable interpreter."""
+    The target interpreter: --python, default this one. Exit 0 when nothing failed, 1 on a failure (or a warning with --strict), 2 bad input, 3 no usable interpreter."""
     import json
 
     from xlatools.doctor.model import DoctorOptions

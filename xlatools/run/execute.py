@@ -63,8 +63,9 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
     return info, dict(run.define_presets)
 
 
-def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, Any], caller_env: dict[str, str],
-            cwd: Path, reporter: Reporter | None = None) -> Prepared:
+def prepare(request: RunRequest, profile: ProfileRun,
+            define_presets: dict[str, Any],  # run.define_presets: the profile's raw YAML mapping, validated by the catalog
+            caller_env: dict[str, str], cwd: Path, reporter: Reporter | None = None) -> Prepared:
     """Settle the request against the profile, probe the target, plan, and check every flag.
     Writes nothing but the target probe's cache."""
     from dataclasses import replace

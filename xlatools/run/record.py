@@ -6,13 +6,17 @@ from __future__ import annotations
 import fnmatch
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlatools import __version__
-from xlatools.records.run import (DumpModuleSummary, DumpSummary, FrontendInfo, Interpreter, JaxInfo, RunManifest,
-                                  SmokeReport, SmokeResult, SourceRef)
+from xlatools.records.run import (DumpSummary, FrontendInfo, Interpreter, JaxInfo, RunManifest, SmokeReport,
+                                  SmokeResult)
 from xlatools.run.plan import RunPlan
 from xlatools.run.process import ProgramResult
 from xlatools.run.target import Target
+
+if TYPE_CHECKING:
+    from xlatools.run.dumps import DumpIndex
 
 # absl / TF log lines: `I1123 03:07:28.491441   26219 hlo_pass_pipeline.cc:93] ...`
 _LOG_SOURCE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<file>[\w.\-]+)\.(?:cc|h|cpp|c):\d+\]")
@@ -56,19 +60,12 @@ def finish_record(record: RunManifest, result: ProgramResult, exit_code: int) ->
     record.started, record.finished, record.duration_s = result.started, result.finished, result.duration
 
 
-def dump_summary(index) -> DumpSummary:
-    """The manifest's view of a run's dump (run.dumps.DumpIndex): totals and one row per module,
-    without file lists (the manifest's `files` index has them, with sizes and hashes)."""
-    modules = []
-    for m in sorted(index.modules.values(), key=lambda m: m.id):
-        source = SourceRef(file=m.source.file, line=m.source.line, function=m.source.function) if m.source else None
-        modules.append(DumpModuleSummary(
-            id=m.id, name=m.name, bytes=m.bytes, stages=sorted(m.stages), before_file=m.before_file,
-            after_file=m.after_file, platform=m.platform, snapshots=m.snapshots, instructions_before=m.instructions_before,
-            instructions_after=m.instructions_after, source=source, short_name=m.short_name, origin=m.origin,
-            pass_steps=len(m.steps), file_count=len(m.files)))
+def dump_summary(index: DumpIndex) -> DumpSummary:
+    """The manifest's view of a run's dump: totals and one row per module, without file lists
+    (the manifest's `files` index has them, with sizes and hashes)."""
     totals = index.totals()
-    return DumpSummary(dir="xla_dump", layout=index.layout, files=totals["files"], bytes=totals["bytes"], modules=modules)
+    return DumpSummary(dir="xla_dump", layout=index.layout, files=totals["files"], bytes=totals["bytes"],
+                       modules=[m.summary() for m in index.sorted_modules()])
 
 
 def read_smoke_results(path: Path) -> SmokeReport | None:

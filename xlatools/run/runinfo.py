@@ -1,18 +1,19 @@
 """The run a bundle records (its manifest.json), as `xlatools inspect` shows it before the modules.
 
-Reads leniently: bundles written by older or newer xlatools may lack a field; a missing
-field shows as "-", never as an error.
+Read through the one manifest reader (records.read_bundle): a damaged or foreign manifest is
+bad input naming the file; a field an older xlatools did not write shows as "-".
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
+
+from xlatools.records.run import RunManifest
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunInfo:
     bundle: str
     status: str
@@ -31,20 +32,17 @@ class RunInfo:
     duration_s: float | None = None
 
     @classmethod
-    def from_manifest(cls, bundle: Path, data: dict[str, Any]) -> "RunInfo":
-        def part(key: str) -> dict[str, Any]:
-            value = data.get(key)
-            return value if isinstance(value, dict) else {}
+    def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
+        def shown(value: object) -> str:
+            return "-" if value is None else str(value)
 
-        jax, interpreter, program = part("jax"), part("interpreter"), part("program")
-        presets = [f"{p.get('kind')}:{p.get('name')}" if isinstance(p, dict) else str(p) for p in data.get("presets") or []]
         return cls(
-            bundle=str(bundle), status=str(data.get("status", "-")), exit_code=data.get("exit_code"),
-            returncode=data.get("returncode"), signal=data.get("signal"), command=str(data.get("command", "-")),
-            program=str(program.get("label", "-")), jax=str(jax.get("jax", "-")), jaxlib=str(jax.get("jaxlib", "-")),
-            backend=str(jax.get("backend", "-")), python=str(interpreter.get("python", "-")),
-            platform=str(data.get("platform", "-")), presets=presets, xla_flags=[str(f) for f in data.get("xla_flags") or []],
-            duration_s=data.get("duration_s"),
+            bundle=str(bundle), status=shown(record.status), exit_code=record.exit_code, returncode=record.returncode,
+            signal=record.signal, command=shown(record.command),
+            program=shown(record.program.label if record.program else None), jax=shown(record.jax.jax),
+            jaxlib=shown(record.jax.jaxlib), backend=shown(record.jax.backend), python=shown(record.interpreter.python),
+            platform=shown(record.platform), presets=[f"{p.kind}:{p.name}" for p in record.presets],
+            xla_flags=list(record.xla_flags), duration_s=record.duration_s,
         )
 
     def lines(self) -> list[str]:
@@ -63,22 +61,14 @@ class RunInfo:
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
         ]
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def read_run_info(path: Path) -> RunInfo | None:
     """The run of the bundle at `path` (the bundle, `latest`, or its xla_dump/); None for a plain
-    dump folder. A manifest that cannot be read is reported as such, not hidden."""
+    dump folder. A manifest that cannot be read is reported as such (exit 2), not hidden."""
+    from xlatools.records.base import MANIFEST, read_bundle
+
     path = Path(path).expanduser()
     for bundle in (path, path.parent):
-        manifest = bundle / "manifest.json"
-        if manifest.is_file():
-            try:
-                data = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                from xlatools.errors import UsageError
-
-                raise UsageError(f"{manifest}: unreadable ({exc})", hint="the bundle is damaged; inspect its xla_dump/ directly") from None
-            return RunInfo.from_manifest(bundle, data if isinstance(data, dict) else {})
+        if (bundle / MANIFEST).exists():
+            return RunInfo.from_manifest(bundle, cast(RunManifest, read_bundle(bundle, kinds=("run",))))
     return None
