@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,7 +66,7 @@ class Bundle:
         now = datetime.now(timezone.utc)
         stamp = now.strftime("%Y%m%dT%H%M%SZ")
         for _ in range(20):
-            short = secrets.token_hex(3)
+            short = os.urandom(3).hex()  # as secrets.token_hex(3), without that module's imports on the run path
             path = out_root / f"{stamp}-{safe_name(name)}-{short}"
             try:
                 path.mkdir()  # exist_ok=False: a collision picks a new id

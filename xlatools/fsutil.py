@@ -4,7 +4,6 @@ file digests, and the cache root every capability keeps its caches under."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import tempfile
@@ -95,6 +94,8 @@ def _refuse(path: Path, option: str, reason: str, hint: str = "pick another path
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    import hashlib  # here: the run path reaches this module before its program starts, hashing after
+
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):

@@ -57,11 +57,16 @@ class HostInfo:
 
 
 def host_info() -> HostInfo:
-    import socket
     import sys
 
-    return HostInfo(hostname=socket.gethostname(), platform=sys.platform,
-                    machine=os.uname().machine if hasattr(os, "uname") else None, cpu_count=os.cpu_count())
+    if hasattr(os, "uname"):  # POSIX: the same host name as socket.gethostname(), without importing socket
+        uname = os.uname()
+        hostname, machine = uname.nodename, uname.machine
+    else:  # pragma: no cover - Windows
+        import socket
+
+        hostname, machine = socket.gethostname(), None
+    return HostInfo(hostname=hostname, platform=sys.platform, machine=machine, cpu_count=os.cpu_count())
 
 
 @dataclass(kw_only=True)

@@ -138,6 +138,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
         def on_start(_proc) -> None:
             _copy_program(plan, session.path)
             session.save()
+            _load_the_end()
 
         reporter.step(f"{plan.program.label} -> {session.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else ""))
         echo_out, echo_err = (None, None) if plan.quiet else reporter.echo_streams()
@@ -156,6 +157,14 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     if archive:
         record.archive = str(session.bundle.archive())
     return RunOutcome(record, record.exit_code, table)
+
+
+def _load_the_end() -> None:
+    """Import what the end of the run needs (dump index, file hashing) while the program runs:
+    on a machine with a spare core that time overlaps the program instead of following it."""
+    import hashlib  # noqa: F401  (the file index)
+
+    import xlatools.run.dumps  # noqa: F401
 
 
 def _make_folders(plan: RunPlan, bundle_path: Path) -> None:

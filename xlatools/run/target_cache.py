@@ -5,9 +5,9 @@ jax's version.py) changes: a reinstall or a rebuild may change any of it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,8 +37,9 @@ class TargetCache:
 
     @property
     def path(self):
-        digest = hashlib.sha256(self.python.encode()).hexdigest()[:16]
-        return cache_root() / "targets" / f"{digest}.json"
+        # A short name per interpreter; the file also holds the interpreter's path, which load()
+        # checks, so two paths with one name only take turns (crc32: hashlib costs a run's start ~2 ms).
+        return cache_root() / "targets" / f"{zlib.crc32(self.python.encode()):08x}.json"
 
     @classmethod
     def load(cls, python: str) -> "TargetCache":
