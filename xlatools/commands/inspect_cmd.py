@@ -8,16 +8,18 @@ from typing import Optional
 
 import typer
 
+from xlatools.commands.options import JsonOption
+
 
 def inspect(
     path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
     module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: JsonOption = False,
 ) -> None:
     """The run (status, command, versions, presets, flags) and its modules (source line, stages,
     per-pass steps, instruction counts, files, bytes), or one module's passes."""
     from xlatools import console
-    from xlatools.records.base import to_json
+    from xlatools.records import to_json
     from xlatools.run.dumps import index_dump, modules_table, pass_details, resolve_dump_dir
     from xlatools.run.runinfo import read_run_info
 

@@ -1,19 +1,25 @@
 """The run a bundle records (its manifest.json), as `xlatools inspect` shows it before the modules.
 
-Read through the one manifest reader (records.read_bundle): a damaged or foreign manifest is
-bad input naming the file; a field an older xlatools did not write shows as "-".
+Read through the one reader (records.read_bundle): fields an older xlatools did not write show
+as "-"; a damaged or foreign manifest is bad input (exit 2) naming the file and the key.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from xlatools.records.base import MANIFEST
 from xlatools.records.run import RunManifest
 
 
-@dataclass(kw_only=True)
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+@dataclass
 class RunInfo:
     bundle: str
     status: str
@@ -33,16 +39,14 @@ class RunInfo:
 
     @classmethod
     def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
-        def shown(value: object) -> str:
-            return "-" if value is None else str(value)
-
+        jax = record.jax
         return cls(
-            bundle=str(bundle), status=shown(record.status), exit_code=record.exit_code, returncode=record.returncode,
-            signal=record.signal, command=shown(record.command),
-            program=shown(record.program.label if record.program else None), jax=shown(record.jax.jax),
-            jaxlib=shown(record.jax.jaxlib), backend=shown(record.jax.backend), python=shown(record.interpreter.python),
-            platform=shown(record.platform), presets=[f"{p.kind}:{p.name}" for p in record.presets],
-            xla_flags=list(record.xla_flags), duration_s=record.duration_s,
+            bundle=str(bundle), status=_text(record.status), exit_code=record.exit_code, returncode=record.returncode,
+            signal=record.signal, command=_text(record.command), program=_text(record.program.label if record.program else None),
+            jax=_text(jax.jax), jaxlib=_text(jax.jaxlib), backend=_text(jax.backend),
+            python=_text(record.interpreter.python), platform=_text(record.platform),
+            presets=[f"{p.kind}:{p.name}" for p in record.presets], xla_flags=list(record.xla_flags),
+            duration_s=record.duration_s,
         )
 
     def lines(self) -> list[str]:
@@ -61,14 +65,13 @@ class RunInfo:
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
         ]
 
-
 def read_run_info(path: Path) -> RunInfo | None:
     """The run of the bundle at `path` (the bundle, `latest`, or its xla_dump/); None for a plain
-    dump folder. A manifest that cannot be read is reported as such (exit 2), not hidden."""
-    from xlatools.records.base import MANIFEST, read_bundle
+    dump folder. A manifest that cannot be read is reported as such, not hidden."""
+    from xlatools.records import read_bundle
 
     path = Path(path).expanduser()
     for bundle in (path, path.parent):
-        if (bundle / MANIFEST).exists():
+        if bundle.is_dir() and os.path.lexists(bundle / MANIFEST):
             return RunInfo.from_manifest(bundle, cast(RunManifest, read_bundle(bundle, kinds=("run",))))
     return None
