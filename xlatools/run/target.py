@@ -135,8 +135,9 @@ class _Answer:
     proc: subprocess.CompletedProcess
 
     def failure(self) -> str:
+        """`(exit N): last lines of its output`, as messages show a probe that failed."""
         tail = (self.proc.stderr or self.proc.stdout).strip().splitlines()[-3:]
-        return f"exit {self.proc.returncode}" + (": " + " | ".join(tail) if tail else "")
+        return f"(exit {self.proc.returncode})" + (": " + " | ".join(tail) if tail else "")
 
 
 def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float) -> _Answer:
@@ -200,9 +201,9 @@ def probe(python: str, platform: str = "auto", frontend: str | None = None, time
     answer = _run_probe(python, ["--devices", "--frontend", frontend or "auto"], _probe_env(platform, frontend or "jax"), timeout)
     target = answer.target
     if target is None or (require and not answer.finished):
-        raise EnvironmentMissing(f"--python {python}: the probe failed ({answer.failure()})", hint="is it a Python 3 interpreter?")
+        raise EnvironmentMissing(f"--python {python}: the probe failed {answer.failure()}", hint="is it a Python 3 interpreter?")
     if not answer.finished:
-        target.devices_error = f"starting {target.frontend} killed the probe ({answer.failure()})"
+        target.devices_error = f"starting {target.frontend} killed the probe {answer.failure()}"
     missing = _missing_frontend(target)
     if missing and require:
         spec = SPECS[target.frontend]
