@@ -41,6 +41,7 @@ def _json_errors(as_json: bool):
             _emit_json({"ok": False, "error": {
                 "type": type(exc).__name__, "exit_code": exc.exit_code, "message": exc.message, "hint": exc.hint,
                 "problems": [problem.render() for problem in exc.problems]}})
+            exc.reported_json = True  # cli.main prints JSON errors itself now (the pin helper removes this copy)
         raise
 
 
