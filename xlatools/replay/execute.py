@@ -21,7 +21,7 @@ from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
 from xlatools.replay.records import exit_code, finish_module, table
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
-from xlatools.vocab import Platform, Status
+from xlatools.vocab import Platform, SourceForm, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
@@ -79,7 +79,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     return Prepared(plan, found, checks)
 
 
-def _validate(modules, source_from: str, literals: bool) -> None:
+def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bool) -> None:
     """Read every .pb once now, so a damaged file (or a missing form) is a clear error before any bundle exists."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
 
