@@ -165,3 +165,13 @@ def test_a_pack_index_that_is_a_folder_or_missing(pack_root):
     (pack_root / "pack.json").mkdir()
     with pytest.raises(PackError, match="not a regular file"):
         read_index(pack_root, PACK)
+
+
+def test_every_packed_option_is_a_replay_option():
+    """A pack's options become the request that replays it, field by field (repro._request_of)."""
+    from dataclasses import fields
+
+    from xlatools.records.replay import PackedOptions, ReplayRequest
+
+    requested = {f.name: f.type for f in fields(ReplayRequest)}
+    assert all(requested.get(f.name) == f.type for f in fields(PackedOptions))

@@ -215,7 +215,8 @@ class ReplayManifest(BundleRecord):
 
 @dataclass(kw_only=True)
 class PackedOptions:
-    """The replay options a pack carries (an interpreter's path would not travel: only --reference cpu)."""
+    """The replay options a pack carries (an interpreter's path would not travel: only --reference cpu).
+    Each is a field of ReplayRequest of the same name and type: a pack's options become its request."""
 
     source_from: SourceForm = SourceForm.AUTO
     inputs: str | None = None  # random, zeros or ones

@@ -140,7 +140,7 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
             for source in plan.modules:
                 record.modules.append(replay_module(prepared, source, session.path / "modules" / source.slug,
                                                     caller_env, reporter))
-        except (KeyboardInterrupt, Interrupted):
+        except (KeyboardInterrupt, Interrupted):  # the session records it; the summary shows what was replayed
             _write_summary(session.path, prepared, Status.INTERRUPTED, Interrupted.exit_code, table(record.modules))
             raise Interrupted(f"interrupted; partial replay bundle: {session.path}") from None
         code = exit_code([m.outcome for m in record.modules])

@@ -13,7 +13,8 @@ import json
 import os
 import secrets
 import shutil
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -148,10 +149,7 @@ def _pack_files(modules: list[ModuleSource], source: Path, run: RunManifest | No
 
 def _index(request: ReplayRequest, replayed: ReplayResult, run: RunManifest | None, target: Target,
            entries: Entries) -> PackIndex:
-    options = PackedOptions(source_from=request.source_from, inputs=request.inputs, seed=request.seed, atol=request.atol,
-                            rtol=request.rtol, xla_flags=list(request.xla_flags),
-                            disable_passes=list(request.disable_passes), no_opt=request.no_opt,
-                            platform=request.platform, references=list(request.references))
+    options = PackedOptions(**{f.name: copy(getattr(request, f.name)) for f in fields(PackedOptions)})
     versions = PackVersions(python=target.python_version, jax=target.jax, jaxlib=target.jaxlib,
                             plugins=list(target.plugins), backend=target.backend, devices=list(target.devices))
     packed_run = PackRun(program=run.program, jax=run.jax, xla_flags=list(run.xla_flags), env_changes=list(run.env_changes),
@@ -218,11 +216,10 @@ def read_index(root: Path, archive: Path) -> PackIndex:
 
 
 def _request_of(index: PackIndex, archive: Path, python: str) -> ReplayRequest:
-    options = index.replay
+    """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest)."""
+    packed = index.replay
     return ReplayRequest(source=archive, python=python, name=f"repro-{archive.name.split('.')[0]}",
-                         source_from=options.source_from, inputs=options.inputs, seed=options.seed, atol=options.atol,
-                         rtol=options.rtol, xla_flags=list(options.xla_flags), disable_passes=list(options.disable_passes),
-                         no_opt=options.no_opt, platform=options.platform, references=list(options.references))
+                         **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
 
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
