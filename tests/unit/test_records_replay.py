@@ -175,3 +175,20 @@ def test_every_packed_option_is_a_replay_option():
 
     requested = {f.name: f.type for f in fields(ReplayRequest)}
     assert all(requested.get(f.name) == f.type for f in fields(PackedOptions))
+
+
+def test_the_targets_answer_reads_as_a_run_record_and_a_foreign_one_is_cannot_run(tmp_path):
+    """result.json as the release's target script wrote it; one of another shape is no verdict on the module."""
+    from xlatools.replay.jobs import read_answer
+    from xlatools.replay.plan import RunConfig
+
+    run = RunConfig(label="test", role="test", python="/py", platform=Platform.AUTO)
+    shutil.copytree(REPLAY / "modules" / "0008-jit_fn" / "test", tmp_path / "test")
+    record = read_answer(tmp_path / "test", run)
+    assert record.failure is None and record.run_s.median == 0.006199 and record.comparisons[0].ok
+    assert record.fingerprint == read_bundle(REPLAY).modules[0].fingerprint  # of optimized.txt, as then
+    (tmp_path / "test" / "result.json").write_text(json.dumps({"phase": "run", "failure": "melted", "run_s": 3}))
+    odd = read_answer(tmp_path / "test", run)
+    assert odd.failure == ReplayOutcome.CANNOT_RUN and "[failure]" in odd.message and "[run_s]" in odd.message
+    (tmp_path / "test" / "result.json").unlink()
+    assert read_answer(tmp_path / "test", run) is None  # no answer: the target died

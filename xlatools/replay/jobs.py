@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.fsutil import atomic_write_bytes, atomic_write_json
+from xlatools.records.base import to_json
 from xlatools.records.replay import RunRecord
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest, RunConfig
 from xlatools.replay.sources import ModuleSource
@@ -94,9 +95,9 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
     elif request.inputs:
         inputs = {"mode": "file", "path": str(Path(request.inputs).resolve())}
     elif materials.snapshot_args is not None:
-        inputs = {"mode": "file", **_arrays_json(materials.snapshot_args)}
+        inputs = {"mode": "file", **to_json(materials.snapshot_args)}
         if materials.snapshot_result and run.role == "test":
-            expected.append({"label": "snapshot", **_arrays_json(materials.snapshot_result)})
+            expected.append({"label": "snapshot", **to_json(materials.snapshot_result)})
     else:
         inputs = {"mode": "random", "seed": request.seed}
     alternatives = list(materials.alternatives)
@@ -105,10 +106,6 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
     return {"module": materials.module, "alternatives": alternatives, "inputs": inputs,
             "expected": expected, "atol": request.atol, "rtol": request.rtol, "iterations": request.iterations,
             "print_literals": request.print_literals, "out_dir": str(run_dir)}
-
-
-def _arrays_json(arrays: ArraysFile) -> dict[str, str | list[list[int]]]:
-    return {"path": arrays.path, "minor_to_major": arrays.minor_to_major}
 
 
 def signal_name(returncode: int | None) -> str | None:
@@ -148,7 +145,7 @@ def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_di
         record = RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.TIMEOUT, phase=phase,
                            message=f"no result after {timeout:g} s (stopped)")
     else:
-        record = _answer(run_dir, run) or _died(run, phase, result.returncode)
+        record = read_answer(run_dir, run) or _died(run, phase, result.returncode)
     record.returncode, record.duration_s, record.dir = result.returncode, result.duration, str(run_dir)
     if record.failure:
         record.log_tail = log_tail(run_dir / "stderr.log")
@@ -162,7 +159,7 @@ def _died(run: RunConfig, phase: str | None, returncode: int | None) -> RunRecor
                      message=f"the target died ({name or f'exit status {returncode}'}) during {phase or 'start-up'}")
 
 
-def _answer(run_dir: Path, run: RunConfig) -> RunRecord | None:
+def read_answer(run_dir: Path, run: RunConfig) -> RunRecord | None:
     """What the target wrote into result.json, as a record (None when it wrote none), with the
     fingerprint of the optimised module it compiled. An answer of a shape this xlatools does not
     read is a target script it does not speak with: cannot-run, saying so."""
@@ -177,7 +174,7 @@ def _answer(run_dir: Path, run: RunConfig) -> RunRecord | None:
     try:
         record = validate({**data, "label": run.label, "python": run.python}, RunRecord, path, what="replay result")
     except UsageError as exc:
-        problems = "; ".join(problem.render() for problem in exc.problems)
+        problems = "; ".join(f"[{problem.key}] {problem.message}" for problem in exc.problems)
         return RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.CANNOT_RUN,
                          message=f"{exc.message}: {problems}")
     optimized = _read_text(run_dir / "optimized.txt")
