@@ -96,6 +96,7 @@ class BundleRecord:
 # kind -> (module, class): bundle kinds register here; the reader imports only the one it needs.
 KINDS: dict[str, tuple[str, str]] = {
     "run": ("xlatools.records.run", "RunManifest"),
+    "build": ("xlatools.records.build", "BuildManifest"),
 }
 
 
