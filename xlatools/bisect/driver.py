@@ -121,9 +121,8 @@ def run_ordered(state: State, source: Source, test: Test, confirm: int, progress
 
 
 def attach_diff(state: State) -> None:
-    """The diff of last-good vs first-bad, when the compare capability (diff/report) is part of this build.
-
-    `xlatools.compare.diff.bisect_diff` writes diff.json and report.html under the bisection's diff/."""
+    """The diff of last-good vs first-bad into the answer: `xlatools.compare.diff.bisect_diff` writes
+    diff.json and report.html under the bisection's diff/; when it cannot, the answer says why."""
     result = state.result
     good, bad = (result.last_good.bundle, result.first_bad.bundle) if result else (None, None)
     if not good or not bad:

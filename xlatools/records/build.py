@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from xlatools.records.base import BundleRecord
+from xlatools.records.base import OMIT_NONE, BundleRecord
 
 BuildMode = Literal["container", "local"]
 
@@ -113,10 +113,10 @@ class BuildManifest(BundleRecord):
     pin: PinInfo | None = None
     tree: TreeInfo = field(default_factory=TreeInfo)
     log: str = "build.log"
-    image: ImageUsed | None = None  # container builds
+    image: ImageUsed | None = field(default=None, metadata=OMIT_NONE)  # container builds only
     wheels: list[WheelRecord] = field(default_factory=list)
     returncode: int | None = None  # the build command's own status
     durations: dict[str, float] = field(default_factory=dict)  # image_s, build_s, total_s
     log_tail: list[str] = field(default_factory=list)  # the last lines of build.log when it did not succeed
     hints: list[BuildHint] = field(default_factory=list)
-    kept_container: str | None = None  # --keep-container
+    kept_container: str | None = field(default=None, metadata=OMIT_NONE)  # --keep-container
