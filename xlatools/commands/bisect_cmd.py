@@ -49,8 +49,11 @@ def with_test_options(command):
     parameters (typer reads the signature), so the three commands declare them once."""
     import functools
     import inspect
+    import typing
 
-    own = [p for p in inspect.signature(command).parameters.values() if p.name not in ("test", "reporter")]
+    hints = typing.get_type_hints(command, include_extras=True)  # the shared options are Annotated types
+    own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(command).parameters.values()
+           if p.name not in ("test", "reporter")]
     shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
               for name, kind, default in _TEST_OPTIONS]
 
