@@ -102,7 +102,7 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
     n = len(keys)
     if n < 2:
         raise UsageError("a bisection needs at least two candidates (the good and the bad end)")
-    ends = ((0, "good end", "good", "--good"), (n - 1, "bad end", "bad", "--bad"))
+    ends = ((0, "good end", StepOutcome.GOOD, "--good"), (n - 1, "bad end", StepOutcome.BAD, "--bad"))
     for index, role, expected, option in ends:
         outcome = oracle.ask(keys[index], labels[index], role)
         if outcome == StepOutcome.SKIP:
@@ -110,7 +110,7 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
             raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
                                   hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
         if outcome != expected:
-            other = "bad" if expected == "good" else "good"
+            other = StepOutcome.BAD if expected == StepOutcome.GOOD else StepOutcome.GOOD
             raise EndpointProblem(
                 f"'{expected}' is not {expected}: the test says {labels[index]} ({option}) is {other}",
                 hint=f"the test must pass on {labels[0]} and fail on {labels[-1]}; pick another {option} or check the test",
