@@ -61,6 +61,9 @@ class Problem:
 
 class XlaToolsError(Exception):
     exit_code = EXIT_FAILED
+    # True when the command already printed its --json result, which says what failed: then
+    # cli.main prints no JSON error after it (stdout stays one JSON document).
+    reported_json = False
 
     def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):
         super().__init__(message)
