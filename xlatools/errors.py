@@ -1,8 +1,6 @@
 """Error types and exit codes. Each error class carries the exit code the CLI turns it into.
 
-Only `xlatools.cli.main` reports errors: commands and capabilities raise an XlaToolsError (a
-command that only wants to end with a code raises typer.Exit), and main prints its message,
-problems and hint on stderr, with `--json` also as JSON on stdout, and returns its exit code.
+Only `xlatools.cli.main` prints errors and exits; everything else raises.
 Exit codes: 0 ok, 1 the program or build under our control failed, 2 bad input,
 3 something the environment lacks (xlatools cannot run), 124 timeout, 130 interrupted.
 """
@@ -63,8 +61,8 @@ class Problem:
 
 class XlaToolsError(Exception):
     exit_code = EXIT_FAILED
-    # Set by a command whose --json result, already on stdout, says what failed: cli.main then
-    # reports the error on stderr only, so that stdout stays one JSON document.
+    # True when the command already printed its --json result, which says what failed: then
+    # cli.main prints no JSON error after it (stdout stays one JSON document).
     reported_json = False
 
     def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):
