@@ -61,11 +61,12 @@ def run(
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
     if dry_run:
+        from xlatools.records import to_json
         from xlatools.redact import redact
 
         plan = redact(prepared.plan.to_json())  # secrets hidden, as in manifests
         if as_json:
-            typer.echo(json.dumps({"plan": plan, "target": prepared.target.to_json(), "flag_checks": prepared.flag_checks}, indent=2))
+            typer.echo(json.dumps({"plan": plan, "target": to_json(prepared.target), "flag_checks": prepared.flag_checks}, indent=2))
         else:
             _print_plan(prepared)
         return

@@ -90,11 +90,6 @@ class Target:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known and v is not None})
 
-    def to_json(self) -> dict[str, Any]:  # for `--json` and the replay manifest's targets (JSON at the edge)
-        from xlatools.records.base import to_json
-
-        return to_json(self)
-
     @property
     def has_gpu(self) -> bool:
         return any(d.platform not in ("cpu", None) for d in self.devices)
