@@ -86,4 +86,5 @@ def test_repro_run_refuses_a_pack_index_of_the_wrong_shape(tmp_path):
     write_pack(files, tmp_path / "bad.tar.gz")  # a well-made archive: only its index is wrong
     result = run_cli("repro", "run", "bad.tar.gz", "--out", "out", "--json", cwd=tmp_path)
     _refused(result, "pack.json in bad.tar.gz", "modules[0].id", "replay.seed")
-    assert result.stdout == "" and list((tmp_path / "out").iterdir()) == []  # no answer, nothing left unpacked
+    # no answer (with --json, cli.main prints only the error there), nothing left unpacked
+    assert json.loads(result.stdout)["ok"] is False and list((tmp_path / "out").iterdir()) == []

@@ -101,8 +101,7 @@ class ProfileRun:
     python: str | None = None
     timeout: float | None = None
     frontend: str | None = None
-    # The whole profile after extends: the profile model's own JSON (profiles.model.Profile validates it).
-    resolved: dict[str, Any] = field(default_factory=dict)
+    resolved: dict[str, Any] = field(default_factory=dict)  # the whole profile after extends: the profile model's JSON
     provenance: list[ProvenanceRow] = field(default_factory=list)  # file:line of every value set
 
 
