@@ -242,5 +242,19 @@ def main(argv: list[str] | None = None) -> int:
     return result if isinstance(result, int) else EXIT_OK
 
 
+def entry() -> None:
+    """The `xlatools` program (console script and `python -m xlatools`): main(), then out without
+    the interpreter's teardown, which frees every loaded module one by one (~10 ms per start,
+    measured). By then everything of ours is written and closed, our threads are joined and
+    nothing of ours waits for atexit; only the standard streams need a flush."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the reader left (`xlatools ... | head`), or the stream is closed
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
