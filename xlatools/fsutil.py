@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
     first (survives a power cut); records that are rewritten moments later skip that cost."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: a run reaches this module before its program starts, and writes only after
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

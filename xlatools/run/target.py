@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,6 +135,8 @@ class _Answer:
 
 
 def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float) -> _Answer:
+    import tempfile  # only when probing: a cached run starts its program without it
+
     with tempfile.TemporaryDirectory(prefix="xlatools-probe-") as tmp:
         out = os.path.join(tmp, "out.json")
         try:
