@@ -41,13 +41,25 @@ def timed(argv: list[str], check: bool = True, cpu: list[float] | None = None, *
     return wall
 
 
-def alternate(first: list[str], second: list[str], runs: int, **kwargs) -> tuple[list[float], list[float]]:
-    """Wall times of `runs` runs of each command, alternating, so machine drift hits both alike."""
+def alternate(first: list[str], second: list[str], runs: int, cpu: tuple[list[float], list[float]] | None = None,
+              **kwargs) -> tuple[list[float], list[float]]:
+    """Wall times of `runs` runs of each command, alternating, so machine drift hits both alike.
+    With `cpu` (two lists), the CPU seconds of each run are appended to them as well."""
     a, b = [], []
     for _ in range(runs):
-        a.append(timed(first, **kwargs))
-        b.append(timed(second, **kwargs))
+        a.append(timed(first, cpu=cpu[0] if cpu else None, **kwargs))
+        b.append(timed(second, cpu=cpu[1] if cpu else None, **kwargs))
     return a, b
+
+
+def cpu_line(label: str, first: list[float], second: list[float]) -> tuple[float, str]:
+    """The ratio of the CPU-time medians and a line saying so: on a shared, loaded machine CPU
+    seconds move far less than wall time, so both are printed."""
+    import statistics
+
+    ratio = statistics.median(second) / statistics.median(first)
+    return ratio, (f"CPU seconds (user+system, children included): median {label} {statistics.median(first):.3f} vs "
+                   f"{statistics.median(second):.3f}, ratio {ratio:.3f}")
 
 
 def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, as_json: bool, **extra) -> dict:

@@ -8,15 +8,18 @@ from typing import Optional
 
 import typer
 
+from xlatools.commands.options import JsonOption
+
 
 def inspect(
     path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
     module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: JsonOption = False,
 ) -> None:
     """The run (status, command, versions, presets, flags) and its modules (source line, stages,
     per-pass steps, instruction counts, files, bytes), or one module's passes."""
     from xlatools import console
+    from xlatools.records import to_json
     from xlatools.run.dumps import index_dump, modules_table, pass_details, resolve_dump_dir
     from xlatools.run.runinfo import read_run_info
 
@@ -24,7 +27,7 @@ def inspect(
     if run is not None and module is None and not (Path(run.bundle) / "xla_dump").is_dir():
         note = "this bundle has no xla_dump/ (the run did not dump; run again with --dump)"
         if as_json:
-            typer.echo(json.dumps({"run": run.to_json(), "root": None, "modules": [], "note": note}, indent=2))
+            typer.echo(json.dumps({"run": to_json(run), "root": None, "modules": [], "note": note}, indent=2))
         else:
             typer.echo("\n".join(run.lines()))
             console.info(note)
@@ -33,7 +36,7 @@ def inspect(
     index = index_dump(root)
     if module is None:
         if as_json:
-            typer.echo(json.dumps({"run": run.to_json() if run else None, **index.to_json()}, indent=2))
+            typer.echo(json.dumps({"run": to_json(run) if run else None, **to_json(index.listing())}, indent=2))
             return
         if run is not None:
             typer.echo("\n".join(run.lines()) + "\n")
@@ -49,8 +52,8 @@ def inspect(
     chosen = index.find(module)
     steps = pass_details(index, chosen)
     if as_json:
-        typer.echo(json.dumps({"root": str(root), "run": run.to_json() if run else None,
-                               "module": chosen.to_json(with_steps=True)}, indent=2))
+        typer.echo(json.dumps({"root": str(root), "run": to_json(run) if run else None,
+                               "module": to_json(chosen.detail())}, indent=2))
         return
     say = console.err().print
     made = f" (created at {chosen.source.file}:{chosen.source.line})" if chosen.source else ""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from xlatools.errors import UsageError
+from xlatools.records.base import MANIFEST, BundleRecord
 from xlatools.run.dumps import DumpIndex, index_dump, resolve_dump_dir
 
 
@@ -16,31 +15,27 @@ class Side:
     label: str
     path: Path
     bundle: Path | None  # the bundle folder, None for a bare dump folder
-    manifest: dict[str, Any] | None
+    manifest: BundleRecord | None  # a RunManifest, ReplayManifest, ...; None for a bare dump folder
     index: DumpIndex | None  # None: a bundle without dumps (run level only)
 
     @property
     def kind(self) -> str:
         if self.manifest is None:
             return "dump"
-        return str(self.manifest.get("kind") or "bundle")
+        return str(self.manifest.kind or "bundle")
 
 
-def read_manifest(bundle: Path) -> dict[str, Any]:
-    path = bundle / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read the manifest ({exc})", hint="is this an xlatools bundle?") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: the manifest is not a JSON object")
-    return data
+def read_manifest(bundle: Path) -> BundleRecord:
+    """The bundle's manifest through the one reader: a damaged or foreign one is bad input (exit 2)."""
+    from xlatools.records import read_bundle
+
+    return read_bundle(bundle)
 
 
 def open_side(path: Path, label: str) -> Side:
     """A run/replay/bisect-step bundle (or its `latest` link) or an XLA dump folder."""
     path = Path(path).expanduser()
-    if path.is_dir() and (path / "manifest.json").is_file():
+    if path.is_dir() and os.path.lexists(path / MANIFEST):  # a manifest that is not a file is named as such
         bundle = path.resolve()
         manifest = read_manifest(bundle)
         dump = bundle / "xla_dump"

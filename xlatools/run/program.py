@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.errors import UsageError
+from xlatools.records.run import ProgramRecord
 
 ProgramKind = Literal["smoke", "script", "module"]
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
@@ -22,6 +23,9 @@ class Program:
     @property
     def label(self) -> str:
         return {"smoke": f"smoke:{self.name}", "module": f"-m {self.name}"}.get(self.kind, self.name)
+
+    def record(self) -> ProgramRecord:
+        return ProgramRecord(kind=self.kind, name=self.name, args=list(self.args), label=self.label)
 
 
 def refuse_program_and_module(argv: list[str], program: str | None, module: str | None) -> None:
