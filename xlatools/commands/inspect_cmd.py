@@ -8,16 +8,20 @@ from typing import Optional
 
 import typer
 
+from xlatools.commands.options import ProcessOption
+
 
 def inspect(
     path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
     module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    process: ProcessOption = None,
 ) -> None:
     """The run (status, command, versions, presets, flags) and its modules (source line, stages,
     per-pass steps, instruction counts, files, bytes), or one module's passes."""
     from xlatools import console
-    from xlatools.run.dumps import index_dump, modules_table, pass_details, resolve_dump_dir
+    from xlatools.run.dumps import index_dump, modules_table, pass_details
+    from xlatools.run.process_dumps import choose_dump
     from xlatools.run.runinfo import read_run_info
 
     run = read_run_info(path)
@@ -29,14 +33,21 @@ def inspect(
             typer.echo("\n".join(run.lines()))
             console.info(note)
         return
-    root = resolve_dump_dir(path)
+    choice = choose_dump(path, process)
+    if run is None and choice.bundle is not None:
+        run = read_run_info(choice.bundle)
+    root = choice.root
     index = index_dump(root)
     if module is None:
+        group, lines = _processes(choice)
         if as_json:
-            typer.echo(json.dumps({"run": run.to_json() if run else None, **index.to_json()}, indent=2))
+            typer.echo(json.dumps({"run": run.to_json() if run else None, **group, **index.to_json()}, indent=2))
             return
         if run is not None:
-            typer.echo("\n".join(run.lines()) + "\n")
+            typer.echo("\n".join(run.lines() + lines) + "\n")
+        if choice.note:
+            differ = ", ".join(group["modules_differing_between_processes"]) or "none"
+            console.info(f"showing {choice.note}; modules whose HLO differs between processes: {differ}")
         else:
             console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
         totals = index.totals()
@@ -66,3 +77,16 @@ def inspect(
         changed = {True: "yes", False: "no", None: "?"}[step.changed]
         rows.append((f"{step.step:04d}", step.pipeline, step.pass_name, changed, str(step.instructions)))
     typer.echo(console.columns(rows))
+
+
+def _processes(choice) -> tuple[dict, list[str]]:
+    """A multi-process run's part of the output: (JSON fields, lines for people); empty for one process."""
+    from xlatools.records import to_json
+    from xlatools.run.process_dumps import differing_modules, process_dirs, process_lines, process_rows
+
+    if choice.process is None:
+        return {}, []
+    rows = process_rows(choice.bundle)
+    differ = differing_modules(process_dirs(choice.root.parent))
+    return ({"process": choice.process, "processes": to_json(rows), "modules_differing_between_processes": differ},
+            process_lines(rows, choice))

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from xlatools.commands.options import ProcessOption
+
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
 
 
@@ -35,6 +37,7 @@ def replay(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop one target process after this many seconds (exit 124)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and run nothing."),
+    process: ProcessOption = None,
 ) -> None:
     """Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.
 
@@ -53,6 +56,7 @@ def replay(
         reference_pythons=[resolve_python(p) for p in reference_python], reference_xla_flags=list(reference_xla_flag),
         atol=atol, rtol=rtol, iterations=iterations, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
         no_opt=no_opt, platform=platform, dump=list(dump), print_literals=print_literals, timeout=timeout, name=name,
+        process=process,
     )
     prepared = prepare(request)
     if dry_run:

@@ -43,8 +43,16 @@ def _summary(side: Side) -> list[tuple[str, Any]]:
         ("presets", ", ".join(str(p.get("name")) for p in m.get("presets") or [] if isinstance(p, dict)) or None),
         ("XLA flags", " ".join(m.get("xla_flags") or []) or None),
         ("dump", str(side.index.root) if side.index else None),
+        ("processes", _processes(side)), ("dump of", side.process),
     ]
     return [(k, v) for k, v in rows if v not in (None, "")]
+
+
+def _processes(side: Side) -> str | None:
+    """A multi-process run's processes in one cell: `p0 stopped (killed by SIGKILL), p1 failed (exit 3) - failed first`."""
+    rows = [p for p in (side.manifest or {}).get("processes") or [] if isinstance(p, dict)]
+    return ", ".join(f"p{p.get('id')} {p.get('status')} ({p.get('outcome')})" + (" - failed first" if p.get("first_failure")
+                     else "") for p in rows) or None
 
 
 def side_report(side: Side) -> SideReport:
@@ -100,12 +108,13 @@ def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
 
 
 def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDiff | None = None,
-                 full: bool = False) -> Path:
-    """Render one bundle (or two, with their diff) into `out_html`, written atomically."""
+                 full: bool = False, process: int | None = None) -> Path:
+    """Render one bundle (or two, with their diff) into `out_html`, written atomically; `process`:
+    of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
     from xlatools.compare.diff import diff_sides
     from xlatools.fsutil import atomic_write_text
 
-    sides = [open_side(Path(b), label) for b, label in zip(bundles, ("A", "B"))]
+    sides = [open_side(Path(b), label, process) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
         diff = diff_sides(sides[0], sides[1], full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)

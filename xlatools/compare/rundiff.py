@@ -22,6 +22,7 @@ FIELDS = (
     ("host", ("host", "hostname")),
     ("platform", ("platform",)),
     ("timeout", ("timeout",)),
+    ("first failed process", ("first_failed",)),  # multi-process runs
 )
 
 

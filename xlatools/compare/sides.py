@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
-from xlatools.run.dumps import DumpIndex, index_dump, resolve_dump_dir
+from xlatools.run.dumps import DumpIndex, index_dump
 
 
 @dataclass
@@ -18,6 +18,7 @@ class Side:
     bundle: Path | None  # the bundle folder, None for a bare dump folder
     manifest: dict[str, Any] | None
     index: DumpIndex | None  # None: a bundle without dumps (run level only)
+    process: str | None = None  # a multi-process run: "process 0 of 2" (whose dump this side reads)
 
     @property
     def kind(self) -> str:
@@ -37,14 +38,19 @@ def read_manifest(bundle: Path) -> dict[str, Any]:
     return data
 
 
-def open_side(path: Path, label: str) -> Side:
-    """A run/replay/bisect-step bundle (or its `latest` link) or an XLA dump folder."""
+def open_side(path: Path, label: str, process: int | None = None) -> Side:
+    """A run/replay/bisect-step bundle (or its `latest` link) or an XLA dump folder; of a multi-process
+    run, one process's dump (`process`, default 0; or the path `BUNDLE/xla_dump/pN`)."""
+    from xlatools.run.process_dumps import choose_dump
+
     path = Path(path).expanduser()
-    if path.is_dir() and (path / "manifest.json").is_file():
+    if path.is_dir() and (path / "manifest.json").is_file() and not (path / "xla_dump").is_dir():
+        if process is not None:
+            choose_dump(path, process)  # says that this bundle has no per-process dumps
         bundle = path.resolve()
-        manifest = read_manifest(bundle)
-        dump = bundle / "xla_dump"
-        index = index_dump(dump) if dump.is_dir() else None
-        return Side(label, path, bundle, manifest, index)
-    root = resolve_dump_dir(path)  # raises a UsageError naming the problem
-    return Side(label, path, None, None, index_dump(root))
+        return Side(label, path, bundle, read_manifest(bundle), None)
+    choice = choose_dump(path, process)  # raises a UsageError naming the problem
+    bundle = choice.bundle.resolve() if choice.bundle is not None else None
+    manifest = read_manifest(bundle) if bundle is not None else None
+    return Side(label, path, bundle, manifest, index_dump(choice.root), choice.note and f"process {choice.process} "
+                f"of {choice.processes}")

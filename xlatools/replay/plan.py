@@ -29,6 +29,7 @@ class ReplayRequest:
     python: str
     modules: list[str] = field(default_factory=list)
     include_all: bool = False
+    process: int | None = None  # of a multi-process run's bundle: whose dump (default 0)
     source_from: str = "auto"
     inputs: str | None = None  # None: the snapshot's arguments when there is one, else random
     seed: int = 0

@@ -53,7 +53,7 @@ class ProgramResult:
         return f"exit {self.returncode}" if self.returncode is not None else "not started"
 
 
-class _Tee(threading.Thread):
+class Tee(threading.Thread):
     """Copy one pipe to a log file and (while it can) to a terminal stream.
 
     A log write that fails (disk full) is remembered, not raised: the pipe keeps being
@@ -94,7 +94,7 @@ class _Tee(threading.Thread):
 class _Watchdog(threading.Thread):
     """Stops the program on timeout or a failed log write; prints a heartbeat in quiet runs."""
 
-    def __init__(self, proc: subprocess.Popen, tees: list[_Tee], logs: list[Path], timeout: float | None,
+    def __init__(self, proc: subprocess.Popen, tees: list[Tee], logs: list[Path], timeout: float | None,
                  heartbeat: float | None, reporter: Reporter | None, wake: threading.Event):
         super().__init__(daemon=True)
         self.proc, self.tees, self.logs, self.wake = proc, tees, logs, wake
@@ -166,7 +166,7 @@ def execute(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        tees = [_Tee(proc.stdout, out_log, echo_out, wake), _Tee(proc.stderr, err_log, echo_err, wake)]
+        tees = [Tee(proc.stdout, out_log, echo_out, wake), Tee(proc.stderr, err_log, echo_err, wake)]
         watchdog = _Watchdog(proc, tees, [stdout_log, stderr_log], timeout, heartbeat, reporter, wake)
         for thread in (*tees, watchdog):
             thread.start()
