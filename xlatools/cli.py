@@ -111,6 +111,19 @@ def report(exc: XlaToolsError) -> None:
         console.err().print(f"  hint: {console.escape(exc.hint)}")
 
 
+def report_json(exc: XlaToolsError, args: list[str]) -> None:
+    """With --json (before any `--`), an error is also a JSON object on stdout, where CI reads results;
+    unless the command's own JSON result, already printed, says what failed."""
+    import json
+
+    ours = args[: args.index("--")] if "--" in args else args
+    if "--json" not in ours or exc.reported_json:
+        return
+    error = {"type": type(exc).__name__, "exit_code": exc.exit_code, "message": exc.message, "hint": exc.hint,
+             "problems": [problem.render() for problem in exc.problems]}
+    typer.echo(json.dumps({"ok": False, "error": error}, indent=2))
+
+
 def main(argv: list[str] | None = None) -> int:
     from xlatools.commands.options import Invocation
 
@@ -125,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
+        report_json(exc, args)
         report(exc)
         return exc.exit_code
     except click_exc.ClickException as exc:

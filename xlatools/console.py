@@ -13,7 +13,7 @@ import io
 import os
 import sys
 from functools import lru_cache
-from typing import Iterator, TextIO
+from typing import Callable, Iterator, TextIO
 
 
 @lru_cache(maxsize=None)
@@ -147,6 +147,47 @@ class Reporter:
     def result(self, text: str) -> None:
         """The outcome a person waits for (shown even when quiet)."""
         self._write(text)
+
+    @contextlib.contextmanager
+    def transfer(self, label: str, total: int | None) -> Iterator[Callable[[int], None]]:
+        """Progress of a byte transfer (a download): yields `advance(n)`. A rich progress bar on a
+        terminal (rich imported only then), a line before and after elsewhere (CI logs); nothing when quiet."""
+        import time
+
+        started, done, bar = time.monotonic(), [0], None
+        if self.quiet:
+            yield lambda amount: None
+            return
+        if self._isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+            stream = err() if self._stream is None else Console(file=self.stream)
+            bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                           TransferSpeedColumn(), TimeRemainingColumn(), console=stream, transient=True)
+            bar.start()
+            task = bar.add_task(f"downloading {label}", total=total)
+        else:
+            self.info(f"downloading {label}{f' ({total / 1e6:.1f} MB)' if total else ''} ...")
+
+        def advance(amount: int) -> None:
+            done[0] += amount
+            if bar is not None:
+                bar.update(task, advance=amount)
+
+        try:
+            yield advance
+        finally:
+            if bar is not None:
+                bar.stop()
+        seconds = max(time.monotonic() - started, 1e-6)
+        self.info(f"downloaded {label}: {done[0] / 1e6:.1f} MB in {seconds:.1f}s")
+
+    def _isatty(self) -> bool:
+        try:
+            return self.stream.isatty()
+        except (OSError, ValueError):
+            return False
 
     def echo_streams(self) -> tuple[io.BufferedWriter | None, io.BufferedWriter | None]:
         """Where a program's stdout and stderr are echoed live (None: only into its logs)."""

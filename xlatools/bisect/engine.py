@@ -18,52 +18,30 @@ the whole resume mechanism.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Callable, Literal, Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from xlatools.errors import UsageError, XlaToolsError
+from xlatools.records.bisect import StepDetail, StepRecord
+from xlatools.vocab import StepOutcome
 
-Outcome = Literal["good", "bad", "skip"]
-OUTCOMES = ("good", "bad", "skip")
+__all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "Verdict", "bisect_ordered", "ddmin",
+           "ideal_steps"]
 
 
 @dataclass(frozen=True)
 class Verdict:
     """What one step found (the test's answer plus where the evidence is)."""
 
-    outcome: Outcome
+    outcome: StepOutcome
     reason: str = ""
     bundle: str | None = None
     install_s: float = 0.0
     run_s: float = 0.0
-    detail: dict = field(default_factory=dict)
+    detail: StepDetail | None = None
 
-
-@dataclass(frozen=True)
-class StepRecord:
-    n: int  # 1-based, in the order the steps ran
-    key: str  # the candidate's key (a version, a commit, a set of passes)
-    label: str
-    role: str  # "good end", "bad end", "search", "confirm", "ddmin"
-    attempt: int  # 0 for the first run of this key, 1.. for --confirm re-runs
-    outcome: Outcome
-    reason: str
-    bundle: str | None
-    install_s: float
-    run_s: float
-    started: str
-    finished: str
-    detail: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "StepRecord":
-        record = cls(**data)
-        if record.outcome not in OUTCOMES:
-            raise ValueError(f"outcome {record.outcome!r}")
-        return record
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", StepOutcome(self.outcome))  # a plain "good" from a test's step too
 
 
 StepFunction = Callable[[str, str], Verdict]  # (key, label) -> Verdict
@@ -83,7 +61,7 @@ class Oracle:
     def runs(self, key: str) -> list[StepRecord]:
         return [s for s in self.steps if s.key == key]
 
-    def ask(self, key: str, label: str, role: str, attempt: int = 0) -> Outcome:
+    def ask(self, key: str, label: str, role: str, attempt: int = 0) -> StepOutcome:
         done = self.runs(key)
         if len(done) > attempt:
             self.replayed += 1
@@ -95,9 +73,9 @@ class Oracle:
     def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: Verdict,
                started: str) -> StepRecord:
         """Keep one step's answer (and hand it to `on_record`, which saves the state)."""
-        record = StepRecord(n, key, label, role, attempt, verdict.outcome, verdict.reason, verdict.bundle,
-                            round(verdict.install_s, 3), round(verdict.run_s, 3), started, self.clock(),
-                            dict(verdict.detail))
+        record = StepRecord(n=n, key=key, label=label, role=role, attempt=attempt, outcome=verdict.outcome,
+                            reason=verdict.reason, bundle=verdict.bundle, install_s=round(verdict.install_s, 3),
+                            run_s=round(verdict.run_s, 3), started=started, finished=self.clock(), detail=verdict.detail)
         self.steps.append(record)
         self.on_record(record)
         return record
@@ -112,7 +90,7 @@ class BisectResult:
     last_good: int  # candidate indices
     first_bad: int
     maybe_first_bad: list[int]  # skipped candidates between them: the first bad may be any of these or first_bad
-    confirm: dict[str, list[str]]  # "last_good"/"first_bad" -> outcomes of every run (the first included)
+    confirm: dict[str, list[StepOutcome]]  # "last_good"/"first_bad" -> outcomes of every run (the first included)
     flaky: bool
 
 
@@ -122,15 +100,16 @@ def pick_middle(lo: int, hi: int, usable: Sequence[int]) -> int:
     return min(usable, key=lambda i: (abs(i - middle), i))
 
 
-def check_end(oracle: Oracle, keys: Sequence[str], labels: Sequence[str], index: int, role: str, outcome: Outcome) -> None:
+def check_end(oracle: Oracle, keys: Sequence[str], labels: Sequence[str], index: int, role: str,
+              outcome: StepOutcome) -> None:
     """An end that is not what it claims (or cannot be tested) stops the search (EndpointProblem)."""
-    expected, option = ("good", "--good") if role == "good end" else ("bad", "--bad")
-    if outcome == "skip":
+    expected, option = (StepOutcome.GOOD, "--good") if role == "good end" else (StepOutcome.BAD, "--bad")
+    if outcome == StepOutcome.SKIP:
         last = oracle.runs(keys[index])[0]
         raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
                               hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
     if outcome != expected:
-        other = "bad" if expected == "good" else "good"
+        other = StepOutcome.BAD if expected == StepOutcome.GOOD else StepOutcome.GOOD
         raise EndpointProblem(
             f"'{expected}' is not {expected}: the test says {labels[index]} ({option}) is {other}",
             hint=f"the test must pass on {labels[0]} and fail on {labels[-1]}; pick another {option} or check the test",
@@ -152,9 +131,9 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
             break
         mid = pick_middle(lo, hi, usable)
         outcome = oracle.ask(keys[mid], labels[mid], "search")
-        if outcome == "good":
+        if outcome == StepOutcome.GOOD:
             lo = mid
-        elif outcome == "bad":
+        elif outcome == StepOutcome.BAD:
             hi = mid
         else:
             skipped.add(mid)
@@ -167,12 +146,11 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
 def search_result(oracle: Oracle, keys: Sequence[str], lo: int, hi: int, skipped: set[int], confirm: int) -> BisectResult:
     """The answer of a finished search whose --confirm re-runs are recorded: their outcomes, and
     whether any disagreed with the first run."""
-    seen: dict[str, list[str]] = {}
+    seen: dict[str, list[StepOutcome]] = {}
     flaky = False
-    for name, index, expected in (("last_good", lo, "good"), ("first_bad", hi, "bad")):
-        outcomes = [r.outcome for r in oracle.runs(keys[index])[: confirm + 1]]
-        seen[name] = outcomes
-        flaky = flaky or any(o != expected for o in outcomes)
+    for name, index, expected in (("last_good", lo, StepOutcome.GOOD), ("first_bad", hi, StepOutcome.BAD)):
+        seen[name] = [r.outcome for r in oracle.runs(keys[index])[: confirm + 1]]
+        flaky = flaky or any(o != expected for o in seen[name])
     return BisectResult(lo, hi, sorted(i for i in skipped if lo < i < hi), seen, flaky)
 
 

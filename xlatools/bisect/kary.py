@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from xlatools.bisect.engine import (BisectResult, Oracle, Outcome, StepFunction, Verdict, bisect_ordered, check_end,
+from xlatools.bisect.engine import (BisectResult, Oracle, StepFunction, Verdict, bisect_ordered, check_end,
                                     search_result)
 from xlatools.errors import UsageError
+from xlatools.vocab import StepOutcome
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,9 @@ def one_at_a_time(run_step: StepFunction) -> BatchRunner:
     return run
 
 
-def ask_batch(oracle: Oracle, asks: list[tuple[str, str, str, int]], run_batch: BatchRunner) -> list[Outcome]:
+def ask_batch(oracle: Oracle, asks: list[tuple[str, str, str, int]], run_batch: BatchRunner) -> list[StepOutcome]:
     """Outcomes of (key, label, role, attempt) asks: recorded ones replayed, the rest run as one batch."""
-    answers: dict[int, Outcome] = {}
+    answers: dict[int, StepOutcome] = {}
     calls: dict[StepCall, int] = {}
     next_n = max((s.n for s in oracle.steps), default=0) + 1
     for position, (key, label, role, attempt) in enumerate(asks):
@@ -85,14 +86,14 @@ def cut_points(lo: int, hi: int, usable: Sequence[int], k: int) -> list[int]:
     return sorted(chosen)
 
 
-def narrow(lo: int, hi: int, skipped: set[int], found: Iterable[tuple[int, Outcome]]) -> tuple[int, int]:
+def narrow(lo: int, hi: int, skipped: set[int], found: Iterable[tuple[int, StepOutcome]]) -> tuple[int, int]:
     """The open range after a round: the oldest bad bounds it above, the newest good below that
     bounds it below (a good above a bad, only possible when the test is flaky, is not believed);
     skips join `skipped`."""
     found = list(found)
-    skipped.update(i for i, outcome in found if outcome == "skip")
-    hi = min((i for i, outcome in found if outcome == "bad" and lo < i < hi), default=hi)
-    lo = max((i for i, outcome in found if outcome == "good" and lo < i < hi), default=lo)
+    skipped.update(i for i, outcome in found if outcome == StepOutcome.SKIP)
+    hi = min((i for i, outcome in found if outcome == StepOutcome.BAD and lo < i < hi), default=hi)
+    lo = max((i for i, outcome in found if outcome == StepOutcome.GOOD and lo < i < hi), default=lo)
     return lo, hi
 
 
@@ -107,7 +108,7 @@ def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_
     if n < 2:
         raise UsageError("a bisection needs at least two candidates (the good and the bad end)")
 
-    def ask(indices: list[int], roles: list[str]) -> list[tuple[int, Outcome]]:
+    def ask(indices: list[int], roles: list[str]) -> list[tuple[int, StepOutcome]]:
         outcomes = ask_batch(oracle, [(keys[i], labels[i], role, 0) for i, role in zip(indices, roles)], run_batch)
         return list(zip(indices, outcomes))
 

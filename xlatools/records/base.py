@@ -26,6 +26,8 @@ MAX_RECORD_BYTES = 512 * 1024 * 1024  # a file index of a huge dump stays far be
 _PROBLEMS_SHOWN = 8
 
 R = TypeVar("R")
+# Field metadata: a None value is left out of the JSON (a key that manifests only ever had when set).
+OMIT_NONE = {"omit_none": True}
 # For a record with a JSON key that is a Python keyword (spelled `from_` in the dataclass):
 # `__pydantic_config__ = KEYWORD_KEYS` in its class body makes the reader accept `from`.
 KEYWORD_KEYS = {"alias_generator": lambda name: name.rstrip("_"), "populate_by_name": True}
@@ -36,7 +38,8 @@ def to_json(value: Any) -> Any:
     their values, paths strings, tuples lists. A field named like a Python keyword plus `_`
     (`from_`) is written as the keyword (`from`); readers map it back (KEYWORD_KEYS)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name.rstrip("_"): to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name.rstrip("_"): to_json(item) for f in dataclasses.fields(value)
+                if (item := getattr(value, f.name)) is not None or not f.metadata.get("omit_none")}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, dict):
@@ -96,6 +99,7 @@ class BundleRecord:
 # kind -> (module, class): bundle kinds register here; the reader imports only the one it needs.
 KINDS: dict[str, tuple[str, str]] = {
     "run": ("xlatools.records.run", "RunManifest"),
+    "build": ("xlatools.records.build", "BuildManifest"),
 }
 
 
