@@ -158,11 +158,11 @@ def _proxy_bypass(caller_env: dict[str, str], env_values: dict[str, str | None])
     proxies = [k for k in merged if k.lower().endswith("_proxy") and k.lower() != "no_proxy" and merged[k]]
     if not proxies:
         return {}
-    bypass = {}
-    for name in ("no_proxy", "NO_PROXY"):
-        current = [item for item in (merged.get(name) or "").split(",") if item.strip()]
-        bypass[name] = ",".join(current + [host for host in _LOOPBACK.split(",") if host not in current])
-    return bypass
+    hosts: list[str] = []
+    for item in f"{merged.get('no_proxy') or ''},{merged.get('NO_PROXY') or ''},{_LOOPBACK}".split(","):
+        if item.strip() and item.strip() not in hosts:
+            hosts.append(item.strip())
+    return {"no_proxy": ",".join(hosts), "NO_PROXY": ",".join(hosts)}
 
 
 def free_port() -> int:

@@ -91,8 +91,23 @@ class Tee(threading.Thread):
                 self.echo = None  # the terminal went away; keep logging
 
 
+_RUNNING: set["_Watchdog"] = set()  # the watchdogs of programs running now, in any thread
+_RUNNING_LOCK = threading.Lock()
+
+
+def interrupt_running() -> None:
+    """Stop every program `execute` is running now, in any thread, as Ctrl-C would (status interrupted).
+
+    For work that runs programs in worker threads (bisect --jobs): Ctrl-C and SIGTERM reach the main
+    thread only, and the programs run in sessions of their own."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for watchdog in running:
+        watchdog.interrupt()
+
+
 class _Watchdog(threading.Thread):
-    """Stops the program on timeout or a failed log write; prints a heartbeat in quiet runs."""
+    """Stops the program on timeout, a failed log write or `interrupt`; prints a heartbeat in quiet runs."""
 
     def __init__(self, proc: subprocess.Popen, tees: list[Tee], logs: list[Path], timeout: float | None,
                  heartbeat: float | None, reporter: Reporter | None, wake: threading.Event):
@@ -103,6 +118,11 @@ class _Watchdog(threading.Thread):
         self.reporter = reporter
         self.reason: Status | None = None
         self.done = threading.Event()
+        self.interrupted = threading.Event()
+
+    def interrupt(self) -> None:
+        self.interrupted.set()
+        self.wake.set()
 
     def run(self) -> None:
         start = time.monotonic()
@@ -115,6 +135,10 @@ class _Watchdog(threading.Thread):
             if self.done.is_set():
                 return
             now = time.monotonic()
+            if self.interrupted.is_set():
+                self.reason = Status.INTERRUPTED
+                end_tree(self.proc)
+                return
             if any(tee.error for tee in self.tees) or (self.deadline is not None and now >= self.deadline):
                 self.reason = Status.ERROR if any(tee.error for tee in self.tees) else Status.TIMEOUT
                 end_tree(self.proc)
@@ -170,6 +194,8 @@ def execute(
         watchdog = _Watchdog(proc, tees, [stdout_log, stderr_log], timeout, heartbeat, reporter, wake)
         for thread in (*tees, watchdog):
             thread.start()
+        with _RUNNING_LOCK:
+            _RUNNING.add(watchdog)
         status: Status | None = None
         try:
             with sigterm_as_interrupt():
@@ -185,6 +211,8 @@ def execute(
             end_tree(proc)
             raise
         finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(watchdog)
             watchdog.stop()
             watchdog.join(timeout=10)
             for tee in tees:
