@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from xlatools.bisect.checks import SkipStep, StepEnv, Test
-from xlatools.bisect.engine import (BisectResult, EndpointProblem, Oracle, StepFunction, StepRecord, Verdict,
+from xlatools.bisect.engine import (BisectResult, EndpointProblem, Oracle, StepRecord, Verdict,
                                     bisect_ordered, ideal_steps)
 from xlatools.bisect.parallel import ParallelSteps
 from xlatools.bisect.state import State, point_link
