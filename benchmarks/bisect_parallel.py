@@ -148,7 +148,7 @@ def main() -> None:
     if not args.synthetic_only:
         warm = args.cache or Path(tempfile.mkdtemp(prefix="xlatools-bench-warm-"))
         print(f"\nrelease bisection jax {GOOD}..{BAD} (4 candidates), warm cache {warm}, "
-              f"{os.cpu_count()} CPUs; {'empty' if args.cold_uv_cache else 'this machine'}'s uv cache for cold runs")
+              f"{os.cpu_count()} CPUs; cold runs with {'an empty' if args.cold_uv_cache else 'this machine's'} uv cache")
         runs = real(args.jobs, args.repeats, warm, args.cold_uv_cache)
         result.update(runs=runs, table=table(runs, args.jobs))
     if args.json:

@@ -72,3 +72,28 @@ def test_bad_counts_are_refused():
 def test_smoke_multiprocess_is_not_part_of_smoke_all():
     assert "multiprocess" not in parse_program(None, None, [], Path("/")).name.split(",")
     assert parse_program("smoke:multiprocess", None, [], Path("/")) == Program("smoke", "multiprocess")
+
+
+def _with_processes(tmp_path, processes):
+    import json
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "bundles-v1" / "run-smoke-dot"
+    data = json.loads((fixtures / "manifest.json").read_text())
+    bundle = tmp_path / "b"
+    bundle.mkdir(parents=True)
+    (bundle / "manifest.json").write_text(json.dumps({**data, "processes": processes, "first_failed": 1}))
+    return bundle
+
+
+def test_the_processes_list_is_typed_and_checked(tmp_path):
+    from xlatools.records import read_bundle
+    from xlatools.vocab import ProcessStatus
+
+    row = {"id": 1, "status": "failed", "returncode": -11, "signal": "SIGSEGV", "first_failure": True,
+           "stdout": "p1.stdout.log", "stderr": "p1.stderr.log", "env": {"JAX_PROCESS_ID": "1"}}
+    record = read_bundle(_with_processes(tmp_path / "ok", [row]))
+    assert record.processes[0].status == ProcessStatus.FAILED and record.first_failed == 1
+    with pytest.raises(UsageError) as bad:
+        read_bundle(_with_processes(tmp_path / "bad", [{**row, "status": "exploded", "id": "one"}]))
+    keys = {problem.key for problem in bad.value.problems}
+    assert {"processes[0].status", "processes[0].id"} <= keys
