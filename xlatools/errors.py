@@ -61,8 +61,8 @@ class Problem:
 
 class XlaToolsError(Exception):
     exit_code = EXIT_FAILED
-    # Set by a command whose --json result, already on stdout, says what failed: cli.main then
-    # reports the error on stderr only, so that stdout stays one JSON document.
+    # True when the command already printed its --json result, which says what failed: then
+    # cli.main prints no JSON error after it (stdout stays one JSON document).
     reported_json = False
 
     def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):

@@ -7,14 +7,14 @@ from typing import List, Optional
 
 import typer
 
-from xlatools.commands.options import ProcessOption
+from xlatools.commands.options import JsonOption, ProcessOption
 
 
 def diff(
     a: Path = typer.Argument(..., help="Bundle A (run, replay or bisect step; or artifacts/latest), or an XLA dump folder."),
     b: Path = typer.Argument(..., help="Bundle B, or an XLA dump folder."),
     module: List[str] = typer.Option([], "--module", "-m", help="Only these modules (name or id; repeatable); shows their aligned passes and diffs."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable diff on stdout."),
+    as_json: JsonOption = False,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the HTML report of A and B to this file."),
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs (default: the first 200 lines of each)."),
     process: ProcessOption = None,

@@ -8,18 +8,19 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import ProcessOption
+from xlatools.commands.options import JsonOption, ProcessOption
 
 
 def inspect(
     path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
     module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    as_json: JsonOption = False,
     process: ProcessOption = None,
 ) -> None:
     """The run (status, command, versions, presets, flags) and its modules (source line, stages,
     per-pass steps, instruction counts, files, bytes), or one module's passes."""
     from xlatools import console
+    from xlatools.records import to_json
     from xlatools.run.dumps import index_dump, modules_table, pass_details
     from xlatools.run.process_dumps import choose_dump
     from xlatools.run.runinfo import read_run_info
@@ -28,12 +29,12 @@ def inspect(
     if run is not None and module is None and not (Path(run.bundle) / "xla_dump").is_dir():
         note = "this bundle has no xla_dump/ (the run did not dump; run again with --dump)"
         if as_json:
-            typer.echo(json.dumps({"run": run.to_json(), "root": None, "modules": [], "note": note}, indent=2))
+            typer.echo(json.dumps({"run": to_json(run), "root": None, "modules": [], "note": note}, indent=2))
         else:
             typer.echo("\n".join(run.lines()))
             console.info(note)
         return
-    choice = choose_dump(path, process)
+    choice = choose_dump(path, process)  # of a multi-process run: one process's dump
     if run is None and choice.bundle is not None:
         run = read_run_info(choice.bundle)
     root = choice.root
@@ -41,15 +42,15 @@ def inspect(
     if module is None:
         group, lines = _processes(choice)
         if as_json:
-            typer.echo(json.dumps({"run": run.to_json() if run else None, **group, **index.to_json()}, indent=2))
+            typer.echo(json.dumps({"run": to_json(run) if run else None, **group, **index.to_json()}, indent=2))
             return
         if run is not None:
             typer.echo("\n".join(run.lines() + lines) + "\n")
+        else:
+            console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
         if choice.note:
             differ = ", ".join(group["modules_differing_between_processes"]) or "none"
             console.info(f"showing {choice.note}; modules whose HLO differs between processes: {differ}")
-        else:
-            console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
         totals = index.totals()
         console.err().print(f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "
                             f"{totals['bytes']} bytes ({index.layout})")
@@ -60,7 +61,7 @@ def inspect(
     chosen = index.find(module)
     steps = pass_details(index, chosen)
     if as_json:
-        typer.echo(json.dumps({"root": str(root), "run": run.to_json() if run else None,
+        typer.echo(json.dumps({"root": str(root), "run": to_json(run) if run else None,
                                "module": chosen.to_json(with_steps=True)}, indent=2))
         return
     say = console.err().print

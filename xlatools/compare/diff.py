@@ -74,7 +74,7 @@ def diff_bundles(a: Path | str, b: Path | str, modules: list[str] | None = None,
     return diff_sides(open_side(Path(a), "A", process), open_side(Path(b), "B", process), modules, full, limit)
 
 
-def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:
+def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:  # JSON for bisect's state file, as it stores it
     """A finished bisection's last-good vs first-bad: diff.json and report.html under `out_dir`,
     and what to say about them (called by `xlatools bisect` at the end of a search)."""
     from xlatools.compare.report import write_report

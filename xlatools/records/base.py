@@ -99,6 +99,7 @@ class BundleRecord:
 # kind -> (module, class): bundle kinds register here; the reader imports only the one it needs.
 KINDS: dict[str, tuple[str, str]] = {
     "run": ("xlatools.records.run", "RunManifest"),
+    "replay": ("xlatools.records.replay", "ReplayManifest"),
     "build": ("xlatools.records.build", "BuildManifest"),
 }
 

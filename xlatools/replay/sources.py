@@ -17,7 +17,6 @@ from typing import Literal
 from xlatools.errors import UsageError
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
-FROM = ("auto", "text", "proto", "snapshot", "mlir")
 # jax compiles these small modules for its own helpers (jnp.arange -> jit_iota, astype, where, ...).
 HELPER_PRIMITIVES = frozenset({
     "iota", "convert_element_type", "broadcast_in_dim", "_where", "where", "reshape", "squeeze", "expand_dims",
