@@ -35,8 +35,7 @@ def inspect(
             console.info(note)
         return
     choice = choose_dump(path, process)  # of a multi-process run: one process's dump
-    if run is None and choice.bundle is not None:
-        run = read_run_info(choice.bundle)
+    run = run or (read_run_info(choice.bundle) if choice.bundle is not None else None)  # BUNDLE/xla_dump/pN
     root = choice.root
     index = index_dump(root)
     if module is None:
