@@ -81,3 +81,23 @@ def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, 
         print(f"ratio {result['ratio']:.3f} (goal <= {goal}); fixed cost {tool - hand:.3f} s per run; "
               f"ratio of the fastest runs {result['ratio_of_minimums']:.3f}")
     return result
+
+
+XEINSUM_CHECK = "import jax.lax\njax.lax.xeinsum  # removed in jax 0.4.31\n"  # the bisect tests' fixture test
+
+
+def release_bisection(work: Path, env: dict[str, str], good: str, bad: str, *extra: str) -> tuple[float, dict]:
+    """One `xlatools bisect releases --good G --bad B --json EXTRA -- check.py` in `work` (check.py is the
+    fixture's test): (wall seconds, its JSON). A failed bisection ends the benchmark with its stderr."""
+    import json
+    import sys
+
+    (work / "check.py").write_text(XEINSUM_CHECK)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "xlatools", "bisect", "releases", "--good", good, "--bad", bad,
+                           "--json", *extra, "--", "check.py"], cwd=work, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        print(done.stderr[-3000:])
+        raise SystemExit(f"bisection {' '.join(extra)} failed (exit {done.returncode})")
+    return wall, json.loads(done.stdout)

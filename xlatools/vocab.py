@@ -29,6 +29,18 @@ class BundleKind(StrEnum):
     BISECT = "bisect"
 
 
+class ProcessStatus(StrEnum):
+    """One process of a multi-process run. `stopped`: xlatools ended it because another process
+    failed first; `timeout`/`interrupted`: it was still running when the run's timeout or Ctrl-C came."""
+
+    OK = "ok"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
+
 class ReplayOutcome(StrEnum):
     """What replaying one module found. The last four are not about the module: `cannot-run`
     (xlatools could not load, convert or compile it for reasons of its own), `input-error`

@@ -70,6 +70,7 @@ class ReleaseRequest:
     out: Path = Path("artifacts/bisect")
     confirm: int = 0
     fresh: bool = False
+    jobs: int = 1  # candidates tested at once (K-ary search); not part of the spec: any K continues the same bisection
 
     @property
     def platform(self) -> str:
@@ -110,7 +111,7 @@ def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
     if state.status != BisectStatus.DONE:
         state.status = BisectStatus.RUNNING
         run_ordered(state, ReleaseSource(request.python_version, request.platform, progress), test, request.confirm,
-                    progress)
+                    progress, request.jobs)
     return state
 
 

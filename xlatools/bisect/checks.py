@@ -38,6 +38,7 @@ class StepEnv:
     note: str = ""
     dump: bool = False  # force an XLA dump (the passes baseline lists passes from it)
     env: tuple[str, ...] = ()  # K=V for the program, e.g. PYTHONPATH of a freshly built jaxlib
+    quiet: bool = False  # the program's output only in the step's logs (steps running side by side)
 
 
 class SkipStep(Exception):
@@ -193,7 +194,7 @@ class ProgramTest:
             env.append("XLATOOLS_METRICS_FILE={bundle}/metrics.json")
         request = RunRequest(program=self.program, python=step.python, dump=o.rule.needs_dump() or step.dump,
                              presets=list(o.presets), xla_flags=[*o.xla_flags, *step.xla_flags], env=env,
-                             platform=o.platform, timeout=o.timeout, name=name)
+                             platform=o.platform, timeout=o.timeout, name=name, quiet=True if step.quiet else None)
         caller_env = dict(os.environ)
         t0 = time.monotonic()  # the target probe (once per new environment) counts as run time
         try:

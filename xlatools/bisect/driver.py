@@ -7,13 +7,14 @@ interrupted bisection continues where it stopped when the same command runs agai
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from xlatools.bisect.checks import SkipStep, StepEnv, Test
-from xlatools.bisect.engine import (BisectResult, EndpointProblem, Oracle, StepFunction, StepRecord, Verdict,
+from xlatools.bisect.engine import (BisectResult, EndpointProblem, Oracle, StepRecord, Verdict,
                                     bisect_ordered, ideal_steps)
+from xlatools.bisect.parallel import ParallelSteps
 from xlatools.bisect.state import State, point_link
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import Interrupted, XlaToolsError
@@ -40,15 +41,21 @@ class Progress:
         self.reporter.info(f"[bisect] {text}")
 
 
-def make_step(state: State, source: Source, test: Test, progress: Progress) -> StepFunction:
+def make_step(state: State, source: Source, test: Test, progress: Progress, parallel: ParallelSteps | None = None):
+    """The step function: (key, label) -> Verdict; with `parallel`, (n, key, label) -> Verdict for its
+    worker threads, whose programs run quiet (their output in each step's logs) and which give up
+    before testing once the round is being stopped."""
     steps_root = state.folder / "steps"
 
-    def step(key: str, label: str) -> Verdict:
-        n = len(state.steps) + 1
+    def numbered(n: int, key: str, label: str) -> Verdict:
         progress(f"step {n}: {label}: preparing{where(state)}")
         t0 = time.monotonic()
         try:
             env = source.prepare(key, label)
+            if parallel is not None:
+                if parallel.cancel.is_set():
+                    raise Interrupted(f"step {n} ({label}) stopped before its test")
+                env = replace(env, quiet=True)
             progress(f"step {n}: {label}: ready in {env.install_s:.1f} s{' (' + env.note + ')' if env.note else ''}; running the test")
             verdict = test.check(env, steps_root, f"step{n:02d}-{safe_name(label)}")
         except SkipStep as skip:
@@ -57,7 +64,9 @@ def make_step(state: State, source: Source, test: Test, progress: Progress) -> S
                  f"run {verdict.run_s:.1f} s)")
         return verdict
 
-    return step
+    if parallel is not None:
+        return numbered
+    return lambda key, label: numbered(len(state.steps) + 1, key, label)
 
 
 def where(state: State) -> str:
@@ -98,17 +107,29 @@ def guarded(state: State, body: Callable[[], None]) -> None:
         state.save()
 
 
-def run_ordered(state: State, source: Source, test: Test, confirm: int, progress: Progress) -> BisectResult:
-    """Binary search over state.candidates (oldest first); links last-good/first-bad; result into the state."""
+def run_ordered(state: State, source: Source, test: Test, confirm: int, progress: Progress,
+                jobs: int = 1) -> BisectResult:
+    """Binary search over state.candidates (oldest first), or with `jobs` > 1 the K-ary search (jobs
+    candidates per round, bisect/kary.py); links last-good/first-bad; result into the state."""
     keys = [c.key for c in state.candidates]
     labels = [c.label for c in state.candidates]
     oracle = oracle_for(state, source, test, progress)
+    each = f"; {jobs} at a time" if jobs > 1 else ""
     progress(f"{len(keys)} candidates from {labels[0]} to {labels[-1]}; about {ideal_steps(len(keys))} steps "
-             f"after the two ends ({len(state.steps)} already done)")
+             f"after the two ends{each} ({len(state.steps)} already done)")
     found: list[BisectResult] = []
 
+    def search() -> BisectResult:
+        if jobs == 1:
+            return bisect_ordered(keys, labels, oracle, confirm)
+        from xlatools.bisect.kary import bisect_kary
+
+        parallel = ParallelSteps(jobs)
+        parallel.step = make_step(state, source, test, progress, parallel)
+        return bisect_kary(keys, labels, oracle, parallel, jobs, confirm)
+
     def body() -> None:
-        result = bisect_ordered(keys, labels, oracle, confirm)
+        result = search()
         found.append(result)
         state.result = ordered_result(state, result)
         state.status = BisectStatus.DONE

@@ -68,13 +68,17 @@ class Oracle:
             return done[attempt].outcome
         started = self.clock()
         verdict = self.run_step(key, label)
-        record = StepRecord(n=len(self.steps) + 1, key=key, label=label, role=role, attempt=attempt,
-                            outcome=verdict.outcome, reason=verdict.reason, bundle=verdict.bundle,
-                            install_s=round(verdict.install_s, 3), run_s=round(verdict.run_s, 3), started=started,
-                            finished=self.clock(), detail=verdict.detail)
+        return self.record(len(self.steps) + 1, key, label, role, attempt, verdict, started).outcome
+
+    def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: Verdict,
+               started: str) -> StepRecord:
+        """Keep one step's answer (and hand it to `on_record`, which saves the state)."""
+        record = StepRecord(n=n, key=key, label=label, role=role, attempt=attempt, outcome=verdict.outcome,
+                            reason=verdict.reason, bundle=verdict.bundle, install_s=round(verdict.install_s, 3),
+                            run_s=round(verdict.run_s, 3), started=started, finished=self.clock(), detail=verdict.detail)
         self.steps.append(record)
         self.on_record(record)
-        return record.outcome
+        return record
 
 
 class EndpointProblem(UsageError):
@@ -96,25 +100,30 @@ def pick_middle(lo: int, hi: int, usable: Sequence[int]) -> int:
     return min(usable, key=lambda i: (abs(i - middle), i))
 
 
+def check_end(oracle: Oracle, keys: Sequence[str], labels: Sequence[str], index: int, role: str,
+              outcome: StepOutcome) -> None:
+    """An end that is not what it claims (or cannot be tested) stops the search (EndpointProblem)."""
+    expected, option = (StepOutcome.GOOD, "--good") if role == "good end" else (StepOutcome.BAD, "--bad")
+    if outcome == StepOutcome.SKIP:
+        last = oracle.runs(keys[index])[0]
+        raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
+                              hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
+    if outcome != expected:
+        other = StepOutcome.BAD if expected == StepOutcome.GOOD else StepOutcome.GOOD
+        raise EndpointProblem(
+            f"'{expected}' is not {expected}: the test says {labels[index]} ({option}) is {other}",
+            hint=f"the test must pass on {labels[0]} and fail on {labels[-1]}; pick another {option} or check the test",
+        )
+
+
 def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, confirm: int = 0) -> BisectResult:
     """First bad candidate of `keys` (oldest first). The ends are tested first: a good end that is
     bad, a bad end that is good, or an end that cannot be tested stops the search (EndpointProblem)."""
     n = len(keys)
     if n < 2:
         raise UsageError("a bisection needs at least two candidates (the good and the bad end)")
-    ends = ((0, "good end", StepOutcome.GOOD, "--good"), (n - 1, "bad end", StepOutcome.BAD, "--bad"))
-    for index, role, expected, option in ends:
-        outcome = oracle.ask(keys[index], labels[index], role)
-        if outcome == StepOutcome.SKIP:
-            last = oracle.runs(keys[index])[0]
-            raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
-                                  hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
-        if outcome != expected:
-            other = StepOutcome.BAD if expected == StepOutcome.GOOD else StepOutcome.GOOD
-            raise EndpointProblem(
-                f"'{expected}' is not {expected}: the test says {labels[index]} ({option}) is {other}",
-                hint=f"the test must pass on {labels[0]} and fail on {labels[-1]}; pick another {option} or check the test",
-            )
+    for index, role in ((0, "good end"), (n - 1, "bad end")):
+        check_end(oracle, keys, labels, index, role, oracle.ask(keys[index], labels[index], role))
     lo, hi, skipped = 0, n - 1, set()
     while True:
         usable = [i for i in range(lo + 1, hi) if i not in skipped]
@@ -128,11 +137,18 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
             hi = mid
         else:
             skipped.add(mid)
+    for index in (lo, hi):
+        for attempt in range(1, confirm + 1):
+            oracle.ask(keys[index], labels[index], "confirm", attempt)
+    return search_result(oracle, keys, lo, hi, skipped, confirm)
+
+
+def search_result(oracle: Oracle, keys: Sequence[str], lo: int, hi: int, skipped: set[int], confirm: int) -> BisectResult:
+    """The answer of a finished search whose --confirm re-runs are recorded: their outcomes, and
+    whether any disagreed with the first run."""
     seen: dict[str, list[StepOutcome]] = {}
     flaky = False
     for name, index, expected in (("last_good", lo, StepOutcome.GOOD), ("first_bad", hi, StepOutcome.BAD)):
-        for attempt in range(1, confirm + 1):
-            oracle.ask(keys[index], labels[index], "confirm", attempt)
         seen[name] = [r.outcome for r in oracle.runs(keys[index])[: confirm + 1]]
         flaky = flaky or any(o != expected for o in seen[name])
     return BisectResult(lo, hi, sorted(i for i in skipped if lo < i < hi), seen, flaky)

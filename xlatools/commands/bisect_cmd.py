@@ -83,6 +83,7 @@ def releases(
     bad: str = typer.Option(..., "--bad", help="A later jax release where it fails."),
     python_version: str = typer.Option("3.11", "--python-version", help="Python of the step environments."),
     nightly: bool = typer.Option(False, "--nightly", help="Also nightly (pre-release) builds the index lists."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Test K candidates at once (K-ary search; installs in parallel; the same answer, any K continues a bisection)."),
     test=None, reporter=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
     as_json: JsonOption = False, dry_run: DryRunOption = False,
 ) -> None:
@@ -92,7 +93,7 @@ def releases(
     from xlatools.bisect.api import ReleaseRequest, bisect_releases, plan_releases
 
     request = ReleaseRequest(good=good, bad=bad, test=test, python_version=python_version, nightly=nightly, out=out,
-                             confirm=confirm, fresh=fresh)
+                             confirm=confirm, fresh=fresh, jobs=jobs)
     if dry_run:
         return _print_plan(plan_releases(request, reporter), as_json)
     _finish(bisect_releases(request, reporter), as_json)

@@ -88,3 +88,6 @@ SourceFormOption = Annotated[SourceForm, typer.Option(
 PackMatchOption = Annotated[PackMatch, typer.Option(
     "--match", click_type=EnumChoice(PackMatch), help="What must equal the expected outcome: class (outcome per module), "
     "outputs (+ output digests) or fingerprint (+ optimised HLO).")]
+ProcessOption = Annotated[Optional[int], typer.Option(
+    "--process", min=0, help="A multi-process run (run --processes N): read this process's dump (default 0); "
+                             "BUNDLE/xla_dump/pN names one too.")]

@@ -8,7 +8,8 @@ from typing import List, Optional
 import typer
 
 from xlatools.commands.options import (DryRunOption, JsonOption, OutOption, PackMatchOption, PlatformOption,
-                                       PythonOption, SourceFormOption, TimeoutOption, XlaFlagOption, invocation)
+                                       ProcessOption, PythonOption, SourceFormOption, TimeoutOption, XlaFlagOption,
+                                       invocation)
 from xlatools.vocab import PackMatch, Platform, SourceForm
 
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
@@ -39,6 +40,7 @@ def replay(
     timeout: TimeoutOption = None,
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
+    process: ProcessOption = None,
 ) -> None:
     """Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.
 
@@ -59,7 +61,7 @@ def replay(
         reference_pythons=[resolve_python(p) for p in reference_python], reference_xla_flags=list(reference_xla_flag),
         atol=atol, rtol=rtol, iterations=iterations, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
         no_opt=no_opt, platform=platform or Platform.AUTO, dump=list(dump), print_literals=print_literals, timeout=timeout,
-        name=name,
+        name=name, process=process,
     )
     prepared = prepare(request)
     if dry_run:

@@ -34,6 +34,8 @@ def run(
     dry_run: DryRunOption = False,
     quiet: QuietOption = None,
     exit_code: ExitCodeOption = ExitCodeMode.XLATOOLS,
+    processes: Optional[int] = typer.Option(None, "--processes", help="Run N processes of the program as one jax distributed job on this machine (default 1; smoke:multiprocess 2); see docs/multiprocess.md."),
+    devices_per_process: int = typer.Option(1, "--devices-per-process", help="With --processes: devices of each process (CPU devices, or GPUs by index)."),
 ) -> None:
     """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle.
 
@@ -57,6 +59,7 @@ def run(
         python=python,
         dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
         env=list(env), platform=platform, timeout=timeout, name=name, quiet=quiet, frontend=frontend,
+        processes=processes, devices_per_process=devices_per_process,
     )
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
@@ -82,7 +85,8 @@ def run(
 
         data = to_json(record)
         keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "bundle", "duration_s", "program",
-                "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive")
+                "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive", "processes",
+                "first_failed", "coordinator")
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
         _print_outcome(record, outcome.table, prepared.plan.quiet, reporter)
@@ -119,14 +123,24 @@ def _print_plan(prepared) -> None:
     write(f"bundle:   <out>/<UTC time>-{esc(plan.name)}-<id>/  (dumps: {esc(plan.dump_dir or 'none')})")
     write(f"timeout:  {plan.timeout if plan.timeout else 'none'}")
     write(f"argv:     {esc(shlex.join(plan.argv))}")
+    for process in plan.processes:
+        own = " ".join(f"{k}={v}" for k, v in process.env.items())
+        write(f"process {process.id}: {esc(own)}  (logs {esc(Path(process.stdout).name)}, {esc(Path(process.stderr).name)}"
+              f"{'; dump ' + esc(process.dump_dir) if process.dump_dir else ''})")
     for note in plan.notes:
         write(f"note:     {esc(note)}")
 
 
 def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
-    if quiet and record.status != "ok":
-        reporter.result(f"last lines of {record.bundle}/stderr.log:")
-        reporter.result(_tail(Path(record.bundle) / "stderr.log", 20))
+    from xlatools.run.group_record import failing_log
+
+    log = failing_log(record)
+    if (quiet or record.processes) and record.status != "ok":
+        reporter.result(f"last lines of {record.bundle}/{log}:")
+        reporter.result(_tail(Path(record.bundle) / log, 20))
+    for process in record.processes or []:
+        first = "  (failed first)" if process.first_failure else ""
+        reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
     for note in record.notes:
         if note.startswith("vmodule pattern"):
             reporter.result(f"note: {note}")

@@ -60,6 +60,10 @@ def _summary(side: Side) -> list[tuple[str, Leaf]]:
     if run is not None:
         rows += [("presets", ", ".join(p.name for p in run.presets) or None), ("XLA flags", " ".join(run.xla_flags) or None)]
     rows.append(("dump", str(side.index.root) if side.index else None))
+    if run is not None and run.processes:  # a multi-process run: every process, and whose dump is shown
+        rows += [("processes", ", ".join(f"p{p.id} {p.status} ({p.outcome})" + (" - failed first" if p.first_failure
+                                                                                 else "") for p in run.processes)),
+                 ("dump of", side.process)]
     return [(k, v) for k, v in rows if v not in (None, "")]
 
 
@@ -118,12 +122,13 @@ def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
 
 
 def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDiff | None = None,
-                 full: bool = False) -> Path:
-    """Render one bundle (or two, with their diff) into `out_html`, written atomically."""
+                 full: bool = False, process: int | None = None) -> Path:
+    """Render one bundle (or two, with their diff) into `out_html`, written atomically; `process`:
+    of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
     from xlatools.compare.diff import diff_sides
     from xlatools.fsutil import atomic_write_text
 
-    sides = [open_side(Path(b), label) for b, label in zip(bundles, ("A", "B"))]
+    sides = [open_side(Path(b), label, process) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
         diff = diff_sides(sides[0], sides[1], full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)

@@ -46,6 +46,7 @@ def run_fields(manifest: BundleRecord) -> dict[str, Leaf]:
         "timeout": run.timeout if run else None,
         "devices": _devices(jax),
         "presets": [preset.name for preset in run.presets] if run else [],
+        "first failed process": run.first_failed if run else None,  # multi-process runs
     }
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlatools.records.base import MANIFEST, BundleRecord
-from xlatools.run.dumps import DumpIndex, index_dump, resolve_dump_dir
+from xlatools.run.dumps import DumpIndex, index_dump
 
 
 @dataclass
@@ -17,6 +17,7 @@ class Side:
     bundle: Path | None  # the bundle folder, None for a bare dump folder
     manifest: BundleRecord | None  # a RunManifest, ReplayManifest, ...; None for a bare dump folder
     index: DumpIndex | None  # None: a bundle without dumps (run level only)
+    process: str | None = None  # a multi-process run: "process 0 of 2" (whose dump this side reads)
 
     @property
     def kind(self) -> str:
@@ -32,14 +33,22 @@ def read_manifest(bundle: Path) -> BundleRecord:
     return read_bundle(bundle)
 
 
-def open_side(path: Path, label: str) -> Side:
-    """A run/replay/bisect-step bundle (or its `latest` link) or an XLA dump folder."""
+def open_side(path: Path, label: str, process: int | None = None) -> Side:
+    """A run/replay/bisect-step bundle (or its `latest` link) or an XLA dump folder; of a multi-process
+    run, one process's dump (`process`, default 0; or the path `BUNDLE/xla_dump/pN`)."""
+    from xlatools.run.process_dumps import choose_dump
+
     path = Path(path).expanduser()
+    manifest = None
     if path.is_dir() and os.path.lexists(path / MANIFEST):  # a manifest that is not a file is named as such
-        bundle = path.resolve()
+        manifest = read_manifest(path.resolve())
+        if not (path / "xla_dump").is_dir():
+            if process is not None:
+                choose_dump(path, process)  # says that this bundle has no per-process dumps
+            return Side(label, path, path.resolve(), manifest, None)
+    choice = choose_dump(path, process)  # raises a UsageError naming the problem
+    bundle = choice.bundle.resolve() if choice.bundle is not None else None
+    if manifest is None and bundle is not None:  # BUNDLE/xla_dump/pN: its bundle's record
         manifest = read_manifest(bundle)
-        dump = bundle / "xla_dump"
-        index = index_dump(dump) if dump.is_dir() else None
-        return Side(label, path, bundle, manifest, index)
-    root = resolve_dump_dir(path)  # raises a UsageError naming the problem
-    return Side(label, path, None, None, index_dump(root))
+    which = f"process {choice.process} of {choice.processes}" if choice.process is not None else None
+    return Side(label, path, bundle, manifest, index_dump(choice.root), which)

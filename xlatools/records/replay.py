@@ -28,6 +28,7 @@ class ReplayRequest:
     python: str
     modules: list[str] = field(default_factory=list)
     include_all: bool = False
+    process: int | None = None  # of a multi-process run's bundle: whose dump (None: process 0)
     source_from: SourceForm = SourceForm.AUTO
     inputs: str | None = None  # random, zeros, ones or an .npz; None: the snapshot's arguments, else random
     seed: int = 0

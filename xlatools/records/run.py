@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from xlatools.records.base import KEYWORD_KEYS, BundleRecord
-from xlatools.vocab import Platform
+from xlatools.vocab import Platform, ProcessStatus
 
 RUN_SCHEMA = "xlatools.run/1"
 
@@ -160,6 +160,25 @@ class SmokeReport:
 
 
 @dataclass(kw_only=True)
+class ProcessRecord:
+    """One process of a multi-process run (`run --processes N`)."""
+
+    id: int
+    status: ProcessStatus
+    devices: int | None = None  # its own devices (--devices-per-process)
+    returncode: int | None = None  # its own exit status (negative: killed by that signal)
+    signal: str | None = None
+    outcome: str | None = None  # `exit 3`, `killed by SIGSEGV`
+    first_failure: bool = False  # the process whose failure stopped the others
+    duration_s: float | None = None
+    stdout: str = ""  # its logs, relative to the bundle
+    stderr: str = ""
+    env: dict[str, str] = field(default_factory=dict)  # what it got on top of the run's env_changes
+    dump: DumpSummary | None = None  # its own dump (xla_dump/pI)
+    smoke: SmokeReport | None = None
+
+
+@dataclass(kw_only=True)
 class RunManifest(BundleRecord):
     kind: Literal["run"] = "run"
     manifest_schema: str = RUN_SCHEMA
@@ -186,3 +205,7 @@ class RunManifest(BundleRecord):
     dump: DumpSummary | None = None
     smoke: SmokeReport | None = None
     archive: str | None = None  # <bundle>.tar.gz, with --archive
+    # Multi-process runs only: every process (dump and smoke above are process 0's), the first to fail.
+    processes: list[ProcessRecord] | None = None
+    first_failed: int | None = None
+    coordinator: str | None = None  # 127.0.0.1:PORT

@@ -63,7 +63,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
-    kind, modules = resolved or resolve(request.source, request.modules, request.include_all)
+    kind, modules = resolved or resolve(request.source, request.modules, request.include_all, request.process)
     _validate(modules, request.source_from, literals=request.inputs is None)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     found: dict[str, Target] = {}

@@ -172,7 +172,7 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
 
     if request.inputs not in (None, "random", "zeros", "ones"):
         raise UsageError("repro pack: --inputs FILE does not travel in a pack", hint="use random, zeros or ones")
-    kind, modules = resolve(request.source, request.modules, request.include_all)
+    kind, modules = resolve(request.source, request.modules, request.include_all, request.process)
     run = run_of(request.source) if kind == "bundle" else None
     prepared = prepare(request, (kind, modules))
     replayed = execute_replay(prepared, out_root, argv, reporter)

@@ -133,6 +133,11 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     with bundle_session(out_root, RunManifest(), name=prepared.plan.name, write_running=False) as session:
         plan = prepared.plan.bind(session.path)
         session.adopt(run_record(plan, prepared.target, argv, prepared.flag_checks))
+        if plan.processes:
+            from xlatools.run.group_record import bind_coordinator, make_process_folders
+
+            plan, session.record.coordinator = bind_coordinator(plan)
+            make_process_folders(plan, session.path)
         _make_folders(plan, session.path)
 
         def on_start(_proc) -> None:
@@ -144,15 +149,26 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
         echo_out, echo_err = (None, None) if plan.quiet else reporter.echo_streams()
         if echo_stdout_to_stderr:
             echo_out = echo_err
+        heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
+        group = None
         with reporter.group(f"{plan.program.label} output", announce=False):
-            result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, session.path / "stdout.log",
-                             session.path / "stderr.log", plan.timeout, echo_out, echo_err, on_start=on_start,
-                             heartbeat=HEARTBEAT_SECONDS if plan.quiet else None, reporter=reporter)
+            if plan.processes:
+                from xlatools.run.group import execute_group
+
+                reporter.info(f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
+                              "process 0 shown, every process's in pN.stdout.log / pN.stderr.log")
+                group = execute_group(plan.processes, plan.child_env(caller_env), plan.cwd, plan.timeout, echo_out,
+                                      echo_err, on_start, heartbeat, reporter)
+                result = group.run
+            else:
+                result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, session.path / "stdout.log",
+                                 session.path / "stderr.log", plan.timeout, echo_out, echo_err, on_start=on_start,
+                                 heartbeat=heartbeat, reporter=reporter)
         if result.status == Status.ERROR:  # a log the program's output could not go to: the disk is full
             finish_record(session.record, result, EnvironmentMissing.exit_code)
             raise EnvironmentMissing(f"{result.error}; the program was stopped. Record: {session.path}",
                                      hint="free some space (or pick another --out) and run again")
-        table = _finish(plan, session, result, program_exit_code(result, exit_code_mode))
+        table = _finish(plan, session, result, program_exit_code(result, exit_code_mode), group)
     record = session.record
     if archive:
         record.archive = str(session.bundle.archive())
@@ -175,7 +191,7 @@ def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
             Path(change.value).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int) -> str:
+def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group=None) -> str:
     """Index the dumps, check the log switches, write summary.txt and the final manifest; the module table."""
     from xlatools.fsutil import atomic_write_text
     from xlatools.run.dumps import index_dump, modules_table
@@ -183,16 +199,21 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int) -> st
 
     record: RunManifest = session.record
     table = ""
-    if plan.dump_dir and Path(plan.dump_dir).is_dir():
+    if plan.dump_dir and Path(plan.dump_dir).is_dir() and group is None:
         index = index_dump(Path(plan.dump_dir))
         record.dump = dump_summary(index)
         table = modules_table(index) if index.modules else ""
-    for pattern in unmatched_vmodule(session.path / "stderr.log", plan.vmodule_patterns()):
+    stderr_log = session.path / (plan.processes[0].stderr if plan.processes else "stderr.log")
+    for pattern in unmatched_vmodule(stderr_log, plan.vmodule_patterns()):
         record.notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "
                             "without the extension (e.g. hlo_pass_pipeline); check the name, or whether that file "
                             "logs at that level")
     finish_record(record, result, exit_code)
     record.smoke = read_smoke_results(session.path / "smoke_results.json")
+    if group is not None:  # a multi-process run (run/group_record.py)
+        from xlatools.run.group_record import record_group
+
+        table = record_group(record, plan, group, session.path)
     record.status = result.status
     atomic_write_text(session.path / "summary.txt", summary_text(record, table), durable=False)
     session.finish(result.status, exit_code=exit_code)

@@ -18,6 +18,7 @@ from xlatools.records.run import ProfileRun
 from xlatools.run.env import EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
 from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
+from xlatools.run.multiprocess import ProcessPlan, plan_group
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.program import SMOKE_DIR, Program
 from xlatools.vocab import Platform
@@ -45,6 +46,8 @@ class RunRequest:
     name: str | None = None
     quiet: bool | None = None  # None: quiet when the run asks for VLOG output (thousands of lines)
     frontend: str | None = None  # None: the profile's, else detected
+    processes: int | None = None  # None: 1, or 2 for smoke:multiprocess (run/multiprocess.py)
+    devices_per_process: int = 1
 
 
 @dataclass
@@ -70,6 +73,7 @@ class RunPlan:
     frontend: Frontend = "jax"
     tf_xla_flags: list[str] = field(default_factory=list)  # TensorFlow's own flags, merged like XLA_FLAGS
     tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
+    processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -103,6 +107,7 @@ class RunPlan:
             tf_xla_flags=tf_flags,
             xla_flag_sources={sub(k): v for k, v in self.xla_flag_sources.items()},
             dump_dir=sub(self.dump_dir),
+            processes=[p.bind(str(bundle)) for p in self.processes],
         )
 
 
@@ -254,14 +259,17 @@ def plan_run(
     argv, copy_files = _program_argv(request, env)
     if request.timeout is not None and request.timeout <= 0:
         raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
+    changes, flags = env.changes(), env.flags.final()
+    processes = plan_group(request.processes, request.devices_per_process, request.program, frontend, argv, changes,
+                           flags, caller_env, notes)
     return RunPlan(
         program=request.program,
         python=request.python,
         jaxlib=jaxlib,
         argv=argv,
         cwd=str(cwd),
-        env_changes=env.changes(),
-        xla_flags=env.flags.final(),
+        env_changes=changes,
+        xla_flags=flags,
         xla_flag_sources=env.flags.sources(),
         overridden_flags=env.flags.overridden,
         presets=presets,
@@ -276,6 +284,7 @@ def plan_run(
         frontend=frontend,
         tf_xla_flags=env.tf_flags.final(),
         tf_xla_flag_sources=env.tf_flags.sources(),
+        processes=processes,
     )
 
 

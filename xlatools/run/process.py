@@ -53,7 +53,7 @@ class ProgramResult:
         return f"exit {self.returncode}" if self.returncode is not None else "not started"
 
 
-class _Tee(threading.Thread):
+class Tee(threading.Thread):
     """Copy one pipe to a log file and (while it can) to a terminal stream.
 
     A log write that fails (disk full) is remembered, not raised: the pipe keeps being
@@ -91,10 +91,25 @@ class _Tee(threading.Thread):
                 self.echo = None  # the terminal went away; keep logging
 
 
-class _Watchdog(threading.Thread):
-    """Stops the program on timeout or a failed log write; prints a heartbeat in quiet runs."""
+_RUNNING: set["_Watchdog"] = set()  # the watchdogs of programs running now, in any thread
+_RUNNING_LOCK = threading.Lock()
 
-    def __init__(self, proc: subprocess.Popen, tees: list[_Tee], logs: list[Path], timeout: float | None,
+
+def interrupt_running() -> None:
+    """Stop every program `execute` is running now, in any thread, as Ctrl-C would (status interrupted).
+
+    For work that runs programs in worker threads (bisect --jobs): Ctrl-C and SIGTERM reach the main
+    thread only, and the programs run in sessions of their own."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for watchdog in running:
+        watchdog.interrupt()
+
+
+class _Watchdog(threading.Thread):
+    """Stops the program on timeout, a failed log write or `interrupt`; prints a heartbeat in quiet runs."""
+
+    def __init__(self, proc: subprocess.Popen, tees: list[Tee], logs: list[Path], timeout: float | None,
                  heartbeat: float | None, reporter: Reporter | None, wake: threading.Event):
         super().__init__(daemon=True)
         self.proc, self.tees, self.logs, self.wake = proc, tees, logs, wake
@@ -103,6 +118,11 @@ class _Watchdog(threading.Thread):
         self.reporter = reporter
         self.reason: Status | None = None
         self.done = threading.Event()
+        self.interrupted = threading.Event()
+
+    def interrupt(self) -> None:
+        self.interrupted.set()
+        self.wake.set()
 
     def run(self) -> None:
         start = time.monotonic()
@@ -115,6 +135,10 @@ class _Watchdog(threading.Thread):
             if self.done.is_set():
                 return
             now = time.monotonic()
+            if self.interrupted.is_set():
+                self.reason = Status.INTERRUPTED
+                end_tree(self.proc)
+                return
             if any(tee.error for tee in self.tees) or (self.deadline is not None and now >= self.deadline):
                 self.reason = Status.ERROR if any(tee.error for tee in self.tees) else Status.TIMEOUT
                 end_tree(self.proc)
@@ -166,10 +190,12 @@ def execute(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        tees = [_Tee(proc.stdout, out_log, echo_out, wake), _Tee(proc.stderr, err_log, echo_err, wake)]
+        tees = [Tee(proc.stdout, out_log, echo_out, wake), Tee(proc.stderr, err_log, echo_err, wake)]
         watchdog = _Watchdog(proc, tees, [stdout_log, stderr_log], timeout, heartbeat, reporter, wake)
         for thread in (*tees, watchdog):
             thread.start()
+        with _RUNNING_LOCK:
+            _RUNNING.add(watchdog)
         status: Status | None = None
         try:
             with sigterm_as_interrupt():
@@ -185,6 +211,8 @@ def execute(
             end_tree(proc)
             raise
         finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(watchdog)
             watchdog.stop()
             watchdog.join(timeout=10)
             for tee in tees:

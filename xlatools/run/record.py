@@ -108,6 +108,8 @@ def summary_text(record: RunManifest, modules_table: str) -> str:
         *([f"TF_XLA_FLAGS: {' '.join(frontend.tf_xla_flags)}"] if frontend.tf_xla_flags else []),
         f"duration: {record.duration_s} s",
     ]
+    lines += [f"process {p.id}: {p.status} ({p.outcome}){' - failed first' if p.first_failure else ''}; logs {p.stdout}, "
+              f"{p.stderr}" for p in record.processes or []]
     lines += [f"note: {note}" for note in record.notes]
     if modules_table:
         lines += ["", modules_table]
