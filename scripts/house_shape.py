@@ -23,11 +23,12 @@ ALLOWED = {
     "profiles": set(),
     "pin": {"profiles"},
     "run": {"profiles"},
-    "builder": {"profiles", "pin"},
+    "remote": set(),
+    "builder": {"profiles", "pin", "remote"},
     "replay": {"run", "profiles"},
     "compare": {"run", "replay"},
-    "doctor": {"run", "builder", "pin", "profiles"},
-    "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
+    "doctor": {"run", "builder", "pin", "profiles", "remote"},
+    "bisect": {"run", "replay", "compare", "builder", "pin", "profiles", "remote"},
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile
 MAX_MODULE_LINES = 350

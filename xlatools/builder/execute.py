@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from xlatools.errors import BuildFailed, Interrupted, XlaToolsError
 from xlatools.proctree import sigterm_as_interrupt
+from xlatools.remote.credentials import Credentials, private_rc_text, remove_private_rc, scrub, write_private_rc
 
 LOG_NAME = "build.log"
 Explain = Callable[[Path], "tuple[list[dict[str, Any]], str]"]
@@ -27,12 +28,14 @@ TAIL_LINES = 25
 class LogSink:
     """Each output line goes to build.log and, live, to stderr; the tail is kept for errors."""
 
-    def __init__(self, path: Path, echo: bool):
+    def __init__(self, path: Path, echo: bool, secrets: tuple[str, ...] = ()):
         self.handle = open(path, "a", encoding="utf-8", buffering=1)
         self.echo = echo
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self.secrets = secrets  # remote credentials: bazel's --announce_rc would print them
 
     def __call__(self, line: str) -> None:
+        line = scrub(line, self.secrets)
         self.handle.write(line + "\n")
         self.tail.append(line)
         if self.echo:
@@ -81,6 +84,14 @@ def _make_host_dirs(plan) -> None:
     Path(plan.bazel_cache).mkdir(parents=True, exist_ok=True)
 
 
+def _process_counts(log: Path) -> dict[str, Any] | None:
+    """bazel's summary of how it ran the actions (cache hits, local), from the log."""
+    from xlatools.remote.stats import process_counts_of_log
+
+    counts = process_counts_of_log(log)
+    return counts.to_json() if counts else None
+
+
 @dataclass
 class BuildOutcome:
     manifest: dict[str, Any]  # as written, plus "bundle": its directory
@@ -93,9 +104,15 @@ class BuildOutcome:
 
 
 def _run_command(plan, client, sink: LogSink, keep_container: bool, rebuild_image: bool,
-                 manifest: dict[str, Any], durations: dict[str, float]) -> int:
+                 manifest: dict[str, Any], durations: dict[str, float], credentials: Credentials) -> int:
     """The image (container mode), then the build command; its exit status."""
     from xlatools import console
+
+    if credentials.options:  # only now, and removed when the build ends (execute's finally)
+        from xlatools.builder.plan import C_GOOGLE_CREDENTIALS
+
+        google = C_GOOGLE_CREDENTIALS if plan.mode == "container" else None
+        write_private_rc(Path(plan.private_rc), private_rc_text(credentials, plan.config_name, google))
 
     if plan.mode == "local":
         from xlatools.builder.local import run_local
@@ -136,7 +153,7 @@ def _judge(plan, exit_code: int, wheels: list[dict[str, Any]], log: Path, tail) 
 
 def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, Any] | None,
             keep_container: bool = False, rebuild_image: bool = False, echo: bool = True,
-            client=None, explain: Explain | None = None) -> BuildOutcome:
+            client=None, explain: Explain | None = None, credentials: Credentials = Credentials()) -> BuildOutcome:
     """Run the build and write its bundle; failures come back in the outcome, not raised.
 
     `explain(log)` -> (hints, text) scans a failed build's log for known failure signatures
@@ -149,14 +166,15 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
         "plan": plan.to_dict(), "pin": pin, "tree": tree_info, "host": host_info(), "log": LOG_NAME,
     }
     bundle.write_manifest(manifest)
-    sink = LogSink(bundle.path / LOG_NAME, echo)
+    sink = LogSink(bundle.path / LOG_NAME, echo, credentials.secrets)
     durations: dict[str, float] = {}
     t0 = time.monotonic()
     status, exit_code, error = "failed", None, None
     try:
         with sigterm_as_interrupt():
             _make_host_dirs(plan)
-            exit_code = _run_command(plan, client, sink, keep_container, rebuild_image, manifest, durations)
+            exit_code = _run_command(plan, client, sink, keep_container, rebuild_image, manifest, durations,
+                                     credentials)
             if exit_code == 0:
                 manifest["wheels"] = _collect_wheels(Path(plan.stage_dir), bundle.path, Path(plan.dist_dir))
             error = _judge(plan, exit_code, manifest.get("wheels", []), bundle.path / LOG_NAME, sink.tail)
@@ -178,6 +196,8 @@ def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, A
     finally:
         sink.close()
         shutil.rmtree(plan.stage_dir, ignore_errors=True)
+        remove_private_rc(plan.private_rc)
+        manifest["bazel_processes"] = _process_counts(bundle.path / LOG_NAME)
         durations["total_s"] = round(time.monotonic() - t0, 3)
         if keep_container and plan.container_name:
             manifest["kept_container"] = plan.container_name

@@ -94,8 +94,10 @@ def run_build(prepared: PreparedBuild, explain=None) -> BuildOutcome:
     from xlatools.bazelrc import not_imported_warning, write_tree_block
     from xlatools.builder.execute import execute
     from xlatools.builder.tree import apply_pin, lock_summary
+    from xlatools.remote.credentials import resolve_credentials
 
     plan, request = prepared.plan, prepared.request
+    credentials = resolve_credentials(plan.credentials, plan.remote_cache)  # a missing secret: exit 3, nothing written
     client = None
     if plan.mode == "container":
         from xlatools.builder.engine import connect
@@ -119,6 +121,7 @@ def run_build(prepared: PreparedBuild, explain=None) -> BuildOutcome:
         rebuild_image=request.rebuild_image,
         client=client,
         explain=explain,
+        credentials=credentials,
     )
 
 
