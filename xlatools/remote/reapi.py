@@ -32,18 +32,19 @@ def write_read_check(url: str, credentials: Credentials, instance: str, ca_file:
     metadata = tuple((name.lower(), value) for name, value in credentials.headers.items())
     call = {"timeout": timeout, "metadata": metadata}
     t0 = time.monotonic()
+    where = shown(url) + (f" (instance '{instance}')" if instance else "")
     with _channel(url, ca_file) as channel:
         capabilities = re_grpc.CapabilitiesStub(channel).GetCapabilities(
             re_pb2.GetCapabilitiesRequest(instance_name=instance), **call)
         if executor:
             if not capabilities.execution_capabilities.exec_enabled:
-                return CacheCheck(url, "fail", f"{shown(url)} (instance '{instance}') does not execute actions "
+                return CacheCheck(url, "fail", f"{where} does not execute actions "
                                   "(bazel: 'Remote execution is not supported by the remote server')",
                                   "point bazel.remote_executor at a server with an execution service and workers, "
                                   "or fix remote_instance_name")
-            return CacheCheck(url, "ok", f"{shown(url)} (instance '{instance}') executes actions")
+            return CacheCheck(url, "ok", f"{where} executes actions")
         if not capabilities.HasField("cache_capabilities"):
-            return CacheCheck(url, "fail", f"{shown(url)} has no cache service for instance '{instance}'",
+            return CacheCheck(url, "fail", f"{where} has no cache service",
                               "fix bazel.remote_instance_name, or enable the CAS and action cache on the server")
         blob, digest_hex = fresh_object()
         digest = re_pb2.Digest(hash=digest_hex, size_bytes=len(blob))
@@ -57,10 +58,10 @@ def write_read_check(url: str, credentials: Credentials, instance: str, ca_file:
         if read.responses[0].status.code != 0 or read.responses[0].data != blob:
             return CacheCheck(url, "fail", "the CAS accepted a blob but does not serve it back",
                               "check the server's storage configuration")
-        return _action_cache(url, channel, instance, blob, call, t0)
+        return _action_cache(url, where, channel, instance, blob, call, t0)
 
 
-def _action_cache(url: str, channel, instance: str, blob: bytes, call: dict, t0: float) -> CacheCheck:
+def _action_cache(url: str, where: str, channel, instance: str, blob: bytes, call: dict, t0: float) -> CacheCheck:
     cache = re_grpc.ActionCacheStub(channel)
     action = re_pb2.Digest(hash=hashlib.sha256(b"action " + blob).hexdigest(), size_bytes=len(blob) + 7)
     result = re_pb2.ActionResult(exit_code=0, stdout_raw=blob)
@@ -80,5 +81,5 @@ def _action_cache(url: str, channel, instance: str, blob: bytes, call: dict, t0:
         return CacheCheck(url, "fail", "the action cache accepted an entry but returns a different one",
                           "check the server's action cache configuration")
     ms = (time.monotonic() - t0) * 1000
-    return CacheCheck(url, "ok", f"{shown(url)} (instance '{instance}'): wrote and read back a CAS blob and an "
+    return CacheCheck(url, "ok", f"{where}: wrote and read back a CAS blob and an "
                       f"action-cache entry ({ms:.0f} ms)")
