@@ -81,11 +81,11 @@ class CommitSource:
             _git(self.repo, "worktree", "add", "--detach", "--force", str(work), key)
         _git(work, "checkout", "--quiet", "--detach", "--force", key)
         _git(work, "clean", "-fdq")  # untracked leftovers of the previous commit (ignored files stay)
-        wheels = self._build(key, work, t0)
+        wheels, cached = self._build(key, work, t0)
         site = self.folder / "site" / key[:12]
         _install(wheels, site, self.python)
         return StepEnv(self.python, install_s=time.monotonic() - t0, env=(f"PYTHONPATH={site}",),
-                       note=f"built {', '.join(w.name for w in wheels)}")
+                       note=f"built {', '.join(w.name for w in wheels)}{cached}")
 
     def close(self) -> None:
         """Remove the step checkout (and, for a local JAX build, the bazel server of its workspace)."""
@@ -99,7 +99,9 @@ class CommitSource:
         shutil.rmtree(self.work, ignore_errors=True)
         _git(self.repo, "worktree", "prune", check=False)
 
-    def _build(self, key: str, work: Path, t0: float) -> list[Path]:
+    def _build(self, key: str, work: Path, t0: float) -> tuple[list[Path], str]:
+        """The wheels, and how many of bazel's actions its caches served (every step builds with the
+        profile's bazel settings, so all steps share its disk and remote caches)."""
         from xlatools.builder.orchestrate import BuildRequest, prepare_build, run_build
 
         lock = None
@@ -119,7 +121,9 @@ class CommitSource:
         bundle = outcome.manifest.get("bundle")
         if outcome.error is not None:
             raise SkipStep(f"build failed: {outcome.error.message}", bundle, time.monotonic() - t0)
-        return [Path(bundle) / w["path"] for w in outcome.manifest.get("wheels", [])]
+        counts = outcome.manifest.get("bazel_processes") or {}
+        cached = f"; {counts['cache_hits']} of {counts['actions']} actions from cache" if counts.get("actions") else ""
+        return [Path(bundle) / w["path"] for w in outcome.manifest.get("wheels", [])], cached
 
 
 def _install(wheels: list[Path], site: Path, python: str) -> None:
