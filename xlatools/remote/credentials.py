@@ -138,7 +138,8 @@ def resolve_credentials(refs: CredentialRefs | None, remote_cache: str | None,
     for name, ref in refs.headers:
         headers[name] = _read(ref, f"bazel.remote_credentials.headers.{name}", env)
         options.append(f"--remote_header={name}={headers[name]}")
-        secrets.append(headers[name])
+        # The whole value, and its long words alone ("Bearer <token>": the token may be printed by itself).
+        secrets += [headers[name]] + [word for word in headers[name].split() if len(word) >= 8]
     if refs.google_credentials:
         if not Path(refs.google_credentials).is_file():
             raise EnvironmentMissing(f"bazel.remote_credentials.google_credentials: {refs.google_credentials} does not exist",
