@@ -18,6 +18,15 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
+def redact_values(text: str, values: tuple[str, ...]) -> str:
+    """`text` with each of the known secret `values` hidden (longest first, so a URL that holds a
+    password goes whole); for text no record rule can see into, e.g. a build log echoing its rc files."""
+    for value in sorted(values, key=len, reverse=True):
+        if value and value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
 def redact_env(env: dict[str, str]) -> dict[str, str]:
     """Copy of `env` with the values of secret-looking names hidden."""
     return {name: (REDACTED if is_secret_name(name) else value) for name, value in env.items()}

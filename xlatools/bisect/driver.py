@@ -58,6 +58,8 @@ def make_step(state: State, source: Source, test: Test, progress: Progress, para
                 env = replace(env, quiet=True)
             progress(f"step {n}: {label}: ready in {env.install_s:.1f} s{' (' + env.note + ')' if env.note else ''}; running the test")
             verdict = test.check(env, steps_root, f"step{n:02d}-{safe_name(label)}")
+            if env.bazel_processes is not None:
+                verdict = replace(verdict, bazel_processes=env.bazel_processes)
         except SkipStep as skip:
             verdict = Verdict(StepOutcome.SKIP, skip.reason, skip.bundle, skip.install_s or (time.monotonic() - t0), 0.0)
         progress(f"step {n}: {label}: {verdict.outcome.upper()} ({verdict.reason}; install {verdict.install_s:.1f} s, "
