@@ -13,7 +13,7 @@ from xlatools.builder.plan import C_GOOGLE_CREDENTIALS, C_SECRETS, plan_build
 from xlatools.errors import EnvironmentMissing, ProfileError, UsageError
 from xlatools.profiles import load
 from xlatools.records.build import CredentialRefs, SecretRef
-from xlatools.redact import REDACTED, redact_values
+from xlatools.redact import REDACTED, redact_argv, redact_values
 from xlatools.remote.credentials import Credentials, private_rc, private_rc_text, resolve_credentials, with_basic_auth
 from xlatools.remote.stats import parse_process_counts
 
@@ -39,9 +39,11 @@ def test_remote_executor_instance_and_platform_properties_render(tmp_path):
     ("remote_cache: grpc://h:1\n  remote_credentials: {basic_auth: {env: A}}", "is for an http(s):// remote_cache"),
     ("remote_credentials: {headers: {A: {env: X, file: y}}}", "exactly one of env"),
     ("remote_executor: http://h:1", "expected a value matching"),
+    ("build:\n  command: [bazel, build, '--remote_header=Authorization=Bearer u:pw']\n", "--remote_header carries a secret"),
+    ("build:\n  command: [bazel, build, '--remote_cache=https://u:pw@h']\n", "credentials do not belong in a profile"),
 ])
 def test_profiles_with_secrets_or_bad_remote_settings_are_refused(tmp_path, bazel, message):
-    path = write_profile(tmp_path, "bad", f"bazel:\n  {bazel}\n")
+    path = write_profile(tmp_path, "bad", f"bazel:\n  {bazel}\n" if not bazel.startswith("build") else bazel)
     with pytest.raises(ProfileError) as caught:
         load(path)
     rendered = "\n".join(p.render() for p in caught.value.problems)
@@ -125,3 +127,11 @@ def test_private_rc_lives_as_long_as_the_build_in_a_private_folder(tmp_path):
     assert not rc.parent.exists()
     with private_rc(str(rc), Credentials(), "xlatools"):  # no credentials: nothing written
         assert not rc.parent.exists()
+
+
+def test_argv_shows_bazel_credentials_hidden():
+    argv = ["bazel", "build", "--remote_header=Authorization=Bearer tok123", "--remote_cache=https://u:pw@h:1/c",
+            "--remote_exec_header=tok", "grpcs://u:pw@h:2", "--remote_cache=https://h:1/c", "a@b"]
+    assert redact_argv(argv) == ["bazel", "build", f"--remote_header=Authorization={REDACTED}",
+                                 f"--remote_cache=https://{REDACTED}@h:1/c", f"--remote_exec_header={REDACTED}",
+                                 f"grpcs://{REDACTED}@h:2", "--remote_cache=https://h:1/c", "a@b"]

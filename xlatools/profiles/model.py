@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from xlatools.redact import SECRET_BAZEL_OPTIONS, has_url_credentials
+
 _HEX40 = r"^[0-9a-f]{40}$"
 _HEX64 = r"^[0-9a-f]{64}$"
 
@@ -89,15 +91,22 @@ class RemoteCredentials(_Section):
     )
 
 
-# Options whose values are secrets: only remote_credentials may produce them.
-SECRET_BAZEL_OPTIONS = ("--remote_header", "--remote_cache_header", "--remote_exec_header",
-                        "--remote_downloader_header")
-
-
 def _refuse_userinfo(url: str | None) -> None:
-    if url and "@" in url.partition("://")[2].split("/", 1)[0]:
+    if url and has_url_credentials(url):
         raise ValueError("credentials do not belong in a profile (it is copied into .bazelrc.user and manifests); "
                          "give the URL without them and set remote_credentials.basic_auth (env: NAME or file: PATH)")
+
+
+def _refuse_secret_options(options: list[str]) -> list[str]:
+    """bazel options in a profile (extra_options, a build.command) that would carry credentials are refused."""
+    for option in options:
+        name = option.split("=", 1)[0]
+        if name in SECRET_BAZEL_OPTIONS:
+            raise ValueError(f"{name} carries a secret, which does not belong in a profile; set "
+                             "remote_credentials.headers (NAME: {env: VARIABLE} or {file: PATH})")
+        if name in ("--remote_cache", "--remote_executor"):
+            _refuse_userinfo(option.partition("=")[2])
+    return options
 
 
 class Bazel(_Section):
@@ -152,14 +161,7 @@ class Bazel(_Section):
     @field_validator("extra_options")
     @classmethod
     def _no_secret_options(cls, options: list[str]) -> list[str]:
-        for option in options:
-            name = option.split("=", 1)[0]
-            if name in SECRET_BAZEL_OPTIONS:
-                raise ValueError(f"{name} carries a secret, which does not belong in a profile; set "
-                                 "remote_credentials.headers (NAME: {env: VARIABLE} or {file: PATH})")
-            if name in ("--remote_cache", "--remote_executor"):
-                _refuse_userinfo(option.partition("=")[2])
-        return options
+        return _refuse_secret_options(options)
 
 
 class SourceDep(_Section):
@@ -209,6 +211,11 @@ class Build(_Section):
         "one argument per option.",
     )
     container: Container = Field(default_factory=Container)
+
+    @field_validator("command")
+    @classmethod
+    def _no_secret_options(cls, command: list[str] | None) -> list[str] | None:
+        return _refuse_secret_options(command) if command else command
 
     @field_validator("wheels")
     @classmethod
