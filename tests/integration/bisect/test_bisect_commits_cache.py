@@ -56,3 +56,6 @@ def test_a_second_machine_gets_every_step_build_from_the_team_cache(bazel_bin, t
     commits_built = {w.sha256 for b in builds if b.status == "ok" for w in b.wheels}  # a rebuilt commit may come from b's disk cache
     assert cache.count("GET", "/ac/", 200) >= len(commits_built) >= 4  # the team cache served each commit once
     assert "1 of 1 actions from cache" in progress
+    n = len(built)
+    assert second["summary"]["builds"] == {"actions": n, "cache_hits": n, "later_actions": n - 1, "later_cache_hits": n - 1}
+    assert first["summary"]["builds"]["later_cache_hits"] == 0  # every commit changes the one action's input
