@@ -29,10 +29,11 @@ ALLOWED = {
     "profiles": set(),
     "pin": {"profiles"},
     "run": {"profiles"},
-    "builder": {"profiles", "pin"},
+    "remote": set(),
+    "builder": {"profiles", "pin", "remote"},
     "replay": {"run", "profiles"},
     "compare": {"run", "replay"},
-    "doctor": {"run", "builder", "pin", "profiles"},
+    "doctor": {"run", "builder", "pin", "profiles", "remote"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile
