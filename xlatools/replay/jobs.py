@@ -126,16 +126,24 @@ def run_job(run: RunConfig, spec: dict[str, Any], run_dir: Path, env: dict[str, 
     atomic_write_json(run_dir / "job.json", spec)
     result = execute([run.python, str(PROBE), str(run_dir / "job.json")], env, str(run_dir), run_dir / "stdout.log",
                      run_dir / "stderr.log", timeout, None, None)
-    record = RunRecord(run.label, run.python, returncode=result.returncode, duration_s=result.duration, dir=str(run_dir))
     if result.status == "interrupted":
         raise Interrupted(f"interrupted while replaying ({run.label})")
+    return read_record(run, run_dir, result.status, result.returncode, result.duration, timeout)
+
+
+def read_record(run: RunConfig, run_dir: Path, status: str, returncode: int | None, duration: float | None,
+                timeout: float | None) -> RunRecord:
+    """The RunRecord of a job that ended with `status` (ok, failed or timeout), from what it left in `run_dir`.
+
+    Also used by reduce's long-lived workers, which run many jobs in one target process."""
+    record = RunRecord(run.label, run.python, returncode=returncode, duration_s=duration, dir=str(run_dir))
     data = _read_json(run_dir / "result.json")
     phase = _read_text(run_dir / "phase")
-    if result.status == "timeout":
+    if status == "timeout":
         record.failure, record.phase, record.message = "timeout", phase, f"no result after {timeout:g} s (stopped)"
     elif data is None:
-        record.failure, record.phase, record.signal = "crash", phase, signal_name(result.returncode)
-        how = record.signal or f"exit status {result.returncode}"
+        record.failure, record.phase, record.signal = "crash", phase, signal_name(returncode)
+        how = record.signal or f"exit status {returncode}"
         record.message = f"the target died ({how}) during {phase or 'start-up'}"
     else:
         _fill(record, data, run_dir)
