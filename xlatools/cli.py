@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("compare_cmd", "report", "command"),
     "replay": ("replay_cmd", "replay", "command"),
     "repro": ("replay_cmd", "app", "group"),
+    "reduce": ("reduce_cmd", "reduce", "command"),
     "bisect": ("bisect_cmd", "app", "group"),
     "cache": ("cache_cmd", "app", "group"),
 }

@@ -29,6 +29,7 @@ MATCHES = ("class", "outputs", "fingerprint")
 # Replay options a pack carries (a reference interpreter's path would not travel, so only --reference cpu).
 PACKED_OPTIONS = ("source_from", "inputs", "seed", "atol", "rtol", "xla_flags", "disable_passes", "no_opt",
                   "platform", "references")
+PACKED_INPUTS = "inputs.npz"  # an --inputs FILE, packed
 EXIT_CODES = {"reproduced": 1, "not-reproduced": 0, "cannot-run": 3}
 
 
@@ -135,17 +136,20 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.replay.sources import resolve
 
-    if request.inputs not in (None, "random", "zeros", "ones"):
-        raise UsageError("repro pack: --inputs FILE does not travel in a pack", hint="use random, zeros or ones")
+    inputs_file = request.inputs not in (None, "random", "zeros", "ones")
+    if inputs_file and not Path(str(request.inputs)).is_file():
+        raise UsageError(f"repro pack: --inputs {request.inputs}: no such file", hint="random, zeros, ones or an .npz")
     kind, modules = resolve(request.source, request.modules, request.include_all)
     run = _run_manifest(request.source) if kind == "bundle" else {}
     prepared = prepare(request, (kind, modules))
     manifest, _, rendered = execute_replay(prepared, out_root, argv)
     files, entries = _pack_files(modules, request.source, run)
+    if inputs_file:  # travels inside the pack (reduce's minimal modules need their exact inputs)
+        files[PACKED_INPUTS] = Path(str(request.inputs)).read_bytes()
     target = prepared.targets[request.python]
     meta = {
         "format": FORMAT, "xlatools_version": __version__, "source": Path(request.source).name,
-        "replay": {k: getattr(request, k) for k in PACKED_OPTIONS},
+        "replay": {**{k: getattr(request, k) for k in PACKED_OPTIONS}, **({"inputs": PACKED_INPUTS} if inputs_file else {})},
         "versions": {"python": target.python_version, "jax": target.jax, "jaxlib": target.jaxlib,
                      "plugins": target.plugins, "backend": target.backend, "devices": target.devices},
         "run": {k: run.get(k) for k in ("program", "jax", "xla_flags", "env_changes", "platform", "presets")} if run else None,
@@ -200,6 +204,8 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         root = unpacked / "repro" if (unpacked / "repro").is_dir() else unpacked
         meta = read_meta(root, archive)
         options = {k: v for k, v in meta.get("replay", {}).items() if k in PACKED_OPTIONS}
+        if options.get("inputs") == PACKED_INPUTS:
+            options["inputs"] = str(root / PACKED_INPUTS)
         request = ReplayRequest(source=archive, python=resolve_python(python), name=f"repro-{archive.name.split('.')[0]}",
                                 **options)
         try:
