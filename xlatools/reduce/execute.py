@@ -10,6 +10,7 @@ bundle.py writes the reduce bundle from it.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +145,14 @@ def run_reduction(prepared: Prepared, out_root: Path, progress: Progress, fresh:
     gpu = prepared.targets[plan.test.python].gpu_platform()
     evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
     try:
-        original, best, verdict = _start(plan, evaluator, store, progress)
+        try:
+            original, best, verdict = _start(plan, evaluator, store, progress)
+        except UsageError:
+            if not store.resumed:  # a refused input leaves nothing behind
+                evaluator.close()
+                shutil.rmtree(store.folder, ignore_errors=True)
+                _remove_if_empty(store.folder.parent)
+            raise
         deadline = t0 + request.max_time if request.max_time else None
         reducer = Reducer(evaluator, best, verdict, store, progress, deadline)
         reducer.run(phases_for(request.strategy, plan.oracle.kind))
@@ -160,6 +168,13 @@ def run_reduction(prepared: Prepared, out_root: Path, progress: Progress, fresh:
                        round(time.monotonic() - t0, 3), stopped, versions, store.folder)
     finally:
         evaluator.close()
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def _versions(folder: Path) -> dict[str, Any]:
