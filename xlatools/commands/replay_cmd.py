@@ -35,6 +35,7 @@ def replay(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop one target process after this many seconds (exit 124)."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and run nothing."),
+    isolate: bool = typer.Option(False, "--isolate", help="Also run every instruction alone against the reference (one module)."),
 ) -> None:
     """Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.
 
@@ -55,20 +56,62 @@ def replay(
         no_opt=no_opt, platform=platform, dump=list(dump), print_literals=print_literals, timeout=timeout, name=name,
     )
     prepared = prepare(request)
+    isolating = _isolation_plan(request) if isolate else None  # checked before anything runs
     if dry_run:
         typer.echo(json.dumps(prepared.plan.to_json(), indent=2) if as_json else _plan_text(prepared.plan))
         return
     manifest, code, table = execute_replay(prepared, out, sys.argv[1:])
+    if isolating is not None:
+        manifest["isolation"] = _isolate(isolating, Path(manifest["bundle"]), as_json)
     from xlatools.console import append_job_summary
 
     append_job_summary(f"### xlatools replay\n\n- {len(manifest.get('modules') or [])} module(s): {manifest['status']} "
                        f"(exit {manifest['exit_code']})\n- bundle: `{manifest['bundle']}`\n")
     if as_json:
-        keep = ("status", "exit_code", "bundle", "modules")
+        keep = ("status", "exit_code", "bundle", "modules", "isolation")
         typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
     else:
         _print_result(manifest, table, print_literals)
     raise typer.Exit(code)
+
+
+def _isolation_plan(request):
+    """The same module, interpreters, flags and inputs as a reduce plan (its mismatch oracle judges each instruction)."""
+    from xlatools.reduce.execute import prepare as prepare_reduce
+    from xlatools.reduce.plan import ReduceRequest
+
+    if len(request.modules) > 1:
+        from xlatools.errors import UsageError
+
+        raise UsageError("--isolate takes one module", hint="pick it with one --module ID|NAME")
+    return prepare_reduce(ReduceRequest(
+        source=request.source, python=request.python, module=request.modules[0] if request.modules else None,
+        references=request.references, reference_pythons=request.reference_pythons, inputs=request.inputs,
+        seed=request.seed, atol=request.atol, rtol=request.rtol, xla_flags=request.xla_flags,
+        disable_passes=request.disable_passes, platform=request.platform, timeout=request.timeout))
+
+
+def _isolate(isolating, bundle: Path, quiet: bool) -> dict:
+    """Isolate into the replay bundle (isolate.json, isolate.txt) and add it to the manifest."""
+    import json
+
+    from xlatools.bundle import MANIFEST
+    from xlatools.fsutil import atomic_write_json, atomic_write_text
+    from xlatools.reduce.execute import run_isolation
+    from xlatools.replay.execute import say
+
+    result = run_isolation(isolating, bundle / "isolate", lambda line: None if quiet else say(line))
+    atomic_write_json(bundle / "isolate.json", result.to_json())
+    atomic_write_text(bundle / "isolate.txt", result.table() + "\n")
+    if not quiet:
+        say(result.table())
+    manifest = json.loads((bundle / MANIFEST).read_text())
+    summary = {"file": str(bundle / "isolate.json"), "oracle_calls": result.oracle_calls,
+               "first_mismatch": result.to_json()["first_mismatch"],
+               "first_mismatch_in_context": result.to_json()["first_mismatch_in_context"]}
+    manifest["isolation"] = summary
+    atomic_write_json(bundle / MANIFEST, manifest)
+    return summary
 
 
 def _plan_text(plan) -> str:

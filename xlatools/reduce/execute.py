@@ -188,3 +188,22 @@ def _versions(folder: Path) -> dict[str, Any]:
             continue
         out[label] = {"versions": data.get("versions"), "device": data.get("device")}
     return out
+
+
+def run_isolation(prepared: Prepared, folder: Path, progress: Progress, caller_env: dict[str, str] | None = None):
+    """`replay --isolate`: every instruction of the module alone against the reference (see isolate.py)."""
+    from xlatools.reduce.hlo_text import parse_module
+    from xlatools.reduce.isolate import isolate
+
+    plan = prepared.plan
+    if plan.oracle.kind != "mismatch":
+        raise UsageError("--isolate compares with a reference: add --reference cpu or --reference-python PY")
+    store = StateStore.open(folder, "isolate", {"module": plan.module.files()}, fresh=True)
+    gpu = prepared.targets[plan.test.python].gpu_platform()
+    evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
+    try:
+        text, outputs = _original(plan, evaluator, store.folder / "source")
+        start = edits.initial(parse_module(text), outputs)
+        return isolate(plan, evaluator, start, lambda c, names: store.record_values(evaluator, c, names), progress)
+    finally:
+        evaluator.close()

@@ -59,3 +59,15 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
     refused = xl("reduce", str(solve_bundle), "--module", "jit_f", "--reference", "cpu", "--out", "refused")
     assert refused.returncode == 2, refused.stderr
     assert "not interesting" in refused.stderr and not bundles(tmp_path / "refused")  # nor a state folder
+
+
+def test_replay_isolate_names_the_first_mismatching_instruction(xl, student_t_bundle, miscompile_python):
+    result = xl("replay", str(student_t_bundle), "--python", miscompile_python, "--reference-python", sys.executable,
+                "--isolate", "--out", "out", "--json")
+    assert result.returncode == 1, result.stderr  # the module mismatches
+    isolation = json.loads(result.stdout)["isolation"]
+    # Every instruction alone agrees (the bug needs exp fused with a constant NaN); in context exp is the first.
+    assert isolation["first_mismatch"] is None
+    first = isolation["first_mismatch_in_context"]
+    assert first["opcode"] == "exponential" and first["operands"]
+    assert Path(isolation["file"]).is_file()
