@@ -124,3 +124,25 @@ def test_issue_report_has_every_part():
     for part in ("jaxlib 0.6.2", "Minimal HLO", "Inputs", "Expected", "Actual", "run_hlo_module", "xlatools replay",
                  "xlatools repro run", "culprit pass", "--xla_cpu_x=1"):
         assert part in text
+
+
+def test_disabled_passes_reach_every_test_run_and_the_culprit_comes_from_a_bisection(tmp_path):
+    from xlatools.bisect.state import State
+    from xlatools.commands.reduce_cmd import _culprit
+    from xlatools.reduce.plan import plan_reduce
+    from xlatools.replay.sources import from_file
+
+    plan = plan_reduce(ReduceRequest(source=SUMMARY, python="python", reference_pythons=["good"],
+                                     disable_passes=["algsimp", "cse"]), [from_file(SUMMARY)], "file")
+    assert "--xla_disable_hlo_passes=algsimp,cse" in plan.test.xla_flags
+    assert not any("disable" in f for f in plan.reference.xla_flags)
+    folder = tmp_path / "passes-prog"
+    folder.mkdir()
+    state = State(folder, "passes", {}, [{"key": "algsimp", "label": "algsimp"}], status="done",
+                  result={"passes": [{"name": "algsimp"}]})
+    state.save()
+    assert _culprit(folder) == "algsimp"
+    state.status, state.result = "running", None
+    state.save()
+    with pytest.raises(UsageError, match="no culprit"):
+        _culprit(folder)
