@@ -34,6 +34,7 @@ ALLOWED = {
     "compare": {"run", "replay"},
     "doctor": {"run", "builder", "pin", "profiles"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
+    "reduce": {"run", "replay", "bisect"},
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile
 MAX_MODULE_LINES = 350
