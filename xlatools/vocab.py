@@ -27,6 +27,7 @@ class BundleKind(StrEnum):
     BUILD = "build"
     REPLAY = "replay"
     BISECT = "bisect"
+    REDUCE = "reduce"
 
 
 class ProcessStatus(StrEnum):
@@ -61,6 +62,38 @@ class ReproOutcome(StrEnum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not-reproduced"
     CANNOT_RUN = "cannot-run"
+
+
+class OracleKind(StrEnum):
+    """What makes a candidate module interesting to `xlatools reduce` (docs/reduce.md)."""
+
+    MISMATCH = "mismatch"  # the test's outputs differ from a reference's
+    RECORDED = "recorded"  # the test's outputs differ from the result a snapshot recorded
+    ERROR = "error"  # the test fails with a message matching --error
+    SCRIPT = "script"  # --script exits 1-127 (git bisect run's convention)
+
+
+class Interest(StrEnum):
+    """An oracle's verdict on one candidate. `skip`: it cannot tell (a reference that cannot run
+    the candidate, a script answering 125), never counted as interesting."""
+
+    INTERESTING = "interesting"
+    NOT_INTERESTING = "not-interesting"
+    SKIP = "skip"
+
+
+class ReduceStrategy(StrEnum):
+    FULL = "full"
+    DDMIN = "ddmin"  # delta debugging alone (the benchmark's baseline)
+
+
+class IsolationOutcome(StrEnum):
+    """One instruction of `replay --isolate`, run alone against the reference."""
+
+    MATCH = "match"
+    MISMATCH = "mismatch"
+    FAILED = "failed"  # the test or the reference could not run it alone
+    SKIPPED = "skipped"  # a tuple-shaped value or operand: not run alone
 
 
 class StepOutcome(StrEnum):

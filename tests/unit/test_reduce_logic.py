@@ -115,20 +115,32 @@ def test_oracle_choice():
 
 
 def test_issue_report_has_every_part():
-    facts = IssueFacts("0001 jit_f", "outputs differ", "mismatch", 158, 5, "HloModule m\n", "8/8 differ",
-                       {"mismatches": 8, "elements": 8, "max_abs_error": 0.0, "max_rel_error": 0.0},
-                       {"versions": {"jax": "0.6.2", "jaxlib": "0.6.2"}}, {"versions": {"jaxlib": "0.10.2"}}, "cpu",
-                       ["--xla_cpu_x=1"], ["algsimp"], "algsimp", "input 0: f64[8]", "output 0: bad", "output 0: nan",
-                       "interesting x3", commands(["--xla_cpu_x=1"], "cpu", "python", "repro.tar.gz", "ok"))
+    from xlatools.records.reduce import RanWith, Verdict
+    from xlatools.records.replay import Comparison, TargetSeen
+    from xlatools.vocab import Interest, OracleKind
+
+    verdict = Verdict(interest=Interest.INTERESTING, reason="8/8 differ",
+                      comparison=Comparison(against="reference-python-1", ok=False, mismatches=8, elements=8))
+    facts = IssueFacts(module_name="0001 jit_f", oracle="outputs differ", oracle_kind=OracleKind.MISMATCH,
+                       instructions_before=158, instructions_after=5, reduced_hlo="HloModule m\n", verdict=verdict,
+                       test=RanWith(versions=TargetSeen(jax="0.6.2", jaxlib="0.6.2")),
+                       reference=RanWith(versions=TargetSeen(jaxlib="0.10.2")), platform="cpu",
+                       xla_flags=["--xla_cpu_x=1"], disabled_passes=["algsimp"], culprit_pass="algsimp",
+                       inputs_text="input 0: f64[8]", test_outputs_text="output 0: bad", reference_outputs_text="output 0: nan",
+                       rechecks="interesting x3",
+                       commands=commands(["--xla_cpu_x=1"], "cpu", "python", "repro.tar.gz", "ok"))
     text = render_issue(facts)
     for part in ("jaxlib 0.6.2", "Minimal HLO", "Inputs", "Expected", "Actual", "run_hlo_module", "xlatools replay",
-                 "xlatools repro run", "culprit pass", "--xla_cpu_x=1"):
+                 "xlatools repro run", "culprit pass", "--xla_cpu_x=1", "8/8 elements differ"):
         assert part in text
 
 
 def test_disabled_passes_reach_every_test_run_and_the_culprit_comes_from_a_bisection(tmp_path):
     from xlatools.bisect.state import State
-    from xlatools.commands.reduce_cmd import _culprit
+    from xlatools.commands.reduce_cmd import culprit_of
+    from xlatools.records.bisect import (BisectAnswer, Candidate, CandidateRef, PassFound, PassSpec,
+                                         ProgramTestSpec)
+    from xlatools.vocab import BisectStatus
     from xlatools.reduce.plan import plan_reduce
     from xlatools.replay.sources import from_file
 
@@ -138,11 +150,14 @@ def test_disabled_passes_reach_every_test_run_and_the_culprit_comes_from_a_bisec
     assert not any("disable" in f for f in plan.reference.xla_flags)
     folder = tmp_path / "passes-prog"
     folder.mkdir()
-    state = State(folder, "passes", {}, [{"key": "algsimp", "label": "algsimp"}], status="done",
-                  result={"passes": [{"name": "algsimp"}]})
+    spec = PassSpec(python="python", test=ProgramTestSpec(program="prog.py"))
+    state = State(folder=folder, kind="passes", spec=spec, candidates=[Candidate(key="algsimp", label="algsimp")],
+                  status=BisectStatus.DONE, result=BisectAnswer(last_good=CandidateRef(key="algsimp", label="x"),
+                                                                first_bad=CandidateRef(key="baseline", label="y"),
+                                                                passes=[PassFound(name="algsimp")]))
     state.save()
-    assert _culprit(folder) == "algsimp"
-    state.status, state.result = "running", None
+    assert culprit_of(folder) == "algsimp"
+    state.status, state.result = BisectStatus.RUNNING, None
     state.save()
     with pytest.raises(UsageError, match="no culprit"):
-        _culprit(folder)
+        culprit_of(folder)

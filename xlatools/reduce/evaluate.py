@@ -15,32 +15,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Queue
-from typing import Any
 
+from xlatools.records.reduce import Counters, RecordedValue, Verdict
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.hlo_text import print_module
-from xlatools.reduce.oracle import Verdict, judge_error, judge_outputs, run_script
+from xlatools.reduce.oracle import judge_error, judge_outputs, run_script
 from xlatools.reduce.plan import ReducePlan
 from xlatools.reduce.workers import Worker, make_worker, stop_all
-
-
-@dataclass
-class Counters:
-    candidates: int = 0  # candidates asked about
-    oracle_calls: int = 0  # candidates that ran the oracle
-    cache_hits: int = 0
-    unparsable: int = 0  # refused by the target's HLO parser
-
-    def to_json(self) -> dict[str, int]:
-        return dict(self.__dict__)
+from xlatools.vocab import Interest, OracleKind
 
 
 @dataclass
 class Values:
-    """Where values live: the original arguments and instructions' recorded values, as (npz, index)."""
+    """Where values live: the original arguments and instructions' recorded values."""
 
     arguments: Path | None = None
-    recorded: dict[str, tuple[str, int]] = field(default_factory=dict)
+    recorded: dict[str, RecordedValue] = field(default_factory=dict)
     expected: Path | None = None  # the snapshot's recorded result (recorded oracle)
     expected_layouts: list[list[int]] = field(default_factory=list)
 
@@ -48,7 +38,8 @@ class Values:
         kind, _, rest = name.partition(":")
         if kind == "arg":
             return str(self.arguments), int(rest)
-        return self.recorded[rest]
+        value = self.recorded[rest]
+        return value.path, value.index
 
 
 def candidate_key(cand: Candidate) -> str:
@@ -68,7 +59,7 @@ class Evaluator:
                            if plan.reference else [])
         self.caller_env = caller_env
         self.values = Values()
-        self.cache: dict[str, dict[str, Any]] = {}
+        self.cache: dict[str, Verdict] = {}
         self.counters = Counters()
         self._next = 0
         self._lock = threading.Lock()
@@ -90,10 +81,6 @@ class Evaluator:
         path.write_text(print_module(cand.module))
         return path
 
-    def parse_check(self, paths: list[Path]) -> list[dict[str, Any]]:
-        reply = self.tests[0].request({"op": "parse", "paths": [str(p) for p in paths]}, None)
-        return reply["results"]
-
     def evaluate(self, cands: list[Candidate]) -> list[Verdict]:
         """Verdicts in the order of `cands` (cached ones without running anything)."""
         self.counters.candidates += len(cands)
@@ -103,19 +90,10 @@ class Evaluator:
         for index, key in enumerate(keys):
             if key in self.cache:
                 self.counters.cache_hits += 1
-                verdicts[index] = Verdict.from_json(self.cache[key])
+                verdicts[index] = self.cache[key]
             elif key not in [keys[i] for i, _ in todo]:
-                folder = self.folder()
-                todo.append((index, self.write(cands[index], folder)))
-        parsed = self.parse_check([path for _, path in todo]) if todo else []
-        runnable = []
-        for (index, path), answer in zip(todo, parsed):
-            if answer["ok"]:
-                runnable.append((index, path))
-            else:
-                self.counters.unparsable += 1
-                verdicts[index] = Verdict(False, f"the target's HLO parser refuses it: {answer['error'][:300]}")
-                shutil.rmtree(path.parent, ignore_errors=True)
+                todo.append((index, self.write(cands[index], self.folder())))
+        runnable = self._parsed(todo, verdicts)
         if runnable:
             self.counters.oracle_calls += len(runnable)
             with ThreadPoolExecutor(max_workers=self.plan.request.jobs) as pool:
@@ -124,26 +102,38 @@ class Evaluator:
                 verdicts[index] = verdict
                 if not verdict.interesting:
                     shutil.rmtree(path.parent, ignore_errors=True)
+        out = []
         for index, key in enumerate(keys):
-            if verdicts[index] is None:  # a duplicate of an earlier candidate in this batch
-                verdicts[index] = Verdict.from_json(self.cache[key])
+            verdict = verdicts[index] or self.cache[key]  # None: a duplicate of an earlier candidate in this batch
+            self.cache[key] = verdict
+            out.append(verdict)
+        return out
+
+    def _parsed(self, todo: list[tuple[int, Path]], verdicts: list[Verdict | None]) -> list[tuple[int, Path]]:
+        """The candidates the target's HLO parser accepts; the others get their verdict here."""
+        answers = self.tests[0].parse([path for _, path in todo]) if todo else []
+        runnable = []
+        for (index, path), answer in zip(todo, answers):
+            if answer.ok:
+                runnable.append((index, path))
             else:
-                self.cache[key] = verdicts[index].to_json()
-        return verdicts  # type: ignore[return-value]
+                self.counters.unparsable += 1
+                verdicts[index] = Verdict(interest=Interest.NOT_INTERESTING,
+                                          reason=f"the target's HLO parser refuses it: {answer.error[:300]}")
+                shutil.rmtree(path.parent, ignore_errors=True)
+        return runnable
 
     def _on_slot(self, cand: Candidate, path: Path) -> Verdict:
         slot = self._slots.get()
         try:
             verdict = self.run_oracle(slot, cand, path)
-            verdict.figures["dir"] = str(path.parent)
+            verdict.dir = str(path.parent)
             return verdict
         finally:
             self._slots.put(slot)
 
     def compose_inputs(self, worker: Worker, cand: Candidate, out: Path) -> Path:
-        sources = [list(self.values.source(s)) for s in cand.input_sources()]
-        worker.request({"op": "compose", "sources": sources, "out": str(out)}, None)
-        return out
+        return worker.compose([self.values.source(s) for s in cand.input_sources()], out)
 
     def run_oracle(self, slot: int, cand: Candidate, path: Path, literals: bool = False) -> Verdict:
         from xlatools.replay.jobs import Materials, job_spec
@@ -152,27 +142,26 @@ class Evaluator:
         folder, spec, timeout = path.parent, self.plan.oracle, self.plan.request.timeout
         test_worker = self.tests[slot]
         inputs = self.compose_inputs(test_worker, cand, folder / "inputs.npz")
-        if spec.kind == "script":
+        if spec.kind == OracleKind.SCRIPT:
             env = {**self.caller_env, "JAX_ENABLE_X64": "1"}
             return run_script(spec, path, inputs, folder, env, timeout)
         request = ReplayRequest(source=path, python=self.plan.test.python, inputs=str(inputs),
                                 atol=spec.atol, rtol=spec.rtol, print_literals=literals)
         materials = Materials({"kind": "text", "path": str(path)})
         job = job_spec(request, materials, self.plan.test, folder / "test", None)
-        if spec.kind == "recorded":
+        if spec.kind == OracleKind.RECORDED:
             expected = self.expected_for(test_worker, cand, folder / "expected.npz")
             job["expected"].append({"label": "recorded", "path": str(expected)})
         test = test_worker.replay(job, folder / "test", timeout)
-        if spec.kind == "error":
+        if spec.kind == OracleKind.ERROR:
             return judge_error(spec, test)
         reference = None
-        if spec.kind == "mismatch" and not test.failure:
+        if spec.kind == OracleKind.MISMATCH and not test.failure:
             ref_spec = job_spec(request, materials, self.plan.reference, folder / "reference", folder / "test")
             reference = self.references[slot].replay(ref_spec, folder / "reference", timeout)
         return judge_outputs(spec, test, reference)
 
     def expected_for(self, worker: Worker, cand: Candidate, out: Path) -> Path:
-        sources = [[str(self.values.expected), origin] for origin in cand.outputs]
-        layouts = {str(self.values.expected): self.values.expected_layouts}
-        worker.request({"op": "compose", "sources": sources, "out": str(out), "layouts": layouts}, None)
-        return out
+        expected = str(self.values.expected)
+        return worker.compose([(expected, origin) for origin in cand.outputs], out,
+                              layouts={expected: self.values.expected_layouts})

@@ -1,31 +1,34 @@
-"""`xlatools reduce`, end to end: request -> checked plan -> input check -> reduction -> re-checks -> bundle.
+"""`xlatools reduce`, end to end: request -> checked plan -> input check -> reduction -> re-checks.
 
 prepare() resolves the module and probes every interpreter and flag before anything runs.
-run_reduction() replays the source once as `xlatools replay` would (its module text as the
-target printed it, its arguments), checks that the oracle holds for it (else exit 2, saying
-why), reduces, re-checks the result several times (flaky: exit 1) and returns the outcome;
-bundle.py writes the reduce bundle from it.
+Reduction.start() replays the source once as `xlatools replay` would (its module text as the
+target printed it, its arguments) and checks that the oracle holds for it (else exit 2, saying
+why, leaving nothing behind); only then does output.py open the reduce bundle and run() reduce,
+re-check the result several times (flaky: exit 1) and hand back the Outcome it writes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Iterator
 
 from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.records.reduce import Counters, RanWith, ReduceRequest, Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.evaluate import Evaluator
-from xlatools.reduce.oracle import Verdict
-from xlatools.reduce.plan import ReducePlan, ReduceRequest, plan_reduce
+from xlatools.reduce.plan import ReducePlan, plan_reduce
 from xlatools.reduce.state import StateStore
 from xlatools.run.target import Target
+from xlatools.vocab import Platform
 
-Progress = Callable[[str], None]
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 
 @dataclass
@@ -41,15 +44,15 @@ class Outcome:
     plan: ReducePlan
     original: Candidate
     best: Candidate
-    verdict: Verdict
     rechecks: list[Verdict]
-    recheck_dir: Path
-    rounds: list[dict[str, Any]]
-    counters: dict[str, int]
+    recheck_dir: Path  # the last re-check's folder: its inputs, outputs and literals
+    rounds: list[Round]
+    counters: Counters
     seconds: float
     stopped: str | None  # "max-time" when the budget ran out
-    versions: dict[str, Any] = field(default_factory=dict)  # run label -> versions
-    state_folder: Path | None = None
+    test: RanWith
+    reference: RanWith | None
+    state_folder: Path
 
     @property
     def flaky(self) -> bool:
@@ -65,9 +68,10 @@ def prepare(request: ReduceRequest) -> Prepared:
     plan = plan_reduce(request, modules, kind)
     found: dict[str, Target] = {}
     for run in [plan.test] + ([plan.reference] if plan.reference else []):
-        target = found.get(run.python) or targets.probe(run.python, "auto" if run.platform == "gpu" else run.platform)
+        platform = Platform.AUTO if run.platform == Platform.GPU else run.platform
+        target = found.get(run.python) or targets.probe(run.python, platform)
         found[run.python] = target
-        if run.platform == "gpu" and not target.has_gpu:
+        if run.platform == Platform.GPU and not target.has_gpu:
             raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})")
         check_flags(target, run.xla_flags, run.flag_sources)
     return Prepared(plan, found)
@@ -77,47 +81,34 @@ def _original(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> tuple[str
     """Replay the source once, as replay would: (its module text as the target printed it, its output count)."""
     from xlatools.replay.jobs import job_spec, prepare_materials
     from xlatools.replay.plan import ReplayRequest
+    from xlatools.vocab import ReplayOutcome, SourceForm
 
     request = plan.request
-    materials = prepare_materials(plan.module, "auto", folder, literals=request.inputs is None)
+    materials = prepare_materials(plan.module, SourceForm.AUTO, folder, literals=request.inputs is None)
     replay = ReplayRequest(source=request.source, python=request.python, inputs=request.inputs, seed=request.seed,
                            atol=request.atol, rtol=request.rtol)
     spec = job_spec(replay, materials, plan.test, folder / "test", None)
     record = evaluator.tests[0].replay(spec, folder / "test", request.timeout)
-    if record.failure == "input-error":
+    if record.failure == ReplayOutcome.INPUT_ERROR:
         raise UsageError(f"the inputs do not fit module {plan.module.label}: {record.message}")
     if not (folder / "test" / "module.txt").is_file() or not (folder / "test" / "inputs.npz").is_file():
         raise EnvironmentMissing(f"{plan.test.python} cannot load module {plan.module.label}: {record.message}",
                                  hint="replay it first: xlatools replay SOURCE")
     evaluator.values.arguments = folder / "test" / "inputs.npz"
     if materials.snapshot_result:
-        evaluator.values.expected = Path(materials.snapshot_result["path"])
-        evaluator.values.expected_layouts = materials.snapshot_result["minor_to_major"]
+        evaluator.values.expected = Path(materials.snapshot_result.path)
+        evaluator.values.expected_layouts = materials.snapshot_result.minor_to_major
     return (folder / "test" / "module.txt").read_text(), len(record.outputs)
 
 
-def _start(plan: ReducePlan, evaluator: Evaluator, store: StateStore, progress: Progress) -> tuple[Candidate, Candidate, Verdict]:
-    """(original, best so far, its verdict): from the saved state, or checked afresh on the input."""
+def original_candidate(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> Candidate:
     from xlatools.reduce.hlo_text import HloSyntaxError, parse_module
 
-    text, outputs = _original(plan, evaluator, store.folder / "source")
+    text, outputs = _original(plan, evaluator, folder)
     try:
-        module = parse_module(text)
+        return edits.initial(parse_module(text), outputs)
     except HloSyntaxError as exc:
         raise UsageError(f"module {plan.module.label}: cannot read its HLO text ({exc})") from None
-    original = edits.initial(module, outputs)
-    restored = store.restore(evaluator)
-    if restored:
-        progress(f"resuming from {store.folder} ({restored[0].module.instruction_count()} instructions)")
-        return original, restored[0], restored[1]
-    progress(f"checking the oracle on the input ({module.instruction_count()} instructions): {plan.oracle.describe()}")
-    verdict = evaluator.evaluate([original])[0]
-    if verdict.interesting is not True:
-        raise UsageError(f"the input is not interesting, nothing to reduce: {verdict.reason}",
-                         hint="check the oracle: `xlatools replay` the module with the same reference, flags and inputs")
-    progress(f"input: {verdict.reason}")
-    store.save_best(original, verdict, None, evaluator)
-    return original, original, verdict
 
 
 def recheck(evaluator: Evaluator, best: Candidate, times: int, folder: Path) -> list[Verdict]:
@@ -129,45 +120,98 @@ def recheck(evaluator: Evaluator, best: Candidate, times: int, folder: Path) -> 
     return verdicts
 
 
-def run_reduction(prepared: Prepared, out_root: Path, progress: Progress, fresh: bool = False,
-                  caller_env: dict[str, str] | None = None) -> Outcome:
-    from xlatools.reduce.reducer import Reducer
-    from xlatools.reduce.strategies import phases_for
-    import secrets
+def _ran_with(folder: Path, run) -> RanWith:
+    from xlatools.replay.jobs import read_answer
 
-    plan = prepared.plan
-    request = plan.request
-    t0 = time.monotonic()
-    spec = {"module": plan.module.files(), "oracle": plan.to_json()["oracle"], "test": plan.to_json()["test"],
-            "reference": plan.to_json()["reference"], "inputs": request.inputs, "seed": request.seed,
-            "strategy": request.strategy}
-    store = StateStore.open(out_root, plan.name, spec, fresh)
-    gpu = prepared.targets[plan.test.python].gpu_platform()
-    evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
-    try:
+    record = read_answer(folder, run)
+    return RanWith(versions=record.versions, device=record.device) if record else RanWith()
+
+
+def _state_identity(plan: ReducePlan) -> object:
+    from xlatools.records import to_json
+
+    record = to_json(plan.record())
+    request = record["request"]
+    return {"module": record["module"]["files"], "oracle": record["oracle"], "test": record["test"],
+            "reference": record["reference"], "inputs": request["inputs"], "seed": request["seed"],
+            "strategy": request["strategy"]}
+
+
+@dataclass
+class Reduction:
+    """A reduction whose input was checked: the saved or original best, and the workers that run candidates."""
+
+    prepared: Prepared
+    evaluator: Evaluator
+    store: StateStore
+    original: Candidate
+    best: Candidate
+    verdict: Verdict
+    reporter: Reporter
+    started: float
+
+    @classmethod
+    @contextlib.contextmanager
+    def start(cls, prepared: Prepared, out_root: Path, reporter: Reporter, fresh: bool = False,
+              caller_env: dict[str, str] | None = None) -> Iterator["Reduction"]:
+        """Check the oracle on the input (or resume from the saved state); the workers stop on the way out.
+        A refused input (UsageError) leaves no state behind."""
+        plan, started = prepared.plan, time.monotonic()
+        store = StateStore.open(out_root, plan.name, _state_identity(plan), fresh)
+        gpu = prepared.targets[plan.test.python].gpu_platform()
+        evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
         try:
-            original, best, verdict = _start(plan, evaluator, store, progress)
-        except UsageError:
-            if not store.resumed:  # a refused input leaves nothing behind
-                evaluator.close()
-                shutil.rmtree(store.folder, ignore_errors=True)
-                _remove_if_empty(store.folder.parent)
-            raise
-        deadline = t0 + request.max_time if request.max_time else None
-        reducer = Reducer(evaluator, best, verdict, store, progress, deadline)
+            try:
+                original = original_candidate(plan, evaluator, store.folder / "source")
+                best, verdict = cls._first(plan, evaluator, store, original, reporter)
+            except UsageError:
+                if not store.resumed:  # a refused input leaves nothing behind
+                    shutil.rmtree(store.folder, ignore_errors=True)
+                    _remove_if_empty(store.folder.parent)
+                raise
+            yield cls(prepared, evaluator, store, original, best, verdict, reporter, started)
+        finally:
+            evaluator.close()
+
+    @staticmethod
+    def _first(plan: ReducePlan, evaluator: Evaluator, store: StateStore, original: Candidate,
+               reporter: Reporter) -> tuple[Candidate, Verdict]:
+        restored = store.restore(evaluator)
+        if restored:
+            reporter.step(f"resuming from {store.folder} ({restored[0].module.instruction_count()} instructions)")
+            return restored
+        reporter.step(f"checking the oracle on the input ({original.module.instruction_count()} instructions): "
+                      f"{plan.oracle.describe()}")
+        verdict = evaluator.evaluate([original])[0]
+        if verdict.interesting is not True:
+            raise UsageError(f"the input is not interesting, nothing to reduce: {verdict.reason}",
+                             hint="check the oracle: `xlatools replay` the module with the same reference, flags and inputs")
+        reporter.info(f"input: {verdict.reason}")
+        store.save_best(original, verdict, evaluator)
+        return original, verdict
+
+    def run(self) -> Outcome:
+        """Reduce, then re-check the result (the dead code removed) --rechecks times."""
+        import secrets
+
+        from xlatools.reduce.reducer import Reducer
+        from xlatools.reduce.strategies import phases_for
+
+        plan, request = self.prepared.plan, self.prepared.plan.request
+        deadline = self.started + request.max_time if request.max_time else None
+        reducer = Reducer(self.evaluator, self.best, self.verdict, self.store, self.reporter, deadline)
+        reducer.rounds = list(self.store.state.rounds)
         reducer.run(phases_for(request.strategy, plan.oracle.kind))
-        stopped = "max-time" if reducer.out_of_time() else None
         best = reducer.best
         final = edits.dce(Candidate(best.module, dict(best.inputs), list(best.outputs), best.note))
-        progress(f"re-checking the result {request.rechecks} time(s)")
-        folder = store.folder / f"final-{secrets.token_hex(4)}"
-        rechecks = recheck(evaluator, final, request.rechecks, folder)
-        versions = _versions(folder / f"recheck-{request.rechecks}")
-        return Outcome(plan, original, final, reducer.best_verdict, rechecks, folder / f"recheck-{request.rechecks}",
-                       [r.to_json() for r in reducer.rounds], evaluator.counters.to_json(),
-                       round(time.monotonic() - t0, 3), stopped, versions, store.folder)
-    finally:
-        evaluator.close()
+        self.reporter.step(f"re-checking the result {request.rechecks} time(s)")
+        folder = self.store.folder / f"final-{secrets.token_hex(4)}"
+        rechecks = recheck(self.evaluator, final, request.rechecks, folder)
+        last = folder / f"recheck-{request.rechecks}"
+        return Outcome(plan, self.original, final, rechecks, last, list(reducer.rounds), self.evaluator.counters,
+                       round(time.monotonic() - self.started, 3), "max-time" if reducer.out_of_time() else None,
+                       _ran_with(last / "test", plan.test),
+                       _ran_with(last / "reference", plan.reference) if plan.reference else None, self.store.folder)
 
 
 def _remove_if_empty(folder: Path) -> None:
@@ -175,35 +219,3 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
     except OSError:
         pass
-
-
-def _versions(folder: Path) -> dict[str, Any]:
-    import json
-
-    out = {}
-    for label in ("test", "reference"):
-        try:
-            data = json.loads((folder / label / "result.json").read_text())
-        except (OSError, ValueError):
-            continue
-        out[label] = {"versions": data.get("versions"), "device": data.get("device")}
-    return out
-
-
-def run_isolation(prepared: Prepared, folder: Path, progress: Progress, caller_env: dict[str, str] | None = None):
-    """`replay --isolate`: every instruction of the module alone against the reference (see isolate.py)."""
-    from xlatools.reduce.hlo_text import parse_module
-    from xlatools.reduce.isolate import isolate
-
-    plan = prepared.plan
-    if plan.oracle.kind != "mismatch":
-        raise UsageError("--isolate compares with a reference: add --reference cpu or --reference-python PY")
-    store = StateStore.open(folder, "isolate", {"module": plan.module.files()}, fresh=True)
-    gpu = prepared.targets[plan.test.python].gpu_platform()
-    evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
-    try:
-        text, outputs = _original(plan, evaluator, store.folder / "source")
-        start = edits.initial(parse_module(text), outputs)
-        return isolate(plan, evaluator, start, lambda c, names: store.record_values(evaluator, c, names), progress)
-    finally:
-        evaluator.close()

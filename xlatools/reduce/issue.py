@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+
+from xlatools.records.reduce import RanWith, Verdict
+from xlatools.vocab import OracleKind
 
 
-@dataclass
+@dataclass(kw_only=True)
 class IssueFacts:
     module_name: str
     oracle: str  # the oracle in words
-    oracle_kind: str
+    oracle_kind: OracleKind
     instructions_before: int
     instructions_after: int
     reduced_hlo: str
-    verdict_reason: str
-    figures: dict[str, Any]
-    test_versions: dict[str, Any]
-    reference_versions: dict[str, Any] | None
+    verdict: Verdict  # the last re-check's
+    test: RanWith
+    reference: RanWith | None
     platform: str
     xla_flags: list[str]
     disabled_passes: list[str]
@@ -30,37 +31,46 @@ class IssueFacts:
     commands: list[tuple[str, str]] = field(default_factory=list)  # (what, command)
 
 
-def _versions(data: dict[str, Any] | None) -> str:
-    if not data:
+def _versions(ran: RanWith | None) -> str:
+    if ran is None:
         return "-"
-    v = data.get("versions") or {}
-    device = data.get("device") or {}
-    return (f"jax {v.get('jax', '?')}, jaxlib {v.get('jaxlib', '?')}, Python {v.get('python', '?')}, "
-            f"device {device.get('platform', '?')} {device.get('kind', '')}".rstrip())
+    v, device = ran.versions, ran.device
+    return (f"jax {v.jax if v else '?'}, jaxlib {v.jaxlib if v else '?'}, Python {v.python if v else '?'}, "
+            f"device {device.platform if device else '?'} {device.kind if device else ''}".rstrip())
 
 
-def _figures(figures: dict[str, Any]) -> list[str]:
-    if "mismatches" not in figures:
-        return [f"- {k}: {v}" for k, v in figures.items() if k not in ("dir", "outputs")]
-    lines = [f"- {figures.get('mismatches')}/{figures.get('elements')} elements differ, "
-             f"{figures.get('nan_mismatches', 0)} of them NaN where the other side is not (or the reverse)",
-             f"- max abs error {figures.get('max_abs_error', 0):.6g}, max rel error {figures.get('max_rel_error', 0):.6g}"]
-    for index, row in enumerate(figures.get("outputs") or []):
-        lines.append(f"- output {index} {row.get('dtype')}{row.get('shape')}: {row.get('mismatches')} mismatches")
+def jaxlib_of(ran: RanWith | None) -> str:
+    return (ran.versions.jaxlib if ran and ran.versions else None) or "?"
+
+
+def _figures(verdict: Verdict) -> list[str]:
+    c = verdict.comparison
+    if c is None:
+        failure = verdict.failure
+        if failure is not None:
+            return [f"- {failure.failure} during {failure.phase or 'start-up'}" + (f" ({failure.signal})" if failure.signal
+                                                                                    else ""), f"- message: {failure.message}"]
+        return [f"- the check script exited {verdict.script_exit}"] if verdict.script_exit is not None else []
+    if c.message:
+        return [f"- {c.message}"]
+    lines = [f"- {c.mismatches}/{c.elements} elements differ, {c.nan_mismatches} of them NaN where the other side is "
+             "not (or the reverse)", f"- max abs error {c.max_abs_error:.6g}, max rel error {c.max_rel_error:.6g}"]
+    for index, row in enumerate(c.outputs):
+        lines.append(f"- output {index} {row.dtype}{row.shape}: {row.mismatches} mismatches")
     return lines
 
 
 def render_issue(f: IssueFacts) -> str:
-    title = {"mismatch": "wrong result", "recorded": "result differs from the recorded one",
-             "error": "compiler/runtime failure", "script": "check script fails"}.get(f.oracle_kind, "bug")
-    jaxlib = (f.test_versions.get("versions") or {}).get("jaxlib", "?")
+    title = {OracleKind.MISMATCH: "wrong result", OracleKind.RECORDED: "result differs from the recorded one",
+             OracleKind.ERROR: "compiler/runtime failure", OracleKind.SCRIPT: "check script fails"}[f.oracle_kind]
+    jaxlib = jaxlib_of(f.test)
     out = [f"# XLA {f.platform}: {title} in a {f.instructions_after}-instruction module (jaxlib {jaxlib})", "",
            f"Reduced by `xlatools reduce` from module `{f.module_name}` ({f.instructions_before} -> "
            f"{f.instructions_after} instructions). Interesting means: {f.oracle}.", "",
-           f"**What happens:** {f.verdict_reason}. Re-checked: {f.rechecks}.", "", "## Environment", "",
-           f"- test: {_versions(f.test_versions)}"]
-    if f.reference_versions:
-        out.append(f"- reference: {_versions(f.reference_versions)}")
+           f"**What happens:** {f.verdict.reason}. Re-checked: {f.rechecks}.", "", "## Environment", "",
+           f"- test: {_versions(f.test)}"]
+    if f.reference:
+        out.append(f"- reference: {_versions(f.reference)}")
     out.append(f"- XLA flags of the test: `{' '.join(f.xla_flags) or '(none)'}`")
     if f.disabled_passes:
         out.append(f"- passes kept disabled while reducing: {', '.join(f'`{p}`' for p in f.disabled_passes)}")
@@ -68,12 +78,12 @@ def render_issue(f: IssueFacts) -> str:
         out.append(f"- culprit pass named by `xlatools bisect passes`: `{f.culprit_pass}`")
     out += ["", "## Minimal HLO", "", "```", f.reduced_hlo.rstrip(), "```", "", "## Inputs", "", "```",
             f.inputs_text.rstrip() or "(no parameters)", "```", ""]
-    if f.oracle_kind in ("mismatch", "recorded"):
-        out += ["## Expected (reference) vs actual (test)", "", *_figures(f.figures), "", "Expected:", "", "```",
+    if f.oracle_kind in (OracleKind.MISMATCH, OracleKind.RECORDED):
+        out += ["## Expected (reference) vs actual (test)", "", *_figures(f.verdict), "", "Expected:", "", "```",
                 f.reference_outputs_text.rstrip() or "-", "```", "", "Actual:", "", "```",
                 f.test_outputs_text.rstrip() or "-", "```", ""]
     else:
-        out += ["## Failure", "", *_figures(f.figures), ""]
+        out += ["## Failure", "", *_figures(f.verdict), ""]
     out += ["## Reproduce", ""]
     for what, command in f.commands:
         out += [f"{what}:", "", "```sh", command, "```", ""]

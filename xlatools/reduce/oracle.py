@@ -9,95 +9,76 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from xlatools.errors import EnvironmentMissing
-from xlatools.reduce.plan import OracleSpec
-from xlatools.replay.records import RunRecord
+from xlatools.records.reduce import FailureSeen, OracleSpec, Verdict
+from xlatools.records.replay import RunRecord
+from xlatools.vocab import Interest, OracleKind, ReplayOutcome, Status
 
-FAILURE_KINDS = ("compile-error", "runtime-error", "crash")
-
-
-@dataclass
-class Verdict:
-    interesting: bool | None  # None: cannot tell (skip)
-    reason: str
-    figures: dict[str, Any] = field(default_factory=dict)  # mismatch figures, failure message ...
-
-    @property
-    def label(self) -> str:
-        return {True: "interesting", False: "not interesting", None: "skip"}[self.interesting]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"interesting": self.interesting, "reason": self.reason, "figures": self.figures}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Verdict":
-        return cls(data.get("interesting"), data.get("reason", ""), data.get("figures") or {})
-
-
-def _mismatch_figures(comparison: dict[str, Any]) -> dict[str, Any]:
-    keep = ("mismatches", "elements", "nan_mismatches", "max_abs_error", "max_rel_error", "message")
-    figures = {k: comparison[k] for k in keep if k in comparison}
-    figures["outputs"] = [{k: o.get(k) for k in ("shape", "dtype", "mismatches", "max_abs_error", "max_rel_error")}
-                          for o in comparison.get("outputs", [])]
-    return figures
+FAILURE_KINDS = (ReplayOutcome.COMPILE_ERROR, ReplayOutcome.RUNTIME_ERROR, ReplayOutcome.CRASH)
+INTERESTING, NOT_INTERESTING, SKIP = Interest.INTERESTING, Interest.NOT_INTERESTING, Interest.SKIP
 
 
 def _failed(run: RunRecord) -> str:
     return f"{run.failure} during {run.phase or 'start-up'}: {(run.message or '')[:300]}"
 
 
+def _seen(run: RunRecord) -> FailureSeen:
+    return FailureSeen(failure=ReplayOutcome(run.failure), phase=run.phase, signal=run.signal,
+                       message=(run.message or "")[:500])
+
+
 def judge_outputs(spec: OracleSpec, test: RunRecord, reference: RunRecord | None) -> Verdict:
     """mismatch / recorded oracles: the comparisons replay made."""
     if test.failure:
-        return Verdict(False, f"the test run failed ({_failed(test)})", {"failure": test.failure})
-    if spec.kind == "mismatch":
+        return Verdict(interest=NOT_INTERESTING, reason=f"the test run failed ({_failed(test)})", failure=_seen(test))
+    if spec.kind == OracleKind.MISMATCH:
         if reference is None:
             raise ValueError("a mismatch oracle needs a reference run")
         if reference.failure:
-            return Verdict(None, f"the reference cannot run it ({_failed(reference)})", {"failure": reference.failure})
+            return Verdict(interest=SKIP, reason=f"the reference cannot run it ({_failed(reference)})",
+                           failure=_seen(reference))
         comparisons = reference.comparisons
     else:
         comparisons = test.comparisons
     if not comparisons:
-        return Verdict(None, "nothing to compare with")
-    comparison = comparisons[0]
-    figures = _mismatch_figures(comparison)
-    if comparison.get("ok"):
-        return Verdict(False, f"outputs match (max abs error {comparison.get('max_abs_error', 0):.3g})", figures)
-    if comparison.get("message"):
-        return Verdict(True, f"outputs differ: {comparison['message']}", figures)
-    return Verdict(True, f"{comparison.get('mismatches')}/{comparison.get('elements')} elements differ "
-                         f"(max abs error {comparison.get('max_abs_error', 0):.3g}, "
-                         f"{comparison.get('nan_mismatches', 0)} NaN mismatches)", figures)
+        return Verdict(interest=SKIP, reason="nothing to compare with")
+    c = comparisons[0]
+    if c.ok:
+        return Verdict(interest=NOT_INTERESTING, reason=f"outputs match (max abs error {c.max_abs_error:.3g})", comparison=c)
+    if c.message:
+        return Verdict(interest=INTERESTING, reason=f"outputs differ: {c.message}", comparison=c)
+    return Verdict(interest=INTERESTING, comparison=c,
+                   reason=f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g}, "
+                          f"{c.nan_mismatches} NaN mismatches)")
 
 
 def judge_error(spec: OracleSpec, test: RunRecord, allow_load: bool = False) -> Verdict:
     """error oracle: a compile/runtime error or crash whose message (or log, or signal) matches."""
     if not test.failure:
-        return Verdict(False, "the test run succeeded")
+        return Verdict(interest=NOT_INTERESTING, reason="the test run succeeded")
+    seen = _seen(test)
     if test.failure not in FAILURE_KINDS or (test.phase == "load" and not allow_load):
-        return Verdict(False, f"a failure of another kind ({_failed(test)})", {"failure": test.failure})
+        return Verdict(interest=NOT_INTERESTING, reason=f"a failure of another kind ({_failed(test)})", failure=seen)
     text = "\n".join([test.message or "", test.signal or "", *test.log_tail])
-    figures = {"failure": test.failure, "phase": test.phase, "signal": test.signal, "message": (test.message or "")[:500]}
     if re.search(spec.error_regex or "", text):
-        return Verdict(True, f"{test.failure} during {test.phase} matches /{spec.error_regex}/", figures)
-    return Verdict(False, f"{test.failure} during {test.phase}, but /{spec.error_regex}/ does not match", figures)
+        return Verdict(interest=INTERESTING, reason=f"{test.failure} during {test.phase} matches /{spec.error_regex}/",
+                       failure=seen)
+    return Verdict(interest=NOT_INTERESTING, failure=seen,
+                   reason=f"{test.failure} during {test.phase}, but /{spec.error_regex}/ does not match")
 
 
-def script_verdict(returncode: int | None, status: str, timeout: float | None) -> Verdict:
+def script_verdict(returncode: int | None, status: Status, timeout: float | None) -> Verdict:
     """git bisect run semantics: 0 not interesting, 125 skip, 1-127 interesting; others: the script is broken."""
-    if status == "timeout":
-        return Verdict(None, f"the script did not finish in {timeout:g} s (skip)")
+    if status == Status.TIMEOUT:
+        return Verdict(interest=SKIP, reason=f"the script did not finish in {timeout:g} s (skip)")
     if returncode == 0:
-        return Verdict(False, "the script exited 0")
+        return Verdict(interest=NOT_INTERESTING, reason="the script exited 0", script_exit=0)
     if returncode == 125:
-        return Verdict(None, "the script exited 125 (skip)")
+        return Verdict(interest=SKIP, reason="the script exited 125 (skip)", script_exit=125)
     if returncode is not None and 1 <= returncode <= 127:
-        return Verdict(True, f"the script exited {returncode}", {"exit_code": returncode})
+        return Verdict(interest=INTERESTING, reason=f"the script exited {returncode}", script_exit=returncode)
     raise EnvironmentMissing(f"the check script ended with status {returncode} (not 0-127)",
                              hint="like git bisect run: 0 = not interesting, 1-127 = interesting, 125 = skip")
 
@@ -114,6 +95,6 @@ def run_script(spec: OracleSpec, module: Path, inputs: Path | None, folder: Path
         env["XLATOOLS_REDUCE_INPUTS"] = str(inputs)
     result = execute(argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout,
                      None, None)
-    if result.status == "interrupted":
+    if result.status == Status.INTERRUPTED:
         raise Interrupted("interrupted while the check script ran")
     return script_verdict(result.returncode, result.status, timeout)

@@ -14,60 +14,16 @@ Oracles, one per reduction:
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Literal
+from dataclasses import dataclass
 
 from xlatools.errors import UsageError
-from xlatools.replay.plan import DEFAULT_TOLERANCE, ReplayRequest, RunConfig, plan_replay
+from xlatools.records.reduce import OracleSpec, ReducePlanRecord, ReduceRequest
+from xlatools.records.replay import PlannedModule, PlannedRun
+from xlatools.replay.plan import ReplayRequest, RunConfig, plan_replay
 from xlatools.replay.sources import ModuleSource
+from xlatools.vocab import OracleKind, ReduceStrategy, choices
 
-OracleKind = Literal["mismatch", "recorded", "error", "script"]
-STRATEGIES = ("full", "ddmin")
-DEFAULT_RECHECKS = 3
-
-
-@dataclass
-class ReduceRequest:
-    source: Path
-    python: str
-    module: str | None = None
-    references: list[str] = field(default_factory=list)
-    reference_pythons: list[str] = field(default_factory=list)
-    error: str | None = None
-    script: str | None = None
-    inputs: str | None = None
-    seed: int = 0
-    atol: float = DEFAULT_TOLERANCE
-    rtol: float = DEFAULT_TOLERANCE
-    xla_flags: list[str] = field(default_factory=list)
-    disable_passes: list[str] = field(default_factory=list)
-    platform: str = "auto"
-    jobs: int = 1
-    timeout: float | None = None
-    max_time: float | None = None
-    rechecks: int = DEFAULT_RECHECKS
-    strategy: str = "full"
-    culprit_pass: str | None = None  # named by `bisect passes`, for ISSUE.md
-    name: str | None = None
-
-
-@dataclass
-class OracleSpec:
-    kind: OracleKind
-    error_regex: str | None = None
-    script: str | None = None
-    atol: float = DEFAULT_TOLERANCE
-    rtol: float = DEFAULT_TOLERANCE
-
-    def describe(self) -> str:
-        if self.kind == "mismatch":
-            return f"the test's outputs differ from the reference's (atol {self.atol:g}, rtol {self.rtol:g})"
-        if self.kind == "recorded":
-            return f"the test's outputs differ from the snapshot's recorded result (atol {self.atol:g}, rtol {self.rtol:g})"
-        if self.kind == "error":
-            return f"the test fails with a message matching /{self.error_regex}/"
-        return f"the script exits 1-127 (125: skip): {self.script}"
+__all__ = ["OracleSpec", "ReducePlan", "ReduceRequest", "oracle_of", "plan_reduce"]
 
 
 @dataclass
@@ -79,11 +35,17 @@ class ReducePlan:
     reference: RunConfig | None
     name: str
 
-    def to_json(self) -> dict:
-        request = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.request).items()}
-        return {"request": request, "module": {"name": self.module.name, "id": self.module.id, "files": self.module.files()},
-                "oracle": {**asdict(self.oracle), "describe": self.oracle.describe()}, "test": asdict(self.test),
-                "reference": asdict(self.reference) if self.reference else None, "name": self.name}
+    def record(self) -> ReducePlanRecord:
+        """The plan as the manifest (and `--dry-run --json`) shows it."""
+        module = PlannedModule(name=self.module.name, id=self.module.id, files=self.module.files())
+        return ReducePlanRecord(request=self.request, module=module, oracle=self.oracle, describe=self.oracle.describe(),
+                                test=_planned(self.test), reference=_planned(self.reference) if self.reference else None,
+                                name=self.name)
+
+
+def _planned(run: RunConfig) -> PlannedRun:
+    return PlannedRun(label=run.label, role=run.role, python=run.python, platform=run.platform,
+                      xla_flags=list(run.xla_flags), flag_sources=dict(run.flag_sources))
 
 
 def oracle_of(request: ReduceRequest, has_recorded_result: bool) -> OracleSpec:
@@ -95,15 +57,15 @@ def oracle_of(request: ReduceRequest, has_recorded_result: bool) -> OracleSpec:
             re.compile(request.error)
         except re.error as exc:
             raise UsageError(f"--error {request.error!r}: not a regular expression ({exc})") from None
-        return OracleSpec("error", error_regex=request.error)
+        return OracleSpec(kind=OracleKind.ERROR, error_regex=request.error)
     if request.script:
-        return OracleSpec("script", script=request.script)
+        return OracleSpec(kind=OracleKind.SCRIPT, script=request.script)
     if len(request.references) + len(request.reference_pythons) > 1:
         raise UsageError("reduce compares with one reference: give --reference cpu or one --reference-python")
     if chosen[0]:
-        return OracleSpec("mismatch", atol=request.atol, rtol=request.rtol)
+        return OracleSpec(kind=OracleKind.MISMATCH, atol=request.atol, rtol=request.rtol)
     if has_recorded_result:
-        return OracleSpec("recorded", atol=request.atol, rtol=request.rtol)
+        return OracleSpec(kind=OracleKind.RECORDED, atol=request.atol, rtol=request.rtol)
     raise UsageError("no oracle: what makes a candidate interesting?",
                      hint="--reference cpu, --reference-python PY, --error REGEX or --script CMD "
                           "(or a source with a snapshot that recorded its result)")
@@ -114,8 +76,8 @@ def _check(request: ReduceRequest) -> None:
         raise UsageError(f"--jobs {request.jobs}: must be 1 or more")
     if request.rechecks < 1:
         raise UsageError(f"--rechecks {request.rechecks}: must be 1 or more")
-    if request.strategy not in STRATEGIES:
-        raise UsageError(f"--strategy {request.strategy}: expected {' or '.join(STRATEGIES)}")
+    if str(request.strategy) not in {member.value for member in ReduceStrategy}:
+        raise UsageError(f"--strategy {request.strategy}: expected {choices(ReduceStrategy)}")
     for option, value in (("--timeout", request.timeout), ("--max-time", request.max_time)):
         if value is not None and value <= 0:
             raise UsageError(f"{option} {value:g}: must be more than 0 seconds")
@@ -138,6 +100,6 @@ def plan_reduce(request: ReduceRequest, modules: list[ModuleSource], source_kind
                            xla_flags=list(request.xla_flags), disable_passes=list(request.disable_passes),
                            platform=request.platform, inputs=request.inputs, seed=request.seed, timeout=request.timeout)
     runs = plan_replay(replay, source_kind, [module]).runs
-    reference = runs[1] if oracle.kind == "mismatch" else None
+    reference = runs[1] if oracle.kind == OracleKind.MISMATCH else None
     stem = request.name or module.name or "module"
     return ReducePlan(request, module, oracle, runs[0], reference, f"reduce-{stem}")

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING
 
+from xlatools.records.reduce import Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.evaluate import Evaluator
 from xlatools.reduce.hlo_text import print_module
-from xlatools.reduce.oracle import Verdict
 from xlatools.reduce.state import StateStore
 from xlatools.reduce.strategies import PHASES
 
-Progress = Callable[[str], None]
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 
 def size(cand: Candidate) -> tuple[int, int, int]:
@@ -30,26 +31,12 @@ def size(cand: Candidate) -> tuple[int, int, int]:
 
 
 @dataclass
-class Round:
-    number: int
-    phase: str
-    instructions_before: int
-    instructions_after: int = 0
-    candidates: int = 0
-    oracle_calls: int = 0
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
 class Reducer:
     evaluator: Evaluator
     best: Candidate
     best_verdict: Verdict
     store: StateStore
-    progress: Progress
+    reporter: Reporter
     deadline: float | None = None
     rounds: list[Round] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
@@ -82,8 +69,8 @@ class Reducer:
     def accept(self, cand: Candidate, verdict: Verdict) -> None:
         before = self.best.module.instruction_count()
         self.best, self.best_verdict = cand, verdict
-        self.store.save_best(cand, verdict, self)
-        self.progress(f"  {before} -> {cand.module.instruction_count()} instructions: {cand.note}")
+        self.store.save_best(cand, verdict, self.evaluator)
+        self.reporter.info(f"  {before} -> {cand.module.instruction_count()} instructions: {cand.note}")
 
     def ensure_values(self, names: list[str]) -> bool:
         """Recorded values for these entry instructions (one run of the best module exposing them all)."""
@@ -97,7 +84,7 @@ class Reducer:
         ok = self.store.record_values(self.evaluator, edits.reroot(self.best, exposed, "expose every value"), exposed)
         if not ok:
             self.values_failed = True
-            self.progress("  recorded values unavailable (the module exposing them did not run); constants only")
+            self.reporter.warn("recorded values unavailable (the module exposing them did not run); constants only")
         return ok and all(n in self.evaluator.values.recorded for n in wanted)
 
     def splat(self, name: str) -> str | None:
@@ -119,7 +106,7 @@ class Reducer:
 
     def _phase(self, number: int, phase: str) -> None:
         counters = self.evaluator.counters
-        record = Round(number, phase, self.best.module.instruction_count())
+        record = Round(number=number, phase=phase, instructions_before=self.best.module.instruction_count())
         calls, tried, t0 = counters.oracle_calls, counters.candidates, time.monotonic()
         PHASES[phase](self)
         record.instructions_after = self.best.module.instruction_count()
@@ -128,5 +115,5 @@ class Reducer:
         self.rounds.append(record)
         self.store.save_rounds(self)
         elapsed = time.monotonic() - self.started
-        self.progress(f"round {number} {phase}: {record.instructions_after} instructions left, "
+        self.reporter.info(f"round {number} {phase}: {record.instructions_after} instructions left, "
                       f"{counters.oracle_calls} oracle calls, {elapsed:.1f} s")

@@ -2,7 +2,8 @@
 
 The key comes from what was asked (module text, oracle, interpreters, flags, inputs), so
 running the same command again finds the folder and continues from the best candidate
-with every verdict cached; `--fresh` starts over. The folder holds state.json (written
+with every verdict cached; `--fresh` starts over. A damaged state file is bad input
+(exit 2, naming the file and key) rather than silently forgotten work. The folder holds state.json (written
 atomically after every improvement and round), the original arguments and the recorded
 values (.npz), and the work area of candidates.
 """
@@ -13,95 +14,100 @@ import hashlib
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xlatools.bundle import safe_name, utc_now
 from xlatools.fsutil import atomic_write_json
+from xlatools.records.base import to_json
+from xlatools.records.reduce import STATE_SCHEMA, RecordedValue, ReduceState, SavedCandidate, Verdict
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.hlo_text import HloSyntaxError, parse_module, print_module
-from xlatools.reduce.oracle import Verdict
 
 if TYPE_CHECKING:
     from xlatools.reduce.evaluate import Evaluator
     from xlatools.reduce.reducer import Reducer
 
-SCHEMA = "xlatools.reduce-state/1"
+STATE_FILE = "state.json"
 
 
-def state_key(spec: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
+def state_key(identity: object) -> str:
+    """What identifies a reduction (JSON-ready data): the same command finds its folder again."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _load(path: Path, key: str) -> ReduceState:
+    from xlatools.errors import UsageError
+    from xlatools.records.base import read_record
+
+    fix = f"remove {path.parent} (or run with --fresh) to start this reduction over"
+    state = read_record(path, ReduceState, "reduce state file", hint=fix)
+    if state.schema != STATE_SCHEMA or state.key != key:
+        raise UsageError(f"{path}: a reduce state file of another reduction (schema {state.schema!r}, key {state.key!r})",
+                         hint=fix)
+    return state
 
 
 @dataclass
 class StateStore:
     folder: Path
-    key: str
-    data: dict[str, Any] = field(default_factory=dict)
-    splats: dict[str, str | None] = field(default_factory=dict)
+    state: ReduceState
 
     @classmethod
-    def open(cls, out_root: Path, name: str, spec: dict[str, Any], fresh: bool) -> "StateStore":
-        key = state_key(spec)
+    def open(cls, out_root: Path, name: str, identity: object, fresh: bool) -> "StateStore":
+        key = state_key(identity)
         folder = Path(os.path.abspath(out_root)) / ".reduce-state" / f"{safe_name(name)}-{key}"
         if fresh and folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        store = cls(folder, key)
-        try:
-            data = json.loads((folder / "state.json").read_text())
-            if data.get("schema") == SCHEMA and data.get("key") == key:
-                store.data = data
-                store.splats = data.get("splats", {})
-        except (OSError, ValueError):
-            pass
-        return store
+        path = folder / STATE_FILE
+        return cls(folder, _load(path, key) if os.path.lexists(path) else ReduceState(key=key))
 
     @property
     def resumed(self) -> bool:
-        return bool(self.data.get("best"))
+        return self.state.best is not None
 
     @property
     def work(self) -> Path:
         return self.folder / "work"
 
+    @property
+    def splats(self) -> dict[str, str | None]:
+        return self.state.splats
+
     def save(self) -> None:
-        atomic_write_json(self.folder / "state.json", {**self.data, "schema": SCHEMA, "key": self.key,
-                                                       "splats": self.splats, "saved": utc_now()})
+        self.state.saved = utc_now()
+        atomic_write_json(self.folder / STATE_FILE, to_json(self.state))
 
     def restore(self, evaluator: "Evaluator") -> tuple[Candidate, Verdict] | None:
         """The saved best candidate and the evaluator's cache and values, when the state has them."""
-        best = self.data.get("best")
-        if not best:
+        best = self.state.best
+        if best is None:
             return None
         try:
-            module = parse_module(best["text"])
+            module = parse_module(best.text)
         except HloSyntaxError:
             return None
-        evaluator.cache.update(self.data.get("cache", {}))
-        evaluator.values.recorded.update({k: (v[0], v[1]) for k, v in self.data.get("values", {}).items()})
-        return Candidate(module, best["inputs"], best["outputs"], "resumed"), Verdict.from_json(best["verdict"])
+        evaluator.cache.update(self.state.cache)
+        evaluator.values.recorded.update(self.state.values)
+        evaluator.counters = self.state.counters
+        return Candidate(module, dict(best.inputs), list(best.outputs), "resumed"), best.verdict
 
-    def save_start(self, evaluator: "Evaluator", original: dict[str, Any]) -> None:
-        self.data["original"] = original
-        self.data["arguments"] = str(evaluator.values.arguments)
-        self.save()
+    def _keep(self, evaluator: "Evaluator") -> None:
+        self.state.cache = evaluator.cache
+        self.state.values = evaluator.values.recorded
+        self.state.counters = evaluator.counters
 
-    def save_best(self, cand: Candidate, verdict: Verdict, reducer: "Reducer | None", evaluator: "Evaluator | None" = None) -> None:
-        evaluator = evaluator or (reducer.evaluator if reducer else None)
-        self.data["best"] = {"text": print_module(cand.module), "inputs": cand.inputs, "outputs": cand.outputs,
-                             "verdict": verdict.to_json(), "note": cand.note}
-        if evaluator is not None:
-            self.data["cache"] = evaluator.cache
-            self.data["values"] = {k: list(v) for k, v in evaluator.values.recorded.items()}
-            self.data["counters"] = evaluator.counters.to_json()
+    def save_best(self, cand: Candidate, verdict: Verdict, evaluator: "Evaluator") -> None:
+        self.state.best = SavedCandidate(text=print_module(cand.module), inputs=dict(cand.inputs),
+                                         outputs=list(cand.outputs), verdict=verdict, note=cand.note)
+        self._keep(evaluator)
         self.save()
 
     def save_rounds(self, reducer: "Reducer") -> None:
-        self.data["rounds"] = [r.to_json() for r in reducer.rounds]
-        self.data["cache"] = reducer.evaluator.cache
-        self.data["counters"] = reducer.evaluator.counters.to_json()
+        self.state.rounds = list(reducer.rounds)
+        self._keep(reducer.evaluator)
         self.save()
 
     def record_values(self, evaluator: "Evaluator", exposing: Candidate, names: list[str]) -> bool:
@@ -122,10 +128,9 @@ class StateStore:
         if record.failure or not outputs.is_file() or len(record.outputs) != len(names):
             return False
         for index, name in enumerate(names):
-            evaluator.values.recorded.setdefault(name, (str(outputs), index))
-        literals = workers[0].request({"op": "splats", "path": str(outputs)}, None).get("literals", [])
-        for name, literal in zip(names, literals):
+            evaluator.values.recorded.setdefault(name, RecordedValue(path=str(outputs), index=index))
+        for name, literal in zip(names, workers[0].splats(outputs)):
             self.splats.setdefault(name, literal)
-        self.data["values"] = {k: list(v) for k, v in evaluator.values.recorded.items()}
+        self._keep(evaluator)
         self.save()
         return True

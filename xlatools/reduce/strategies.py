@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.search import ddmin, largest_interesting, smallest_interesting
+from xlatools.vocab import OracleKind, ReduceStrategy
 
 if TYPE_CHECKING:
     from xlatools.reduce.reducer import Reducer
@@ -36,8 +37,9 @@ def phase_outputs(r: "Reducer") -> None:
     names = edits.output_names(r.best)
     if len(names) < 2 or r.best.module.entry.root.opcode != "tuple":
         return
-    rows = r.best_verdict.figures.get("outputs") or []
-    order = sorted(range(len(names)), key=lambda i: -(rows[i].get("mismatches") or 0) if i < len(rows) else 0)
+    comparison = r.best_verdict.comparison
+    rows = comparison.outputs if comparison else []
+    order = sorted(range(len(names)), key=lambda i: -rows[i].mismatches if i < len(rows) else 0)
     if r.try_first([edits.keep_outputs(r.best, [i]) for i in order]):
         return
 
@@ -164,7 +166,7 @@ PHASES: dict[str, Callable[["Reducer"], None]] = {
 FULL = ("inline", "outputs", "cut", "outputs", "front", "each")
 
 
-def phases_for(strategy: str, oracle_kind: str) -> tuple[str, ...]:
-    if oracle_kind == "recorded":
+def phases_for(strategy: ReduceStrategy, oracle_kind: OracleKind) -> tuple[str, ...]:
+    if oracle_kind == OracleKind.RECORDED:
         return SEMANTICS_KEEPING
-    return ("ddmin",) if strategy == "ddmin" else FULL
+    return ("ddmin",) if strategy == ReduceStrategy.DDMIN else FULL

@@ -3,7 +3,7 @@
 A reduction runs hundreds of candidates; starting jax for each would cost a second or
 more apiece. A Worker imports jax once and serves requests. Each replay is replay's own
 job (replay_module.py's code, its job.json and result.json), read back with
-replay.jobs.read_record, so a candidate's record is exactly what `xlatools replay`
+replay.jobs.job_record, so a candidate's record is exactly what `xlatools replay`
 would have recorded. A worker that dies (a compiler abort, a segfault) or overruns the
 timeout gives a crash or timeout record for that job and is started again for the next.
 """
@@ -11,17 +11,17 @@ timeout gives a crash or timeout record for that job and is started again for th
 from __future__ import annotations
 
 import json
-import os
 import select
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from xlatools.errors import EnvironmentMissing, Interrupted
+from xlatools.records.replay import RunRecord
 from xlatools.replay.plan import RunConfig
-from xlatools.replay.records import RunRecord
+from xlatools.vocab import Status
 
 WORKER = Path(__file__).resolve().parent / "probes" / "oracle_worker.py"
 START_TIMEOUT = 300.0
@@ -33,21 +33,24 @@ class WorkerDied(Exception):
         self.returncode, self.timed_out = returncode, timed_out
 
 
+@dataclass(frozen=True)
+class ParseAnswer:
+    ok: bool
+    error: str = ""  # the target parser's message
+
+
 @dataclass
 class Worker:
     run: RunConfig
     env: dict[str, str]
     log: Path
     proc: subprocess.Popen | None = None
-    versions: dict[str, Any] = field(default_factory=dict)
-    starts: int = 0
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as err:
             self.proc = subprocess.Popen([self.run.python, str(WORKER)], env=self.env, stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=str(self.log.parent))
-        self.starts += 1
         try:
             hello = self._read(START_TIMEOUT)
         except WorkerDied as died:
@@ -56,7 +59,6 @@ class Worker:
                                      hint=" | ".join(tail) or "check that jax and numpy import there") from None
         if "fatal" in hello:
             raise EnvironmentMissing(f"{self.run.python}: {hello['fatal']}")
-        self.versions = hello.get("versions") or {}
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -69,7 +71,7 @@ class Worker:
             end_tree(self.proc, grace=2.0)
             self.proc = None
 
-    def _read(self, timeout: float | None) -> dict[str, Any]:
+    def _read(self, timeout: float | None) -> dict[str, Any]:  # one JSON reply line of probes/oracle_worker.py
         assert self.proc is not None and self.proc.stdout is not None
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -86,12 +88,13 @@ class Worker:
                 self.stop()
                 raise WorkerDied(None, timed_out=True)
 
-    def request(self, payload: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    def request(self, op: str, timeout: float | None = None, **fields: object):
+        """Send one request (see probes/oracle_worker.py) and return its reply."""
         if self.proc is None:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         try:
-            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self.proc.stdin.write((json.dumps({"op": op, **fields}) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             code = self.proc.wait()
@@ -99,25 +102,39 @@ class Worker:
             raise WorkerDied(code) from None
         return self._read(timeout)
 
-    def replay(self, spec: dict[str, Any], run_dir: Path, timeout: float | None) -> RunRecord:
+    def parse(self, paths: list[Path]) -> list[ParseAnswer]:
+        """Each HLO text file through this jaxlib's HLO parser (no compile, no run)."""
+        reply = self.request("parse", paths=[str(p) for p in paths])
+        return [ParseAnswer(ok=bool(r.get("ok")), error=str(r.get("error") or "")) for r in reply["results"]]
+
+    def compose(self, sources: list[tuple[str, int]], out: Path, layouts: dict[str, list[list[int]]] | None = None) -> Path:
+        """An .npz of arrays picked from others ((npz, index) per array, in parameter order)."""
+        self.request("compose", sources=[list(s) for s in sources], out=str(out), layouts=layouts)
+        return out
+
+    def splats(self, path: Path) -> list[str | None]:
+        """Per array of the .npz: the HLO literal of its value when every element is the same, else None."""
+        return list(self.request("splats", path=str(path)).get("literals", []))
+
+    def replay(self, spec: dict[str, object], run_dir: Path, timeout: float | None) -> RunRecord:  # job_spec's job.json
         """Run one replay job here; the record replay would have made of it."""
         from xlatools.fsutil import atomic_write_json
-        from xlatools.replay.jobs import read_record
+        from xlatools.replay.jobs import job_record
 
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(run_dir / "job.json", spec)
         offset = self.log.stat().st_size if self.log.exists() else 0
         started = time.monotonic()
-        status, code = "ok", 0
+        status, code = Status.OK, 0
         try:
-            self.request({"op": "replay", "job": str(run_dir / "job.json")}, timeout)
+            self.request("replay", timeout, job=str(run_dir / "job.json"))
         except WorkerDied as died:
-            status, code = ("timeout" if died.timed_out else "failed"), died.returncode
+            status, code = (Status.TIMEOUT if died.timed_out else Status.FAILED), died.returncode
         except KeyboardInterrupt:
             self.stop()
             raise Interrupted(f"interrupted while replaying ({self.run.label})") from None
         _copy_log(self.log, offset, run_dir / "stderr.log")
-        return read_record(self.run, run_dir, status, code, round(time.monotonic() - started, 3), timeout)
+        return job_record(self.run, run_dir, status, code, round(time.monotonic() - started, 3), timeout)
 
 
 def _copy_log(log: Path, offset: int, dest: Path) -> None:
@@ -145,7 +162,3 @@ def make_worker(run: RunConfig, caller: dict[str, str], gpu_platform: str, folde
 def stop_all(workers: list[Worker]) -> None:
     for worker in workers:
         worker.stop()
-
-
-def os_env() -> dict[str, str]:
-    return dict(os.environ)
