@@ -96,6 +96,30 @@ class IsolationOutcome(StrEnum):
     SKIPPED = "skipped"  # a tuple-shaped value or operand: not run alone
 
 
+class TriageStage(StrEnum):
+    """The stages of `xlatools triage`, in the order they run (docs/triage.md)."""
+
+    RELEASES = "releases"  # bisect releases: last good and first bad
+    DUMPS = "dumps"  # a dumping run on each of them
+    DIFF = "diff"  # the two runs compared; first-bad's modules replayed against last-good
+    PASSES = "passes"  # bisect passes on first-bad
+    REDUCE = "reduce"  # the module that differs, reduced (mismatch against last-good)
+    ISOLATE = "isolate"  # its instructions one by one against last-good
+    REPORT = "report"  # ISSUE.md with every finding linked
+
+
+class StageStatus(StrEnum):
+    """A triage stage. `cannot-run`: it could not do its part (the reason says why); `blocked`: a stage it
+    needs has no finding; `failed`: it ran and what it found is not to be trusted (a flaky result)."""
+
+    PENDING = "pending"
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    CANNOT_RUN = "cannot-run"
+    BLOCKED = "blocked"
+
+
 class StepOutcome(StrEnum):
     """A bisection step: skip is never counted as good or bad (cannot install, build or run)."""
 

@@ -103,5 +103,11 @@ def commands(facts_flags: list[str], platform: str, reference: str | None, pack:
     return [("With XLA's run_hlo_module (bazel target; its random inputs may not show a value-dependent bug: "
              "the inputs above are in inputs.npz)", run_hlo),
             ("With xlatools (the exact inputs)", replay),
-            (f"With the repro pack (module, inputs, flags; the outcome it recorded: {pack_outcome}; 1 = reproduced)",
-             f"xlatools repro run {pack} --python PYTHON_WITH_THE_SAME_JAXLIB")]
+            (_pack_words(reference, pack_outcome), f"xlatools repro run {pack} --python PYTHON_WITH_THE_SAME_JAXLIB")]
+
+
+def _pack_words(reference: str | None, pack_outcome: str) -> str:
+    if reference == "python":  # another interpreter's path does not travel in a pack
+        return (f"With the repro pack (module, inputs, flags; it carries no reference interpreter, so the outcome it "
+                f"recorded is the test's alone: {pack_outcome}; the mismatch shows with --reference-python as above)")
+    return f"With the repro pack (module, inputs, flags; the outcome it recorded: {pack_outcome}; exit 1 = reproduced)"
