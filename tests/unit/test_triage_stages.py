@@ -63,7 +63,7 @@ def test_a_stage_that_cannot_run_blocks_only_what_needs_it_and_the_rest_still_re
     assert statuses[S.DUMPS] == StageStatus.CANNOT_RUN and book.records[S.DUMPS].exit_code == 3
     assert book.records[S.DUMPS].reason == "no jax 0.6.1 here (install it)"
     assert statuses[S.DIFF] == statuses[S.REDUCE] == statuses[S.ISOLATE] == StageStatus.BLOCKED
-    assert "needs what the dumps stage finds (dumps: cannot-run (no jax 0.6.1 here" in book.records[S.DIFF].reason
+    assert book.records[S.DIFF].reason == "needs what the dumps stage finds (dumps: cannot-run)"
     assert "diff: blocked" in book.records[S.REDUCE].reason
     assert statuses[S.PASSES] == statuses[S.REPORT] == StageStatus.DONE  # independent of the dumps
     assert book.calls == [S.RELEASES, S.DUMPS, S.PASSES, S.REPORT]

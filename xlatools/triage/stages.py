@@ -68,8 +68,7 @@ def decide(stage: TriageStage, record: StageRecord, skip: frozenset[TriageStage]
         return PlannedStage(stage, Action.SKIP, "skipped (--skip)")
     missing = [need for need in NEEDS.get(stage, ()) if not found(need)]
     if missing:
-        why = "; ".join(f"{need}: {records(need).status}" + (f" ({records(need).reason})" if records(need).reason else "")
-                        for need in missing)
+        why = "; ".join(f"{need}: {records(need).status}" for need in missing)  # its own record says why
         return PlannedStage(stage, Action.BLOCKED, f"needs what the {', '.join(missing)} stage finds ({why})")
     if record.status == StageStatus.DONE and record.basis == basis and stage not in ALWAYS:
         return PlannedStage(stage, Action.KEEP, "done before")

@@ -55,6 +55,12 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
     assert result.returncode == 0, result.stderr
     reduced = open(json.loads(result.stdout)["files"]["reduced.hlo.txt"]).read()
     assert " tanh(" in reduced and json.loads(result.stdout)["instructions_after"] <= 3
+    # A damaged state file is bad input naming it (not silently forgotten work).
+    state = Path(json.loads(result.stdout)["state"]) / "state.json"
+    state.write_text(json.dumps({**json.loads(state.read_text()), "counters": {"oracle_calls": "lots"}}))
+    damaged = xl("reduce", str(solve_bundle), "--module", "jit_f", "--script", str(script), "--out", "out", "--json")
+    assert damaged.returncode == 2 and str(state) in damaged.stderr and "counters.oracle_calls" in damaged.stderr
+    assert json.loads(damaged.stdout)["error"]["exit_code"] == 2
     # The same interpreter as its own CPU reference: nothing differs, so nothing to reduce (exit 2, no bundle).
     refused = xl("reduce", str(solve_bundle), "--module", "jit_f", "--reference", "cpu", "--out", "refused")
     assert refused.returncode == 2, refused.stderr
