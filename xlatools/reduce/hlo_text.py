@@ -123,24 +123,12 @@ class Module:
 
 def _scan_balanced(text: str, start: int, open_char: str, close_char: str) -> int:
     """Index just past the bracket closing the one at `start` (quotes and nesting respected)."""
-    depth, index, quoted = 0, start, False
-    while index < len(text):
-        char = text[index]
-        if quoted:
-            if char == "\\":
-                index += 1
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-        elif char in "({[":
-            depth += 1
-        elif char in ")}]":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-        index += 1
-    raise HloSyntaxError(f"unbalanced {open_char}{close_char} in: {text[:200]}")
+    from xlatools.run.hlo_canon import closing_bracket
+
+    end = closing_bracket(text, start)
+    if end is None:
+        raise HloSyntaxError(f"unbalanced {open_char}{close_char} in: {text[:200]}")
+    return end
 
 
 def split_top_level(text: str) -> list[str]:

@@ -18,7 +18,6 @@ from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, Interrupted
 from xlatools.records.base import to_json
 from xlatools.records.reduce import ReduceManifest, ReduceResult
-from xlatools.records.replay import TargetVersions
 from xlatools.reduce.execute import Outcome, Prepared, Reduction
 from xlatools.reduce.hlo_text import print_module
 from xlatools.reduce.issue import IssueFacts, commands, render_issue
@@ -124,12 +123,12 @@ def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
 
+    from xlatools.replay.execute import target_versions
+
     plan = prepared.plan
-    targets = {python: TargetVersions(python_version=t.python_version, jax=t.jax, jaxlib=t.jaxlib, backend=t.backend,
-                                      devices=list(t.devices), plugins=list(t.plugins))
-               for python, t in prepared.targets.items()}
     return ReduceManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=str(plan.request.source), plan=plan.record(), targets=targets)
+                          host=host_info(), source=str(plan.request.source), plan=plan.record(),
+                          targets=target_versions(prepared.targets))
 
 
 def execute_reduce(prepared: Prepared, out_root: Path, argv: list[str], reporter: Reporter, fresh: bool = False,

@@ -112,18 +112,21 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     return finish_module(record)
 
 
+def target_versions(targets: dict[str, Target]) -> dict[str, TargetVersions]:
+    """The interpreters a replay (or reduction) uses, as its manifest records them."""
+    return {python: TargetVersions(python_version=t.python_version, jax=t.jax, jaxlib=t.jaxlib, backend=t.backend,
+                                   devices=list(t.devices), plugins=list(t.plugins)) for python, t in targets.items()}
+
+
 def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
     """The manifest of a replay that is starting (status "running")."""
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
 
     plan = prepared.plan
-    targets = {python: TargetVersions(python_version=t.python_version, jax=t.jax, jaxlib=t.jaxlib, backend=t.backend,
-                                      devices=list(t.devices), plugins=list(t.plugins))
-               for python, t in prepared.targets.items()}
     return ReplayManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=str(plan.request.source), plan=plan.record(), targets=targets,
-                          flag_checks=prepared.flag_checks)
+                          host=host_info(), source=str(plan.request.source), plan=plan.record(),
+                          targets=target_versions(prepared.targets), flag_checks=prepared.flag_checks)
 
 
 def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter: Reporter,

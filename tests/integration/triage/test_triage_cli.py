@@ -19,7 +19,8 @@ GOOD, BAD = "0.6.0", "0.6.2"
 
 
 def test_triage_goes_from_a_failing_program_to_an_issue_with_every_finding(bx, tmp_path):
-    shutil.copy(HERE / "student_t_check.py", tmp_path / "check.py")
+    shutil.copy(HERE / "check_student_t.py", tmp_path / "check.py")
+    shutil.copy(HERE.parent / "reduce" / "student_t.py", tmp_path / "student_t.py")
     command = ["triage", "--good", GOOD, "--bad", BAD, "--jobs", "2", "--json", "--", "check.py"]
     done = bx(*command)
     assert done.returncode == 0, done.stderr[-4000:]
