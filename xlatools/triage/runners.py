@@ -210,7 +210,7 @@ def isolate(ctx: Context) -> str:
         source, modules, inputs = Path(runs.first_bad.bundle), [found.module or ""], None
     request = ReplayRequest(source=source, python=runs.first_bad.python, modules=modules, inputs=inputs,
                             reference_pythons=[runs.last_good.python], atol=ctx.request.atol, rtol=ctx.request.rtol,
-                            name="isolate")
+                            platform=ctx.request.test.platform or Platform.AUTO, name="isolate")
     isolating = IsolationRun.prepare(request)
     replayed = execute_replay(prepare(request), ctx.folder / "isolate", ctx.argv + ["(isolate)"], ctx.reporter,
                               then=isolating.record_into(ctx.reporter))
