@@ -35,6 +35,8 @@ ALLOWED = {
     "compare": {"run", "replay"},
     "doctor": {"run", "builder", "pin", "profiles", "remote"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
+    "reduce": {"run", "replay", "bisect"},
+    "triage": {"run", "replay", "compare", "bisect", "reduce"},
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile
 MAX_MODULE_LINES = 350

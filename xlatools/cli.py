@@ -57,6 +57,11 @@ COMMANDS: dict[str, Entry] = {
     "replay": Entry("replay_cmd", "replay", "command", "Compile and run dumped HLO modules in a target interpreter; "
                     "compare with the snapshot and references."),
     "repro": Entry("replay_cmd", "app", "group", "Portable repro packs: pack a bundle's modules, replay a pack anywhere."),
+    "reduce": Entry("reduce_cmd", "reduce", "command", "Reduce an HLO module to a minimal one that is still "
+                    "interesting; write reduced.hlo.txt, inputs, a repro pack and ISSUE.md."),
+    "triage": Entry("triage_cmd", "triage", "command", "Triage a regression between two jax releases: bisect the "
+                    "releases, dump both sides, diff them, bisect the passes, reduce the module that differs, isolate its "
+                    "instructions and write ISSUE.md linking every finding."),
     "bisect": Entry("bisect_cmd", "app", "group", "Find the first bad jax release, XLA/JAX commit or HLO pass "
                     "(resumable; see docs/bisect.md)."),
     "cache": Entry("cache_cmd", "app", "group", "Show and free cached environments (one per jax release used by "

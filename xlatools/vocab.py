@@ -27,6 +27,7 @@ class BundleKind(StrEnum):
     BUILD = "build"
     REPLAY = "replay"
     BISECT = "bisect"
+    REDUCE = "reduce"
 
 
 class ProcessStatus(StrEnum):
@@ -61,6 +62,62 @@ class ReproOutcome(StrEnum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not-reproduced"
     CANNOT_RUN = "cannot-run"
+
+
+class OracleKind(StrEnum):
+    """What makes a candidate module interesting to `xlatools reduce` (docs/reduce.md)."""
+
+    MISMATCH = "mismatch"  # the test's outputs differ from a reference's
+    RECORDED = "recorded"  # the test's outputs differ from the result a snapshot recorded
+    ERROR = "error"  # the test fails with a message matching --error
+    SCRIPT = "script"  # --script exits 1-127 (git bisect run's convention)
+
+
+class Interest(StrEnum):
+    """An oracle's verdict on one candidate. `skip`: it cannot tell (a reference that cannot run
+    the candidate, a script answering 125), never counted as interesting."""
+
+    INTERESTING = "interesting"
+    NOT_INTERESTING = "not-interesting"
+    SKIP = "skip"
+
+
+class ReduceStrategy(StrEnum):
+    FULL = "full"
+    DDMIN = "ddmin"  # delta debugging alone (the benchmark's baseline)
+
+
+class IsolationOutcome(StrEnum):
+    """One instruction of `replay --isolate`, run alone against the reference."""
+
+    MATCH = "match"
+    MISMATCH = "mismatch"
+    FAILED = "failed"  # the test or the reference could not run it alone
+    SKIPPED = "skipped"  # a tuple-shaped value or operand: not run alone
+
+
+class TriageStage(StrEnum):
+    """The stages of `xlatools triage`, in the order they run (docs/triage.md)."""
+
+    RELEASES = "releases"  # bisect releases: last good and first bad
+    DUMPS = "dumps"  # a dumping run on each of them
+    DIFF = "diff"  # the two runs compared; first-bad's modules replayed against last-good
+    PASSES = "passes"  # bisect passes on first-bad
+    REDUCE = "reduce"  # the module that differs, reduced (mismatch against last-good)
+    ISOLATE = "isolate"  # its instructions one by one against last-good
+    REPORT = "report"  # ISSUE.md with every finding linked
+
+
+class StageStatus(StrEnum):
+    """A triage stage. `cannot-run`: it could not do its part (the reason says why); `blocked`: a stage it
+    needs has no finding; `failed`: it ran and what it found is not to be trusted (a flaky result)."""
+
+    PENDING = "pending"
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    CANNOT_RUN = "cannot-run"
+    BLOCKED = "blocked"
 
 
 class StepOutcome(StrEnum):

@@ -91,3 +91,15 @@ PackMatchOption = Annotated[PackMatch, typer.Option(
 ProcessOption = Annotated[Optional[int], typer.Option(
     "--process", min=0, help="A multi-process run (run --processes N): read this process's dump (default 0); "
                              "BUNDLE/xla_dump/pN names one too.")]
+# What replay compares with, and on which inputs (replay, reduce, triage).
+ReferenceOption = Annotated[List[str], typer.Option(
+    "--reference", help="Compare with a reference backend: cpu (the same interpreter's CPU backend).")]
+ReferencePythonOption = Annotated[List[str], typer.Option(
+    "--reference-python", help="Compare with the same module run by another interpreter (usually another jaxlib).")]
+AtolOption = Annotated[float, typer.Option("--atol", help="Absolute tolerance for floating-point outputs.")]
+RtolOption = Annotated[float, typer.Option("--rtol", help="Relative tolerance for floating-point outputs.")]
+InputsOption = Annotated[Optional[str], typer.Option(
+    "--inputs", help="random, zeros, ones or FILE.npz (default: the snapshot's arguments, else random).")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed of random inputs.")]
+DisablePassOption = Annotated[List[str], typer.Option(
+    "--disable-pass", help="Disable an HLO pass by name in the test runs (repeatable; --xla_disable_hlo_passes).")]

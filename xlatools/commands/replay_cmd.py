@@ -7,9 +7,10 @@ from typing import List, Optional
 
 import typer
 
-from xlatools.commands.options import (DryRunOption, JsonOption, OutOption, PackMatchOption, PlatformOption,
-                                       ProcessOption, PythonOption, SourceFormOption, TimeoutOption, XlaFlagOption,
-                                       invocation)
+from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, InputsOption, JsonOption, OutOption,
+                                       PackMatchOption, PlatformOption, ProcessOption, PythonOption, ReferenceOption,
+                                       ReferencePythonOption, RtolOption, SeedOption, SourceFormOption, TimeoutOption,
+                                       XlaFlagOption, invocation)
 from xlatools.vocab import PackMatch, Platform, SourceForm
 
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
@@ -21,16 +22,16 @@ def replay(
     include_all: bool = typer.Option(False, "--all", help="Also replay jax's helper modules (jit_iota, jit_convert_element_type, ...)."),
     source_from: SourceFormOption = SourceForm.AUTO,
     python: PythonOption = None,
-    inputs: Optional[str] = typer.Option(None, "--inputs", help="random, zeros, ones or FILE.npz (default: the snapshot's arguments, else random)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of random inputs."),
-    reference: List[str] = typer.Option([], "--reference", help="Compare with another backend: cpu (repeatable)."),
-    reference_python: List[str] = typer.Option([], "--reference-python", help="Compare with the same module on another interpreter (repeatable)."),
+    inputs: InputsOption = None,
+    seed: SeedOption = 0,
+    reference: ReferenceOption = [],
+    reference_python: ReferencePythonOption = [],
     reference_xla_flag: List[str] = typer.Option([], "--reference-xla-flag", help="An XLA flag for the reference runs only (repeatable)."),
-    atol: float = typer.Option(1e-3, "--atol", help="Absolute tolerance for floating-point outputs."),
-    rtol: float = typer.Option(1e-3, "--rtol", help="Relative tolerance for floating-point outputs."),
+    atol: AtolOption = 1e-3,
+    rtol: RtolOption = 1e-3,
     iterations: int = typer.Option(1, "--iterations", "-n", help="Run the compiled module N times (timings: min/median)."),
     xla_flag: XlaFlagOption = [],
-    disable_pass: List[str] = typer.Option([], "--disable-pass", help="Disable an HLO pass by name (repeatable; --xla_disable_hlo_passes)."),
+    disable_pass: DisablePassOption = [],
     no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0 (--xla_backend_optimization_level=0)."),
     platform: PlatformOption = Platform.AUTO,
     dump: List[str] = typer.Option([], "--dump", help="A dump preset for the replay itself, e.g. hlo or passes (repeatable)."),
@@ -41,6 +42,8 @@ def replay(
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
     process: ProcessOption = None,
+    isolate: bool = typer.Option(False, "--isolate", help="Also run every instruction of the module alone against the "
+                                 "reference (one module, one reference); the table and the first mismatch go into the bundle."),
 ) -> None:
     """Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.
 
@@ -64,20 +67,31 @@ def replay(
         name=name, process=process,
     )
     prepared = prepare(request)
+    isolating = _isolation(request) if isolate else None  # checked before anything runs
     if dry_run:
         typer.echo(json.dumps(to_json(prepared.plan.record()), indent=2) if as_json else _plan_text(prepared.plan))
         return
     reporter = Reporter()
-    result = execute_replay(prepared, out, invocation().argv, reporter)
+    result = execute_replay(prepared, out, invocation().argv, reporter,
+                            then=isolating.record_into(reporter) if isolating else None)
     record = result.record
     append_job_summary(f"### xlatools replay\n\n- {len(record.modules)} module(s): {record.status} "
                        f"(exit {record.exit_code})\n- bundle: `{record.bundle}`\n")
     if as_json:
         data = to_json(record)
-        typer.echo(json.dumps({k: data.get(k) for k in ("status", "exit_code", "bundle", "modules")}, indent=2))
+        typer.echo(json.dumps({k: data.get(k) for k in ("status", "exit_code", "bundle", "modules", "isolation")},
+                              indent=2))
     else:
         _print_result(record, result.table, print_literals, reporter)
     raise typer.Exit(result.exit_code)
+
+
+def _isolation(request):
+    """`--isolate`: the same module, interpreters, flags and inputs as a reduce plan (its mismatch oracle judges each
+    instruction), prepared before the replay starts."""
+    from xlatools.reduce.isolate import IsolationRun
+
+    return IsolationRun.prepare(request)
 
 
 def _plan_text(plan) -> str:
@@ -113,8 +127,8 @@ def pack(
     include_all: bool = typer.Option(False, "--all", help="Also jax's helper modules."),
     source_from: SourceFormOption = SourceForm.AUTO,
     python: PythonOption = None,
-    inputs: Optional[str] = typer.Option(None, "--inputs", help="random, zeros or ones (default: the snapshot's arguments, else random)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of random inputs."),
+    inputs: InputsOption = None,
+    seed: SeedOption = 0,
     reference: List[str] = typer.Option([], "--reference", help="cpu: also compare with the CPU backend."),
     atol: float = typer.Option(1e-3, "--atol"),
     rtol: float = typer.Option(1e-3, "--rtol"),

@@ -74,16 +74,21 @@ def diff_bundles(a: Path | str, b: Path | str, modules: list[str] | None = None,
     return diff_sides(open_side(Path(a), "A", process), open_side(Path(b), "B", process), modules, full, limit)
 
 
-def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:  # JSON for bisect's state file, as it stores it
-    """A finished bisection's last-good vs first-bad: diff.json and report.html under `out_dir`,
-    and what to say about them (called by `xlatools bisect` at the end of a search)."""
+def write_diff(a: Path, b: Path, out_dir: Path) -> tuple[BundleDiff, Path]:
+    """The diff of two bundles written as `out_dir`/diff.json and report.html: (the diff, the report)."""
     from xlatools.compare.report import write_report
     from xlatools.fsutil import atomic_write_json
 
-    diff = diff_bundles(last_good, first_bad)
+    diff = diff_bundles(a, b)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "diff.json", diff.to_json())
-    report = write_report([last_good, first_bad], out_dir / "report.html", diff=diff)
+    return diff, Path(write_report([a, b], out_dir / "report.html", diff=diff))
+
+
+def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:  # JSON for bisect's state file, as it stores it
+    """A finished bisection's last-good vs first-bad: diff.json and report.html under `out_dir`,
+    and what to say about them (called by `xlatools bisect` at the end of a search)."""
+    diff, report = write_diff(last_good, first_bad, out_dir)
     first = diff.first_divergence()
     summary = None
     if first is not None:

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from xlatools.records.base import BundleRecord
+from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.run import Device, EnvChangeRecord, JaxInfo, PresetRef, ProgramRecord
-from xlatools.vocab import Platform, ReplayOutcome, SourceForm
+from xlatools.vocab import IsolationOutcome, Platform, ReplayOutcome, SourceForm
 
 REPLAY_SCHEMA = "xlatools.replay/1"
 PACK_FORMAT = "xlatools.repro/1"
+PACKED_INPUTS = "inputs.npz"  # an --inputs FILE, inside a pack (reduce's minimal modules need their exact inputs)
 DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
 
 
@@ -202,6 +203,36 @@ class ModuleRecord:
 
 
 @dataclass(kw_only=True)
+class IsolatedInstruction:
+    """`replay --isolate`: one entry instruction (post order) run as its own module against the reference."""
+
+    index: int
+    name: str
+    opcode: str
+    shape: str
+    operands: list[str] = field(default_factory=list)
+    outcome: IsolationOutcome
+    detail: str = ""
+
+
+@dataclass(kw_only=True)
+class IsolationSummary:
+    """What `replay --isolate` found, as the replay manifest and --json carry it (every row: `file`)."""
+
+    file: str  # isolate.json in the replay bundle (an Isolation record)
+    module: str
+    oracle_calls: int = 0
+    first_mismatch: IsolatedInstruction | None = None
+    # When no instruction mismatches alone: the first whose value, computed from the module's inputs, does.
+    first_mismatch_in_context: IsolatedInstruction | None = None
+
+
+@dataclass(kw_only=True)
+class Isolation(IsolationSummary):
+    rows: list[IsolatedInstruction] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
 class ReplayManifest(BundleRecord):
     kind: Literal["replay"] = "replay"
     manifest_schema: str = REPLAY_SCHEMA
@@ -210,6 +241,7 @@ class ReplayManifest(BundleRecord):
     targets: dict[str, TargetVersions] = field(default_factory=dict)  # by interpreter path
     flag_checks: dict[str, dict[str, str]] = field(default_factory=dict)  # run label -> flag -> how it was decided
     modules: list[ModuleRecord] = field(default_factory=list)
+    isolation: IsolationSummary | None = field(default=None, metadata=OMIT_NONE)  # replay --isolate
 
 
 # A repro pack's index (pack.json): what to replay, how, and the outcome it must give.
@@ -220,7 +252,7 @@ class PackedOptions:
     Each is a field of ReplayRequest of the same name and type: a pack's options become its request."""
 
     source_from: SourceForm = SourceForm.AUTO
-    inputs: str | None = None  # random, zeros or ones
+    inputs: str | None = None  # random, zeros, ones, or PACKED_INPUTS: an --inputs .npz that travels in the pack
     seed: int = 0
     atol: float = DEFAULT_TOLERANCE
     rtol: float = DEFAULT_TOLERANCE

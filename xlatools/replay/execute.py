@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from xlatools import __version__
 from xlatools.errors import EXIT_OK, EXIT_TIMEOUT, EnvironmentMissing, Interrupted, UsageError
@@ -112,24 +112,29 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     return finish_module(record)
 
 
+def target_versions(targets: dict[str, Target]) -> dict[str, TargetVersions]:
+    """The interpreters a replay (or reduction) uses, as its manifest records them."""
+    return {python: TargetVersions(python_version=t.python_version, jax=t.jax, jaxlib=t.jaxlib, backend=t.backend,
+                                   devices=list(t.devices), plugins=list(t.plugins)) for python, t in targets.items()}
+
+
 def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
     """The manifest of a replay that is starting (status "running")."""
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
 
     plan = prepared.plan
-    targets = {python: TargetVersions(python_version=t.python_version, jax=t.jax, jaxlib=t.jaxlib, backend=t.backend,
-                                      devices=list(t.devices), plugins=list(t.plugins))
-               for python, t in prepared.targets.items()}
     return ReplayManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=str(plan.request.source), plan=plan.record(), targets=targets,
-                          flag_checks=prepared.flag_checks)
+                          host=host_info(), source=str(plan.request.source), plan=plan.record(),
+                          targets=target_versions(prepared.targets), flag_checks=prepared.flag_checks)
 
 
 def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter: Reporter,
-                   caller_env: dict[str, str] | None = None) -> ReplayResult:
+                   caller_env: dict[str, str] | None = None,
+                   then: Callable[[Path, ReplayManifest], None] | None = None) -> ReplayResult:
     """Replay every module into a fresh bundle. Ctrl-C ends it as an interrupted bundle holding
-    the modules replayed so far."""
+    the modules replayed so far. `then(bundle, record)`: more work recorded in the same bundle before
+    it is finished (replay --isolate)."""
     from xlatools.bundle import bundle_session
 
     caller_env = dict(os.environ if caller_env is None else caller_env)
@@ -140,6 +145,8 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
             for source in plan.modules:
                 record.modules.append(replay_module(prepared, source, session.path / "modules" / source.slug,
                                                     caller_env, reporter))
+            if then is not None:
+                then(session.path, record)
         except (KeyboardInterrupt, Interrupted):  # the session records it; the summary shows what was replayed
             _write_summary(session.path, prepared, Status.INTERRUPTED, Interrupted.exit_code, table(record.modules))
             raise Interrupted(f"interrupted; partial replay bundle: {session.path}") from None

@@ -140,13 +140,20 @@ def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_di
                      run_dir / "stderr.log", timeout, None, None)
     if result.status == Status.INTERRUPTED:
         raise Interrupted(f"interrupted while replaying ({run.label})")
+    return job_record(run, run_dir, result.status, result.returncode, result.duration, timeout)
+
+
+def job_record(run: RunConfig, run_dir: Path, status: Status, returncode: int | None, duration: float | None,
+               timeout: float | None) -> RunRecord:
+    """The record of a job that ended with `status` (ok, failed or timeout), from what it left in `run_dir`.
+    Also reduce's long-lived workers', which run many jobs in one target process."""
     phase = _read_text(run_dir / "phase")
-    if result.status == Status.TIMEOUT:
+    if status == Status.TIMEOUT:
         record = RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.TIMEOUT, phase=phase,
                            message=f"no result after {timeout:g} s (stopped)")
     else:
-        record = read_answer(run_dir, run) or _died(run, phase, result.returncode)
-    record.returncode, record.duration_s, record.dir = result.returncode, result.duration, str(run_dir)
+        record = read_answer(run_dir, run) or _died(run, phase, returncode)
+    record.returncode, record.duration_s, record.dir = returncode, duration, str(run_dir)
     if record.failure:
         record.log_tail = log_tail(run_dir / "stderr.log")
     return record

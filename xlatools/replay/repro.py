@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, cast
 
 from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, EnvironmentMissing, UsageError
-from xlatools.records.replay import (PACK_FORMAT, ModuleRecord, PackedOptions, PackIndex, PackModule, PackRun,
-                                     PackVersions)
+from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, ModuleRecord, PackedOptions, PackIndex, PackModule,
+                                     PackRun, PackVersions)
 from xlatools.records.run import RunManifest
 from xlatools.replay.execute import ReplayResult
 from xlatools.replay.pack import PackError, extract, write_pack
-from xlatools.replay.plan import ReplayRequest
+from xlatools.replay.plan import INPUT_MODES, ReplayRequest
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
 from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome, choices
@@ -170,14 +170,19 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.replay.sources import resolve
 
-    if request.inputs not in (None, "random", "zeros", "ones"):
-        raise UsageError("repro pack: --inputs FILE does not travel in a pack", hint="use random, zeros or ones")
+    inputs_file = request.inputs not in (None, *INPUT_MODES)
+    if inputs_file and not Path(str(request.inputs)).is_file():
+        raise UsageError(f"repro pack: --inputs {request.inputs}: no such file", hint="random, zeros, ones or an .npz")
     kind, modules = resolve(request.source, request.modules, request.include_all, request.process)
     run = run_of(request.source) if kind == "bundle" else None
     prepared = prepare(request, (kind, modules))
     replayed = execute_replay(prepared, out_root, argv, reporter)
     files, entries = _pack_files(modules, request.source, run)
+    if inputs_file:  # travels inside the pack (reduce's minimal modules need their exact inputs)
+        files[PACKED_INPUTS] = Path(str(request.inputs)).read_bytes()
     index = _index(request, replayed, run, prepared.targets[request.python], entries)
+    if inputs_file:
+        index.replay.inputs = PACKED_INPUTS
     files["pack.json"] = json.dumps(to_json(index), indent=2, sort_keys=True).encode()
     return write_pack(files, out_file), replayed
 
@@ -249,6 +254,8 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         root = unpacked / "repro" if (unpacked / "repro").is_dir() else unpacked
         index = read_index(root, archive)
         request = _request_of(index, archive, resolve_python(python))
+        if request.inputs == PACKED_INPUTS:
+            request.inputs = str(root / PACKED_INPUTS)
         try:
             prepared = prepare(request, ("pack", _modules_of(index, root)))
         except (UnknownFlags, EnvironmentMissing) as exc:

@@ -26,28 +26,35 @@ _DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|%?[A-Za-z_][\w.\-]*')
 
 
+def closing_bracket(text: str, start: int) -> int | None:
+    """Index just past the bracket that closes the one at `start` (any of ({[, nested; quoted strings
+    respected); None when it is never closed."""
+    depth, index, quoted = 0, start, False
+    while index < len(text):
+        char = text[index]
+        if quoted:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                quoted = False
+        elif char == '"':
+            quoted = True
+        elif char in "({[":
+            depth += 1
+        elif char in ")}]":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return None
+
+
 def _strip_attribute(line: str, attribute: str) -> str:
-    """Remove `, attribute={...}` (braces balanced, quoted strings respected) from one line."""
+    """Remove `, attribute={...}` (brackets balanced, quoted strings respected) from one line."""
     marker = f", {attribute}={{"
     while (start := line.find(marker)) != -1:
-        depth, index, quoted = 0, start + len(marker) - 1, False
-        while index < len(line):
-            char = line[index]
-            if quoted:
-                if char == "\\":
-                    index += 1
-                elif char == '"':
-                    quoted = False
-            elif char == '"':
-                quoted = True
-            elif char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            index += 1
-        line = line[:start] + line[index + 1:]
+        end = closing_bracket(line, start + len(marker) - 1)
+        line = line[:start] + line[end if end is not None else len(line):]
     return line
 
 

@@ -275,10 +275,12 @@ def main(argv):
     job = Job(argv[1])
     try:
         try:
-            import jax  # noqa: F401
+            import jax
             import numpy  # noqa: F401
         except ImportError as exc:
             raise Failed("cannot-run", "jax/numpy not importable here: %s" % exc)
+        # 64-bit inputs must reach the module as they are: with x64 off, device_put makes them 32-bit.
+        jax.config.update("jax_enable_x64", True)
         job.result["versions"] = versions()
         computation, mlir = job.load_module()
         arrays = job.inputs(computation)

@@ -1,0 +1,113 @@
+"""ISSUE.md: a ready upstream bug report of a reduced module (pure rendering from an IssueFacts record)."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from xlatools.records.reduce import RanWith, Verdict
+from xlatools.vocab import OracleKind
+
+
+@dataclass(kw_only=True)
+class IssueFacts:
+    module_name: str
+    oracle: str  # the oracle in words
+    oracle_kind: OracleKind
+    instructions_before: int
+    instructions_after: int
+    reduced_hlo: str
+    verdict: Verdict  # the last re-check's
+    test: RanWith
+    reference: RanWith | None
+    platform: str
+    xla_flags: list[str]
+    disabled_passes: list[str]
+    culprit_pass: str | None
+    inputs_text: str
+    test_outputs_text: str
+    reference_outputs_text: str
+    rechecks: str
+    commands: list[tuple[str, str]] = field(default_factory=list)  # (what, command)
+
+
+def _versions(ran: RanWith | None) -> str:
+    if ran is None:
+        return "-"
+    v, device = ran.versions, ran.device
+    return (f"jax {v.jax if v else '?'}, jaxlib {v.jaxlib if v else '?'}, Python {v.python if v else '?'}, "
+            f"device {device.platform if device else '?'} {device.kind if device else ''}".rstrip())
+
+
+def jaxlib_of(ran: RanWith | None) -> str:
+    return (ran.versions.jaxlib if ran and ran.versions else None) or "?"
+
+
+def _figures(verdict: Verdict) -> list[str]:
+    c = verdict.comparison
+    if c is None:
+        failure = verdict.failure
+        if failure is not None:
+            return [f"- {failure.failure} during {failure.phase or 'start-up'}" + (f" ({failure.signal})" if failure.signal
+                                                                                    else ""), f"- message: {failure.message}"]
+        return [f"- the check script exited {verdict.script_exit}"] if verdict.script_exit is not None else []
+    if c.message:
+        return [f"- {c.message}"]
+    lines = [f"- {c.mismatches}/{c.elements} elements differ, {c.nan_mismatches} of them NaN where the other side is "
+             "not (or the reverse)", f"- max abs error {c.max_abs_error:.6g}, max rel error {c.max_rel_error:.6g}"]
+    for index, row in enumerate(c.outputs):
+        lines.append(f"- output {index} {row.dtype}{row.shape}: {row.mismatches} mismatches")
+    return lines
+
+
+def render_issue(f: IssueFacts) -> str:
+    title = {OracleKind.MISMATCH: "wrong result", OracleKind.RECORDED: "result differs from the recorded one",
+             OracleKind.ERROR: "compiler/runtime failure", OracleKind.SCRIPT: "check script fails"}[f.oracle_kind]
+    jaxlib = jaxlib_of(f.test)
+    out = [f"# XLA {f.platform}: {title} in a {f.instructions_after}-instruction module (jaxlib {jaxlib})", "",
+           f"Reduced by `xlatools reduce` from module `{f.module_name}` ({f.instructions_before} -> "
+           f"{f.instructions_after} instructions). Interesting means: {f.oracle}.", "",
+           f"**What happens:** {f.verdict.reason}. Re-checked: {f.rechecks}.", "", "## Environment", "",
+           f"- test: {_versions(f.test)}"]
+    if f.reference:
+        out.append(f"- reference: {_versions(f.reference)}")
+    out.append(f"- XLA flags of the test: `{' '.join(f.xla_flags) or '(none)'}`")
+    if f.disabled_passes:
+        out.append(f"- passes kept disabled while reducing: {', '.join(f'`{p}`' for p in f.disabled_passes)}")
+    if f.culprit_pass:
+        out.append(f"- culprit pass named by `xlatools bisect passes`: `{f.culprit_pass}`")
+    out += ["", "## Minimal HLO", "", "```", f.reduced_hlo.rstrip(), "```", "", "## Inputs", "", "```",
+            f.inputs_text.rstrip() or "(no parameters)", "```", ""]
+    if f.oracle_kind in (OracleKind.MISMATCH, OracleKind.RECORDED):
+        out += ["## Expected (reference) vs actual (test)", "", *_figures(f.verdict), "", "Expected:", "", "```",
+                f.reference_outputs_text.rstrip() or "-", "```", "", "Actual:", "", "```",
+                f.test_outputs_text.rstrip() or "-", "```", ""]
+    else:
+        out += ["## Failure", "", *_figures(f.verdict), ""]
+    out += ["## Reproduce", ""]
+    for what, command in f.commands:
+        out += [f"{what}:", "", "```sh", command, "```", ""]
+    return "\n".join(out)
+
+
+def commands(facts_flags: list[str], platform: str, reference: str | None, pack: str,
+             pack_outcome: str = "?") -> list[tuple[str, str]]:
+    """The commands ISSUE.md shows: XLA's run_hlo_module, then xlatools (replay and the repro pack)."""
+    env = f"XLA_FLAGS={shlex.quote(' '.join(facts_flags))} " if facts_flags else ""
+    ref_platform = {"cpu": "cpu"}.get(reference or "", "")
+    run_hlo = (f"{env}run_hlo_module --platform={platform} --reference_platform={ref_platform} "
+               f"--input_format=hlo reduced.hlo.txt")
+    replay = "xlatools replay reduced.hlo.txt --inputs inputs.npz" + (" --reference cpu" if reference == "cpu" else
+                                                                        " --reference-python GOOD_PYTHON" if reference else "")
+    replay += "".join(f" --xla-flag {shlex.quote(f)}" for f in facts_flags)
+    return [("With XLA's run_hlo_module (bazel target; its random inputs may not show a value-dependent bug: "
+             "the inputs above are in inputs.npz)", run_hlo),
+            ("With xlatools (the exact inputs)", replay),
+            (_pack_words(reference, pack_outcome), f"xlatools repro run {pack} --python PYTHON_WITH_THE_SAME_JAXLIB")]
+
+
+def _pack_words(reference: str | None, pack_outcome: str) -> str:
+    if reference == "python":  # another interpreter's path does not travel in a pack
+        return (f"With the repro pack (module, inputs, flags; it carries no reference interpreter, so the outcome it "
+                f"recorded is the test's alone: {pack_outcome}; the mismatch shows with --reference-python as above)")
+    return f"With the repro pack (module, inputs, flags; the outcome it recorded: {pack_outcome}; exit 1 = reproduced)"

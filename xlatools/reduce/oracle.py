@@ -1,0 +1,100 @@
+"""Is a candidate interesting? Verdicts from replay's run records, or from a check script (pure but the script).
+
+A verdict is about the candidate module only: a reference that cannot run, or a script
+that answers 125, says nothing about it (interesting = None, "skip"), and the reduction
+treats that candidate as not kept.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from xlatools.errors import EnvironmentMissing
+from xlatools.records.reduce import FailureSeen, OracleSpec, Verdict
+from xlatools.records.replay import RunRecord
+from xlatools.vocab import Interest, OracleKind, ReplayOutcome, Status
+
+FAILURE_KINDS = (ReplayOutcome.COMPILE_ERROR, ReplayOutcome.RUNTIME_ERROR, ReplayOutcome.CRASH)
+INTERESTING, NOT_INTERESTING, SKIP = Interest.INTERESTING, Interest.NOT_INTERESTING, Interest.SKIP
+
+
+def _failed(run: RunRecord) -> str:
+    return f"{run.failure} during {run.phase or 'start-up'}: {(run.message or '')[:300]}"
+
+
+def _seen(run: RunRecord) -> FailureSeen:
+    return FailureSeen(failure=ReplayOutcome(run.failure), phase=run.phase, signal=run.signal,
+                       message=(run.message or "")[:500])
+
+
+def judge_outputs(spec: OracleSpec, test: RunRecord, reference: RunRecord | None) -> Verdict:
+    """mismatch / recorded oracles: the comparisons replay made."""
+    if test.failure:
+        return Verdict(interest=NOT_INTERESTING, reason=f"the test run failed ({_failed(test)})", failure=_seen(test))
+    if spec.kind == OracleKind.MISMATCH:
+        if reference is None:
+            raise ValueError("a mismatch oracle needs a reference run")
+        if reference.failure:
+            return Verdict(interest=SKIP, reason=f"the reference cannot run it ({_failed(reference)})",
+                           failure=_seen(reference))
+        comparisons = reference.comparisons
+    else:
+        comparisons = test.comparisons
+    if not comparisons:
+        return Verdict(interest=SKIP, reason="nothing to compare with")
+    c = comparisons[0]
+    if c.ok:
+        return Verdict(interest=NOT_INTERESTING, reason=f"outputs match (max abs error {c.max_abs_error:.3g})", comparison=c)
+    if c.message:
+        return Verdict(interest=INTERESTING, reason=f"outputs differ: {c.message}", comparison=c)
+    return Verdict(interest=INTERESTING, comparison=c,
+                   reason=f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g}, "
+                          f"{c.nan_mismatches} NaN mismatches)")
+
+
+def judge_error(spec: OracleSpec, test: RunRecord, allow_load: bool = False) -> Verdict:
+    """error oracle: a compile/runtime error or crash whose message (or log, or signal) matches."""
+    if not test.failure:
+        return Verdict(interest=NOT_INTERESTING, reason="the test run succeeded")
+    seen = _seen(test)
+    if test.failure not in FAILURE_KINDS or (test.phase == "load" and not allow_load):
+        return Verdict(interest=NOT_INTERESTING, reason=f"a failure of another kind ({_failed(test)})", failure=seen)
+    text = "\n".join([test.message or "", test.signal or "", *test.log_tail])
+    if re.search(spec.error_regex or "", text):
+        return Verdict(interest=INTERESTING, reason=f"{test.failure} during {test.phase} matches /{spec.error_regex}/",
+                       failure=seen)
+    return Verdict(interest=NOT_INTERESTING, failure=seen,
+                   reason=f"{test.failure} during {test.phase}, but /{spec.error_regex}/ does not match")
+
+
+def script_verdict(returncode: int | None, status: Status, timeout: float | None) -> Verdict:
+    """git bisect run semantics: 0 not interesting, 125 skip, 1-127 interesting; others: the script is broken."""
+    if status == Status.TIMEOUT:
+        return Verdict(interest=SKIP, reason=f"the script did not finish in {timeout:g} s (skip)")
+    if returncode == 0:
+        return Verdict(interest=NOT_INTERESTING, reason="the script exited 0", script_exit=0)
+    if returncode == 125:
+        return Verdict(interest=SKIP, reason="the script exited 125 (skip)", script_exit=125)
+    if returncode is not None and 1 <= returncode <= 127:
+        return Verdict(interest=INTERESTING, reason=f"the script exited {returncode}", script_exit=returncode)
+    raise EnvironmentMissing(f"the check script ended with status {returncode} (not 0-127)",
+                             hint="like git bisect run: 0 = not interesting, 1-127 = interesting, 125 = skip")
+
+
+def run_script(spec: OracleSpec, module: Path, inputs: Path | None, folder: Path, env: dict[str, str],
+               timeout: float | None) -> Verdict:
+    """Run the script on one candidate: its HLO file is the last argument; XLATOOLS_REDUCE_HLO / _INPUTS name them."""
+    from xlatools.errors import Interrupted
+    from xlatools.run.process import execute
+
+    argv = ["/bin/sh", "-c", f"{spec.script} {shlex.quote(str(module))}"]
+    env = {**env, "XLATOOLS_REDUCE_HLO": str(module)}
+    if inputs is not None:
+        env["XLATOOLS_REDUCE_INPUTS"] = str(inputs)
+    result = execute(argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout,
+                     None, None)
+    if result.status == Status.INTERRUPTED:
+        raise Interrupted("interrupted while the check script ran")
+    return script_verdict(result.returncode, result.status, timeout)

@@ -1,0 +1,96 @@
+"""What a triage was asked (TriageRequest), where it lives, and its state file (`triage.json`).
+
+The folder, `<out>/triage-<program>-<good>..<bad>-<spec hash>/`, comes from what identifies the
+triage (ends, test, tolerances, platform), so the same command finds it again and continues;
+`--skip`, `--jobs` and `--quiet` are not part of it. `--fresh` moves an old folder aside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlatools.bundle import safe_name, utc_now
+from xlatools.errors import UsageError
+from xlatools.fsutil import atomic_write_json
+from xlatools.records.base import to_json
+from xlatools.records.replay import DEFAULT_TOLERANCE
+from xlatools.records.triage import TRIAGE_SCHEMA, TriageSpec, TriageState
+from xlatools.vocab import Platform, TriageStage
+
+if TYPE_CHECKING:
+    from xlatools.bisect.checks import TestOptions
+
+STATE_FILE = "triage.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TriageRequest:
+    good: str
+    bad: str
+    test: TestOptions  # the program (or check script) and how its exit says good or bad
+    python_version: str = "3.11"
+    out: Path = Path("artifacts/triage")
+    skip: frozenset[TriageStage] = field(default_factory=frozenset)
+    atol: float = DEFAULT_TOLERANCE
+    rtol: float = DEFAULT_TOLERANCE
+    jobs: int = 1  # candidates of the reduction run side by side
+    fresh: bool = False
+
+    @property
+    def platform(self) -> str:
+        return "gpu" if self.test.platform == Platform.GPU else "cpu"
+
+
+def spec_hash(spec: TriageSpec) -> str:
+    return hashlib.sha256(json.dumps(to_json(spec), sort_keys=True).encode()).hexdigest()[:10]
+
+
+def folder_for(out_root: Path, spec: TriageSpec) -> Path:
+    program = Path(spec.test.program.split()[-1]).stem or "program"
+    return Path(os.path.abspath(out_root)) / f"triage-{safe_name(program)}-{spec.good}..{spec.bad}-{spec_hash(spec)}"
+
+
+def load(folder: Path) -> TriageState | None:
+    """The state in `folder`, None when there is none; a damaged or foreign file is bad input (exit 2)."""
+    from xlatools.records.base import read_record
+
+    path = folder / STATE_FILE
+    if not os.path.lexists(path):
+        return None
+    fix = f"move {folder} away, or run with --fresh (which keeps it as {folder.name}.<time>)"
+    state = read_record(path, TriageState, "triage state file", hint=fix)
+    if state.schema != TRIAGE_SCHEMA:
+        raise UsageError(f"{path}: triage state schema {state.schema!r}, this xlatools reads {TRIAGE_SCHEMA}", hint=fix)
+    state.folder = folder
+    return state
+
+
+def save(state: TriageState) -> None:
+    state.spec_hash = spec_hash(state.spec)
+    state.created = state.created or utc_now()
+    state.updated = utc_now()
+    assert state.folder is not None
+    atomic_write_json(Path(state.folder) / STATE_FILE, to_json(state))
+
+
+def open_state(out_root: Path, spec: TriageSpec, fresh: bool, create: bool = True) -> TriageState:
+    """The recorded triage for `spec` (or a new one; written only when `create`)."""
+    folder = folder_for(out_root, spec)
+    if fresh and folder.exists() and create:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        os.replace(folder, folder.with_name(f"{folder.name}.{stamp}"))
+    state = None if fresh else load(folder)
+    if state is not None and to_json(state.spec) != to_json(spec):
+        raise UsageError(f"{folder / STATE_FILE} records another triage", hint="use another --out, or --fresh")
+    if state is None:
+        state = TriageState(spec=spec, folder=folder)
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+            save(state)
+    return state
