@@ -27,7 +27,7 @@ RESERVE_BYTES = 64 * 1024
 # error: xlatools itself could not finish the run's records (disk full); the others are the run's outcome.
 Status = Literal["running", "ok", "failed", "timeout", "interrupted", "error"]
 STATUSES: tuple[Status, ...] = get_args(Status)
-BundleKind = Literal["run", "build", "replay", "bisect"]
+BundleKind = Literal["run", "build", "replay", "bisect", "debug"]
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.I)
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _ENV_KEYS = frozenset({"env", "environment", "repo_env", "action_env"})

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "repro": ("replay_cmd", "app", "group"),
     "bisect": ("bisect_cmd", "app", "group"),
     "cache": ("cache_cmd", "app", "group"),
+    "debug": ("debug_cmd", "app", "group"),
 }
 
 

@@ -119,12 +119,13 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 def run_job(run: RunConfig, spec: dict[str, Any], run_dir: Path, env: dict[str, str], timeout: float | None) -> RunRecord:
     """Run replay_module.py for one job in the target interpreter and read what it wrote."""
+    from xlatools.debug.crash import backtrace_note, with_crash_capture
     from xlatools.errors import Interrupted
     from xlatools.run.process import execute
 
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "job.json", spec)
-    result = execute([run.python, str(PROBE), str(run_dir / "job.json")], env, str(run_dir), run_dir / "stdout.log",
+    result = execute([run.python, str(PROBE), str(run_dir / "job.json")], with_crash_capture(env, run_dir), str(run_dir), run_dir / "stdout.log",
                      run_dir / "stderr.log", timeout, None, None)
     record = RunRecord(run.label, run.python, returncode=result.returncode, duration_s=result.duration, dir=str(run_dir))
     if result.status == "interrupted":
@@ -137,6 +138,7 @@ def run_job(run: RunConfig, spec: dict[str, Any], run_dir: Path, env: dict[str, 
         record.failure, record.phase, record.signal = "crash", phase, signal_name(result.returncode)
         how = record.signal or f"exit status {result.returncode}"
         record.message = f"the target died ({how}) during {phase or 'start-up'}"
+        record.message += f"; {backtrace_note(run_dir)}" if backtrace_note(run_dir) else ""
     else:
         _fill(record, data, run_dir)
     if record.failure:

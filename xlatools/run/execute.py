@@ -125,6 +125,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
     from xlatools.bundle import Bundle
     from xlatools.console import group
+    from xlatools.debug.crash import with_crash_capture
     from xlatools.run.process import execute
     from xlatools.run.record import manifest_data
 
@@ -143,7 +144,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
         say(f"==> {plan.program.label} -> {bundle.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else ""))
         stdout = sys.stderr.buffer if echo_stdout_to_stderr else sys.stdout.buffer
         with group(f"{plan.program.label} output", announce=False):
-            result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, bundle.path / "stdout.log",
+            result = execute(plan.argv, with_crash_capture(plan.child_env(caller_env), bundle.path), plan.cwd, bundle.path / "stdout.log",
                              bundle.path / "stderr.log", plan.timeout, None if plan.quiet else stdout,
                              None if plan.quiet else sys.stderr.buffer, on_start=on_start,
                              heartbeat=HEARTBEAT_SECONDS if plan.quiet else None)
@@ -171,6 +172,7 @@ def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
 
 def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, exit_code: int) -> RunOutcome:
     """Index the dumps, check the log switches, write summary.txt and the final manifest."""
+    from xlatools.debug.crash import backtrace_note
     from xlatools.fsutil import atomic_write_text
     from xlatools.run.dumps import index_dump, modules_table
     from xlatools.run.record import outcome_fields, summary_text, unmatched_vmodule
@@ -182,7 +184,7 @@ def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, 
                 # Without file lists: the manifest's `files` index has them, with sizes and hashes.
                 "modules": [m.to_json(with_files=False) for m in sorted(index.modules.values(), key=lambda m: m.id)]}
         table = modules_table(index) if index.modules else ""
-    notes = list(base["notes"])
+    notes = list(base["notes"]) + [note for note in [backtrace_note(bundle.path)] if note]
     for pattern in unmatched_vmodule(bundle.path / "stderr.log", plan.vmodule_patterns()):
         notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names without "
                      "the extension (e.g. hlo_pass_pipeline); check the name, or whether that file logs at that level")

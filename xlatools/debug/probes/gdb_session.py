@@ -102,7 +102,16 @@ def write(folder, name, text):
         handle.write(text)
 
 
-def record_stop(bp):
+def wanted_module(module):
+    """--hlo-module: stop only while a module of a matching name is compiled (the dump tells which)."""
+    pattern = PLAN.get("module_re")
+    if not pattern:
+        return True
+    name = os.path.basename(module).split(".")[1] if module else ""
+    return bool(re.search(pattern, name))
+
+
+def record_stop(bp, module):
     number = len(state["stops"]) + 1
     folder = os.path.join(PLAN["stops_dir"], str(number))
     os.makedirs(folder, exist_ok=True)
@@ -111,7 +120,6 @@ def record_stop(bp):
     write(folder, "backtrace.txt", gdb.execute("bt", to_string=True))
     write(folder, "threads.txt", gdb.execute("thread apply all bt", to_string=True))
     ask_python_stack(os.path.join(folder, "python-stack.txt"))
-    module = newest_dump(bp.spec.get("pass"))
     if module:
         shutil.copyfile(module, os.path.join(folder, "module-before.txt"))
     stop = {"number": number, "label": bp.spec["label"], "pass": bp.spec.get("pass"), "class": bp.cls,
@@ -177,7 +185,11 @@ def main():
             break
         event = last_event.pop("event", None)
         if isinstance(event, gdb.BreakpointEvent) and isinstance(event.breakpoints[0], PassBreakpoint):
-            record_stop(event.breakpoints[0])
+            module = newest_dump(event.breakpoints[0].spec.get("pass"))
+            if not wanted_module(module):
+                gdb.execute("continue")
+                continue
+            record_stop(event.breakpoints[0], module)
             if len(state["stops"]) >= PLAN["max_stops"]:
                 if PLAN["interactive"]:
                     gdb.write("xlatools: stopped; gdb is yours now (the bundle: %s)\n" % PLAN["bundle"])

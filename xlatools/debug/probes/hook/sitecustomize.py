@@ -46,12 +46,13 @@ def _take_settings():
 def _gdb_report(gdb, pid):
     import subprocess
 
-    argv = [gdb, "-nx", "-batch", "-p", str(pid), "-ex", "set pagination off", "-ex", "set width 0",
+    argv = [gdb, "-nx", "-batch", "-iex", "set auto-load python-scripts off", "-p", str(pid),
+            "-ex", "set pagination off", "-ex", "set width 0",
             "-ex", "info threads", "-ex", "thread apply all bt"]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               timeout=_GDB_SECONDS)
-        return "$ " + " ".join(argv) + "\n" + done.stdout.decode("utf-8", "replace")
+        return "$ " + " ".join(argv) + "\n" + done.stdout.decode("utf-8", "replace").rstrip("\n") + "\n"
     except (OSError, subprocess.SubprocessError) as exc:
         return "gdb could not run: %s\n" % exc
 
@@ -77,27 +78,31 @@ def _watch(fd, pid, dest, gdb):
     python_part = _read_report(fd)
     if not python_part:
         return  # the program ended normally
+    # Stopped, the program cannot finish dying (its sleep may end) before gdb has looked at it.
+    os.kill(pid, signal.SIGSTOP)
     text = python_part.decode("utf-8", "replace")
-    try:
-        os.write(2, python_part)  # where faulthandler would have written it
-    except OSError:
-        pass
     name = next((sig for words, sig in _FATAL.items() if "Fatal Python error: " + words in text), None)
-    if gdb:
-        native = _gdb_report(gdb, pid)
-    else:
-        native = "gdb was not found when the program started: no native frames (install gdb; see `xlatools doctor`)\n"
-    header = "xlatools native backtrace of process %d (%s)\n\n" % (pid, name or "fatal signal")
-    body = header + "== native frames (gdb) ==\n" + native + "\n== Python traceback (faulthandler) ==\n" + text
-    tmp = "%s.%d.tmp" % (dest, os.getpid())
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(body)
-    os.replace(tmp, dest)
-    if name:
+    try:
         try:
-            os.kill(pid, getattr(signal, name))
+            os.write(2, python_part)  # where faulthandler would have written it
         except OSError:
             pass
+        if gdb:
+            native = _gdb_report(gdb, pid)
+        else:
+            native = "gdb was not found when the program started: no native frames (install gdb; see `xlatools doctor`)\n"
+        header = "xlatools native backtrace of process %d (%s)\n\n" % (pid, name or "fatal signal")
+        body = header + "== native frames (gdb) ==\n" + native + "\n== Python traceback (faulthandler) ==\n" + text
+        tmp = "%s.%d.tmp" % (dest, os.getpid())
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(body)
+        os.replace(tmp, dest)
+    finally:
+        for sig in ([getattr(signal, name)] if name else []) + [signal.SIGCONT]:
+            try:
+                os.kill(pid, sig)  # its own fatal signal, delivered once it runs again
+            except OSError:
+                pass
 
 
 def _sleep_on_fatal_signals():
@@ -132,8 +137,8 @@ def _crash_mode(dest, gdb):
             os._exit(0)
     os.close(read_end)
     faulthandler.disable()  # PYTHONFAULTHANDLER's handler would otherwise sit above ours, unchained
+    libc = _sleep_on_fatal_signals()  # also without gdb: the watcher copies the report before the end
     if gdb:
-        libc = _sleep_on_fatal_signals()
         libc.prctl(_PR_SET_PTRACER, watcher, 0, 0, 0)  # Yama (ptrace_scope 1): the watcher may attach to us
     report = os.fdopen(write_end, "w")
     _kept.append(report)

@@ -1,0 +1,138 @@
+"""Which shared objects of a target hold HLO passes, their pass maps (cached), and the
+breakpoints that `--break-pass NAME` / `--break SYMBOL` become (pure)."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from xlatools.debug.passmap import CACHE_VERSION, ROOT, PassMap, build_pass_map
+from xlatools.errors import EnvironmentMissing, UsageError
+
+_MIN_BYTES = 1 << 20  # the libraries that carry XLA are tens to hundreds of MB
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    label: str  # "pass algsimp", "symbol xla::Foo::Bar"
+    location: str  # what gdb breaks on (a mangled entry, or the user's location)
+    pass_name: str | None = None
+    classes: tuple[str, ...] = ()  # stop only when `this` is one of these classes (empty: always)
+    library: str | None = None
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "location": self.location, "pass": self.pass_name,
+                "classes": list(self.classes), "library": self.library}
+
+
+@dataclass
+class PassCatalog:
+    maps: list[PassMap] = field(default_factory=list)
+
+    def named(self) -> dict[str, list[tuple[PassMap, object]]]:
+        out: dict[str, list] = {}
+        for pass_map in self.maps:
+            for name, classes in pass_map.named().items():
+                out.setdefault(name, []).extend((pass_map, c) for c in classes)
+        return dict(sorted(out.items()))
+
+
+def pass_libraries(package_dirs: list[Path]) -> list[Path]:
+    """Shared objects under the frontend's package folders whose symbols name xla::HloPassInterface."""
+    found = []
+    for folder in package_dirs:
+        for path in sorted(Path(folder).rglob("*.so*")):
+            try:
+                if path.is_file() and path.stat().st_size >= _MIN_BYTES and _mentions(path, ROOT.encode()):
+                    found.append(path.resolve())
+            except OSError:
+                continue
+    return list(dict.fromkeys(found))
+
+
+def _mentions(path: Path, needle: bytes, chunk: int = 1 << 24) -> bool:
+    """A plain scan for the name (the string table is near the end; this is I/O bound, ~0.2 s per 300 MB)."""
+    with open(path, "rb") as handle:
+        tail = b""
+        while block := handle.read(chunk):
+            if needle in tail + block:
+                return True
+            tail = block[-len(needle):]
+    return False
+
+
+def load_pass_map(path: Path, cache_dir: Path) -> PassMap:
+    """The pass map of one library, from the cache while the file is unchanged."""
+    stat = path.stat()
+    key = hashlib.sha256(f"{CACHE_VERSION}:{path}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:20]
+    cached = cache_dir / f"passmap-{key}.json"
+    try:
+        return PassMap.from_json(json.loads(cached.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    result = build_pass_map(path)
+    try:
+        from xlatools.fsutil import atomic_write_json
+
+        atomic_write_json(cached, result.to_json(), durable=False)
+    except OSError:
+        pass  # a cache we cannot write costs a second next time, nothing more
+    return result
+
+
+def catalog_for(libraries: list[Path], cache_dir: Path) -> PassCatalog:
+    if not libraries:
+        raise EnvironmentMissing("no shared object of the target holds HLO passes (xla::HloPassInterface)",
+                                 hint="check --python, or name the library with --library PATH")
+    return PassCatalog([load_pass_map(path, cache_dir) for path in libraries])
+
+
+def plan_breakpoints(catalog: PassCatalog, pass_names: list[str], symbols: list[str]) -> list[Breakpoint]:
+    """One breakpoint per distinct entry of each named pass (checking the object's class where other
+    passes share that entry), then the user's own locations. Unknown pass names are refused."""
+    named = catalog.named()
+    unknown = [name for name in pass_names if name not in named]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(named), n=3)
+        raise UsageError(f"--break-pass {unknown[0]}: no pass of that name in the target's symbols"
+                         + (f" (did you mean {', '.join(close)}?)" if close else ""),
+                         hint="`xlatools debug passes` lists the names found; --break SYMBOL stops anywhere else")
+    users: dict[tuple[str, str], set[str]] = {}  # (library, entry) -> classes of every name running it
+    for pass_map in catalog.maps:
+        for item in pass_map.classes:
+            if item.entry:
+                users.setdefault((pass_map.library, item.entry), set()).add(item.name or "?")
+    out: list[Breakpoint] = []
+    for name in dict.fromkeys(pass_names):
+        entries: dict[tuple[str, str], list[str]] = {}
+        for pass_map, item in named[name]:
+            if item.entry:
+                entries.setdefault((pass_map.library, item.entry), []).append(item.cls)
+        if not entries:
+            raise UsageError(f"--break-pass {name}: the target has the pass but no entry function for it",
+                             hint="use --break with a function of that pass")
+        for (library, entry), classes in entries.items():
+            shared = users[(library, entry)] != {name}
+            out.append(Breakpoint(f"pass {name}", entry, name, tuple(sorted(classes)) if shared else (), library))
+    out += [Breakpoint(f"symbol {symbol}", symbol) for symbol in dict.fromkeys(symbols)]
+    return out
+
+
+def dump_pass_regex(pass_names: list[str]) -> str:
+    """--xla_dump_hlo_pass_re for the named passes: XLA then dumps each module just before them."""
+    import re
+
+    return "^(" + "|".join(re.escape(n) for n in dict.fromkeys(pass_names)) + ")$"
+
+
+def passes_table(catalog: PassCatalog) -> list[dict]:
+    """The rows `xlatools debug passes` shows: one per pass class with a constant name."""
+    rows = []
+    for name, items in catalog.named().items():
+        for pass_map, item in items:
+            rows.append({"pass": name, **asdict(item), "library": os.path.basename(pass_map.library)})
+    return rows
