@@ -46,6 +46,9 @@ def run_doctor(plan: DoctorPlan, env: Mapping[str, str] | None = None) -> Report
         from xlatools.doctor.checks_native import check_native
 
         report.checks += check_native(list(facts.shared_objects), env, system_dirs())
+        from xlatools.doctor.checks_debug import check_gdb, check_ptrace
+
+        report.checks += [check_gdb(env), check_ptrace()]
     if "gpu" in plan.sections:
         report.checks += _gpu_checks(facts, env)
     if "disk" in plan.sections:
