@@ -125,21 +125,20 @@ def _target_json(target) -> dict:
             "jax": target.jax, "jaxlib": target.jaxlib, "backend": target.backend}
 
 
-def _bind(prepared: Prepared):
+def _program(prepared: Prepared, bundle: Path, make_folders: bool = True):
+    """The program gdb starts: the run's plan bound to the bundle (the dump folder made)."""
     from xlatools.debug.session import ProgramSpec
 
-    def bind(bundle: Path) -> ProgramSpec:
-        plan = prepared.run.plan.bind(bundle)
-        if plan.dump_dir:
-            Path(plan.dump_dir).mkdir(parents=True, exist_ok=True)
-        return ProgramSpec(plan.argv, plan.child_env(prepared.caller_env), plan.cwd, plan.dump_dir, plan.timeout)
-    return bind
+    plan = prepared.run.plan.bind(bundle)
+    if plan.dump_dir and make_folders:
+        Path(plan.dump_dir).mkdir(parents=True, exist_ok=True)
+    return ProgramSpec(plan.argv, plan.child_env(prepared.caller_env), plan.cwd, plan.dump_dir, plan.timeout)
 
 
 def execute(prepared: Prepared) -> DebugOutcome:
     from xlatools.debug.api import run_debug
 
-    return run_debug(prepared.request, _bind(prepared))
+    return run_debug(prepared.request, lambda bundle: _program(prepared, bundle))
 
 
 def print_plan(prepared: Prepared, as_json: bool) -> None:
@@ -147,7 +146,7 @@ def print_plan(prepared: Prepared, as_json: bool) -> None:
     from xlatools.debug.session import plan_session
 
     placeholder = Path("{bundle}")
-    session = plan_session(_bind_placeholder(prepared, placeholder), prepared.request.options, placeholder)
+    session = plan_session(_program(prepared, placeholder, make_folders=False), prepared.request.options, placeholder)
     data = {"gdb_argv": session.gdb_argv, "breakpoints": [b.to_json() for b in prepared.request.options.breakpoints],
             "program_argv": session.script_plan["argv"], "libraries": prepared.request.libraries,
             "run_plan": redact(prepared.run.plan.to_json())}
@@ -161,13 +160,6 @@ def print_plan(prepared: Prepared, as_json: bool) -> None:
         typer.echo(f"break:    {item.label}: {item.location}{only}")
     typer.echo(f"XLA_FLAGS: {' '.join(prepared.run.plan.xla_flags) or '-'}")
     typer.echo("bundle:   <out>/<UTC time>-<name>-<id>/ (stops/N/, gdb.log, stdout.log, stderr.log)")
-
-
-def _bind_placeholder(prepared: Prepared, placeholder: Path):
-    from xlatools.debug.session import ProgramSpec
-
-    plan = prepared.run.plan.bind(placeholder)
-    return ProgramSpec(plan.argv, plan.child_env(prepared.caller_env), plan.cwd, plan.dump_dir, plan.timeout)
 
 
 def print_outcome(outcome: DebugOutcome, as_json: bool) -> None:
