@@ -161,7 +161,7 @@ def program_outcome(result: SessionResult) -> str:
         return f"killed by {result.signal}"
     if result.exit_code is not None:
         return f"exit {result.exit_code}"
-    return "still running when the session ended" if result.stops else "did not finish"
+    return "not finished when gdb ended (killed or left in gdb)" if result.stops else "did not finish"
 
 
 def stop_lines(result: SessionResult) -> list[str]:

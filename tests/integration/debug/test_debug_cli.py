@@ -63,6 +63,18 @@ def test_break_pass_stops_with_backtrace_python_stack_and_module(xl, gdb, tmp_pa
     assert json.loads((Path(result["bundle"]) / "manifest.json").read_text())["kind"] == "debug"
 
 
+def test_interactive_session_hands_gdb_the_commands_after_recording_the_stop(gdb, tmp_path, probe_cache):
+    from tests.helpers import run_cli
+
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    done = run_cli("debug", "prog.py", "--break-pass", "algsimp", "--interactive", "--out", "out", cwd=tmp_path,
+                   env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"}, timeout=600,
+                   input="print 6*7\nkill\nquit\n")
+    assert done.returncode == 0, done.stderr
+    assert "gdb is yours now" in done.stdout and "$1 = 42" in done.stdout
+    assert "stop 1: pass algsimp" in done.stderr
+
+
 def test_shared_entry_stops_for_its_class_on_jaxlib_0_4_30(xl, gdb, old_jax_python, tmp_path):
     """jaxlib 0.4.30's passes override Run(). Every expander runs OpExpanderPass::Run: the breakpoint
     there stops only for the named pass's class (read from the object's vtable)."""
