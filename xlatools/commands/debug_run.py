@@ -63,11 +63,12 @@ def catalog(python: str | None, libraries: list[str], target=None) -> PassCatalo
     from xlatools.fsutil import cache_root
     from xlatools.run.target import probe, resolve_python
 
+    cache = cache_root() / "debug"
     paths = [Path(p).resolve() for p in libraries]
     if not paths:
         target = target or probe(resolve_python(python), "auto")
-        paths = pass_libraries(target_dirs(target))
-    return catalog_for(paths, cache_root() / "debug")
+        paths = pass_libraries(target_dirs(target), cache)
+    return catalog_for(paths, cache)
 
 
 def prepare(choices: Choices, cwd: Path, caller_env: dict[str, str], argv: list[str]) -> Prepared:

@@ -41,13 +41,17 @@ class PassCatalog:
         return dict(sorted(out.items()))
 
 
-def pass_libraries(package_dirs: list[Path]) -> list[Path]:
-    """Shared objects under the frontend's package folders whose symbols name xla::HloPassInterface."""
+def pass_libraries(package_dirs: list[Path], cache_dir: Path) -> list[Path]:
+    """Shared objects under the frontend's package folders whose symbols name xla::HloPassInterface
+    (a file with a cached pass map is not read again)."""
     found = []
     for folder in package_dirs:
         for path in sorted(Path(folder).rglob("*.so*")):
             try:
-                if path.is_file() and path.stat().st_size >= _MIN_BYTES and _mentions(path, ROOT.encode()):
+                if not path.is_file() or path.stat().st_size < _MIN_BYTES:
+                    continue
+                cached = _cached(path.resolve(), cache_dir)
+                if (cached.classes if cached is not None else _mentions(path, ROOT.encode())):
                     found.append(path.resolve())
             except OSError:
                 continue
@@ -65,20 +69,29 @@ def _mentions(path: Path, needle: bytes, chunk: int = 1 << 24) -> bool:
     return False
 
 
-def load_pass_map(path: Path, cache_dir: Path) -> PassMap:
-    """The pass map of one library, from the cache while the file is unchanged."""
+def _cache_file(path: Path, cache_dir: Path) -> Path:
     stat = path.stat()
     key = hashlib.sha256(f"{CACHE_VERSION}:{path}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:20]
-    cached = cache_dir / f"passmap-{key}.json"
+    return cache_dir / f"passmap-{key}.json"
+
+
+def _cached(path: Path, cache_dir: Path) -> PassMap | None:
     try:
-        return PassMap.from_json(json.loads(cached.read_text()))
+        return PassMap.from_json(json.loads(_cache_file(path, cache_dir).read_text()))
     except (OSError, ValueError, KeyError, TypeError):
-        pass
+        return None
+
+
+def load_pass_map(path: Path, cache_dir: Path) -> PassMap:
+    """The pass map of one library, from the cache while the file is unchanged."""
+    cached = _cached(path, cache_dir)
+    if cached is not None:
+        return cached
     result = build_pass_map(path)
     try:
         from xlatools.fsutil import atomic_write_json
 
-        atomic_write_json(cached, result.to_json(), durable=False)
+        atomic_write_json(_cache_file(path, cache_dir), result.to_json(), durable=False)
     except OSError:
         pass  # a cache we cannot write costs a second next time, nothing more
     return result
