@@ -28,11 +28,12 @@ SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debug
 ALLOWED = {
     "profiles": set(),
     "pin": {"profiles"},
-    "run": {"profiles"},
+    "run": {"profiles", "debug"},  # debug.crash: native backtraces of crashed programs
     "builder": {"profiles", "pin"},
-    "replay": {"run", "profiles"},
+    "replay": {"run", "profiles", "debug"},
+    "debug": {"profiles"},
     "compare": {"run", "replay"},
-    "doctor": {"run", "builder", "pin", "profiles"},
+    "doctor": {"run", "builder", "pin", "profiles", "debug"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile

@@ -27,6 +27,7 @@ class BundleKind(StrEnum):
     BUILD = "build"
     REPLAY = "replay"
     BISECT = "bisect"
+    DEBUG = "debug"
 
 
 class ProcessStatus(StrEnum):

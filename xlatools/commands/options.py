@@ -91,3 +91,18 @@ PackMatchOption = Annotated[PackMatch, typer.Option(
 ProcessOption = Annotated[Optional[int], typer.Option(
     "--process", min=0, help="A multi-process run (run --processes N): read this process's dump (default 0); "
                              "BUNDLE/xla_dump/pN names one too.")]
+
+# The program a run starts, and the run's own settings: `xlatools run` and `xlatools debug` share them.
+ProgramArgument = Annotated[Optional[str], typer.Argument(
+    help="A .py file or smoke:NAME (smoke:all, the default, runs every smoke program).")]
+ProgramArgsArgument = Annotated[Optional[List[str]], typer.Argument(help="Arguments for the program, after --.")]
+ModuleOption = Annotated[Optional[str], typer.Option("-m", help="Run a module (python -m MODULE) instead of a file.")]
+PresetOption = Annotated[List[str], typer.Option(
+    "--preset", help="A dump, log, jax or frontend preset (repeatable); see `xlatools presets list`.")]
+VmoduleOption = Annotated[List[str], typer.Option("--vmodule", help="C++ VLOG level per source file, FILE=N (repeatable).")]
+VlogOption = Annotated[Optional[int], typer.Option("--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL).")]
+EnvOption = Annotated[List[str], typer.Option("--env", help="Set an environment variable for the program, K=V (repeatable).")]
+FrontendOption = Annotated[Optional[str], typer.Option(
+    "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected).")]
+NameOption = Annotated[Optional[str], typer.Option("--name", help="Bundle name (default: from the program).")]
+

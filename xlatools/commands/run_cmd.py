@@ -3,30 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
-from xlatools.commands.options import (DryRunOption, ExitCodeOption, JsonOption, OutOption, PlatformOption, ProfileOption,
-                                       PythonOption, QuietOption, TimeoutOption, XlaFlagOption, invocation)
+from xlatools.commands.options import (DryRunOption, EnvOption, ExitCodeOption, FrontendOption, JsonOption, ModuleOption,
+                                       NameOption, OutOption, PlatformOption, PresetOption, ProfileOption,
+                                       ProgramArgsArgument, ProgramArgument, PythonOption, QuietOption, TimeoutOption,
+                                       VlogOption, VmoduleOption, XlaFlagOption, invocation)
 from xlatools.vocab import ExitCodeMode
 
 
 def run(
-    program: Optional[str] = typer.Argument(None, help="A .py file or smoke:NAME (smoke:all, the default, runs every smoke program)."),
-    args: Optional[List[str]] = typer.Argument(None, help="Arguments for the program, after --."),
-    module: Optional[str] = typer.Option(None, "-m", help="Run a module (python -m MODULE) instead of a file."),
+    program: ProgramArgument = None,
+    args: ProgramArgsArgument = None,
+    module: ModuleOption = None,
     profile: ProfileOption = None,
     dump: bool = typer.Option(False, "--dump", help="Turn on the profile's dump preset (default: hlo)."),
-    preset: List[str] = typer.Option([], "--preset", help="A dump, log, jax or frontend preset (repeatable); see `xlatools presets list`."),
+    preset: PresetOption = [],
     xla_flag: XlaFlagOption = [],
-    vmodule: List[str] = typer.Option([], "--vmodule", help="C++ VLOG level per source file, FILE=N (repeatable)."),
-    vlog: Optional[int] = typer.Option(None, "--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL)."),
-    env: List[str] = typer.Option([], "--env", help="Set an environment variable for the program, K=V (repeatable)."),
+    vmodule: VmoduleOption = [],
+    vlog: VlogOption = None,
+    env: EnvOption = [],
     python: PythonOption = None,
-    frontend: Optional[str] = typer.Option(None, "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected)."),
+    frontend: FrontendOption = None,
     out: OutOption = Path("artifacts"),
-    name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: from the program)."),
+    name: NameOption = None,
     timeout: TimeoutOption = None,
     platform: PlatformOption = None,
     archive: bool = typer.Option(False, "--archive", help="Also write <bundle>.tar.gz."),
@@ -84,9 +86,9 @@ def run(
         from xlatools.records import to_json
 
         data = to_json(record)
-        keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "bundle", "duration_s", "program",
-                "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive", "processes",
-                "first_failed", "coordinator")
+        keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "native_backtrace", "bundle",
+                "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive",
+                "processes", "first_failed", "coordinator")
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
         _print_outcome(record, outcome.table, prepared.plan.quiet, reporter)
@@ -142,7 +144,7 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
         first = "  (failed first)" if process.first_failure else ""
         reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
     for note in record.notes:
-        if note.startswith("vmodule pattern"):
+        if note.startswith(("vmodule pattern", "native backtrace")):
             reporter.result(f"note: {note}")
     dump = record.dump
     if dump and dump.modules:

@@ -106,6 +106,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "run": ("xlatools.records.run", "RunManifest"),
     "replay": ("xlatools.records.replay", "ReplayManifest"),
     "build": ("xlatools.records.build", "BuildManifest"),
+    "debug": ("xlatools.records.debug", "DebugManifest"),
 }
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from xlatools.records.base import BundleRecord
+from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.run import Device, EnvChangeRecord, JaxInfo, PresetRef, ProgramRecord
 from xlatools.vocab import Platform, ReplayOutcome, SourceForm
 
@@ -163,6 +163,7 @@ class RunRecord:
     message: str | None = None
     returncode: int | None = None
     signal: str | None = None
+    native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)  # of a crash: every thread's native frames
     log_tail: list[str] = field(default_factory=list)  # the end of its stderr, when it failed
     fingerprint: str | None = None  # of the optimised HLO, canonical
     outputs: list[OutputDigest] = field(default_factory=list)
