@@ -12,10 +12,8 @@ from typing import Annotated, List, Optional
 import typer
 from typer.core import TyperGroup
 
-from xlatools.commands.options import (DryRunOption, EnvOption, FrontendOption, JsonOption, ModuleOption, NameOption,
-                                       OutOption, PlatformOption, PresetOption, ProfileOption, ProgramArgsArgument,
-                                       ProgramArgument, PythonOption, QuietOption, TimeoutOption, VlogOption,
-                                       VmoduleOption, XlaFlagOption, invocation)
+from xlatools.commands.options import (DryRunOption, JsonOption, ProfileOption, ProgramOptions, PythonOption, QuietOption,
+                                       invocation, with_program_options)
 
 
 class _RunByDefault(TyperGroup):
@@ -35,10 +33,9 @@ LibraryOption = Annotated[List[str], typer.Option(
 
 
 @app.command("run")
+@with_program_options
 def run(
-    program: ProgramArgument = None,
-    args: ProgramArgsArgument = None,
-    module: ModuleOption = None,
+    *,
     break_pass: List[str] = typer.Option([], "--break-pass", help="Stop where this HLO pass starts, by its name in dumps "
                                          "and --xla_disable_hlo_passes (repeatable; `xlatools debug passes` lists them)."),
     break_symbol: List[str] = typer.Option([], "--break", help="Stop at this function or gdb location (repeatable)."),
@@ -48,18 +45,7 @@ def run(
     hlo_module: Optional[str] = typer.Option(None, "--hlo-module", help="Stop only while an HLO module whose name "
                                              "matches this regex compiles (e.g. jit_f; skips jax's helper modules)."),
     library: LibraryOption = [],
-    profile: ProfileOption = None,
-    preset: PresetOption = [],
-    xla_flag: XlaFlagOption = [],
-    vmodule: VmoduleOption = [],
-    vlog: VlogOption = None,
-    env: EnvOption = [],
-    python: PythonOption = None,
-    frontend: FrontendOption = None,
-    platform: PlatformOption = None,
-    out: OutOption = Path("artifacts"),
-    name: NameOption = None,
-    timeout: TimeoutOption = None,
+    program_options: ProgramOptions,
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
     quiet: QuietOption = None,
@@ -67,27 +53,19 @@ def run(
     """Run a program under gdb with the run's presets and record where the named passes start: the
     native backtrace, the Python stack and the HLO module the pass receives.
 
-    Exit: 0 stopped at least once, 1 no stop or the program crashed, 2 bad input, 3 no gdb or no
-    pass symbols, 124 timeout, 130 interrupted."""
+    The program and its settings: as for `xlatools run`. Exit: 0 stopped at least once, 1 no stop
+    or the program crashed, 2 bad input, 3 no gdb or no pass symbols, 124 timeout, 130 interrupted."""
     import os
 
     from xlatools.commands import debug_run
     from xlatools.console import Reporter
-    from xlatools.run.plan import RunRequest
-    from xlatools.run.program import parse_program
 
-    reporter = Reporter(quiet=bool(quiet))
     stops = debug_run.Stops(passes=list(break_pass), symbols=list(break_symbol), max_stops=max_stops,
                             interactive=interactive, dump_module=not no_module, module_re=hlo_module,
                             libraries=list(library))
     debug_run.check_stops(stops)
-    cwd = Path.cwd()
-    request = RunRequest(
-        program=parse_program(program, module, list(args or []), cwd), python=python, presets=list(preset),
-        xla_flags=debug_run.dump_flags(stops) + list(xla_flag), vmodule=list(vmodule), vlog=vlog, env=list(env),
-        platform=platform, timeout=timeout, name=name, quiet=True, frontend=frontend)
-    prepared = debug_run.prepare(stops, request, profile, invocation().argv, module, program, dict(os.environ), cwd,
-                                 out, reporter)
+    reporter = Reporter(quiet=bool(quiet))
+    prepared = debug_run.prepare(stops, program_options, invocation().argv, dict(os.environ), Path.cwd(), reporter)
     if dry_run:
         debug_run.print_plan(prepared, as_json)
         return

@@ -19,9 +19,9 @@ from xlatools.errors import UsageError
 from xlatools.records.debug import DebugManifest
 
 if TYPE_CHECKING:
+    from xlatools.commands.options import ProgramOptions
     from xlatools.console import Reporter
     from xlatools.run.execute import Prepared as PreparedRun
-    from xlatools.run.plan import RunRequest
     from xlatools.run.target import Target
 
 
@@ -86,25 +86,27 @@ def catalog(python: str | None, libraries: list[str], reporter: Reporter, target
     return catalog_for(paths, cache, reporter)
 
 
-def prepare(stops: Stops, request: RunRequest, profile: str | None, argv: list[str], module: str | None,
-            program: str | None, caller_env: dict[str, str], cwd: Path, out: Path, reporter: Reporter) -> Prepared:
+def prepare(stops: Stops, options: ProgramOptions, argv: list[str], caller_env: dict[str, str], cwd: Path,
+            reporter: Reporter) -> Prepared:
     """Everything checked before the bundle exists: gdb, the run's plan and target, the breakpoints."""
+    from dataclasses import replace
+
     from xlatools.debug.api import DebugRequest
     from xlatools.debug.breaks import plan_breakpoints
     from xlatools.debug.gdb import gdb_version, require_gdb
     from xlatools.debug.session import SessionOptions
     from xlatools.run.execute import prepare as prepare_run
     from xlatools.run.execute import profile_run
-    from xlatools.run.program import refuse_program_and_module
 
     gdb = require_gdb()
-    refuse_program_and_module(argv, program, module)
-    profile_info, define_presets = profile_run(profile)
+    request = options.run_request(argv, cwd, quiet=True)  # the program's output goes to the bundle's logs
+    request = replace(request, xla_flags=dump_flags(stops) + request.xla_flags)
+    profile_info, define_presets = profile_run(options.profile)
     run = prepare_run(request, profile_info, define_presets, caller_env, cwd, reporter)
     found = catalog(None, stops.libraries, reporter, run.target) if stops.passes else PassCatalog()
     breakpoints = plan_breakpoints(found, stops.passes, stops.symbols)
-    options = SessionOptions(breakpoints, gdb, stops.max_stops, stops.interactive, stops.module_re)
-    debug = DebugRequest(name=request.name or f"debug-{run.plan.name}", out=out, options=options,
+    session = SessionOptions(breakpoints, gdb, stops.max_stops, stops.interactive, stops.module_re)
+    debug = DebugRequest(name=options.name or f"debug-{run.plan.name}", out=options.out, options=session,
                          libraries=[m.library for m in found.maps], gdb_version=gdb_version(gdb))
     return Prepared(run, debug, argv, caller_env)
 

@@ -7,30 +7,16 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import (DryRunOption, EnvOption, ExitCodeOption, FrontendOption, JsonOption, ModuleOption,
-                                       NameOption, OutOption, PlatformOption, PresetOption, ProfileOption,
-                                       ProgramArgsArgument, ProgramArgument, PythonOption, QuietOption, TimeoutOption,
-                                       VlogOption, VmoduleOption, XlaFlagOption, invocation)
+from xlatools.commands.options import (DryRunOption, ExitCodeOption, JsonOption, ProgramOptions, QuietOption, invocation,
+                                       with_program_options)
 from xlatools.vocab import ExitCodeMode
 
 
+@with_program_options
 def run(
-    program: ProgramArgument = None,
-    args: ProgramArgsArgument = None,
-    module: ModuleOption = None,
-    profile: ProfileOption = None,
+    *,
+    program_options: ProgramOptions,
     dump: bool = typer.Option(False, "--dump", help="Turn on the profile's dump preset (default: hlo)."),
-    preset: PresetOption = [],
-    xla_flag: XlaFlagOption = [],
-    vmodule: VmoduleOption = [],
-    vlog: VlogOption = None,
-    env: EnvOption = [],
-    python: PythonOption = None,
-    frontend: FrontendOption = None,
-    out: OutOption = Path("artifacts"),
-    name: NameOption = None,
-    timeout: TimeoutOption = None,
-    platform: PlatformOption = None,
     archive: bool = typer.Option(False, "--archive", help="Also write <bundle>.tar.gz."),
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
@@ -48,21 +34,13 @@ def run(
 
     from xlatools.console import Reporter
     from xlatools.run.execute import execute_plan, prepare, profile_run
-    from xlatools.run.plan import RunRequest
-    from xlatools.run.program import parse_program, refuse_program_and_module
 
     argv = invocation().argv
-    refuse_program_and_module(argv, program, module)
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
-    profile_info, define_presets = profile_run(profile)
-    request = RunRequest(
-        program=parse_program(program, module, list(args or []), cwd),
-        python=python,
-        dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
-        env=list(env), platform=platform, timeout=timeout, name=name, quiet=quiet, frontend=frontend,
-        processes=processes, devices_per_process=devices_per_process,
-    )
+    request = program_options.run_request(argv, cwd, dump=dump, quiet=quiet, processes=processes,
+                                          devices_per_process=devices_per_process)
+    profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
     if dry_run:
@@ -75,8 +53,8 @@ def run(
         else:
             _print_plan(prepared)
         return
-    outcome = execute_plan(prepared, out, argv, caller_env, reporter, archive=archive, echo_stdout_to_stderr=as_json,
-                           exit_code_mode=exit_code)
+    outcome = execute_plan(prepared, program_options.out, argv, caller_env, reporter, archive=archive,
+                           echo_stdout_to_stderr=as_json, exit_code_mode=exit_code)
     record = outcome.record
     from xlatools.console import append_job_summary
 
