@@ -3,8 +3,9 @@ child's environment so that a death by SIGSEGV, SIGABRT (an XLA CHECK), SIGFPE, 
 leaves `native-backtrace.txt` (every thread's symbolized frames, plus the Python traceback).
 
 The work happens in the program's interpreter (probes/hook/sitecustomize.py): a watcher process
-attaches gdb only when the program is dying; the normal path pays the hook's start-up (about
-10 ms, see benchmarks/crash_capture.py) and nothing else. XLATOOLS_NATIVE_BACKTRACE=0 turns it off.
+beside it (probes/hook/crash_watcher.py) attaches gdb only when the program is dying; the normal
+path pays the hook's start-up (about 2 ms of the program's CPU, see benchmarks/crash_capture.py
+and docs/debugging.md) and nothing else. XLATOOLS_NATIVE_BACKTRACE=0 turns it off.
 """
 
 from __future__ import annotations
