@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 SEGFAULT = "import ctypes\n\ndef deref():\n    ctypes.string_at(0)\n\nderef()\n"
 ABORT_IN_JAX = """\
 import os
@@ -16,9 +18,9 @@ os.abort()
 """
 
 
-def _crashed_run(xl, tmp_path, name, source, signal):
+def _crashed_run(xl, tmp_path, name, source, signal, env=None):
     (tmp_path / name).write_text(source)
-    done = xl("run", name, "--json", timeout=600)
+    done = xl("run", name, "--json", timeout=600, env=env or {})
     assert done.returncode == 1, done.stderr
     summary = json.loads(done.stdout)
     assert summary["signal"] == signal
@@ -28,8 +30,10 @@ def _crashed_run(xl, tmp_path, name, source, signal):
     return bundle, (bundle / "native-backtrace.txt").read_text()
 
 
-def test_segfault_leaves_native_frames_and_python_traceback(xl, gdb, tmp_path):
-    bundle, text = _crashed_run(xl, tmp_path, "segv.py", SEGFAULT, "SIGSEGV")
+@pytest.mark.parametrize("shell", [None, ""], ids=["waits-in-sh", "waits-in-python"])
+def test_segfault_leaves_native_frames_and_python_traceback(xl, gdb, tmp_path, shell):
+    env = {} if shell is None else {"XLATOOLS_CRASH_WATCHER_SHELL": shell}  # "": no shell (one without /bin/sh)
+    bundle, text = _crashed_run(xl, tmp_path, "segv.py", SEGFAULT, "SIGSEGV", env)
     assert "#0 " in text and "string_at" in text and "<signal handler called>" in text
     assert 'segv.py", line 4 in deref' in text
     # The program's stderr still shows faulthandler's report, as it would without xlatools.

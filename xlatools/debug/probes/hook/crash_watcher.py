@@ -1,5 +1,6 @@
 """xlatools' crash watcher: started by the hook (sitecustomize.py) beside each program, as
-`python -I -S crash_watcher.py PID FILE [GDB]` with the read end of the report pipe as stdin.
+`python -I -S crash_watcher.py PID FILE GDB [FIRST-LINE]` with the read end of the report pipe as
+stdin (GDB empty: none; FIRST-LINE: the report's first line, when a shell waited for it).
 
 Standalone, in the TARGET interpreter, importing nothing of xlatools. It sleeps in read() until
 the program exits (end of file: nothing to do) or faulthandler writes a fatal signal's report
@@ -64,10 +65,11 @@ def record(pid, dest, gdb, report):
     return name
 
 
-def main(pid, dest, gdb):
+def main(pid, dest, gdb, first=None):
+    """`first`: the report's first line, when a shell waited for it (else this reads it)."""
     import signal
 
-    first = os.read(0, 1 << 16)
+    first = os.read(0, 1 << 16) if first is None else (first + "\n").encode("utf-8", "surrogateescape")
     if not first:
         return  # the program ended normally
     report = read_rest(first)  # the crashing thread then sleeps (signal number seconds)
@@ -84,4 +86,4 @@ def main(pid, dest, gdb):
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    main(int(sys.argv[1]), sys.argv[2], sys.argv[3] or None, sys.argv[4] if len(sys.argv) > 4 else None)

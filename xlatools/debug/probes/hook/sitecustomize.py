@@ -7,11 +7,11 @@ children see the environment they were given), restores PYTHONPATH, and then:
 - crash mode (XLATOOLS_CRASH_TRACE=FILE): a fatal signal (SIGSEGV, SIGABRT, SIGFPE, SIGBUS,
   SIGILL) makes faulthandler write the Python traceback into a pipe, and the crashing thread
   then waits in libc's sleep() (signal number seconds; the disposition is reset first, so the
-  process still dies by the same signal). A watcher (crash_watcher.py, spawned here) reads the
-  pipe, attaches gdb to the still-living program, writes FILE (every thread's native frames plus
-  the Python traceback) and ends the program with its signal. The normal path pays this start-up
-  (about 2 ms: _ctypes, five sigaction calls, one posix_spawn); the watcher sleeps in read()
-  until the program exits.
+  process still dies by the same signal). A watcher spawned here (a shell waiting in `read`,
+  which becomes crash_watcher.py when the report comes) attaches gdb to the still-living program,
+  writes FILE (every thread's native frames plus the Python traceback) and ends the program with
+  its signal. The normal path pays this start-up (about 1-2 ms: _ctypes, five sigaction calls,
+  one posix_spawn of a shell); the watcher sleeps in read() until the program exits.
 - stack mode (XLATOOLS_PYSTACK_FILE=FILE, XLATOOLS_PYSTACK_SIGNAL=N): faulthandler dumps every
   Python thread's stack into FILE when signal N arrives (`xlatools debug` sends it at a
   breakpoint) and on a fatal signal.
@@ -22,10 +22,15 @@ import os
 import sys
 
 _SETTINGS = ("XLATOOLS_HOOK_DIR", "XLATOOLS_HOOK_PYTHONPATH", "XLATOOLS_CRASH_TRACE", "XLATOOLS_CRASH_GDB",
-             "XLATOOLS_PYSTACK_FILE", "XLATOOLS_PYSTACK_SIGNAL")
+             "XLATOOLS_CRASH_WATCHER_SHELL", "XLATOOLS_PYSTACK_FILE", "XLATOOLS_PYSTACK_SIGNAL")
 _FATAL = ("SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL")
 _SA_NODEFER, _SA_RESETHAND = 0x40000000, 0x80000000
 _PR_SET_PTRACER = 0x59616D61
+# The watcher waits in a shell (about 1 ms of CPU; a Python's start-up is about 8, and on a busy
+# machine the program feels it): a report's first line wakes it, and it becomes the Python watcher,
+# handing that line on. XLATOOLS_CRASH_WATCHER_SHELL names another shell, or (empty) none.
+_SHELL = "/bin/sh"
+_WAIT_THEN_WATCH = 'IFS= read -r first || exit 0; exec "$0" "$@" "$first"'
 _kept = []  # files faulthandler writes to: they must stay open
 
 
@@ -65,15 +70,17 @@ def _sleep_on_fatal_signals():
     return libc
 
 
-def _crash_mode(dest, gdb):
+def _crash_mode(dest, gdb, shell):
     import faulthandler
 
     read_end, write_end = os.pipe()
-    # The watcher: a fresh interpreter (spawned, not forked: a fork's copy-on-write faults cost the
-    # program ~4 ms), reading the pipe on its stdin. The program's own environment, our settings gone.
+    # The watcher reads the pipe on its stdin. Spawned, not forked (a fork's copy-on-write faults cost
+    # the program ~4 ms of CPU); the program's own environment, our settings gone.
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash_watcher.py")
-    watcher = os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", script, str(os.getpid()), dest]
-                             + ([gdb] if gdb else []), os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0)])
+    argv = [sys.executable, "-I", "-S", script, str(os.getpid()), dest, gdb or ""]
+    if shell and os.path.exists(shell):
+        argv = [shell, "-c", _WAIT_THEN_WATCH] + argv
+    watcher = os.posix_spawn(argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, read_end, 0)])
     os.close(read_end)
     faulthandler.disable()  # PYTHONFAULTHANDLER's handler would otherwise sit above ours, unchained
     libc = _sleep_on_fatal_signals()  # also without gdb: the watcher copies the report before the end
@@ -125,7 +132,9 @@ def _main():
     settings = _take_settings()
     try:
         if settings["XLATOOLS_CRASH_TRACE"]:
-            _crash_mode(settings["XLATOOLS_CRASH_TRACE"], settings["XLATOOLS_CRASH_GDB"] or None)
+            shell = settings["XLATOOLS_CRASH_WATCHER_SHELL"]
+            _crash_mode(settings["XLATOOLS_CRASH_TRACE"], settings["XLATOOLS_CRASH_GDB"] or None,
+                        _SHELL if shell is None else shell)
         if settings["XLATOOLS_PYSTACK_FILE"]:
             _stack_mode(settings["XLATOOLS_PYSTACK_FILE"], int(settings["XLATOOLS_PYSTACK_SIGNAL"]))
     except Exception as exc:  # never stop the program because of us
