@@ -105,3 +105,17 @@ def test_bad_debug_input_exits_2_before_anything_runs(xl, gdb, tmp_path, args, e
     done = xl("debug", "prog.py", *args, "--out", "out")
     assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_session_past_its_timeout_ends_as_timeout_with_its_records(xl, gdb, tmp_path):
+    """The one bundle lifecycle: gdb and the program are stopped, the manifest says timeout (124)."""
+    from xlatools.records import read_bundle
+
+    (tmp_path / "sleepy.py").write_text("import time\ntime.sleep(120)\n")
+    done = xl("debug", "sleepy.py", "--break", "abort", "--timeout", "3", "--json", timeout=120)
+    assert done.returncode == 124, done.stderr
+    bundle = Path(json.loads(done.stdout)["bundle"])
+    record = read_bundle(bundle, kinds=("debug",))
+    assert (record.status, record.exit_code, record.stops) == ("timeout", 124, [])
+    assert "status: timeout" in (bundle / "summary.txt").read_text()
+    assert "gdb.log" in [f.path for f in record.files]
