@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -43,13 +44,16 @@ def main() -> int:
     off = {**env, "XLATOOLS_NATIVE_BACKTRACE": "0"}
     result = {"runs": args.runs, "goal": 1.02}
     bare = [args.python, "-c", "pass"]
-    result["startup"] = _compare(bare, env, bare, with_crash_capture(env, work), args.runs * 3)
-    result["watcher"] = _compare(bare, env, ["/bin/sh", "-c", ":"], env, args.runs * 3)
-    for label, program in (("empty_run", work / "empty.py"), ("seed_run", SEED)):
-        xlatools = [sys.executable, "-m", "xlatools", "run", str(program), "--python", args.python,
-                    "--out", str(work / "out"), "--quiet"]
-        _compare(xlatools, off, xlatools, env, 1)  # warm-up: the target probe's cache, file caches
-        result[label] = _compare(xlatools, off, xlatools, env, args.runs)
+    try:
+        result["startup"] = _compare(bare, env, bare, with_crash_capture(env, work), args.runs * 3)
+        result["watcher"] = _compare(bare, env, ["/bin/sh", "-c", ":"], env, args.runs * 3)
+        for label, program in (("empty_run", work / "empty.py"), ("seed_run", SEED)):
+            xlatools = [sys.executable, "-m", "xlatools", "run", str(program), "--python", args.python,
+                        "--out", str(work / "out"), "--quiet"]
+            _compare(xlatools, off, xlatools, env, 1)  # warm-up: the target probe's cache, file caches
+            result[label] = _compare(xlatools, off, xlatools, env, args.runs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
