@@ -29,11 +29,12 @@ ALLOWED = {
     "profiles": set(),
     "pin": {"profiles"},
     "run": {"profiles", "debug"},  # debug.crash: native backtraces of crashed programs
-    "builder": {"profiles", "pin"},
+    "remote": set(),
+    "builder": {"profiles", "pin", "remote"},
     "replay": {"run", "profiles", "debug"},
     "debug": {"profiles"},
     "compare": {"run", "replay"},
-    "doctor": {"run", "builder", "pin", "profiles", "debug"},
+    "doctor": {"run", "builder", "pin", "profiles", "remote", "debug"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile

@@ -44,8 +44,11 @@ def bazel_options(bazel) -> list[str]:
         opts.append(f"--disk_cache={bazel.disk_cache}")
     if bazel.remote_cache:
         opts.append(f"--remote_cache={bazel.remote_cache}")
+    if bazel.remote_executor:
+        opts.append(f"--remote_executor={bazel.remote_executor}")
     if bazel.remote_instance_name:
         opts.append(f"--remote_instance_name={bazel.remote_instance_name}")
+    opts += [f"--remote_default_exec_properties={k}={v}" for k, v in bazel.remote_platform_properties.items()]
     if bazel.jobs:
         opts.append(f"--jobs={bazel.jobs}")
     opts += list(bazel.extra_options)

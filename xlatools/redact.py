@@ -18,13 +18,52 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
+# bazel options whose values are credentials: a profile may not hold them (its remote_credentials
+# produce them, into a private rc), and any argv shows them hidden.
+SECRET_BAZEL_OPTIONS = frozenset({"--remote_header", "--remote_cache_header", "--remote_exec_header",
+                                  "--remote_downloader_header"})
+
+
+def has_url_credentials(url: str) -> bool:
+    """A URL with user-info (`https://user:password@host/...`)."""
+    _, sep, rest = url.partition("://")
+    return bool(sep) and "@" in rest.split("/", 1)[0]
+
+
+def _redact_url_credentials(text: str) -> str:
+    scheme, _, rest = text.partition("://")
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}://{REDACTED}@{netloc.rsplit('@', 1)[1]}{slash}{path}"
+
+
+def _redact_option(item: str) -> str:
+    """A bazel secret option's value (`--remote_header=NAME=VALUE`), a URL's user-info (`--remote_cache=URL`)."""
+    name, sep, value = item.partition("=")
+    if sep and name in SECRET_BAZEL_OPTIONS:
+        header, has_value, _ = value.partition("=")
+        return f"{name}={header}={REDACTED}" if has_value else f"{name}={REDACTED}"
+    if sep and has_url_credentials(value):
+        return f"{name}={_redact_url_credentials(value)}"
+    return _redact_url_credentials(item) if has_url_credentials(item) else item
+
+
+def redact_values(text: str, values: tuple[str, ...]) -> str:
+    """`text` with each of the known secret `values` hidden (longest first, so a URL that holds a
+    password goes whole); for text no record rule can see into, e.g. a build log echoing its rc files."""
+    for value in sorted(values, key=len, reverse=True):
+        if value and value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
 def redact_env(env: dict[str, str]) -> dict[str, str]:
     """Copy of `env` with the values of secret-looking names hidden."""
     return {name: (REDACTED if is_secret_name(name) else value) for name, value in env.items()}
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """argv with the values of secret-looking `--env NAME=VALUE` / `--env=NAME=VALUE` items hidden."""
+    """argv with the values of secret-looking `--env NAME=VALUE` / `--env=NAME=VALUE` items hidden, and
+    those of bazel's credential options and URLs' user-info."""
     out, after_env = [], False
     for item in argv:
         prefix = ""
@@ -33,7 +72,7 @@ def redact_argv(argv: list[str]) -> list[str]:
         if (after_env or prefix) and "=" in item:
             name, value = item.split("=", 1)
             item = f"{name}={REDACTED if is_secret_name(name) else value}"
-        out.append(prefix + item)
+        out.append(prefix + _redact_option(item))
         after_env = item == "--env"
     return out
 

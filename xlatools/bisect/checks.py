@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from xlatools.bisect.engine import Verdict
 from xlatools.errors import EnvironmentMissing, Interrupted, UsageError, XlaToolsError
 from xlatools.records.bisect import ProgramTestSpec, ReplayTestSpec, RuleSpec, StepDetail, TestSpec
+from xlatools.records.build import BazelProcesses
 from xlatools.vocab import ExitCodeMode, Platform, ReproOutcome, Status, StepOutcome
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ class StepEnv:
     dump: bool = False  # force an XLA dump (the passes baseline lists passes from it)
     env: tuple[str, ...] = ()  # K=V for the program, e.g. PYTHONPATH of a freshly built jaxlib
     quiet: bool = False  # the program's output only in the step's logs (steps running side by side)
+    bazel_processes: BazelProcesses | None = None  # a candidate built for this step: how bazel ran its actions
 
 
 class SkipStep(Exception):

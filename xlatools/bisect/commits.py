@@ -19,6 +19,7 @@ from xlatools.records.bisect import Candidate
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
+    from xlatools.records.build import BazelProcesses
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -87,11 +88,12 @@ class CommitSource:
             _git(self.repo, "worktree", "add", "--detach", "--force", str(work), key)
         _git(work, "checkout", "--quiet", "--detach", "--force", key)
         _git(work, "clean", "-fdq")  # untracked leftovers of the previous commit (ignored files stay)
-        wheels = self._build(key, work, t0)
+        wheels, counts = self._build(key, work, t0)
         site = self.folder / "site" / key[:12]
         _install(wheels, site, self.python)
+        cached = f"; {counts.cache_hits} of {counts.actions} actions from cache" if counts and counts.actions else ""
         return StepEnv(self.python, install_s=time.monotonic() - t0, env=(f"PYTHONPATH={site}",),
-                       note=f"built {', '.join(w.name for w in wheels)}")
+                       note=f"built {', '.join(w.name for w in wheels)}{cached}", bazel_processes=counts)
 
     def close(self) -> None:
         """Remove the step checkout (and, for a local JAX build, the bazel server of its workspace)."""
@@ -105,7 +107,9 @@ class CommitSource:
         shutil.rmtree(self.work, ignore_errors=True)
         _git(self.repo, "worktree", "prune", check=False)
 
-    def _build(self, key: str, work: Path, t0: float) -> list[Path]:
+    def _build(self, key: str, work: Path, t0: float) -> tuple[list[Path], BazelProcesses | None]:
+        """The wheels, and how bazel ran the build's actions (every step builds with the profile's
+        bazel settings, so all steps share its disk and remote caches)."""
         from xlatools.builder.orchestrate import BuildRequest, prepare_build, run_build
 
         lock = None
@@ -125,7 +129,7 @@ class CommitSource:
         bundle = outcome.manifest.bundle
         if outcome.error is not None:
             raise SkipStep(f"build failed: {outcome.error.message}", bundle, time.monotonic() - t0)
-        return [Path(bundle) / wheel.path for wheel in outcome.manifest.wheels]
+        return [Path(bundle) / wheel.path for wheel in outcome.manifest.wheels], outcome.manifest.bazel_processes
 
 
 def _install(wheels: list[Path], site: Path, python: str) -> None:

@@ -7,7 +7,7 @@ interrupted bisection continues where it stopped when the same command runs agai
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
@@ -18,6 +18,7 @@ from xlatools.bisect.parallel import ParallelSteps
 from xlatools.bisect.state import State, point_link
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import Interrupted, XlaToolsError
+from xlatools.records.base import OMIT_NONE
 from xlatools.records.bisect import BisectAnswer, CandidateRef, ConfirmRuns, DiffNote, Divergence
 from xlatools.vocab import BisectStatus, StepOutcome
 
@@ -58,6 +59,8 @@ def make_step(state: State, source: Source, test: Test, progress: Progress, para
                 env = replace(env, quiet=True)
             progress(f"step {n}: {label}: ready in {env.install_s:.1f} s{' (' + env.note + ')' if env.note else ''}; running the test")
             verdict = test.check(env, steps_root, f"step{n:02d}-{safe_name(label)}")
+            if env.bazel_processes is not None:
+                verdict = replace(verdict, bazel_processes=env.bazel_processes)
         except SkipStep as skip:
             verdict = Verdict(StepOutcome.SKIP, skip.reason, skip.bundle, skip.install_s or (time.monotonic() - t0), 0.0)
         progress(f"step {n}: {label}: {verdict.outcome.upper()} ({verdict.reason}; install {verdict.install_s:.1f} s, "
@@ -201,6 +204,17 @@ class StepTime:
     run_s: float
 
 
+@dataclass(frozen=True, kw_only=True)
+class BuildCacheUse:
+    """bisect commits: the bazel actions of the steps' builds and how many a cache served; the later
+    steps' (2..n) show what the caches the steps share saved once the first step had built."""
+
+    actions: int
+    cache_hits: int
+    later_actions: int
+    later_cache_hits: int
+
+
 @dataclass(frozen=True)
 class Summary:
     """Numbers for the end of a bisection: candidates, steps vs ceil(log2 N), skips, time per step."""
@@ -215,12 +229,18 @@ class Summary:
     run_s: float
     mean_step_s: float
     per_step: list[StepTime]
+    builds: BuildCacheUse | None = field(default=None, metadata=OMIT_NONE)  # bisect commits, once a step built
 
 
 def summary(state: State) -> Summary:
     steps = state.steps
     install = sum(s.install_s for s in steps)
     run = sum(s.run_s for s in steps)
+    built = [s.bazel_processes for s in steps if s.bazel_processes is not None]
+    later = [s.bazel_processes for s in steps[1:] if s.bazel_processes is not None]
+    builds = BuildCacheUse(actions=sum(c.actions for c in built), cache_hits=sum(c.cache_hits for c in built),
+                           later_actions=sum(c.actions for c in later),
+                           later_cache_hits=sum(c.cache_hits for c in later)) if built else None
     return Summary(
         candidates=len(state.candidates),
         steps=len(steps),
@@ -232,6 +252,7 @@ def summary(state: State) -> Summary:
         run_s=round(run, 3),
         mean_step_s=round((install + run) / len(steps), 3) if steps else 0.0,
         per_step=[StepTime(s.n, s.label, s.outcome, s.install_s, s.run_s) for s in steps],
+        builds=builds,
     )
 
 
@@ -275,4 +296,8 @@ def render(state: State) -> str:
                  f"{numbers.confirm_runs} confirm{ideal}), "
                  f"{numbers.skips} skipped; install {numbers.install_s:.1f} s, run {numbers.run_s:.1f} s, "
                  f"{numbers.mean_step_s:.1f} s per step")
+    if numbers.builds is not None:
+        b = numbers.builds
+        lines.append(f"builds: {b.cache_hits} of {b.actions} bazel actions from a cache ({b.later_cache_hits} of "
+                     f"{b.later_actions} in the steps after the first)")
     return "\n".join(lines)

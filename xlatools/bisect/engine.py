@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 
 from xlatools.errors import UsageError, XlaToolsError
 from xlatools.records.bisect import StepDetail, StepRecord
+from xlatools.records.build import BazelProcesses
 from xlatools.vocab import StepOutcome
 
 __all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "Verdict", "bisect_ordered", "ddmin",
@@ -39,6 +40,7 @@ class Verdict:
     install_s: float = 0.0
     run_s: float = 0.0
     detail: StepDetail | None = None
+    bazel_processes: BazelProcesses | None = None  # the candidate was built: how bazel ran its actions
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", StepOutcome(self.outcome))  # a plain "good" from a test's step too
@@ -75,7 +77,8 @@ class Oracle:
         """Keep one step's answer (and hand it to `on_record`, which saves the state)."""
         record = StepRecord(n=n, key=key, label=label, role=role, attempt=attempt, outcome=verdict.outcome,
                             reason=verdict.reason, bundle=verdict.bundle, install_s=round(verdict.install_s, 3),
-                            run_s=round(verdict.run_s, 3), started=started, finished=self.clock(), detail=verdict.detail)
+                            run_s=round(verdict.run_s, 3), started=started, finished=self.clock(), detail=verdict.detail,
+                            bazel_processes=verdict.bazel_processes)
         self.steps.append(record)
         self.on_record(record)
         return record

@@ -15,6 +15,7 @@ from xlatools.errors import UsageError
 
 PLACEHOLDERS = ("source", "output", "wheels", "python", "config", "bazel_cache", "jobs", "xla")
 LIST_PLACEHOLDER = "{bazel_options}"
+STARTUP_PLACEHOLDER = "{bazel_startup_options}"
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class CommandInputs:
     # Options for bazel beyond --config=<config_name> (cache, TLS): command-line
     # only, because they depend on where the build runs, not on the profile.
     extra_bazel_options: tuple[str, ...] = ()
+    # bazel startup options (before the command): the private rc with remote credentials.
+    startup_options: tuple[str, ...] = ()
     python: str = "python3"
 
     def bazel_options(self) -> list[str]:
@@ -78,6 +81,7 @@ def buildpy_argv(profile, inputs: CommandInputs) -> list[str]:
         argv.append(f"--python_version={inputs.python_version}")
     if target.backend == "cuda":
         argv += _cuda_options(target)
+    argv += [f"--bazel_startup_options={option}" for option in inputs.startup_options]
     argv += [f"--bazel_options={option}" for option in inputs.bazel_options()]
     if inputs.local_xla:
         argv.append(f"--local_xla_path={inputs.local_xla}")
@@ -103,6 +107,9 @@ def expand_template(template: list[str], inputs: CommandInputs) -> list[str]:
         if token == LIST_PLACEHOLDER:
             argv += inputs.bazel_options()
             continue
+        if token == STARTUP_PLACEHOLDER:
+            argv += inputs.startup_options
+            continue
         try:
             for _, field, _, _ in string.Formatter().parse(token):
                 if field is not None and field not in values:
@@ -111,8 +118,8 @@ def expand_template(template: list[str], inputs: CommandInputs) -> list[str]:
         except KeyError as exc:
             raise UsageError(
                 f"build.command[{index}]: unknown placeholder {{{exc.args[0]}}} in {token!r}",
-                hint=f"known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}, and {LIST_PLACEHOLDER} as a whole "
-                "argument; write literal braces as {{ and }}",
+                hint=f"known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}, and {LIST_PLACEHOLDER} and "
+                f"{STARTUP_PLACEHOLDER} as whole arguments; write literal braces as {{{{ and }}}}",
             ) from None
         except (ValueError, IndexError) as exc:
             raise UsageError(

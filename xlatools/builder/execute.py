@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from xlatools.errors import BuildFailed, Interrupted, XlaToolsError
 from xlatools.records.build import BuildHint, BuildManifest, BuildPlan, ImageUsed, PinInfo, TreeInfo, WheelRecord
+from xlatools.remote.credentials import Credentials
 from xlatools.vocab import Status
 
 if TYPE_CHECKING:
@@ -32,14 +33,20 @@ TAIL_LINES = 25
 
 
 class LogSink:
-    """Each output line goes to build.log and, live, to the reporter (unless quiet); the tail is kept for errors."""
+    """Each output line goes to build.log and, live, to the reporter (unless quiet); the tail is kept for errors.
+    The remote credentials' values are hidden in every line (bazel's --announce_rc prints the private rc)."""
 
-    def __init__(self, path: Path, reporter: Reporter):
+    def __init__(self, path: Path, reporter: Reporter, secrets: tuple[str, ...] = ()):
         self.handle = open(path, "a", encoding="utf-8", buffering=1)
         self.reporter = reporter
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self.secrets = secrets
 
     def __call__(self, line: str) -> None:
+        if self.secrets:
+            from xlatools.redact import redact_values
+
+            line = redact_values(line, self.secrets)
         self.handle.write(line + "\n")
         self.tail.append(line)
         self.reporter.info(line)
@@ -98,10 +105,21 @@ class _Options:
     rebuild_image: bool
     client: object
     explain: Explain | None
+    credentials: Credentials
 
 
 def _run_command(plan: BuildPlan, options: _Options, sink: LogSink, record: BuildManifest, reporter: Reporter) -> int:
-    """The image (container mode), then the build command; its exit status."""
+    """The image (container mode), then the build command (with the private rc while it runs); its exit status."""
+    from xlatools.builder.plan import C_GOOGLE_CREDENTIALS
+    from xlatools.remote.credentials import private_rc
+
+    google = C_GOOGLE_CREDENTIALS if plan.mode == "container" else None
+    with private_rc(plan.private_rc, options.credentials, plan.config_name, google):
+        return _image_and_command(plan, options, sink, record, reporter)
+
+
+def _image_and_command(plan: BuildPlan, options: _Options, sink: LogSink, record: BuildManifest,
+                       reporter: Reporter) -> int:
     durations = record.durations
     if plan.mode == "local":
         from xlatools.builder.local import run_local
@@ -152,9 +170,11 @@ def _explain(explain: Explain, log: Path, error: XlaToolsError, record: BuildMan
 
 def _build(session: BundleSession, plan: BuildPlan, options: _Options, reporter: Reporter) -> XlaToolsError | None:
     """Run the build inside its bundle and end the bundle; the build's own failure is returned."""
+    from xlatools.remote.stats import process_counts_of_log
+
     record: BuildManifest = session.record
     log = session.path / LOG_NAME
-    sink = LogSink(log, reporter)
+    sink = LogSink(log, reporter, options.credentials.secrets)
     t0 = time.monotonic()
     error = None
     try:
@@ -178,6 +198,7 @@ def _build(session: BundleSession, plan: BuildPlan, options: _Options, reporter:
     finally:
         sink.close()
         shutil.rmtree(plan.stage_dir, ignore_errors=True)
+        record.bazel_processes = process_counts_of_log(log)
         record.durations["total_s"] = round(time.monotonic() - t0, 3)
         if options.keep_container and plan.container_name:
             record.kept_container = plan.container_name
@@ -191,7 +212,7 @@ def _build(session: BundleSession, plan: BuildPlan, options: _Options, reporter:
 
 def execute(plan: BuildPlan, *, out_root: Path, tree: TreeInfo, pin: PinInfo | None, reporter: Reporter,
             argv: Sequence[str] = (), keep_container: bool = False, rebuild_image: bool = False, client=None,
-            explain: Explain | None = None) -> BuildOutcome:
+            explain: Explain | None = None, credentials: Credentials = Credentials()) -> BuildOutcome:
     """Run the build and write its bundle; failures come back in the outcome, not raised.
 
     `explain(log)` -> (hints, text) scans a failed build's log for known failure signatures
@@ -203,7 +224,7 @@ def execute(plan: BuildPlan, *, out_root: Path, tree: TreeInfo, pin: PinInfo | N
     record = BuildManifest(profile=plan.profile, mode=plan.mode, plan=plan, pin=pin, tree=tree, host=host_info(),
                            log=LOG_NAME, argv=list(argv),
                            command="xlatools " + " ".join(redact_argv(list(argv))) if argv else None)
-    options = _Options(keep_container, rebuild_image, client, explain)
+    options = _Options(keep_container, rebuild_image, client, explain, credentials)
     session = None
     try:
         with bundle_session(out_root, record, name=plan.profile) as session:

@@ -96,8 +96,10 @@ def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | No
     from xlatools.bazelrc import not_imported_warning, write_tree_block
     from xlatools.builder.execute import execute
     from xlatools.builder.tree import apply_pin, lock_summary
+    from xlatools.remote.credentials import resolve_credentials
 
     plan, request = prepared.plan, prepared.request
+    credentials = resolve_credentials(plan.credentials, plan.remote_cache)  # a missing secret: exit 3, nothing written
     client = None
     if plan.mode == "container":
         from xlatools.builder.engine import connect
@@ -111,6 +113,9 @@ def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | No
     reporter.step(f"{block.path}: config '{plan.config_name}' {block.action}")
     if not block.imported:
         reporter.warn(not_imported_warning(Path(plan.source), plan.config_name))
+    if plan.credentials is not None:  # where they come from, never their values
+        reporter.step(f"remote credentials ({'; '.join(plan.credentials.describe())}) for bazel in {plan.private_rc}, "
+                      "removed when the build ends")
     reporter.step("$ " + " ".join(plan.argv))
     return execute(
         plan,
@@ -123,6 +128,7 @@ def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | No
         rebuild_image=request.rebuild_image,
         client=client,
         explain=explain,
+        credentials=credentials,
     )
 
 

@@ -10,10 +10,11 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlatools.builder.command import CommandInputs, buildpy_argv, expand_template
+from xlatools.builder.command import STARTUP_PLACEHOLDER, CommandInputs, buildpy_argv, expand_template
 from xlatools.builder.image import image_spec
 from xlatools.errors import UsageError
-from xlatools.records.build import BuildPlan, Mount
+from xlatools.records.build import BuildPlan, CredentialRefs, Mount
+from xlatools.remote.credentials import credential_refs
 
 __all__ = ["BuildOptions", "BuildPlan", "Mount", "check_source", "plan_build", "profile_for_tree"]
 
@@ -25,6 +26,9 @@ C_BAZEL_CACHE = "/xlatools/bazel-cache"
 C_HOME = "/xlatools/home"
 C_XLA = "/xlatools/xla"
 C_CA_BUNDLE = "/xlatools/ca-bundle.crt"
+C_SECRETS = "/xlatools/secrets"  # the private bazelrc with the remote credentials (read-only)
+C_GOOGLE_CREDENTIALS = "/xlatools/google-credentials.json"
+PRIVATE_RC = "remote.bazelrc"
 
 LABEL_MANAGED = "org.xlatools.managed"
 LABEL_RUN_ID = "org.xlatools.run-id"
@@ -51,6 +55,7 @@ class BuildOptions:
     jobs: int | None = None
     local_xla: Path | None = None  # from the lock or the profile's source.xla.local_path
     config_name: str = "xlatools"
+    secrets_root: Path | None = None  # private folder for the credentials rc; default <tmp>/xlatools-<uid>
 
 
 def _host_path(value: str, origin_file: str | None) -> Path:
@@ -113,49 +118,37 @@ def _host_paths(resolved, options: BuildOptions) -> _HostPaths:
 def _command(profile, options: BuildOptions, seen: dict[str, str | None]) -> list[str]:
     """The argv, with paths as the build sees them (`seen`)."""
     extra_bazel = []
-    remote = profile.bazel.remote_cache
-    if seen["ca"] and remote and remote.startswith(("https://", "grpcs://")):
+    remotes = (profile.bazel.remote_cache or "", profile.bazel.remote_executor or "")
+    if seen["ca"] and any(url.startswith(("https://", "grpcs://")) for url in remotes):
         extra_bazel.append(f"--tls_certificate={seen['ca']}")
+    # The credentials reach bazel through a private rc file (a startup option), never the command line.
+    startup = (f"--bazelrc={seen['rc']}",) if seen.get("rc") else ()
     inputs = CommandInputs(
         source=seen["source"], output=seen["output"], wheels=tuple(profile.build.wheels),
         python_version=profile.target.python, config_name=options.config_name, bazel_cache=seen["cache"],
         jobs=options.jobs or profile.bazel.jobs, local_xla=seen["xla"], extra_bazel_options=tuple(extra_bazel),
+        startup_options=startup,
     )
     if profile.build.command:
+        if startup and STARTUP_PLACEHOLDER not in profile.build.command:
+            raise UsageError("the profile has bazel.remote_credentials but build.command has no "
+                             f"{STARTUP_PLACEHOLDER}, so bazel would never see them",
+                             hint=f"put {STARTUP_PLACEHOLDER} right after `bazel` in build.command")
         return expand_template(profile.build.command, inputs)
     return buildpy_argv(profile, inputs)
 
 
-def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = None) -> BuildPlan:
-    from xlatools.bazelrc import render
+def _private_rc(options: BuildOptions, refs: CredentialRefs | None) -> Path | None:
+    """Host path of this build's private rc (in a folder only the user can read), when there are credentials."""
+    if refs is None:
+        return None
+    import tempfile
 
-    profile = resolved.profile
-    container = profile.build.container
-    host = _host_paths(resolved, options)
-    if options.local:
-        seen = {"source": str(host.source), "output": str(host.stage), "cache": str(host.bazel_cache),
-                "xla": str(host.local_xla) if host.local_xla else None,
-                "ca": str(host.ca_bundle) if host.ca_bundle else None}
-    else:
-        seen = {"source": C_SOURCE, "output": C_OUTPUT, "cache": C_BAZEL_CACHE,
-                "xla": C_XLA if host.local_xla else None, "ca": C_CA_BUNDLE if host.ca_bundle else None}
-    env = {"PYTHONUNBUFFERED": "1"}
-    if seen["ca"]:
-        env.update({name: seen["ca"] for name in CA_ENV_NAMES})
-    common = dict(
-        profile=profile.name, chain=tuple(resolved.chain), source=str(host.source), stage_dir=str(host.stage),
-        dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(host.bazel_cache),
-        user=f"{options.uid}:{options.gid}", argv=tuple(_command(profile, options, seen)),
-        config_name=options.config_name,
-        bazelrc=rendered_bazelrc if rendered_bazelrc is not None else render(profile_for_tree(resolved), options.config_name),
-        wheels=tuple(profile.build.wheels), remote_cache=profile.bazel.remote_cache,
-        local_xla=str(host.local_xla) if host.local_xla else None,
-    )
-    if options.local:
-        env.update(container.env)
-        return BuildPlan(mode="local", image=None, container_name=None, labels={}, network=None, mounts=(),
-                         env=env, workdir=str(host.source), **common)
+    root = Path(options.secrets_root) if options.secrets_root else Path(tempfile.gettempdir()) / f"xlatools-{options.uid}"
+    return (root / options.run_id / PRIVATE_RC).resolve()
 
+
+def _mounts(host: _HostPaths, refs: CredentialRefs | None, private_rc: Path | None) -> tuple[Mount, ...]:
     mounts = [
         _mount(host.source, C_SOURCE, False, "source tree"),
         _mount(host.stage, C_OUTPUT, False, "wheels written by this build"),
@@ -166,6 +159,49 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
         mounts.append(_mount(host.local_xla, C_XLA, True, "local XLA checkout (--local_xla_path)"))
     if host.ca_bundle:
         mounts.append(_mount(host.ca_bundle, C_CA_BUNDLE, True, "CA bundle for pip, git and bazel"))
+    if private_rc:
+        mounts.append(_mount(private_rc.parent, C_SECRETS, True, "private bazelrc with the remote credentials"))
+    if refs and refs.google_credentials:
+        mounts.append(_mount(Path(refs.google_credentials), C_GOOGLE_CREDENTIALS, True, "--google_credentials file"))
+    return tuple(mounts)
+
+
+def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = None) -> BuildPlan:
+    from xlatools.bazelrc import render
+
+    profile = resolved.profile
+    container = profile.build.container
+    host = _host_paths(resolved, options)
+    refs = credential_refs(resolved)
+    private_rc = _private_rc(options, refs)
+    if options.local:
+        seen = {"source": str(host.source), "output": str(host.stage), "cache": str(host.bazel_cache),
+                "xla": str(host.local_xla) if host.local_xla else None,
+                "ca": str(host.ca_bundle) if host.ca_bundle else None, "rc": str(private_rc) if private_rc else None}
+    else:
+        seen = {"source": C_SOURCE, "output": C_OUTPUT, "cache": C_BAZEL_CACHE,
+                "xla": C_XLA if host.local_xla else None, "ca": C_CA_BUNDLE if host.ca_bundle else None,
+                "rc": f"{C_SECRETS}/{PRIVATE_RC}" if private_rc else None}
+    env = {"PYTHONUNBUFFERED": "1"}
+    if seen["ca"]:
+        env.update({name: seen["ca"] for name in CA_ENV_NAMES})
+    common = dict(
+        profile=profile.name, chain=tuple(resolved.chain), source=str(host.source), stage_dir=str(host.stage),
+        dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(host.bazel_cache),
+        user=f"{options.uid}:{options.gid}", argv=tuple(_command(profile, options, seen)),
+        config_name=options.config_name,
+        bazelrc=rendered_bazelrc if rendered_bazelrc is not None else render(profile_for_tree(resolved), options.config_name),
+        wheels=tuple(profile.build.wheels), remote_cache=profile.bazel.remote_cache,
+        remote_executor=profile.bazel.remote_executor, credentials=refs,
+        private_rc=str(private_rc) if private_rc else None, private_rc_seen=seen["rc"],
+        local_xla=str(host.local_xla) if host.local_xla else None,
+    )
+    if options.local:
+        env.update(container.env)
+        return BuildPlan(mode="local", image=None, container_name=None, labels={}, network=None, mounts=(),
+                         env=env, workdir=str(host.source), **common)
+
+    mounts = _mounts(host, refs, private_rc)
     # A user with no passwd entry in the image: bazel and getpass need USER.
     env.update({"HOME": C_HOME, "USER": options.user_name, "LOGNAME": options.user_name})
     env.update(container.env)
@@ -178,7 +214,7 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
         mode="container", image=image_spec(resolved, host.ca_bundle),
         container_name=f"xlatools-build-{profile.name}-{options.run_id}",
         labels={LABEL_MANAGED: "1", LABEL_RUN_ID: options.run_id, LABEL_PROFILE: profile.name},
-        network=container.network, mounts=tuple(mounts), env=env, workdir=C_SOURCE, notes=tuple(notes), **common,
+        network=container.network, mounts=mounts, env=env, workdir=C_SOURCE, notes=tuple(notes), **common,
     )
 
 

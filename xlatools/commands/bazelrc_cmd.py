@@ -37,6 +37,11 @@ def bazelrc(
     for warning in check_debug_info(resolved.profile):
         console.warn(warning)
     text = render(resolved, config_name)
+    if resolved.profile.bazel.remote_credentials is not None:
+        console.info("the profile's remote credentials are not written into this config (nor anywhere xlatools "
+                     "writes); `xlatools build` hands them to bazel in a private rc; when you run bazel yourself, "
+                     f"give them in your own rc: `bazel --bazelrc=PRIVATE_RC build --config={config_name}` "
+                     "(docs/building.md, team setup)")
     if source is not None:
         _write_into_tree(source, config_name, text, dry_run)
     elif output is not None:

@@ -82,6 +82,8 @@ def _print_plan(plan, bazelrc_action: str, pin_changed) -> None:
         out.print(f"env       {key}={value}")
     out.print(f"workdir   {plan.workdir}")
     out.print(f"command   {shlex.join(plan.argv)}")
+    for source in plan.credentials.describe() if plan.credentials else []:  # where from, never the values
+        out.print(f"secret    {source} -> {plan.private_rc} (written at the start, removed at the end)")
     out.print(f"wheels    {plan.stage_dir} -> {plan.dist_dir} (and the build bundle)")
     out.print(f".bazelrc.user: config '{plan.config_name}' would be {bazelrc_action}:")
     for line in plan.bazelrc.splitlines():

@@ -48,6 +48,10 @@ def build_checks(profile_ref: str | None, tree: Path | None, env: Mapping[str, s
         checks.append(b.check_disk("bazel cache", Path(plan.bazel_cache), warn_gib=50, fail_gib=10))
     if resolved is not None:
         checks.append(b.check_cuda_config(resolved.profile, tree))
+    if plan is not None:
+        from xlatools.doctor.checks_remote import remote_checks
+
+        checks += remote_checks(resolved.profile, plan, env)
     if tree is not None:
         checks += tree_checks(tree, resolved.profile if resolved else None)
     return checks

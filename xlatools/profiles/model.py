@@ -7,7 +7,9 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from xlatools.redact import SECRET_BAZEL_OPTIONS, has_url_credentials
 
 _HEX40 = r"^[0-9a-f]{40}$"
 _HEX64 = r"^[0-9a-f]{64}$"
@@ -61,6 +63,52 @@ class PerFileCopt(_Section):
     options: list[BazelFlag] = Field(min_length=1)
 
 
+class SecretSource(_Section):
+    """Where one secret comes from: an environment variable or a file (its first line), never the value."""
+
+    env: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] | None = Field(
+        None, description="Name of the environment variable holding it."
+    )
+    file: str | None = Field(None, description="A file holding it (first line), relative to the profile.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "SecretSource":
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of env (a variable name) or file (a path)")
+        return self
+
+
+class RemoteCredentials(_Section):
+    """Credentials for the remote cache/executor. Read when a build starts, handed to bazel through a
+    private bazelrc outside the tree; never written into .bazelrc.user, manifests, logs or plans."""
+
+    basic_auth: SecretSource | None = Field(None, description='"user:password" for an http(s) remote cache.')
+    headers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9-]+$")], SecretSource] = Field(
+        default_factory=dict, description="Header name -> its value's source (--remote_header), e.g. Authorization."
+    )
+    google_credentials: str | None = Field(
+        None, description="A credentials file bazel reads (--google_credentials), relative to the profile."
+    )
+
+
+def _refuse_userinfo(url: str | None) -> None:
+    if url and has_url_credentials(url):
+        raise ValueError("credentials do not belong in a profile (it is copied into .bazelrc.user and manifests); "
+                         "give the URL without them and set remote_credentials.basic_auth (env: NAME or file: PATH)")
+
+
+def _refuse_secret_options(options: list[str]) -> list[str]:
+    """bazel options in a profile (extra_options, a build.command) that would carry credentials are refused."""
+    for option in options:
+        name = option.split("=", 1)[0]
+        if name in SECRET_BAZEL_OPTIONS:
+            raise ValueError(f"{name} carries a secret, which does not belong in a profile; set "
+                             "remote_credentials.headers (NAME: {env: VARIABLE} or {file: PATH})")
+        if name in ("--remote_cache", "--remote_executor"):
+            _refuse_userinfo(option.partition("=")[2])
+    return options
+
+
 class Bazel(_Section):
     """Bazel settings rendered into one named config of a .bazelrc file."""
 
@@ -80,12 +128,40 @@ class Bazel(_Section):
     repo_env: dict[str, EnvValue] = Field(default_factory=dict)
     action_env: dict[str, EnvValue] = Field(default_factory=dict)
     disk_cache: str | None = None
-    remote_cache: Annotated[str, Field(pattern=r"^(https?|grpcs?)://\S+$")] | None = None
+    remote_cache: Annotated[str, Field(pattern=r"^(https?|grpcs?)://\S+$")] | None = Field(
+        None, description="A bazel remote cache (http(s):// or grpc(s)://), without credentials in the URL."
+    )
+    remote_executor: Annotated[str, Field(pattern=r"^grpcs?://\S+$")] | None = Field(
+        None, description="A remote execution service (REAPI, grpc(s)://)."
+    )
     remote_instance_name: str | None = None
+    remote_platform_properties: dict[str, EnvValue] = Field(
+        default_factory=dict, description="Platform properties of remote actions (--remote_default_exec_properties)."
+    )
+    remote_credentials: RemoteCredentials | None = None
     jobs: int | None = Field(None, ge=1)
     extra_options: list[Annotated[str, Field(pattern=r"^--\S")]] = Field(
         default_factory=list, description="Further bazel options, passed verbatim."
     )
+
+    @field_validator("remote_cache", "remote_executor")
+    @classmethod
+    def _no_userinfo(cls, url: str | None) -> str | None:
+        _refuse_userinfo(url)
+        return url
+
+    @model_validator(mode="after")
+    def _basic_auth_needs_http(self) -> "Bazel":
+        credentials = self.remote_credentials
+        if credentials and credentials.basic_auth and not (self.remote_cache or "").startswith("http"):
+            raise ValueError("remote_credentials.basic_auth is for an http(s):// remote_cache; "
+                             "a grpc:// service takes remote_credentials.headers (e.g. Authorization)")
+        return self
+
+    @field_validator("extra_options")
+    @classmethod
+    def _no_secret_options(cls, options: list[str]) -> list[str]:
+        return _refuse_secret_options(options)
 
 
 class SourceDep(_Section):
@@ -135,6 +211,11 @@ class Build(_Section):
         "one argument per option.",
     )
     container: Container = Field(default_factory=Container)
+
+    @field_validator("command")
+    @classmethod
+    def _no_secret_options(cls, command: list[str] | None) -> list[str] | None:
+        return _refuse_secret_options(command) if command else command
 
     @field_validator("wheels")
     @classmethod

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Union
 
-from xlatools.records.base import KEYWORD_KEYS
+from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE
+from xlatools.records.build import BazelProcesses
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
 SCHEMA = "xlatools.bisect/1"
@@ -134,6 +135,8 @@ class StepRecord:
     started: str = ""
     finished: str = ""
     detail: StepDetail | None = None
+    # bisect commits: how the step's build ran its actions (cache hits: the profile's caches are shared by every step)
+    bazel_processes: BazelProcesses | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

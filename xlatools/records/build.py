@@ -33,6 +33,34 @@ class ImageSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SecretRef:
+    """Where one secret comes from: exactly one of an environment variable or an absolute file path."""
+
+    env: str | None = None
+    file: str | None = None
+
+    def describe(self) -> str:
+        return f"${self.env}" if self.env else f"file {self.file}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CredentialRefs:
+    """A profile's remote credentials as sources, never values: safe to plan, print and record
+    (remote.credentials.resolve_credentials reads the values when a build starts)."""
+
+    basic_auth: SecretRef | None = None
+    headers: tuple[tuple[str, SecretRef], ...] = ()  # (header name, its value's source)
+    google_credentials: str | None = None  # absolute host path; bazel reads the file itself
+
+    def describe(self) -> list[str]:
+        rows = [f"basic auth from {self.basic_auth.describe()}"] if self.basic_auth else []
+        rows += [f"header {name} from {ref.describe()}" for name, ref in self.headers]
+        if self.google_credentials:
+            rows.append(f"--google_credentials file {self.google_credentials}")
+        return rows
+
+
+@dataclass(frozen=True, kw_only=True)
 class BuildPlan:
     """Everything a build does, decided before it starts (what `--dry-run` prints)."""
 
@@ -56,6 +84,12 @@ class BuildPlan:
     bazelrc: str  # the managed block written into <source>/.bazelrc.user
     wheels: tuple[str, ...]
     remote_cache: str | None = None
+    remote_executor: str | None = field(default=None, metadata=OMIT_NONE)
+    # Where the credentials come from (never their values); with them, the private bazelrc that carries
+    # them: its host path (written when the build starts, removed when it ends) and as the build sees it.
+    credentials: CredentialRefs | None = field(default=None, metadata=OMIT_NONE)
+    private_rc: str | None = field(default=None, metadata=OMIT_NONE)
+    private_rc_seen: str | None = field(default=None, metadata=OMIT_NONE)
     local_xla: str | None = None  # host path of a local XLA checkout
     notes: tuple[str, ...] = ()
 
@@ -104,6 +138,18 @@ class BuildHint:
     line: str = ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class BazelProcesses:
+    """How bazel ran a build's actions, from its summary lines in the build log
+    (`INFO: 9 processes: 4 remote cache hit, 2 internal, 3 linux-sandbox.`), summed over its invocations."""
+
+    total: int
+    by_kind: dict[str, int]  # "remote cache hit", "disk cache hit", "internal", "linux-sandbox", ...
+    cache_hits: int  # served by a cache (bazel 4 counts disk-cache hits as "remote cache hit" too)
+    actions: int  # what a cache could have served: all but bazel's internal processes
+    hit_share: float | None  # cache_hits / actions; None without actions
+
+
 @dataclass(kw_only=True)
 class BuildManifest(BundleRecord):
     kind: Literal["build"] = "build"
@@ -120,3 +166,4 @@ class BuildManifest(BundleRecord):
     log_tail: list[str] = field(default_factory=list)  # the last lines of build.log when it did not succeed
     hints: list[BuildHint] = field(default_factory=list)
     kept_container: str | None = field(default=None, metadata=OMIT_NONE)  # --keep-container
+    bazel_processes: BazelProcesses | None = None  # None: the log shows no bazel summary (it did not get that far)

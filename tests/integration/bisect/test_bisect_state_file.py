@@ -27,6 +27,7 @@ def test_a_damaged_state_file_is_refused_with_its_key_paths(tmp_path):
     state["kind"] = "releases"
     state["steps"][0]["install_s"] = "fast"
     state["candidates"][1] = {"label": "jax 0.4.29"}
+    state["steps"][1]["bazel_processes"] = {"total": "many"}  # a built step's counts (bisect commits)
     (folder / STATE_FILE).write_text(json.dumps(state))
 
     done = run_cli("bisect", "releases", "--good", "0.4.28", "--bad", "0.4.31", "--", "check.py", cwd=tmp_path)
@@ -34,5 +35,6 @@ def test_a_damaged_state_file_is_refused_with_its_key_paths(tmp_path):
     assert done.returncode == 2, done.stderr
     assert f"the bisect state file {folder / STATE_FILE} is corrupt" in done.stderr
     assert "[steps[0].install_s]" in done.stderr and "[candidates[1].key]" in done.stderr
+    assert "[steps[1].bazel_processes.total]" in done.stderr
     assert "--fresh" in done.stderr and "Traceback" not in done.stderr
     assert not (folder / "steps").exists()  # nothing ran
