@@ -28,12 +28,13 @@ SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debug
 ALLOWED = {
     "profiles": set(),
     "pin": {"profiles"},
-    "run": {"profiles"},
+    "run": {"profiles", "debug"},  # debug.crash: native backtraces of crashed programs
     "remote": set(),
     "builder": {"profiles", "pin", "remote"},
-    "replay": {"run", "profiles"},
+    "replay": {"run", "profiles", "debug"},
+    "debug": {"profiles"},
     "compare": {"run", "replay"},
-    "doctor": {"run", "builder", "pin", "profiles", "remote"},
+    "doctor": {"run", "builder", "pin", "profiles", "remote", "debug"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
     "reduce": {"run", "replay", "bisect"},
     "triage": {"run", "replay", "compare", "bisect", "reduce"},

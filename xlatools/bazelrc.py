@@ -86,9 +86,9 @@ def render(resolved, config_name: str = DEFAULT_CONFIG_NAME, version: str | None
 
 # --- the managed block inside .bazelrc.user ---------------------------------
 
-def _markers(config_name: str) -> tuple[str, str]:
+def _markers(config_name: str, owner: str = "xlatools bazelrc") -> tuple[str, str]:
     return (
-        f"# >>> xlatools config '{config_name}' (managed by `xlatools bazelrc`; edits inside are replaced) >>>",
+        f"# >>> xlatools config '{config_name}' (managed by `{owner}`; edits inside are replaced) >>>",
         f"# <<< xlatools config '{config_name}' <<<",
     )
 
@@ -100,9 +100,10 @@ class BlockUpdate:
     action: str  # "added", "replaced" or "unchanged"
 
 
-def update_block(existing: str, config_name: str, rendered: str, file_label: str = ".bazelrc.user") -> BlockUpdate:
-    """Put `rendered` between this config's marker lines, keeping everything else."""
-    begin, end = _markers(config_name)
+def update_block(existing: str, config_name: str, rendered: str, file_label: str = ".bazelrc.user",
+                 owner: str = "xlatools bazelrc") -> BlockUpdate:
+    """Put `rendered` between this config's marker lines, keeping everything else (any `#`-comment file)."""
+    begin, end = _markers(config_name, owner)
     lines = existing.splitlines()
     starts = [i for i, line in enumerate(lines) if line.strip() == begin]
     ends = [i for i, line in enumerate(lines) if line.strip() == end]

@@ -66,6 +66,8 @@ COMMANDS: dict[str, Entry] = {
                     "(resumable; see docs/bisect.md)."),
     "cache": Entry("cache_cmd", "app", "group", "Show and free cached environments (one per jax release used by "
                    "`bisect releases`)."),
+    "debug": Entry("debug_cmd", "app", "group", "Native debugging: stop in an HLO pass under gdb, list pass entry "
+                   "points, write debugger configs."),
 }
 
 

@@ -28,6 +28,7 @@ class BundleKind(StrEnum):
     REPLAY = "replay"
     BISECT = "bisect"
     REDUCE = "reduce"
+    DEBUG = "debug"
 
 
 class ProcessStatus(StrEnum):

@@ -3,32 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
-from xlatools.commands.options import (DryRunOption, ExitCodeOption, JsonOption, OutOption, PlatformOption, ProfileOption,
-                                       PythonOption, QuietOption, TimeoutOption, XlaFlagOption, invocation)
+from xlatools.commands.options import (DryRunOption, ExitCodeOption, JsonOption, ProgramOptions, QuietOption, invocation,
+                                       with_program_options)
 from xlatools.vocab import ExitCodeMode
 
 
+@with_program_options
 def run(
-    program: Optional[str] = typer.Argument(None, help="A .py file or smoke:NAME (smoke:all, the default, runs every smoke program)."),
-    args: Optional[List[str]] = typer.Argument(None, help="Arguments for the program, after --."),
-    module: Optional[str] = typer.Option(None, "-m", help="Run a module (python -m MODULE) instead of a file."),
-    profile: ProfileOption = None,
+    *,
+    program_options: ProgramOptions,
     dump: bool = typer.Option(False, "--dump", help="Turn on the profile's dump preset (default: hlo)."),
-    preset: List[str] = typer.Option([], "--preset", help="A dump, log, jax or frontend preset (repeatable); see `xlatools presets list`."),
-    xla_flag: XlaFlagOption = [],
-    vmodule: List[str] = typer.Option([], "--vmodule", help="C++ VLOG level per source file, FILE=N (repeatable)."),
-    vlog: Optional[int] = typer.Option(None, "--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL)."),
-    env: List[str] = typer.Option([], "--env", help="Set an environment variable for the program, K=V (repeatable)."),
-    python: PythonOption = None,
-    frontend: Optional[str] = typer.Option(None, "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected)."),
-    out: OutOption = Path("artifacts"),
-    name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: from the program)."),
-    timeout: TimeoutOption = None,
-    platform: PlatformOption = None,
     archive: bool = typer.Option(False, "--archive", help="Also write <bundle>.tar.gz."),
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
@@ -46,21 +34,13 @@ def run(
 
     from xlatools.console import Reporter
     from xlatools.run.execute import execute_plan, prepare, profile_run
-    from xlatools.run.plan import RunRequest
-    from xlatools.run.program import parse_program, refuse_program_and_module
 
     argv = invocation().argv
-    refuse_program_and_module(argv, program, module)
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
-    profile_info, define_presets = profile_run(profile)
-    request = RunRequest(
-        program=parse_program(program, module, list(args or []), cwd),
-        python=python,
-        dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
-        env=list(env), platform=platform, timeout=timeout, name=name, quiet=quiet, frontend=frontend,
-        processes=processes, devices_per_process=devices_per_process,
-    )
+    request = program_options.run_request(argv, cwd, dump=dump, quiet=quiet, processes=processes,
+                                          devices_per_process=devices_per_process)
+    profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
     if dry_run:
@@ -73,8 +53,8 @@ def run(
         else:
             _print_plan(prepared)
         return
-    outcome = execute_plan(prepared, out, argv, caller_env, reporter, archive=archive, echo_stdout_to_stderr=as_json,
-                           exit_code_mode=exit_code)
+    outcome = execute_plan(prepared, program_options.out, argv, caller_env, reporter, archive=archive,
+                           echo_stdout_to_stderr=as_json, exit_code_mode=exit_code)
     record = outcome.record
     from xlatools.console import append_job_summary
 
@@ -84,9 +64,9 @@ def run(
         from xlatools.records import to_json
 
         data = to_json(record)
-        keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "bundle", "duration_s", "program",
-                "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive", "processes",
-                "first_failed", "coordinator")
+        keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "native_backtrace", "bundle",
+                "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive",
+                "processes", "first_failed", "coordinator")
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
         _print_outcome(record, outcome.table, prepared.plan.quiet, reporter)
@@ -142,7 +122,7 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
         first = "  (failed first)" if process.first_failure else ""
         reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
     for note in record.notes:
-        if note.startswith("vmodule pattern"):
+        if note.startswith(("vmodule pattern", "native backtrace")):
             reporter.result(f"note: {note}")
     dump = record.dump
     if dump and dump.modules:

@@ -59,7 +59,7 @@ def run_doctor(plan: DoctorPlan, env: Mapping[str, str] | None = None) -> Report
     if Section.NATIVE in plan.sections:
         from xlatools.doctor.checks_native import check_native
 
-        report.checks += check_native(list(target.shared_objects), env, system_dirs())
+        report.checks += check_native(list(target.shared_objects), env, system_dirs()) + _debugger_checks(env)
     if Section.GPU in plan.sections:
         report.checks += _gpu_checks(target, env)
     if Section.DISK in plan.sections:
@@ -133,6 +133,15 @@ def _env_checks(target: Target, env: Mapping[str, str]) -> list[Check]:
         e.check_visible_devices(env, plugins),
         e.check_loader_env(env),
     ]
+
+
+def _debugger_checks(env: Mapping[str, str]) -> list[Check]:
+    """gdb (crash backtraces, `xlatools debug`) and whether a debugger may attach here."""
+    from xlatools.debug.gdb import attach_error, find_gdb, gdb_version, ptrace_scope
+    from xlatools.doctor.checks_debug import check_gdb, check_ptrace
+
+    gdb = find_gdb(env)
+    return [check_gdb(gdb, gdb_version(gdb) if gdb else None), check_ptrace(ptrace_scope(), attach_error())]
 
 
 def _gpu_checks(target: Target, env: Mapping[str, str]) -> list[Check]:

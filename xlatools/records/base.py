@@ -107,6 +107,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "replay": ("xlatools.records.replay", "ReplayManifest"),
     "build": ("xlatools.records.build", "BuildManifest"),
     "reduce": ("xlatools.records.reduce", "ReduceManifest"),
+    "debug": ("xlatools.records.debug", "DebugManifest"),
 }
 
 

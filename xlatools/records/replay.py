@@ -164,6 +164,7 @@ class RunRecord:
     message: str | None = None
     returncode: int | None = None
     signal: str | None = None
+    native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)  # of a crash: every thread's native frames
     log_tail: list[str] = field(default_factory=list)  # the end of its stderr, when it failed
     fingerprint: str | None = None  # of the optimised HLO, canonical
     outputs: list[OutputDigest] = field(default_factory=list)

@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from xlatools.records.base import KEYWORD_KEYS, BundleRecord
+from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE, BundleRecord
 from xlatools.vocab import Platform, ProcessStatus
 
 RUN_SCHEMA = "xlatools.run/1"
+RUN_KINDS = ("run", "debug")  # bundles whose manifest is a run's: runs, and debug sessions (a run under gdb)
 
 
 @dataclass(kw_only=True)
@@ -201,6 +202,8 @@ class RunManifest(BundleRecord):
     returncode: int | None = None  # the program's own status (negative: killed by that signal)
     signal: str | None = None
     program_outcome: str | None = None  # `exit 3`, `killed by SIGSEGV`
+    # native-backtrace.txt (every thread's native frames, the Python traceback) when the program died by a fatal signal
+    native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)
     duration_s: float | None = None
     dump: DumpSummary | None = None
     smoke: SmokeReport | None = None

@@ -130,14 +130,15 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
             env: dict[str, str]) -> RunRecord:
     """Run replay_module.py for one job in the target interpreter and read what it wrote."""
+    from xlatools.debug.crash import with_crash_capture
     from xlatools.errors import Interrupted
     from xlatools.run.process import execute
 
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "job.json", job_spec(request, materials, run, run_dir, test_dir))
     timeout = request.timeout
-    result = execute([run.python, str(PROBE), str(run_dir / "job.json")], env, str(run_dir), run_dir / "stdout.log",
-                     run_dir / "stderr.log", timeout, None, None)
+    result = execute([run.python, str(PROBE), str(run_dir / "job.json")], with_crash_capture(env, run_dir), str(run_dir),
+                     run_dir / "stdout.log", run_dir / "stderr.log", timeout, None, None)
     if result.status == Status.INTERRUPTED:
         raise Interrupted(f"interrupted while replaying ({run.label})")
     return job_record(run, run_dir, result.status, result.returncode, result.duration, timeout)
@@ -152,18 +153,22 @@ def job_record(run: RunConfig, run_dir: Path, status: Status, returncode: int | 
         record = RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.TIMEOUT, phase=phase,
                            message=f"no result after {timeout:g} s (stopped)")
     else:
-        record = read_answer(run_dir, run) or _died(run, phase, returncode)
+        record = read_answer(run_dir, run) or _died(run, phase, returncode, run_dir)
     record.returncode, record.duration_s, record.dir = returncode, duration, str(run_dir)
     if record.failure:
         record.log_tail = log_tail(run_dir / "stderr.log")
     return record
 
 
-def _died(run: RunConfig, phase: str | None, returncode: int | None) -> RunRecord:
+def _died(run: RunConfig, phase: str | None, returncode: int | None, run_dir: Path) -> RunRecord:
     """A target that left no result.json: it died (a compiler abort, a segfault), a crash of the module."""
-    name = signal_name(returncode)
+    from xlatools.debug.crash import FILE, backtrace_note
+
+    name, note = signal_name(returncode), backtrace_note(run_dir)
     return RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.CRASH, phase=phase, signal=name,
-                     message=f"the target died ({name or f'exit status {returncode}'}) during {phase or 'start-up'}")
+                     native_backtrace=str(run_dir / FILE) if note else None,
+                     message=f"the target died ({name or f'exit status {returncode}'}) during {phase or 'start-up'}"
+                             + (f"; {note}" if note else ""))
 
 
 def read_answer(run_dir: Path, run: RunConfig) -> RunRecord | None:

@@ -161,7 +161,10 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
                                       echo_err, on_start, heartbeat, reporter)
                 result = group.run
             else:
-                result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, session.path / "stdout.log",
+                from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
+
+                env = with_crash_capture(plan.child_env(caller_env), session.path)
+                result = execute(plan.argv, env, plan.cwd, session.path / "stdout.log",
                                  session.path / "stderr.log", plan.timeout, echo_out, echo_err, on_start=on_start,
                                  heartbeat=heartbeat, reporter=reporter)
         if result.status == Status.ERROR:  # a log the program's output could not go to: the disk is full
@@ -209,6 +212,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
                             "without the extension (e.g. hlo_pass_pipeline); check the name, or whether that file "
                             "logs at that level")
     finish_record(record, result, exit_code)
+    _name_backtrace(record, session.path)
     record.smoke = read_smoke_results(session.path / "smoke_results.json")
     if group is not None:  # a multi-process run (run/group_record.py)
         from xlatools.run.group_record import record_group
@@ -218,3 +222,13 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     atomic_write_text(session.path / "summary.txt", summary_text(record, table), durable=False)
     session.finish(result.status, exit_code=exit_code)
     return table
+
+
+def _name_backtrace(record: RunManifest, bundle_path: Path) -> None:
+    """A program that died by a fatal signal left native-backtrace.txt (debug.crash): the record names it."""
+    from xlatools.debug.crash import FILE, backtrace_note
+
+    note = backtrace_note(bundle_path)
+    if note:
+        record.native_backtrace = FILE
+        record.notes.append(note)

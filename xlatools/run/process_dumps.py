@@ -136,8 +136,9 @@ def process_rows(bundle: Path | None) -> list:
     if bundle is None:
         return []
     from xlatools.records import read_bundle
+    from xlatools.records.run import RUN_KINDS
 
-    record = read_bundle(bundle, kinds=("run",))
+    record = read_bundle(bundle, kinds=RUN_KINDS)
     return list(getattr(record, "processes", None) or [])
 
 

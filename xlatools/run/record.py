@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from xlatools import __version__
 from xlatools.records.run import (DumpSummary, FrontendInfo, Interpreter, JaxInfo, RunManifest, SmokeReport,
@@ -18,16 +18,19 @@ from xlatools.run.target import Target
 if TYPE_CHECKING:
     from xlatools.run.dumps import DumpIndex
 
+Manifest = TypeVar("Manifest", bound=RunManifest)  # a run's manifest, or one that extends it (a debug session's)
+
 # absl / TF log lines: `I1123 03:07:28.491441   26219 hlo_pass_pipeline.cc:93] ...`
 _LOG_SOURCE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<file>[\w.\-]+)\.(?:cc|h|cpp|c):\d+\]")
 
 
-def run_record(plan: RunPlan, target: Target, argv: list[str], flag_checks: dict[str, str]) -> RunManifest:
+def run_record(plan: RunPlan, target: Target, argv: list[str], flag_checks: dict[str, str],
+               kind: type[Manifest] = RunManifest) -> Manifest:
     """The manifest of a run that is starting (status "running"); finish_record() completes it."""
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
 
-    return RunManifest(
+    return kind(
         xlatools_version=__version__,
         command="xlatools " + " ".join(redact_argv(argv)),
         argv=list(argv),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from xlatools.records.base import MANIFEST
-from xlatools.records.run import RunManifest
+from xlatools.records.run import RUN_KINDS, RunManifest
 
 
 def _text(value: object) -> str:
@@ -73,5 +73,5 @@ def read_run_info(path: Path) -> RunInfo | None:
     path = Path(path).expanduser()
     for bundle in (path, path.parent):
         if bundle.is_dir() and os.path.lexists(bundle / MANIFEST):
-            return RunInfo.from_manifest(bundle, cast(RunManifest, read_bundle(bundle, kinds=("run",))))
+            return RunInfo.from_manifest(bundle, cast(RunManifest, read_bundle(bundle, kinds=RUN_KINDS)))
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,6 +133,10 @@ def test_compiler_abort_is_a_crash_with_its_signal(dumped, replay, tmp_path):
     run = data["modules"][0]["runs"][0]
     assert (run["failure"], run["signal"], run["phase"]) == ("crash", "SIGABRT", "compile")
     assert run["log_tail"]
+    # The job's folder holds the native backtrace of the abort (Python part at least; native frames with gdb).
+    backtrace = Path(run["dir"]) / "native-backtrace.txt"
+    assert str(backtrace) in run["message"] and "Fatal Python error: Aborted" in backtrace.read_text()
+    assert run["native_backtrace"] == str(backtrace)
 
 
 def test_snapshot_with_a_custom_call_the_target_lacks_is_a_compile_error(replay, tmp_path):
