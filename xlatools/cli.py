@@ -7,7 +7,9 @@ modules import only typer at start-up and everything heavy inside the command.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from typing import Optional
 
@@ -42,6 +44,31 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 class _State:
     debug = os.environ.get("XLATOOLS_DEBUG", "") not in ("", "0")
+    interrupted: str | None = None  # the signal that stopped the command
+
+
+def _interrupt(signum, frame) -> None:
+    _State.interrupted = signal.Signals(signum).name
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupts():
+    """Ctrl-C and SIGTERM (a cancelled CI job) raise KeyboardInterrupt, so every command's clean-up runs
+    (temporary folders, child process trees), and are noted: typer turns an interrupt into a silent
+    exit 130, and main() says what happened. An ignored SIGINT (a background job) stays ignored."""
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, _interrupt)
+        except ValueError:  # not the main thread (tests calling main())
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _version(value: bool) -> None:
@@ -113,9 +140,11 @@ def report(exc: XlaToolsError) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     click_exc = _click_exceptions()
+    _State.interrupted = None
     try:
         args = sys.argv[1:] if argv is None else argv
-        result = build_app(invoked_command(args))(args=args, prog_name="xlatools", standalone_mode=False)
+        with _interrupts():
+            result = build_app(invoked_command(args))(args=args, prog_name="xlatools", standalone_mode=False)
     except XlaToolsError as exc:
         if _State.debug:
             import traceback
@@ -135,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         # `xlatools ... | head`: the reader left; not an error of ours.
         sys.stderr.close()
         return 0
+    if result == 130 and _State.interrupted:
+        sys.stderr.write(f"\ninterrupted ({_State.interrupted}): stopped; temporary files and child processes removed\n")
     return result if isinstance(result, int) else 0
 
 

@@ -81,6 +81,26 @@ def end_tree(proc: subprocess.Popen, grace: float = GRACE_SECONDS) -> None:
     proc.wait()
 
 
+def run_captured(argv: list[str], *, timeout: float | None, env: dict[str, str] | None = None,
+                 cwd: str | None = None, grace: float = 1.0) -> subprocess.CompletedProcess:
+    """`subprocess.run(argv, capture_output=True, text=True, timeout=...)` for a child that may start
+    children of its own (a target interpreter, its probe): the child gets its own session, and on a
+    timeout, Ctrl-C or SIGTERM its whole tree is stopped before the exception goes on, so nothing
+    is left behind (subprocess.run kills the child alone). Raises subprocess.TimeoutExpired like run."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, errors="replace", env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        end_tree(proc, grace)
+        try:
+            proc.communicate(timeout=grace)
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            pass
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """CI cancels jobs with SIGTERM: raise KeyboardInterrupt, so clean-up runs exactly as for Ctrl-C.

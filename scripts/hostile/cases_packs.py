@@ -144,7 +144,7 @@ def cases() -> list[Case]:
         case("snapshot-outside", _with_meta(lambda m, f, r: m["modules"][0]["files"].update(snapshot="/etc/passwd"))),
         case("inputs-host-file", _with_meta(lambda m, f, r: m["replay"].update(inputs="/etc/passwd"))),
         case("dump-flag-outside", _with_meta(lambda m, f, r: m["replay"].update(
-            xla_flags=["--xla_dump_to={dir}/escaped", "--xla_dump_hlo_as_text"])), absent=("escaped",)),
+            xla_flags=[r.fmt("--xla_dump_to={dir}/escaped"), "--xla_dump_hlo_as_text"])), absent=("escaped",)),
         case("reference-python", _with_meta(lambda m, f, r: m["replay"].update(references=["python:/bin/sh"]))),
         case("unknown-option", _with_meta(lambda m, f, r: m["replay"].update(python="/bin/sh")), expect=(0, 1, 2)),
         case("format-other", _with_meta(lambda m, f, r: m.update(format="xlatools.repro/99"))),

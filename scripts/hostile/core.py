@@ -21,7 +21,7 @@ from typing import Callable
 MARK = "HOSTILE_CASE"  # every process a case starts inherits it: how orphans are found
 BUNDLE_NAME = re.compile(r"^\d{8}T\d{6}Z-.+-[0-9a-f]{6}$")
 TEMP_NAME = re.compile(r"(^\..+\.tmp$)|(^\.unpack-)|(^xlatools-probe-)|(^\.latest\.)|(\.partial$)|(^tmp[a-z0-9_]{6,}$)")
-CLEAN_MESSAGE = re.compile(r"^(error|Error|interrupted|timed out|timeout)\b", re.M)
+CLEAN_MESSAGE = re.compile(r"^(error|Error|interrupted|timed out|timeout|cannot-run)\b", re.M)
 
 
 @dataclass

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 from xlatools.bisect.engine import Verdict
 from xlatools.errors import EnvironmentMissing, Interrupted, UsageError, XlaToolsError
 
+CANNOT_RUN = "cannot run here"  # a skip whose reason starts so: this machine, not the candidate, is the problem
+
 
 @dataclass(frozen=True)
 class StepEnv:
@@ -195,8 +197,10 @@ class ProgramTest:
         t0 = time.monotonic()  # the target probe (once per new environment) counts as run time
         try:
             prepared = prepare(request, ProfileRun(), {}, caller_env, Path(o.cwd))
-        except (UsageError, EnvironmentMissing) as exc:  # e.g. a flag or preset this jaxlib lacks
-            raise SkipStep(f"cannot run here: {exc.message}") from None
+        except EnvironmentMissing as exc:  # e.g. an interpreter that does not start
+            raise SkipStep(f"{CANNOT_RUN}: {exc.message}") from None
+        except UsageError as exc:  # e.g. a flag or preset this jaxlib lacks
+            raise SkipStep(f"not runnable with these options: {exc.message}") from None
         # The program's own status decides (--bad-exit, --skip-exit), not xlatools' exit-code scheme.
         manifest = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env,
                                 echo_stdout_to_stderr=True, exit_code_mode="program").manifest

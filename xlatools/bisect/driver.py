@@ -79,7 +79,7 @@ def guarded(state: State, body: Callable[[], None]) -> None:
         state.status, state.message = "stopped", exc.message
         raise
     except (KeyboardInterrupt, Interrupted):
-        state.status, state.message = "running", "interrupted; run the same command again to continue"
+        state.status, state.message = "interrupted", "interrupted; run the same command again to continue"
         state.save()
         raise
     except XlaToolsError as exc:

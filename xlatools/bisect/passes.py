@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xlatools.bisect.checks import StepEnv
+from xlatools.bisect.checks import CANNOT_RUN, StepEnv
 from xlatools.bisect.engine import EndpointProblem, NoReduction, ddmin
+from xlatools.errors import EnvironmentMissing
 from xlatools.run.dumps import DumpIndex, Module, PassStep
 
 BASELINE = "baseline"
@@ -102,6 +103,8 @@ def check_baseline(outcome: str, reason: str) -> None:
     if outcome == "good":
         raise EndpointProblem(f"the test is good with every pass enabled ({reason}): there is nothing to bisect",
                               hint="the test must fail (bad) on the program as it is")
+    if outcome == "skip" and reason.startswith(CANNOT_RUN):  # every step runs here: none could
+        raise EnvironmentMissing(f"the baseline run could not be made: {reason}", hint="fix the environment (see above)")
     if outcome == "skip":
         raise EndpointProblem(f"the baseline run could not be judged: {reason}", hint="check the test on its own first")
 

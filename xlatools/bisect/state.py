@@ -23,7 +23,7 @@ from xlatools.fsutil import atomic_write_json
 
 SCHEMA = "xlatools.bisect/1"
 STATE_FILE = "bisect.json"
-STATUSES = ("running", "done", "stopped", "failed")
+STATUSES = ("running", "done", "stopped", "failed", "interrupted")  # all but done resume
 
 
 def spec_hash(spec: dict[str, Any]) -> str:

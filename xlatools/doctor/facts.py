@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.proctree import run_captured
+from xlatools.run.target import probe_timeout
 
 PROBES = Path(__file__).resolve().parent / "probes"
 CACHE_KEY = "doctor:facts"
@@ -64,8 +66,12 @@ def target_facts(python: str, timeout: float = 60) -> TargetFacts:
 
     cache = TargetCache(python)
     cached = cache.data.get(CACHE_KEY)
-    if cached and cached.get("jax_stamp") == _stamp(cached["facts"].get("jax_version_file")):
-        return TargetFacts.from_json(cached["facts"])
+    if isinstance(cached, dict) and isinstance(cached.get("facts"), dict):
+        try:
+            if cached.get("jax_stamp") == _stamp(cached["facts"].get("jax_version_file")):
+                return TargetFacts.from_json(cached["facts"])
+        except (TypeError, ValueError, KeyError):
+            pass  # a damaged cache entry: ask the interpreter again
     facts = _run(python, timeout)
     # TargetCache drops everything when the interpreter or jaxlib's __init__ changes; the jax
     # stamp covers a jax reinstalled alone (the classic way to get a mismatched pair).
@@ -78,13 +84,13 @@ def _run(python: str, timeout: float) -> TargetFacts:
     with tempfile.TemporaryDirectory(prefix="xlatools-doctor-") as tmp:
         out = os.path.join(tmp, "facts.json")
         try:
-            proc = subprocess.run([python, str(PROBES / "env_facts.py"), out], cwd=tmp, capture_output=True,
-                                  text=True, timeout=timeout)
+            proc = run_captured([python, str(PROBES / "env_facts.py"), out], cwd=tmp, timeout=probe_timeout(timeout))
         except OSError as exc:
             raise UsageError(f"--python {python}: cannot run it: {exc.strerror}",
                              hint="give the path of a Python interpreter") from None
         except subprocess.TimeoutExpired:
-            raise EnvironmentMissing(f"reading versions from {python} took longer than {timeout:.0f} s") from None
+            raise EnvironmentMissing(f"reading versions from {python} took longer than {probe_timeout(timeout):g} s "
+                                     "(stopped)", hint="XLATOOLS_PROBE_TIMEOUT_S sets the limit") from None
         try:
             with open(out) as handle:
                 return TargetFacts.from_json(json.load(handle))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from dataclasses import asdict, dataclass, field
@@ -19,7 +20,8 @@ from typing import Any, Literal
 
 from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.replay.pack import PackError, extract, write_pack
+from xlatools.fsutil import make_dir, write_failure
+from xlatools.replay.pack import PackError, extract, member_path, verify, write_pack
 from xlatools.replay.plan import ReplayRequest
 from xlatools.replay.sources import ModuleSource
 
@@ -30,6 +32,10 @@ MATCHES = ("class", "outputs", "fingerprint")
 PACKED_OPTIONS = ("source_from", "inputs", "seed", "atol", "rtol", "xla_flags", "disable_passes", "no_opt",
                   "platform", "references")
 EXIT_CODES = {"reproduced": 1, "not-reproduced": 0, "cannot-run": 3}
+SOURCE_KINDS = ("text", "proto", "snapshot", "mlir")
+# XLA flags whose value names a file or folder (--xla_dump_to, --xla_gpu_cuda_data_dir, ..._from, ..._file):
+# a pack carrying one would make the replaying machine read or write where the pack says.
+PATH_FLAG = re.compile(r"_(to|dir|path|file|from|directory)$")
 
 
 @dataclass
@@ -155,23 +161,86 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     return write_pack(files, out_file), manifest, rendered
 
 
-def _modules_of(meta: dict[str, Any], root: Path) -> list[ModuleSource]:
+def _modules_of(meta: dict[str, Any], root: Path, members: dict, archive: Path) -> list[ModuleSource]:
+    """The modules pack.json lists, each file resolved inside the verified member list (member_path)."""
     modules = []
-    for entry in meta.get("modules", []):
-        paths = {kind: root / rel for kind, rel in entry.get("files", {}).items() if kind in ("text", "proto", "snapshot", "mlir")}
-        if not paths:
-            raise PackError(f"pack.json: module {entry.get('name')} names no file")
+    for index, entry in enumerate(meta["modules"]):
+        files = entry.get("files")
+        if not isinstance(files, dict) or not files or not set(files) <= set(SOURCE_KINDS):
+            raise PackError(f"{archive}: pack.json [modules[{index}].files] must map {', '.join(SOURCE_KINDS)} to files "
+                            "of the pack", hint="the pack is damaged or was not written by `xlatools repro pack`")
+        paths = {kind: member_path(root, members, rel, f"modules[{index}].files.{kind}", archive)
+                 for kind, rel in files.items()}
         modules.append(ModuleSource(name=entry["name"], id=entry.get("id"), **paths))
     if not modules:
-        raise PackError("pack.json lists no module")
+        raise PackError(f"{archive}: pack.json lists no module")
     return modules
+
+
+def _check_meta(meta: Any, archive: Path) -> None:
+    """The shape of pack.json, where a wrong one would stop a replay halfway (exit 2 naming the key)."""
+    def bad(key: str, expected: str) -> PackError:
+        return PackError(f"{archive}: pack.json [{key}] must be {expected}",
+                         hint="the pack is damaged or was not written by `xlatools repro pack`")
+
+    if not isinstance(meta, dict):
+        raise bad("(top level)", "an object")
+    if not isinstance(meta.get("modules"), list):
+        raise bad("modules", "a list")
+    for index, entry in enumerate(meta["modules"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("outcome"), str):
+            raise bad(f"modules[{index}]", "an object with a name and an outcome")
+        if entry.get("id") is not None and (not isinstance(entry["id"], int) or isinstance(entry["id"], bool)):
+            raise bad(f"modules[{index}].id", "a whole number or null")
+        for key in ("fingerprint", "failed_run", "phase", "signal"):
+            if entry.get(key) is not None and not isinstance(entry[key], str):
+                raise bad(f"modules[{index}].{key}", "a string or null")
+        if not isinstance(entry.get("outputs", []), list) or not all(isinstance(o, str) for o in entry.get("outputs", [])):
+            raise bad(f"modules[{index}].outputs", "a list of digests")
+    for key in ("replay", "versions"):
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            raise bad(key, "an object")
+
+
+def _options(meta: dict[str, Any], archive: Path) -> dict[str, Any]:
+    """The replay options a pack carries, checked: a pack may not name files or interpreters of the
+    machine that replays it (inputs from a file, a reference interpreter, flags whose value is a path)."""
+    from xlatools.replay.plan import INPUT_MODES, REFERENCES
+    from xlatools.run.flags import flag_name
+
+    options = {k: v for k, v in (meta.get("replay") or {}).items() if k in PACKED_OPTIONS}
+    problems = []
+    if options.get("inputs") not in (None, *INPUT_MODES):
+        problems.append(f"inputs {options['inputs']!r} (a pack carries random, zeros or ones, never a file)")
+    references = options.get("references", [])
+    if not isinstance(references, list) or not all(r in REFERENCES for r in references):
+        problems.append(f"references {references!r} (only {', '.join(REFERENCES)})")
+    for key in ("xla_flags", "disable_passes"):
+        value = options.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            problems.append(f"{key} {value!r} (a list of strings)")
+        elif key == "xla_flags":
+            problems += [f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
+                         for f in value if PATH_FLAG.search(flag_name(f))]
+    for key in ("atol", "rtol"):
+        value = options.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            problems.append(f"{key} {value!r} (a finite number >= 0)")
+    for key, kind in (("seed", int), ("no_opt", bool), ("platform", str), ("source_from", str)):
+        if key in options and not isinstance(options[key], kind):
+            problems.append(f"{key} {options[key]!r}")
+    if problems:
+        raise PackError(f"{archive}: pack.json [replay] holds what a pack may not: {'; '.join(problems)}",
+                        hint="see docs/security.md: what a pack may contain")
+    return options
 
 
 def read_meta(root: Path, archive: Path) -> dict[str, Any]:
     try:
-        meta = json.loads((root / "pack.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise PackError(f"{archive}: no readable pack.json ({exc})") from None
+        meta = json.loads((root / "pack.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise PackError(f"{archive}: no readable pack.json ({type(exc).__name__}: {str(exc)[:200]})") from None
+    _check_meta(meta, archive)
     if meta.get("format") != FORMAT:
         raise PackError(f"{archive}: pack format {meta.get('format')!r}, this xlatools reads {FORMAT}",
                         hint="replay it with the xlatools version that wrote it")
@@ -193,17 +262,21 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         raise UsageError(f"--match {match}: expected one of {', '.join(MATCHES)}")
     archive = Path(pack_path)
     out_root = Path(os.path.abspath(out_root))
-    out_root.mkdir(parents=True, exist_ok=True)
+    members = verify(archive)  # before anything is written: a damaged pack leaves no trace
+    make_dir(out_root)
     unpacked = out_root / f".unpack-{secrets.token_hex(4)}"
     try:
-        extract(archive, unpacked)
-        root = unpacked / "repro" if (unpacked / "repro").is_dir() else unpacked
-        meta = read_meta(root, archive)
-        options = {k: v for k, v in meta.get("replay", {}).items() if k in PACKED_OPTIONS}
-        request = ReplayRequest(source=archive, python=resolve_python(python), name=f"repro-{archive.name.split('.')[0]}",
-                                **options)
         try:
-            prepared = prepare(request, ("pack", _modules_of(meta, root)))
+            extract(archive, unpacked, members)
+        except OSError as exc:
+            raise write_failure(exc, f"--out {out_root}: cannot unpack the pack there: {exc.strerror}",
+                                hint="pick another --out") from None
+        meta = read_meta(unpacked, archive)
+        request = ReplayRequest(source=archive, python=resolve_python(python), name=f"repro-{archive.name.split('.')[0]}",
+                                **_options(meta, archive))
+        modules = _modules_of(meta, unpacked, members, archive)
+        try:
+            prepared = prepare(request, ("pack", modules))
         except (UnknownFlags, EnvironmentMissing) as exc:
             return ReproOutcome("cannot-run", exc.message + (f" ({exc.hint})" if exc.hint else ""))
         wanted, have = (meta.get("versions") or {}).get("jaxlib"), prepared.targets[request.python].jaxlib

@@ -178,6 +178,7 @@ def execute_lower(request: LowerRequest, label: str, python: str, platform: str,
 
     from xlatools import console
     from xlatools.errors import TimedOut, XlaToolsError
+    from xlatools.proctree import run_captured
     from xlatools.run.target import PROBES
 
     env = dict(os.environ)
@@ -192,8 +193,8 @@ def execute_lower(request: LowerRequest, label: str, python: str, platform: str,
         with open(request_path, "w") as handle:
             json.dump(request.to_json(), handle)
         try:
-            proc = subprocess.run([python, str(PROBES / "lower.py"), request_path, answer_path],
-                                  env=env, capture_output=True, text=True, timeout=timeout)
+            proc = run_captured([python, str(PROBES / "lower.py"), request_path, answer_path], env=env,
+                                timeout=timeout)
         except subprocess.TimeoutExpired:
             raise TimedOut(f"lowering {label} took longer than {timeout:g} s", hint="raise --timeout") from None
         try:

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.fsutil import atomic_write_json, cache_root
+from xlatools.fsutil import atomic_write_json, cache_root, read_cache_json
+from xlatools.proctree import run_captured
 from xlatools.run.flags import bad_value_from_abort, join_flags, table_verdict, unknown_from_abort
 from xlatools.run.frontends import SPECS, probe_env
 
@@ -107,13 +108,12 @@ class TargetCache:
         self.data = self._read()
 
     def _read(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
+        data = read_cache_json(self.path)
         if data.get("cache_version") != CACHE_VERSION or data.get("python") != self.python:
             return {}
         stamps = data.get("stamps", {})
+        if not isinstance(stamps, dict) or not all(isinstance(path, str) for path in stamps):
+            return {}
         if data.get("python_stamp") != _stamp(self.python) or any(_stamp(path) != stamp for path, stamp in stamps.items()):
             return {}  # reinstalled or rebuilt: everything we knew may be wrong
         return data
@@ -131,18 +131,26 @@ class TargetCache:
             pass  # a cache we cannot write only costs time
 
 
+def probe_timeout(default: float) -> float:
+    """The limit of one start of a target interpreter: XLATOOLS_PROBE_TIMEOUT_S when set (> 0), else `default`."""
+    try:
+        value = float(os.environ.get("XLATOOLS_PROBE_TIMEOUT_S", ""))
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
+
+
 def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float) -> tuple[dict | None, subprocess.CompletedProcess]:
     with tempfile.TemporaryDirectory(prefix="xlatools-probe-") as tmp:
         out = os.path.join(tmp, "out.json")
         try:
-            proc = subprocess.run(
-                [python, str(PROBES / "target_info.py"), out, *args],
-                cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout,
-            )
+            proc = run_captured([python, str(PROBES / "target_info.py"), out, *args], cwd=tmp, env=env,
+                                timeout=probe_timeout(timeout))
         except OSError as exc:
             raise UsageError(f"--python {python}: cannot run it: {exc.strerror}", hint="give the path of a Python interpreter") from None
         except subprocess.TimeoutExpired:
-            raise EnvironmentMissing(f"probing {python} took longer than {timeout:.0f} s", hint="is its frontend importable there?") from None
+            raise EnvironmentMissing(f"probing {python} took longer than {probe_timeout(timeout):g} s (stopped)",
+                                     hint="is its frontend importable there? (XLATOOLS_PROBE_TIMEOUT_S sets the limit)") from None
         try:
             with open(out) as handle:
                 return json.load(handle), proc
@@ -171,16 +179,24 @@ def _probe_key(platform: str, frontend: str | None) -> str:
 
 def cached_probe(python: str, platform: str = "auto", frontend: str | None = None) -> Target | None:
     """The probe's answer if it is cached (still fresh), else None; probes nothing."""
-    data = TargetCache(python).data.get(_probe_key(platform, frontend))
-    return Target(**data) if data else None
+    return _cached_target(TargetCache(python), _probe_key(platform, frontend))
+
+
+def _cached_target(cache: TargetCache, key: str) -> Target | None:
+    data = cache.data.get(key)
+    try:
+        return Target(**data) if isinstance(data, dict) and data else None
+    except TypeError:  # written by another version, or damaged: probe again
+        return None
 
 
 def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120) -> Target:
     """Frontend, versions and devices of `python` (cached). `frontend` None: detected (jax first)."""
     cache = TargetCache(python)
     key = _probe_key(platform, frontend)
-    if cache.data.get(key):
-        return Target(**cache.data[key])
+    cached = _cached_target(cache, key)
+    if cached is not None:
+        return cached
     _progress(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
     args = ["--devices", "--frontend", frontend or "auto"]
     info, proc = _run_probe(python, args, _probe_env(platform, frontend or "jax"), timeout)
@@ -214,6 +230,11 @@ def _require_frontend(python: str, info: dict[str, Any]) -> None:
         )
 
 
+def _known_flags(cache: TargetCache, key: str) -> dict[str, bool]:
+    known = cache.data.get(key)
+    return {k: v for k, v in known.items() if isinstance(v, bool)} if isinstance(known, dict) else {}
+
+
 def _flag_cache_key(target: Target, variable: str) -> str:
     return "flags" if (target.frontend, variable) == ("jax", "XLA_FLAGS") else f"flags:{target.frontend}:{variable}"
 
@@ -237,7 +258,7 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
     how: dict[str, str] = {}
     unsure: dict[str, str] = {}
     cache_key = _flag_cache_key(target, variable)
-    known = cache.data.get(cache_key, {})
+    known = _known_flags(cache, cache_key)
     for name, flag in names_to_flags.items():
         verdict, source = _known_verdict(target, known, variable, name)
         if verdict is not None:
@@ -261,7 +282,7 @@ def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeo
     cache = TargetCache(target.python)
     undecided = {}
     for variable, flags in by_variable.items():
-        known = cache.data.get(_flag_cache_key(target, variable), {})
+        known = _known_flags(cache, _flag_cache_key(target, variable))
         rest = {name: flag for name, flag in flags.items() if _known_verdict(target, known, variable, name)[0] is None}
         if rest:
             undecided[variable] = rest
@@ -275,7 +296,7 @@ def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeo
         return
     for variable, flags in undecided.items():
         key = _flag_cache_key(target, variable)
-        cache.remember(target.stamp_origin, **{key: {**cache.data.get(key, {}), **{name: True for name in flags}}})
+        cache.remember(target.stamp_origin, **{key: {**_known_flags(cache, key), **{name: True for name in flags}}})
 
 
 def _progress(message: str) -> None:

@@ -154,17 +154,12 @@ def _shipped() -> list[tuple[str, Any]]:
 
 
 def _read_yaml(path: Path) -> tuple[Any, list[Problem]]:
-    import yaml
+    from xlatools.yamlfile import YamlRefused, load_file
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: this sits on every run's start-up path
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}, []
-    except OSError as exc:
-        return None, [Problem(f"cannot read: {exc.strerror}", file=str(path))]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        return None, [Problem(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path), line=line)]
+        return load_file(path) or {}, []
+    except YamlRefused as exc:
+        return None, [exc.problem]
 
 
 class Catalog:
