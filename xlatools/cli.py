@@ -8,6 +8,7 @@ modules import only typer at start-up and everything heavy inside the command.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -138,7 +139,39 @@ def report(exc: XlaToolsError) -> None:
         console.err().print(f"  hint: {console.escape(exc.hint)}")
 
 
+def _standard_streams() -> None:
+    """A closed stdin, stdout or stderr (`xlatools run ... >&-`) is reopened on /dev/null first: else the
+    next file opened takes its number, and output meant for the terminal lands in that file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)
+
+
+def _flush_stdout() -> int | None:
+    """stdout written out before we exit, so a full disk or pipe error becomes our message (exit 3),
+    not Python's 'Exception ignored' at shutdown (exit 120)."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        sys.stdout = open(os.devnull, "w")  # nothing more to lose; no second error at exit
+        if isinstance(exc, BrokenPipeError):
+            return None
+        sys.stderr.write(f"error: cannot write the output: {exc.strerror}\n")
+        return 3
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    _standard_streams()
     click_exc = _click_exceptions()
     _State.interrupted = None
     try:
@@ -164,6 +197,18 @@ def main(argv: list[str] | None = None) -> int:
         # `xlatools ... | head`: the reader left; not an error of ours.
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        from xlatools.errors import EnvironmentMissing
+
+        report(EnvironmentMissing(f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else ""),
+                                  hint="free some space"))
+        _flush_stdout()
+        return EnvironmentMissing.exit_code
+    failed = _flush_stdout()
+    if failed is not None:
+        return failed
     if result == 130 and _State.interrupted:
         sys.stderr.write(f"\ninterrupted ({_State.interrupted}): stopped; temporary files and child processes removed\n")
     return result if isinstance(result, int) else 0

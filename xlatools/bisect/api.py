@@ -13,6 +13,7 @@ from xlatools.bisect.driver import progress, run_ordered
 from xlatools.bisect.engine import ideal_steps
 from xlatools.bisect.state import State, folder_for, open_state
 from xlatools.errors import UsageError
+from xlatools.fsutil import make_dir
 
 
 def _spec(kind: str, test, **fields: Any) -> dict[str, Any]:
@@ -30,7 +31,7 @@ def _resume_or_new(out: Path, kind: str, title: str, spec: dict[str, Any], fresh
         progress(f"continuing {folder} ({done} step{'s' if done != 1 else ''} recorded, status {state.status})")
         return state
     candidates, notes = make_candidates()
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder, "--out")
     state = State(folder, kind, spec, candidates, notes=notes)
     state.save()
     return state

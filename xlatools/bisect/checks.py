@@ -12,6 +12,7 @@ not part of this build, `--replay` is refused with exit 3.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -65,9 +66,19 @@ class Rule:
     def validate(self) -> None:
         if self.match is not None:
             try:
-                re.compile(self.match)
+                pattern = re.compile(self.match)
             except re.error as exc:
                 raise UsageError(f"--match {self.match!r}: not a regular expression ({exc})") from None
+            if pattern.search(""):  # '', '.*', 'a?': found in any output, so every step would be bad
+                raise UsageError(f"--match {self.match!r} matches the empty text, so it is found everywhere",
+                                 hint="give a pattern that needs at least one character, e.g. 'Mismatch'")
+        for option, codes in (("--bad-exit", self.bad_exit), ("--skip-exit", self.skip_exit)):
+            wrong = [code for code in codes if not 0 <= code <= 255]
+            if wrong:
+                raise UsageError(f"{option} {wrong[0]}: an exit status is 0 to 255",
+                                 hint="a program killed by a signal N exits 128+N")
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise UsageError(f"--threshold {self.threshold}: must be a finite number", hint="e.g. --threshold 0.5")
         if self.match_in != "output" and not (self.match_in.startswith("dump:") and len(self.match_in) > 5):
             raise UsageError(f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)")
         if (self.metric is None) != (self.threshold is None):

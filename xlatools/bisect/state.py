@@ -19,7 +19,7 @@ from typing import Any
 from xlatools.bisect.engine import StepRecord
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import UsageError
-from xlatools.fsutil import atomic_write_json
+from xlatools.fsutil import atomic_write_json, write_failure
 
 SCHEMA = "xlatools.bisect/1"
 STATE_FILE = "bisect.json"
@@ -60,7 +60,11 @@ class State:
         }
 
     def save(self) -> None:
-        atomic_write_json(self.path, self.to_json())
+        try:
+            atomic_write_json(self.path, self.to_json())
+        except OSError as exc:
+            raise write_failure(exc, f"cannot write the bisect state {self.path}: {exc.strerror}",
+                                hint="free some space or pick another --out; the steps done so far are kept") from None
 
 
 def load(folder: Path) -> State | None:

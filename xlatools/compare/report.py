@@ -103,7 +103,7 @@ def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDi
                  full: bool = False) -> Path:
     """Render one bundle (or two, with their diff) into `out_html`, written atomically."""
     from xlatools.compare.diff import diff_sides
-    from xlatools.fsutil import atomic_write_text
+    from xlatools.fsutil import atomic_write_text, write_failure
 
     sides = [open_side(Path(b), label) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
@@ -113,5 +113,6 @@ def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDi
     try:
         atomic_write_text(out, html)
     except OSError as exc:
-        raise UsageError(f"cannot write the report to {out}: {exc.strerror}", hint="pick another -o/--html path") from None
+        raise write_failure(exc, f"cannot write the report to {out}: {exc.strerror}",
+                            hint="pick another -o/--html path") from None
     return out

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from xlatools.errors import UsageError
+from xlatools.fsutil import write_failure, write_output
 
 ROOT = "repro"
 SUMS = "SHA256SUMS"
@@ -39,8 +40,8 @@ class PackError(UsageError):
     """A pack that is damaged or unsafe to unpack."""
 
 
-def write_pack(files: dict[str, bytes], out: Path) -> Path:
-    """`files`: path inside the pack (posix, relative) -> contents. Writes `out` atomically."""
+def write_pack(files: dict[str, bytes], out: Path, option: str = "-o") -> Path:
+    """`files`: path inside the pack (posix, relative) -> contents. Writes `out` atomically (errors name `option`)."""
     sums = "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in sorted(files.items()))
     entries = {**files, SUMS: sums.encode()}
     raw = io.BytesIO()
@@ -49,16 +50,11 @@ def write_pack(files: dict[str, bytes], out: Path) -> Path:
             tar.addfile(_info(f"{ROOT}/{directory}", tarfile.DIRTYPE, 0, 0o755))
         for name in sorted(entries):
             tar.addfile(_info(f"{ROOT}/{name}", tarfile.REGTYPE, len(entries[name]), 0o644), io.BytesIO(entries[name]))
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as handle, gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as gz:
-            gz.write(raw.getvalue())
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return out
+    compressed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=compressed, mtime=0) as gz:
+        gz.write(raw.getvalue())
+    write_output(Path(out), compressed.getvalue(), option)  # atomic; a full disk is exit 3, a bad path exit 2
+    return Path(out)
 
 
 def _info(name: str, kind: bytes, size: int, mode: int) -> tarfile.TarInfo:
@@ -190,17 +186,25 @@ def extract(archive: Path, dest: Path, members: dict[str, Member] | None = None)
     pack. On any error `dest` is left for the caller to remove (it is always a fresh folder)."""
     members = verify(archive) if members is None else members
     dest = Path(dest)
-    dest.mkdir(parents=True)
+    try:
+        dest.mkdir(parents=True)
+    except OSError as exc:
+        raise write_failure(exc, f"cannot unpack {archive} into {dest.parent}: {exc.strerror}",
+                            hint="pick another --out") from None
     root = dest.resolve()
 
     def take(name: str, chunks) -> None:
         target = (dest / name).resolve()
         if root not in target.parents:  # belt and braces: _member_path already refused such names
             raise PackError(f"{archive}: {name} would land outside {dest}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "xb") as handle:
-            for block in chunks:
-                handle.write(block)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as handle:
+                for block in chunks:
+                    handle.write(block)
+        except OSError as exc:  # the destination's fault (full, read-only), not the pack's
+            raise write_failure(exc, f"cannot unpack {archive} into {dest.parent}: {exc.strerror}",
+                                hint="pick another --out") from None
 
     again = _stream(archive, take)
     if again != members:  # the file changed between the two readings

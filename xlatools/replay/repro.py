@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.fsutil import make_dir, write_failure
+from xlatools.fsutil import check_output, make_dir
 from xlatools.replay.pack import PackError, extract, member_path, verify, write_pack
 from xlatools.replay.plan import ReplayRequest
 from xlatools.replay.sources import ModuleSource
@@ -107,10 +107,15 @@ def verdict(expected: list[dict[str, Any]], got: list[dict[str, Any]], match: st
 
 
 def _run_manifest(source: Path) -> dict[str, Any]:
+    """The run a bundle records ({} for other kinds); a manifest that cannot be read is a damaged bundle."""
+    path = Path(source) / "manifest.json"
     try:
-        data = json.loads((Path(source) / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return {}
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: cannot read the bundle's manifest ({type(exc).__name__})",
+                         hint="a damaged bundle makes a pack without its run; repair or re-run it") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: the manifest is a JSON {type(data).__name__}, not an object")
     return data if data.get("kind") == "run" else {}
 
 
@@ -143,6 +148,7 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
 
     if request.inputs not in (None, "random", "zeros", "ones"):
         raise UsageError("repro pack: --inputs FILE does not travel in a pack", hint="use random, zeros or ones")
+    check_output(out_file, "-o")  # before the replay: a pack that cannot be written is refused at once
     kind, modules = resolve(request.source, request.modules, request.include_all)
     run = _run_manifest(request.source) if kind == "bundle" else {}
     prepared = prepare(request, (kind, modules))
@@ -266,11 +272,7 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
     make_dir(out_root)
     unpacked = out_root / f".unpack-{secrets.token_hex(4)}"
     try:
-        try:
-            extract(archive, unpacked, members)
-        except OSError as exc:
-            raise write_failure(exc, f"--out {out_root}: cannot unpack the pack there: {exc.strerror}",
-                                hint="pick another --out") from None
+        extract(archive, unpacked, members)
         meta = read_meta(unpacked, archive)
         request = ReplayRequest(source=archive, python=resolve_python(python), name=f"repro-{archive.name.split('.')[0]}",
                                 **_options(meta, archive))

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import Problem, ProfileError, UsageError
-from xlatools.run.flags import flag_name, min_version
+from xlatools.run.env import MAX_VLOG
+from xlatools.run.flags import flag_name, min_version, value_problem
 from xlatools.run.frontends import FRONTENDS
 
 SHIPPED_DIR = Path(__file__).resolve().parent
@@ -85,9 +86,15 @@ def parse_preset(name: str, spec: Any, source: str) -> tuple[Preset | None, list
     if not isinstance(env, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in env.values()):
         problems.append(Problem("env must map names to strings", file=source, key=f"{name}.env", hint='quote values: "0"'))
         env = {}
-    if not isinstance(vmodule, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in vmodule.values()):
-        problems.append(Problem("vmodule must map source file names to levels", file=source, key=f"{name}.vmodule"))
+    if not isinstance(vmodule, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_VLOG
+                                                for v in vmodule.values()):
+        problems.append(Problem(f"vmodule must map source file names to levels 0 to {MAX_VLOG}", file=source,
+                                key=f"{name}.vmodule"))
         vmodule = {}
+    for flag in flags:  # typed values, as --xla-flag checks them
+        problem = value_problem(flag)
+        if problem is not None:
+            problems.append(Problem(f"{flag}: {problem[0]}", file=source, key=f"{name}.xla_flags", hint=f"e.g. {problem[1]}"))
     if spec.get("frontend") is not None and spec.get("frontend") not in FRONTENDS:
         problems.append(Problem(f"frontend must be one of {', '.join(FRONTENDS)}", file=source, key=f"{name}.frontend"))
     for key in ("min_jaxlib", "max_jaxlib"):
