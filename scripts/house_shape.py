@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 CLI = {"cli", "commands", "__main__"}
-SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "yamlfile", "__init__"}
+SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "yamlfile", "redact", "__init__"}
 # capability -> the capabilities it may use (besides the shared modules).
 ALLOWED = {
     "profiles": set(),

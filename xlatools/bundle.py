@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from xlatools.errors import UsageError
 from xlatools.fsutil import atomic_write_json, sha256_file, write_failure
+from xlatools.redact import redact
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -28,59 +29,6 @@ RESERVE_BYTES = 64 * 1024
 Status = Literal["running", "ok", "failed", "timeout", "interrupted", "error"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 BundleKind = Literal["run", "build", "replay", "bisect"]
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY|CREDENTIAL", re.I)
-_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_ENV_KEYS = frozenset({"env", "environment", "repo_env", "action_env"})
-REDACTED = "***redacted***"
-
-
-def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """Copy of `env` with the values of secret-looking names hidden."""
-    return {name: (REDACTED if is_secret_name(name) else value) for name, value in env.items()}
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """argv with the values of secret-looking `--env NAME=VALUE` / `--env=NAME=VALUE` items hidden."""
-    out, after_env = [], False
-    for item in argv:
-        prefix = ""
-        if item.startswith("--env="):
-            prefix, item = "--env=", item[len("--env="):]
-        if (after_env or prefix) and "=" in item:
-            name, value = item.split("=", 1)
-            item = f"{name}={REDACTED if is_secret_name(name) else value}"
-        out.append(prefix + item)
-        after_env = item == "--env"
-    return out
-
-
-def redact(record: Any, in_env: bool = False) -> Any:
-    """A copy of a JSON-like record with every secret hidden, wherever it sits: values of
-    secret-looking variables in environment mappings (an `env` key, or UPPER_CASE names),
-    `{"name"|"key": SECRET, "value": ...}` rows (environment changes, profile provenance),
-    and `--env NAME=VALUE` items of argv lists."""
-    if isinstance(record, dict):
-        label = record.get("name", record.get("key"))
-        hide_values = isinstance(label, str) and is_secret_name(label.rsplit(".", 1)[-1])
-        out = {}
-        for key, value in record.items():
-            env_name = isinstance(key, str) and (in_env or _ENV_NAME.match(key))
-            if env_name and isinstance(value, str) and is_secret_name(key):
-                out[key] = REDACTED
-            elif hide_values and key in ("value", "previous") and value is not None:
-                out[key] = REDACTED
-            elif key == "argv" and isinstance(value, list) and all(isinstance(v, str) for v in value):
-                out[key] = redact_argv(value)
-            else:
-                out[key] = redact(value, in_env=key in _ENV_KEYS)
-        return out
-    if isinstance(record, (list, tuple)):
-        return [redact(item) for item in record]
-    return record
 
 
 def safe_name(name: str) -> str:

@@ -171,7 +171,19 @@ def _flush_stdout() -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from xlatools.redact import RedactingStream
+
     _standard_streams()
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)  # no credential is printed
+    try:
+        return _main(argv)
+    finally:
+        _flush_stdout()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     click_exc = _click_exceptions()
     _State.interrupted = None
     try:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from xlatools.bundle import REDACTED, Bundle, redact
+from xlatools.bundle import Bundle
+from xlatools.redact import REDACTED, redact
 
 
 def test_secrets_are_hidden_in_env_mappings_rows_argv_and_provenance():

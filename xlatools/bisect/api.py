@@ -19,8 +19,11 @@ from xlatools.fsutil import make_dir
 def _spec(kind: str, test, **fields: Any) -> dict[str, Any]:
     import json
 
-    # Through JSON, so that it compares equal to the spec read back from a state file (tuples -> lists).
-    return json.loads(json.dumps({"kind": kind, **fields, "test": test.describe()}, default=str))
+    from xlatools.redact import redact
+
+    # Through JSON, so that it compares equal to the spec read back from a state file (tuples -> lists);
+    # redacted, as the state file keeps it (the folder name hashes it: no secret in that either).
+    return redact(json.loads(json.dumps({"kind": kind, **fields, "test": test.describe()}, default=str)))
 
 
 def _resume_or_new(out: Path, kind: str, title: str, spec: dict[str, Any], fresh: bool, make_candidates) -> State:

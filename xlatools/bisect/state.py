@@ -20,6 +20,7 @@ from xlatools.bisect.engine import StepRecord
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import UsageError
 from xlatools.fsutil import atomic_write_json, write_failure
+from xlatools.redact import redact
 
 SCHEMA = "xlatools.bisect/1"
 STATE_FILE = "bisect.json"
@@ -61,7 +62,7 @@ class State:
 
     def save(self) -> None:
         try:
-            atomic_write_json(self.path, self.to_json())
+            atomic_write_json(self.path, redact(self.to_json()))
         except OSError as exc:
             raise write_failure(exc, f"cannot write the bisect state {self.path}: {exc.strerror}",
                                 hint="free some space or pick another --out; the steps done so far are kept") from None

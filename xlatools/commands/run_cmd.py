@@ -60,7 +60,7 @@ def run(
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
     if dry_run:
-        from xlatools.bundle import redact
+        from xlatools.redact import redact
 
         plan = redact(prepared.plan.to_json())  # secrets hidden, as in manifests
         if as_json:
@@ -106,7 +106,7 @@ def _print_plan(prepared) -> None:
     for item in plan.overridden_flags:
         write(f"  [yellow]overridden:[/yellow] {esc(item.flag)} ({esc(str(item.origin))}) by {esc(item.by)} ({esc(str(item.source))})")
     write("environment changes:")
-    from xlatools.bundle import redact_env
+    from xlatools.redact import redact_env
 
     for change in plan.env_changes:
         value = "(removed)" if change.value is None else redact_env({change.name: change.value})[change.name]

@@ -76,10 +76,11 @@ def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:
     and what to say about them (called by `xlatools bisect` at the end of a search)."""
     from xlatools.compare.report import write_report
     from xlatools.fsutil import atomic_write_json
+    from xlatools.redact import redact
 
     diff = diff_bundles(last_good, first_bad)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out_dir / "diff.json", diff.to_json())
+    atomic_write_json(out_dir / "diff.json", redact(diff.to_json()))
     report = write_report([last_good, first_bad], out_dir / "report.html", diff=diff)
     first = diff.first_divergence()
     summary = None

@@ -104,6 +104,7 @@ def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDi
     """Render one bundle (or two, with their diff) into `out_html`, written atomically."""
     from xlatools.compare.diff import diff_sides
     from xlatools.fsutil import atomic_write_text, write_failure
+    from xlatools.redact import redact_text
 
     sides = [open_side(Path(b), label) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
@@ -111,7 +112,7 @@ def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDi
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)
     out = Path(out_html)
     try:
-        atomic_write_text(out, html)
+        atomic_write_text(out, redact_text(html))
     except OSError as exc:
         raise write_failure(exc, f"cannot write the report to {out}: {exc.strerror}",
                             hint="pick another -o/--html path") from None

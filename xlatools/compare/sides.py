@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.redact import redact
 from xlatools.run.dumps import DumpIndex, index_dump, resolve_dump_dir
 
 
@@ -34,7 +35,7 @@ def read_manifest(bundle: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read the manifest ({exc})", hint="is this an xlatools bundle?") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: the manifest is not a JSON object")
-    return data
+    return redact(data)  # a bundle written elsewhere (or before redaction widened) shows no secret either
 
 
 def open_side(path: Path, label: str) -> Side:

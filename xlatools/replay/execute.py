@@ -112,6 +112,7 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str],
     """Replay every module into a fresh bundle: (final manifest, exit code, table)."""
     from xlatools.bundle import Bundle, host_info, utc_now
     from xlatools.fsutil import atomic_write_text
+    from xlatools.redact import redact_text
 
     caller_env = dict(os.environ if caller_env is None else caller_env)
     plan = prepared.plan
@@ -141,8 +142,8 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str],
     final = {**base, "status": status, "exit_code": code, "finished": utc_now(),
              "modules": [r.to_json() for r in records]}
     versions = ", ".join(f"jaxlib {t.jaxlib} ({python})" for python, t in prepared.targets.items())
-    atomic_write_text(bundle.path / "summary.txt",
-                      f"status: {status} (exit {code})\nsource: {plan.request.source}\ntargets: {versions}\n\n{rendered}\n")
+    atomic_write_text(bundle.path / "summary.txt", redact_text(
+        f"status: {status} (exit {code})\nsource: {plan.request.source}\ntargets: {versions}\n\n{rendered}\n"))
     final["files"] = bundle.file_index()
     bundle.write_manifest(final)
     if status == "interrupted":

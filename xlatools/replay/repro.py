@@ -21,6 +21,7 @@ from typing import Any, Literal
 from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.fsutil import check_output, make_dir
+from xlatools.redact import redact
 from xlatools.replay.pack import PackError, extract, member_path, verify, write_pack
 from xlatools.replay.plan import ReplayRequest
 from xlatools.replay.sources import ModuleSource
@@ -163,7 +164,7 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
         "run": {k: run.get(k) for k in ("program", "jax", "xla_flags", "env_changes", "platform", "presets")} if run else None,
         "modules": [{**expected_of(m), "files": entries[(m["id"], m["name"])]} for m in manifest["modules"]],
     }
-    files["pack.json"] = json.dumps(meta, indent=2, sort_keys=True).encode()
+    files["pack.json"] = json.dumps(redact(meta), indent=2, sort_keys=True).encode()  # a pack travels: no secrets
     return write_pack(files, out_file), manifest, rendered
 
 

@@ -172,6 +172,7 @@ def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
 def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, exit_code: int) -> RunOutcome:
     """Index the dumps, check the log switches, write summary.txt and the final manifest."""
     from xlatools.fsutil import atomic_write_text
+    from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
     from xlatools.run.record import outcome_fields, summary_text, unmatched_vmodule
 
@@ -188,7 +189,7 @@ def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, 
                      "the extension (e.g. hlo_pass_pipeline); check the name, or whether that file logs at that level")
     final = {**base, **outcome_fields(result, exit_code), "notes": notes, "dump": dump,
              "smoke": _read_json(bundle.path / "smoke_results.json")}
-    atomic_write_text(bundle.path / "summary.txt", summary_text(final, table), durable=False)
+    atomic_write_text(bundle.path / "summary.txt", redact_text(summary_text(final, table)), durable=False)
     final["files"] = bundle.file_index()
     bundle.write_manifest(final)
     return RunOutcome(final, exit_code, table)

@@ -20,7 +20,8 @@ _LOG_SOURCE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<file>[\w.\-]+)\.(?:cc
 
 def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], **extra: Any) -> dict[str, Any]:
     """The manifest of a run that is starting (status "running"); outcome_fields() completes it."""
-    from xlatools.bundle import host_info, redact_argv
+    from xlatools.bundle import host_info
+    from xlatools.redact import redact_argv
 
     planned = plan.to_json()
     return {

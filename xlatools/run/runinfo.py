@@ -80,5 +80,7 @@ def read_run_info(path: Path) -> RunInfo | None:
                 from xlatools.errors import UsageError
 
                 raise UsageError(f"{manifest}: unreadable ({exc})", hint="the bundle is damaged; inspect its xla_dump/ directly") from None
-            return RunInfo.from_manifest(bundle, data if isinstance(data, dict) else {})
+            from xlatools.redact import redact
+
+            return RunInfo.from_manifest(bundle, redact(data) if isinstance(data, dict) else {})
     return None
