@@ -111,6 +111,28 @@ def _refuse(path: Path, option: str, reason: str, hint: str = "pick another path
     raise UsageError(f"{option} {path}: {reason}", hint=hint)
 
 
+def read_user_text(path: Path, what: str, max_bytes: int = 8 << 20, hint: str | None = None) -> str:
+    """The UTF-8 text of a file a user points us at (a profile, .bazelrc.user, a log), or UsageError naming
+    it: not a regular file (a FIFO is never opened: it would block), larger than `max_bytes`, not UTF-8."""
+    import stat
+
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the {what}: {exc.strerror}", hint=hint) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{path}: the {what} is not a regular file", hint=hint)
+    if info.st_size > max_bytes:
+        raise UsageError(f"{path}: the {what} is {info.st_size} bytes, more than the {max_bytes} read here", hint=hint)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the {what}: {exc.strerror}", hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: the {what} is not UTF-8 text (byte {exc.start})", hint=hint) from None
+
+
 def read_cache_json(path: Path, max_bytes: int = 64 << 20) -> dict[str, Any]:  # our own cache file: any JSON object
     """A JSON object from one of our cache files, or {} when it is missing or damaged in any way
     (not a regular file, too big, not UTF-8 or JSON, nested absurdly, not an object): a cache

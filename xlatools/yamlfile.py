@@ -11,8 +11,6 @@ else is a `YamlRefused` naming the file (and line), in well under a second.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +33,12 @@ class YamlRefused(UsageError):
 
 def read_text(path: Path, display: str | None = None) -> str:
     """The UTF-8 text of a regular file of at most MAX_BYTES (a FIFO is never opened: it would block)."""
-    file = display or str(path)
+    from xlatools.fsutil import read_user_text
+
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise YamlRefused(Problem(f"cannot read file: {exc.strerror}", file=file)) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise YamlRefused(Problem("not a regular file", file=file, hint="give a YAML file"))
-    if info.st_size > MAX_BYTES:
-        raise YamlRefused(Problem(f"{info.st_size} bytes; YAML files here are at most {MAX_BYTES} bytes", file=file))
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except OSError as exc:
-        raise YamlRefused(Problem(f"cannot read file: {exc.strerror}", file=file)) from None
-    except UnicodeDecodeError as exc:
-        raise YamlRefused(Problem(f"not UTF-8 text (byte {exc.start})", file=file)) from None
+        return read_user_text(path, "YAML file", MAX_BYTES)
+    except UsageError as exc:  # the same words, located for the caller's problem list
+        raise YamlRefused(Problem(exc.message.split(": ", 1)[-1], file=display or str(path))) from None
 
 
 def _loader_class():
