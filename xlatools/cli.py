@@ -162,7 +162,9 @@ def _flush_stdout() -> int | None:
     try:
         sys.stdout.flush()
     except OSError as exc:
-        sys.stdout = open(os.devnull, "w")  # nothing more to lose; no second error at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)  # what is still buffered goes there: no second error at exit
+        os.dup2(devnull, 1)
+        os.close(devnull)
         if isinstance(exc, BrokenPipeError):
             return None
         sys.stderr.write(f"error: cannot write the output: {exc.strerror}\n")
