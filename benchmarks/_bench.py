@@ -41,13 +41,25 @@ def timed(argv: list[str], check: bool = True, cpu: list[float] | None = None, *
     return wall
 
 
-def alternate(first: list[str], second: list[str], runs: int, **kwargs) -> tuple[list[float], list[float]]:
-    """Wall times of `runs` runs of each command, alternating, so machine drift hits both alike."""
+def alternate(first: list[str], second: list[str], runs: int, cpu: tuple[list[float], list[float]] | None = None,
+              **kwargs) -> tuple[list[float], list[float]]:
+    """Wall times of `runs` runs of each command, alternating, so machine drift hits both alike.
+    With `cpu` (two lists), the CPU seconds of each run are appended to them as well."""
     a, b = [], []
     for _ in range(runs):
-        a.append(timed(first, **kwargs))
-        b.append(timed(second, **kwargs))
+        a.append(timed(first, cpu=cpu[0] if cpu else None, **kwargs))
+        b.append(timed(second, cpu=cpu[1] if cpu else None, **kwargs))
     return a, b
+
+
+def cpu_line(label: str, first: list[float], second: list[float]) -> tuple[float, str]:
+    """The ratio of the CPU-time medians and a line saying so: on a shared, loaded machine CPU
+    seconds move far less than wall time, so both are printed."""
+    import statistics
+
+    ratio = statistics.median(second) / statistics.median(first)
+    return ratio, (f"CPU seconds (user+system, children included): median {label} {statistics.median(first):.3f} vs "
+                   f"{statistics.median(second):.3f}, ratio {ratio:.3f}")
 
 
 def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, as_json: bool, **extra) -> dict:
@@ -69,3 +81,23 @@ def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, 
         print(f"ratio {result['ratio']:.3f} (goal <= {goal}); fixed cost {tool - hand:.3f} s per run; "
               f"ratio of the fastest runs {result['ratio_of_minimums']:.3f}")
     return result
+
+
+XEINSUM_CHECK = "import jax.lax\njax.lax.xeinsum  # removed in jax 0.4.31\n"  # the bisect tests' fixture test
+
+
+def release_bisection(work: Path, env: dict[str, str], good: str, bad: str, *extra: str) -> tuple[float, dict]:
+    """One `xlatools bisect releases --good G --bad B --json EXTRA -- check.py` in `work` (check.py is the
+    fixture's test): (wall seconds, its JSON). A failed bisection ends the benchmark with its stderr."""
+    import json
+    import sys
+
+    (work / "check.py").write_text(XEINSUM_CHECK)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "xlatools", "bisect", "releases", "--good", good, "--bad", bad,
+                           "--json", *extra, "--", "check.py"], cwd=work, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        print(done.stderr[-3000:])
+        raise SystemExit(f"bisection {' '.join(extra)} failed (exit {done.returncode})")
+    return wall, json.loads(done.stdout)

@@ -12,19 +12,16 @@ Usage: python benchmarks/bisect_search.py [--synthetic-only] [--good 0.4.28 --ba
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository's packages
 
-from benchmarks._bench import installed_env  # noqa: E402
+from benchmarks._bench import installed_env, release_bisection  # noqa: E402
 from xlatools.bisect.engine import Oracle, Verdict, bisect_ordered  # noqa: E402
 
 
@@ -65,20 +62,12 @@ def synthetic(seed: int = 0) -> None:
 def release_wall(good: str, bad: str, cache: Path | None) -> None:
     work = Path(tempfile.mkdtemp(prefix="xlatools-bisect-bench-"))
     cache = cache or work / "cache"
-    (work / "check.py").write_text("import jax.lax\njax.lax.xeinsum  # removed in jax 0.4.31\n")
     env = installed_env()
     env.update({"XLATOOLS_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"})
     print(f"\nrelease bisection jax {good}..{bad} (cache {cache})")
     print(f"{'run':<7} {'wall s':>8} {'steps':>6} {'installs':>9} {'install s':>10} {'run s':>7} {'other s':>8}  first bad")
     for label, extra in (("first", []), ("second", ["--fresh"])):
-        t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "xlatools", "bisect", "releases", "--good", good, "--bad", bad,
-                               "--json", *extra, "--", "check.py"], cwd=work, env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - t0
-        if done.returncode != 0:
-            print(done.stderr[-2000:])
-            raise SystemExit(f"bisection failed (exit {done.returncode})")
-        data = json.loads(done.stdout)
+        wall, data = release_bisection(work, env, good, bad, *extra)
         s = data["summary"]
         installs = sum(1 for step in s["per_step"] if step["install_s"] > 0)
         other = wall - s["install_s"] - s["run_s"]

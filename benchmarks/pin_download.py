@@ -92,8 +92,7 @@ def main() -> int:
             from xlatools.pin.download import fetch
 
             start = time.perf_counter()
-            fetched = fetch([url], tmp_dir=work / "tmp", prefix=f"xla-{COMMIT}", commit=COMMIT, label="bench",
-                            progress=False)
+            fetched = fetch([url], tmp_dir=work / "tmp", prefix=f"xla-{COMMIT}", commit=COMMIT, label="bench")
             elapsed = time.perf_counter() - start
             fetched.path.unlink()
             return elapsed

@@ -6,18 +6,24 @@
 Layers, top to bottom: the CLI (cli.py, commands/), the capabilities (one folder each),
 and the shared modules at the top of the package. An import may point down or sideways
 only where ALLOWED says so; every import counts, also the lazy ones inside functions.
+Also: no `sys.argv` outside cli.py (commands get their command line from the CLI); no
+writes to stdout/stderr in capability modules (they report through the Reporter their
+command hands them); at most MAX_LOOSE_DICTS `dict[str, Any]`-like annotations outside
+the target-side scripts, each explained by a comment on its line.
 Exit 1 when a rule is broken, so CI can run it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 CLI = {"cli", "commands", "__main__"}
-SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "yamlfile", "redact", "__init__"}
+SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "vocab", "redact", "records",
+          "yamlfile", "__init__"}
 # capability -> the capabilities it may use (besides the shared modules).
 ALLOWED = {
     "profiles": set(),
@@ -32,6 +38,10 @@ ALLOWED = {
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile
 MAX_MODULE_LINES = 350
 MAX_FUNCTION_LINES = 60
+MAX_LOOSE_DICTS = 20
+# Where output may be written: the CLI layer and the console module itself.
+MAY_WRITE = CLI | {"console"}
+_LOOSE_DICT = re.compile(r"^(?:typing\.)?(?:dict|Dict|Mapping|MutableMapping)(?:\[str, *(?:typing\.)?(?:Any|object)\])?$")
 
 
 def part_of(module: str) -> str:
@@ -61,6 +71,48 @@ def imports_of(path: Path, module: str, is_package: bool) -> list[tuple[str, int
     return found
 
 
+def target_side(module: str) -> bool:
+    """Scripts run in the target interpreter (probes, smoke programs): they speak JSON, untyped by nature."""
+    return "probes" in module.split(".") or "smoke" in module.split(".")
+
+
+def loose_dicts(path: Path) -> list[tuple[int, bool]]:
+    """(line, explained) for each `dict[str, Any]`-like annotation: explained = a comment on its line."""
+    text = path.read_text()
+    lines = text.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(text, str(path))):
+        annotations = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg]
+            annotations = [a.annotation for a in args if a is not None and a.annotation is not None] + [node.returns]
+        elif isinstance(node, ast.AnnAssign):
+            annotations = [node.annotation]
+        for annotation in annotations:
+            if annotation is None:
+                continue
+            parts = [annotation.left, annotation.right] if isinstance(annotation, ast.BinOp) else [annotation]
+            if any(_LOOSE_DICT.match(ast.unparse(part).replace("'", "")) for part in parts):
+                line = annotation.lineno
+                explained = "#" in lines[line - 1] or "#" in lines[annotation.end_lineno - 1]
+                found.append((line, explained))
+    return found
+
+
+def output_writes(path: Path) -> list[tuple[int, str]]:
+    """(line, what) for each direct write to the terminal or use of sys.argv."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            name = f"{node.value.id}.{node.attr}"
+            if name in ("sys.stdout", "sys.stderr", "sys.argv", "typer.echo", "console.out", "console.err",
+                        "console.info", "console.warn", "console.step", "console.error", "console.group"):
+                found.append((node.lineno, name))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            found.append((node.lineno, "print"))
+    return found
+
+
 def function_sizes(path: Path) -> list[tuple[str, int, int]]:
     tree = ast.parse(path.read_text(), str(path))
     # The body only: a CLI command's option declarations are data, not logic.
@@ -78,7 +130,7 @@ def main() -> int:
     problems: list[str] = []
     edges: dict[str, set[str]] = defaultdict(set)
     for module, path in modules.items():
-        if "probes" in module.split(".") or "smoke" in module.split("."):
+        if target_side(module):
             continue  # scripts for the target interpreter: they import nothing of ours
         source = part_of(module)
         for target, line, lazy in imports_of(path, module, path.name == "__init__.py"):
@@ -100,11 +152,27 @@ def main() -> int:
             if dest not in allowed:
                 problems.append(f"{path}:{line}: {module} imports {target} ({source} -> {dest} is not allowed)")
     problems += [f"cycle: {' -> '.join(cycle)}" for cycle in cycles(edges)]
+    loose = []
+    for module, path in modules.items():
+        if target_side(module):
+            continue
+        part = part_of(module)
+        for line, what in output_writes(path):
+            if what == "sys.argv" and module != "xlatools.cli":
+                problems.append(f"{path}:{line}: sys.argv outside cli.py (commands get it from options.invocation())")
+            elif what != "sys.argv" and part not in MAY_WRITE:
+                problems.append(f"{path}:{line}: {what} in a capability module (report through the Reporter)")
+        loose += [(path, line, explained) for line, explained in loose_dicts(path)]
+    problems += [f"{path}:{line}: dict[str, Any]-like annotation without a comment saying why"
+                 for path, line, explained in loose if not explained]
+    if len(loose) > MAX_LOOSE_DICTS:
+        problems.append(f"{len(loose)} dict[str, Any]-like annotations (at most {MAX_LOOSE_DICTS}): use typed records")
     sizes = sorted(((len(p.read_text().splitlines()), m) for m, p in modules.items()), reverse=True)
     problems += [f"{modules[m]}: {n} lines (over {MAX_MODULE_LINES})" for n, m in sizes if n > MAX_MODULE_LINES]
     long_functions = [(n, f"{modules[m]}:{line} {name}") for m in modules for name, line, n in function_sizes(modules[m])
                       if n > MAX_FUNCTION_LINES]
     print(f"modules: {len(modules)}, largest: " + ", ".join(f"{m} ({n})" for n, m in sizes[:3]))
+    print(f"dict[str, Any]-like annotations: {len(loose)} (at most {MAX_LOOSE_DICTS})")
     for n, where in sorted(long_functions, reverse=True):
         print(f"long function: {where}: {n} lines (over {MAX_FUNCTION_LINES}; say why in a comment or split it)")
     for problem in problems:

@@ -1,3 +1,3 @@
-from xlatools.cli import main
+from xlatools.cli import entry
 
-raise SystemExit(main())
+entry()

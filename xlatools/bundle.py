@@ -1,34 +1,40 @@
-"""Artifact bundles: one fresh directory per run or build, never reused.
+"""Artifact bundles: one fresh directory per run, replay, build, ..., never reused, and the one
+lifecycle every bundle-writing command goes through.
 
-Layout: `<out>/<UTC time>-<name>-<short id>/` holding `manifest.json` (written
-atomically, first with status "running", then with the outcome) and whatever
-the run or build produced; `<out>/latest` points at the newest finished bundle.
+Layout: `<out>/<UTC time>-<name>-<short id>/` holding `manifest.json` (written atomically,
+first with status "running", then with the outcome) and whatever the work produced;
+`<out>/latest` points at the newest finished bundle.
+
+`bundle_session` is the lifecycle: it creates the bundle, writes the running manifest, treats
+SIGTERM as Ctrl-C, and on the way out writes the final manifest with the file index whatever
+happened, through the disk-full reserve when it must. One failure policy for every kind:
+- the body sets the outcome of what it ran (`session.finish(status)`), else the bundle is ok;
+- Ctrl-C / SIGTERM: `interrupted` (exit 130); a TimedOut: `timeout` (124);
+- an OSError (a record that cannot be written, a full disk): `error`, exit 3, with the reason;
+- any other XlaToolsError: the status its exit code stands for (1 failed, 2/3 error), its message;
+- anything else (a bug): `error` with the exception named, then it propagates as it is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import secrets
-import socket
-import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Iterator, TypeVar
 
-from xlatools.errors import UsageError
+from xlatools.errors import EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError, exit_code_for
 from xlatools.fsutil import atomic_write_json, sha256_file, write_failure
-from xlatools.redact import redact
+from xlatools.records.base import MANIFEST, BundleRecord, FileEntry, to_json
+from xlatools.vocab import Status
 
-SCHEMA_VERSION = 1
-MANIFEST = "manifest.json"
 RESERVE = ".manifest-reserve"
 RESERVE_BYTES = 64 * 1024
-# error: xlatools itself could not finish the run's records (disk full); the others are the run's outcome.
-Status = Literal["running", "ok", "failed", "timeout", "interrupted", "error"]
-STATUSES: tuple[Status, ...] = get_args(Status)
-BundleKind = Literal["run", "build", "replay", "bisect"]
+_STATUS_OF_EXIT = {1: Status.FAILED, 124: Status.TIMEOUT, 130: Status.INTERRUPTED}
+
+Record = TypeVar("Record", bound=BundleRecord)
 
 
 def safe_name(name: str) -> str:
@@ -36,25 +42,21 @@ def safe_name(name: str) -> str:
     return cleaned[:60] or "bundle"
 
 
-def host_info() -> dict[str, Any]:
-    return {
-        "hostname": socket.gethostname(),
-        "platform": sys.platform,
-        "machine": os.uname().machine if hasattr(os, "uname") else None,
-        "cpu_count": os.cpu_count(),
-    }
+def utc_now(timespec: str = "milliseconds") -> str:
+    """An ISO 8601 UTC time stamp ending in Z, as every record of ours writes it."""
+    return datetime.now(timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
 @dataclass
 class Bundle:
     path: Path
-    kind: BundleKind
+    kind: str
     name: str
     id: str
     created: str  # ISO 8601 UTC
 
     @classmethod
-    def create(cls, out_root: Path, name: str, kind: BundleKind) -> "Bundle":
+    def create(cls, out_root: Path, name: str, kind: str) -> "Bundle":
         """Make a new, empty bundle directory; never returns an existing one."""
         out_root = Path(out_root)
         try:
@@ -65,7 +67,7 @@ class Bundle:
         now = datetime.now(timezone.utc)
         stamp = now.strftime("%Y%m%dT%H%M%SZ")
         for _ in range(20):
-            short = secrets.token_hex(3)
+            short = os.urandom(3).hex()  # as secrets.token_hex(3), without that module's imports on the run path
             path = out_root / f"{stamp}-{safe_name(name)}-{short}"
             try:
                 path.mkdir()  # exist_ok=False: a collision picks a new id
@@ -105,32 +107,29 @@ class Bundle:
             except OSError:
                 pass
 
-    def write_manifest(self, data: dict[str, Any], use_reserve: bool = False) -> Path:
-        """The one writer of every manifest: checks the status, always redacts secrets, writes atomically.
+    def write_manifest(self, record: BundleRecord, use_reserve: bool = False) -> Path:
+        """The one writer of every manifest: stamps the bundle's identity, always redacts secrets,
+        writes atomically.
 
         A final manifest (any status but "running") points `<out>/latest` at this bundle, so
         `latest` is always the newest finished bundle. `use_reserve` frees the space kept at
         creation first (the disk is full)."""
-        if data.get("status") not in STATUSES:
-            raise ValueError(f"bad bundle status {data.get('status')!r}")
+        from xlatools.redact import redact
+
+        if not isinstance(record.status, Status):
+            raise ValueError(f"bad bundle status {record.status!r}")
+        record.kind, record.name, record.id, record.created = self.kind, self.name, self.id, self.created
         if use_reserve:
             (self.path / RESERVE).unlink(missing_ok=True)
-        manifest = {
-            "schema_version": SCHEMA_VERSION,
-            "kind": self.kind,
-            "name": self.name,
-            "id": self.id,
-            "created": self.created,
-            **data,
-        }
+        final = record.status != Status.RUNNING
         # The "running" manifest is replaced at the end: only the final one is worth an fsync.
-        atomic_write_json(self.path / MANIFEST, redact(manifest), durable=data["status"] != "running")
-        if data["status"] != "running":
+        atomic_write_json(self.path / MANIFEST, redact(to_json(record)), durable=final)
+        if final:
             (self.path / RESERVE).unlink(missing_ok=True)
             self._point_latest()
         return self.path / MANIFEST
 
-    def file_index(self, exclude: tuple[str, ...] = (MANIFEST, RESERVE)) -> list[dict[str, Any]]:
+    def file_index(self, exclude: tuple[str, ...] = (MANIFEST, RESERVE)) -> list[FileEntry]:
         """Every file in the bundle with its size and sha256, sorted by path."""
         entries = []
         for root, dirs, files in os.walk(self.path):
@@ -138,9 +137,9 @@ class Bundle:
             for filename in sorted(files):
                 full = Path(root) / filename
                 rel = full.relative_to(self.path).as_posix()
-                if rel in exclude or full.is_symlink():
+                if rel in exclude or full.is_symlink() or not full.is_file():
                     continue
-                entries.append({"path": rel, "size": full.stat().st_size, "sha256": sha256_file(full)})
+                entries.append(FileEntry(path=rel, size=full.stat().st_size, sha256=sha256_file(full)))
         return entries
 
     def archive(self) -> Path:
@@ -159,6 +158,101 @@ class Bundle:
         return target
 
 
-def utc_now(timespec: str = "milliseconds") -> str:
-    """An ISO 8601 UTC time stamp ending in Z, as every record of ours writes it."""
-    return datetime.now(timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
+class BundleSession:
+    """A bundle being written: its record, the running manifest, and how it ends (once)."""
+
+    def __init__(self, bundle: Bundle, record: BundleRecord):
+        self.bundle = bundle
+        self.record = record
+        self.finished = False
+
+    @property
+    def path(self) -> Path:
+        return self.bundle.path
+
+    def adopt(self, record: BundleRecord) -> None:
+        """Take `record` as this bundle's record from now on (one that needed the bundle's path to be made)."""
+        record.bundle, record.started = self.record.bundle, record.started or self.record.started
+        self.record = record
+
+    def save(self) -> None:
+        """(Re)write the running manifest, e.g. once the program has started."""
+        self.bundle.write_manifest(self.record)
+
+    def finish(self, status: Status, exit_code: int | None = None, error: str | None = None) -> BundleRecord:
+        """The final manifest: the outcome, the time, the file index. `exit_code` defaults to the status's."""
+        record = self.record
+        record.status = status
+        record.exit_code = exit_code_for(status) if exit_code is None else exit_code
+        record.error = error if error is not None else record.error
+        record.finished = utc_now()
+        record.files = self.bundle.file_index()
+        self.bundle.write_manifest(record)
+        self.finished = True
+        return record
+
+    def record_failure(self, status: Status, exit_code: int, error: str) -> None:
+        """Best effort after something went wrong: the final manifest through the reserve if the
+        disk is full, and a bundle that never got a manifest is removed (it explains nothing)."""
+        self.finished = True
+        record = self.record
+        record.status, record.exit_code, record.error, record.finished = status, exit_code, error, utc_now()
+        try:
+            record.files = self.bundle.file_index()
+        except OSError:
+            pass
+        for use_reserve in (False, True):
+            try:
+                self.bundle.write_manifest(record, use_reserve=use_reserve)
+                return
+            except OSError:
+                continue
+        if not (self.path / MANIFEST).exists():
+            import shutil
+
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def fail(self, exc: BaseException) -> BaseException | None:
+        """Record how `exc` ended the bundle; returns the error to raise instead of `exc`, if any."""
+        where = f"{self.record.kind} record: {self.path}"
+        if isinstance(exc, (KeyboardInterrupt, Interrupted)):
+            self.record_failure(Status.INTERRUPTED, Interrupted.exit_code, "interrupted")
+            return Interrupted(f"interrupted; {where}") if isinstance(exc, KeyboardInterrupt) else None
+        if isinstance(exc, OSError):
+            reason = f"cannot write the {self.record.kind} records: {exc.strerror or exc}" + \
+                (f" ({exc.filename})" if exc.filename else "")
+            self.record_failure(Status.ERROR, EXIT_MISSING, reason)
+            return EnvironmentMissing(f"{reason}; {where}", hint="free some space (or pick another --out) and run again")
+        if isinstance(exc, XlaToolsError):
+            self.record_failure(_STATUS_OF_EXIT.get(exc.exit_code, Status.ERROR), exc.exit_code, exc.message)
+            return None
+        self.record_failure(Status.ERROR, 1, f"internal error: {type(exc).__name__}: {exc}")
+        return None
+
+
+@contextlib.contextmanager
+def bundle_session(out_root: Path, record: Record, *, name: str, write_running: bool = True) -> Iterator[BundleSession]:
+    """Create a fresh bundle for `record` under `out_root` and see it through to its final manifest.
+
+    `write_running=False`: the body writes the running manifest itself (`session.save()`), e.g.
+    right after the program starts, so that start is not delayed by it."""
+    from xlatools.proctree import sigterm_as_interrupt
+
+    bundle = Bundle.create(Path(os.path.abspath(out_root)), name, record.kind)
+    record.bundle = str(bundle.path)
+    record.started = record.started or utc_now()
+    session = BundleSession(bundle, record)
+    with sigterm_as_interrupt():  # CI cancels with SIGTERM: finish the bundle as for Ctrl-C
+        try:
+            if write_running:
+                session.save()
+            yield session
+            if not session.finished:
+                session.finish(Status.OK)
+        except BaseException as exc:
+            if session.finished:
+                raise  # the outcome is recorded; this is what the command reports
+            replacement = session.fail(exc)
+            if replacement is not None:
+                raise replacement from None
+            raise

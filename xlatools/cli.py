@@ -1,8 +1,11 @@
 """The `xlatools` command line.
 
-Thin on purpose: each command group lives in `xlatools.commands.*`, whose
-modules import only typer at start-up and everything heavy inside the command.
-`main()` is the only place that turns errors into messages and exit codes.
+Thin on purpose: each command group lives in `xlatools.commands.*`, whose modules import only
+typer at start-up and everything heavy inside the command. A command line builds only the
+command it invokes; `xlatools --help` builds none (it lists the names and one-line helps of the
+COMMANDS table). `main()` is the only place that reports errors: every error reaches it as an
+XlaToolsError (or a usage error of the command line) and leaves as a message on stderr and an
+exit code, plus, when the command line asks for `--json`, the same error as JSON on stdout.
 """
 
 from __future__ import annotations
@@ -12,34 +15,55 @@ import errno
 import os
 import signal
 import sys
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from xlatools import __version__
-from xlatools.errors import XlaToolsError
+from xlatools.errors import EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, XlaToolsError
 
-# Every command: name -> (module in xlatools.commands, attribute, a command or a group of commands).
-# Command modules are imported only when needed: typer reads the signature of every command it
-# is given, so a run builds only the command it invokes (about 20 ms less per start).
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "profiles": ("profiles_cmd", "app", "group"),
-    "pin": ("pin_cmd", "app", "group"),
-    "bazelrc": ("bazelrc_cmd", "bazelrc", "command"),
-    "run": ("run_cmd", "run", "command"),
-    "presets": ("presets_cmd", "app", "group"),
-    "inspect": ("inspect_cmd", "inspect", "command"),
-    "lower": ("lower_cmd", "lower", "command"),
-    "build": ("build_cmd", "build", "command"),
-    "clean": ("clean_cmd", "clean", "command"),
-    "doctor": ("doctor_cmd", "doctor", "command"),
-    "explain": ("doctor_cmd", "explain", "command"),
-    "diff": ("compare_cmd", "diff", "command"),
-    "report": ("compare_cmd", "report", "command"),
-    "replay": ("replay_cmd", "replay", "command"),
-    "repro": ("replay_cmd", "app", "group"),
-    "bisect": ("bisect_cmd", "app", "group"),
-    "cache": ("cache_cmd", "app", "group"),
+
+class Entry(NamedTuple):
+    module: str  # in xlatools.commands
+    attribute: str
+    kind: str  # "command" or "group" (a typer app of subcommands)
+    summary: str  # the first sentence of its help, for `xlatools --help` (a test keeps them equal)
+
+
+# Every command. Command modules are imported only when needed: typer reads the signature of
+# every command it is given, so a run builds only the command it invokes (about 20 ms less per start).
+COMMANDS: dict[str, Entry] = {
+    "profiles": Entry("profiles_cmd", "app", "group", "List, show, validate and describe build-and-debug profiles."),
+    "pin": Entry("pin_cmd", "app", "group", "Pin XLA (and TensorFlow for old JAX) by commit and verified sha256; "
+                 "apply the pin to a JAX tree."),
+    "bazelrc": Entry("bazelrc_cmd", "bazelrc", "command", "Render a profile's bazel settings as one named bazel config."),
+    "run": Entry("run_cmd", "run", "command", "Run a program (a smoke program, a script or a module) with XLA dump/log "
+                 "presets into a fresh bundle."),
+    "presets": Entry("presets_cmd", "app", "group", "List and show the presets `xlatools run --preset` accepts."),
+    "inspect": Entry("inspect_cmd", "inspect", "command", "The run (status, command, versions, presets, flags) and its "
+                     "modules (source line, stages, per-pass steps, instruction counts, files, bytes), or one module's passes."),
+    "lower": Entry("lower_cmd", "lower", "command", "Lower FN for the given input shapes and constants; write the IR "
+                   "and print XLA's cost analysis."),
+    "build": Entry("build_cmd", "build", "command", "Build jaxlib wheels for a profile: in a Docker container by default."),
+    "clean": Entry("clean_cmd", "clean", "command", "Remove xlatools build containers left behind (--keep-container, "
+                   "a killed client)."),
+    "doctor": Entry("doctor_cmd", "doctor", "command", "Check the target interpreter, the environment, "
+                    "native libraries and (with --profile/--source) the build side; each check says ok/warn/fail, its "
+                    "evidence and the fix."),
+    "explain": Entry("doctor_cmd", "explain", "command", "Scan a log for known failure signatures and say what each "
+                     "means and how to fix it."),
+    "diff": Entry("compare_cmd", "diff", "command", "Compare two runs: run level (versions, flags, env), modules "
+                  "(matched by name + input fingerprint), passes."),
+    "report": Entry("compare_cmd", "report", "command", "Write one self-contained HTML report: run summary, modules, "
+                    "pass timelines, logs, and the diff of two bundles."),
+    "replay": Entry("replay_cmd", "replay", "command", "Compile and run dumped HLO modules in a target interpreter; "
+                    "compare with the snapshot and references."),
+    "repro": Entry("replay_cmd", "app", "group", "Portable repro packs: pack a bundle's modules, replay a pack anywhere."),
+    "bisect": Entry("bisect_cmd", "app", "group", "Find the first bad jax release, XLA/JAX commit or HLO pass "
+                    "(resumable; see docs/bisect.md)."),
+    "cache": Entry("cache_cmd", "app", "group", "Show and free cached environments (one per jax release used by "
+                   "`bisect releases`)."),
 }
 
 
@@ -55,9 +79,8 @@ def _interrupt(signum, frame) -> None:
 
 @contextlib.contextmanager
 def _interrupts():
-    """Ctrl-C and SIGTERM (a cancelled CI job) raise KeyboardInterrupt, so every command's clean-up runs
-    (temporary folders, child process trees), and are noted: typer turns an interrupt into a silent
-    exit 130, and main() says what happened. An ignored SIGINT (a background job) stays ignored."""
+    """Ctrl-C and SIGTERM (a cancelled CI job) raise KeyboardInterrupt, so every command's clean-up runs, and
+    are noted (typer makes an interrupt a silent exit 130). An ignored SIGINT (a background job) stays so."""
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
@@ -88,11 +111,54 @@ def _root(
         _State.debug = True
 
 
-def build_app(only: str | None = None) -> typer.Typer:
-    """The CLI with every command, or with just `only` (the one a command line invokes)."""
+def _add(app: typer.Typer, name: str) -> None:
     import importlib
 
-    app = typer.Typer(
+    entry = COMMANDS[name]
+    target = getattr(importlib.import_module(f"xlatools.commands.{entry.module}"), entry.attribute)
+    if entry.kind == "group":
+        app.add_typer(target, name=name)
+    else:
+        app.command(name)(target)
+
+
+class _LazyRoot(TyperGroup):
+    """The root group when a command line names no command of ours (`--help`, no arguments, a
+    typo): it lists the commands from the COMMANDS table and builds one only when asked for it."""
+
+    def list_commands(self, ctx) -> list[str]:
+        # typer lists single commands before groups of commands; so does this
+        return sorted(COMMANDS, key=lambda name: COMMANDS[name].kind == "group")
+
+    def get_command(self, ctx, cmd_name: str):
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            single = _new_app()
+            _add(single, cmd_name)
+            self.commands[cmd_name] = typer.main.get_group(single).commands[cmd_name]
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx, formatter) -> None:
+        from typer._click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, make_default_short_help(COMMANDS[name].summary, limit)) for name in names])
+
+    def resolve_command(self, ctx, args: list[str]):
+        try:
+            return super().resolve_command(ctx, args)
+        except typer_click_exceptions().UsageError as exc:
+            import difflib
+
+            close = difflib.get_close_matches(args[0], list(COMMANDS)) if args else []
+            if close and "Did you mean" not in exc.message:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(c) for c in close)}?"
+            raise
+
+
+def _new_app(lazy: bool = False) -> typer.Typer:
+    return typer.Typer(
         name="xlatools",
         help="Build-and-debug orchestration for XLA-based projects (JAX/jaxlib first).",
         no_args_is_help=True,
@@ -100,15 +166,19 @@ def build_app(only: str | None = None) -> typer.Typer:
         # Plain click help: typer's rich help formatting costs ~70 ms of imports per start.
         rich_markup_mode=None,
         context_settings={"help_option_names": ["-h", "--help"]},
+        **({"cls": _LazyRoot} if lazy else {}),
     )
+
+
+def build_app(only: str | None = None, lazy: bool = False) -> typer.Typer:
+    """The CLI with every command, with just `only` (the one a command line invokes), or, `lazy`,
+    with none built until one is asked for (`xlatools --help` lists them from COMMANDS)."""
+    app = _new_app(lazy)
     app.callback()(_root)
-    for name, (module, attribute, kind) in COMMANDS.items():
-        if only is None or name == only:
-            target = getattr(importlib.import_module(f"xlatools.commands.{module}"), attribute)
-            if kind == "group":
-                app.add_typer(target, name=name)
-            else:
-                app.command(name)(target)
+    if not lazy:
+        for name in COMMANDS:
+            if only is None or name == only:
+                _add(app, name)
     return app
 
 
@@ -121,12 +191,30 @@ def invoked_command(argv: list[str]) -> str | None:
     return None
 
 
-def _click_exceptions():
+def typer_click_exceptions():
     try:  # typer >= 0.2x ships its own copy of click
         from typer._click import exceptions
     except ImportError:  # pragma: no cover - older typer with the click package
         from click import exceptions
     return exceptions
+
+
+def wants_json(argv: list[str]) -> bool:
+    """`--json` among the options (not among a program's arguments after `--`)."""
+    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
+
+
+def error_json(kind: str, exit_code: int, message: str, exc: XlaToolsError | None = None) -> str:
+    """An error as `--json` prints it on stdout: {"ok": false, "error": {type, exit_code, message,
+    hint, problems (each as one line of text), details (each problem's message, file, line, key, hint)}}."""
+    import json
+
+    from xlatools.records.base import to_json
+
+    problems = exc.problems if exc is not None else []
+    return json.dumps({"ok": False, "error": {
+        "type": kind, "exit_code": exit_code, "message": message, "hint": exc.hint if exc is not None else None,
+        "problems": [problem.render() for problem in problems], "details": to_json(problems)}}, indent=2)
 
 
 def report(exc: XlaToolsError) -> None:
@@ -137,6 +225,16 @@ def report(exc: XlaToolsError) -> None:
         console.err().print(f"  - {console.escape(problem.render())}")
     if exc.hint:
         console.err().print(f"  hint: {console.escape(exc.hint)}")
+
+
+def _failed(args: list[str], kind: str, exit_code: int, message: str, exc: XlaToolsError | None = None) -> int:
+    """The JSON twin of an error message (the message itself is already on stderr)."""
+    if wants_json(args) and not (exc is not None and exc.reported_json):
+        try:
+            typer.echo(error_json(kind, exit_code, message, exc))
+        except OSError:
+            pass  # stdout gone: the message on stderr and the exit code still say it
+    return exit_code
 
 
 def _standard_streams() -> None:
@@ -157,8 +255,7 @@ def _standard_streams() -> None:
 
 
 def _flush_stdout() -> int | None:
-    """stdout written out before we exit, so a full disk or pipe error becomes our message (exit 3),
-    not Python's 'Exception ignored' at shutdown (exit 120)."""
+    """stdout written out now: a full disk becomes our message (exit 3), not Python's exit 120 at shutdown."""
     try:
         sys.stdout.flush()
     except OSError as exc:
@@ -168,7 +265,7 @@ def _flush_stdout() -> int | None:
         if isinstance(exc, BrokenPipeError):
             return None
         sys.stderr.write(f"error: cannot write the output: {exc.strerror}\n")
-        return 3
+        return EXIT_MISSING
     return None
 
 
@@ -186,47 +283,68 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    click_exc = _click_exceptions()
+    from xlatools.commands.options import Invocation
+
+    click_exc = typer_click_exceptions()
+    args = sys.argv[1:] if argv is None else list(argv)
+    name = invoked_command(args)
     _State.interrupted = None
     try:
-        args = sys.argv[1:] if argv is None else argv
+        app = build_app(name) if name else build_app(lazy=True)
+        # Commands read their command line from the click context (options.invocation), never sys.argv.
         with _interrupts():
-            result = build_app(invoked_command(args))(args=args, prog_name="xlatools", standalone_mode=False)
+            result = app(args=args, prog_name="xlatools", standalone_mode=False, obj=Invocation(argv=list(args)))
     except XlaToolsError as exc:
         if _State.debug:
             import traceback
 
             traceback.print_exc()
         report(exc)
-        return exc.exit_code
+        return _failed(args, type(exc).__name__, exc.exit_code, exc.message, exc)
     except click_exc.ClickException as exc:
         exc.show()
-        return exc.exit_code
+        return _failed(args, "UsageError", exc.exit_code, exc.format_message())
     except (typer.Abort, KeyboardInterrupt):  # typer 0.29 keeps Abort/Exit outside its click copy
         sys.stderr.write("\ninterrupted\n")
-        return 130
+        return _failed(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
     except typer.Exit as exc:
         return exc.exit_code
     except BrokenPipeError:
         # `xlatools ... | head`: the reader left; not an error of ours.
         sys.stderr.close()
-        return 0
-    except OSError as exc:
+        return EXIT_OK
+    except OSError as exc:  # a full disk anywhere (the output included) is the environment's, said plainly
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
         from xlatools.errors import EnvironmentMissing
 
-        report(EnvironmentMissing(f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else ""),
-                                  hint="free some space"))
+        error = EnvironmentMissing(f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else ""),
+                                   hint="free some space")
+        report(error)
         _flush_stdout()
-        return EnvironmentMissing.exit_code
+        return _failed(args, type(error).__name__, error.exit_code, error.message, error)
     failed = _flush_stdout()
     if failed is not None:
         return failed
-    if result == 130 and _State.interrupted:
+    if result == EXIT_INTERRUPTED and _State.interrupted:
         sys.stderr.write(f"\ninterrupted ({_State.interrupted}): stopped; temporary files and child processes removed\n")
-    return result if isinstance(result, int) else 0
+        return _failed(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def entry() -> None:
+    """The `xlatools` program (console script and `python -m xlatools`): main(), then out without
+    the interpreter's teardown, which frees every loaded module one by one (~10 ms per start,
+    measured). By then everything of ours is written and closed, our threads are joined and
+    nothing of ours waits for atexit; only the standard streams need a flush."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the reader left (`xlatools ... | head`), or the stream is closed
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

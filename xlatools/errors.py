@@ -1,13 +1,36 @@
-"""Error types. Each class carries the exit code the CLI turns it into.
+"""Error types and exit codes. Each error class carries the exit code the CLI turns it into.
 
 Only `xlatools.cli.main` prints errors and exits; everything else raises.
-Exit codes: 1 the program or build under our control failed, 2 bad input,
-3 something the environment lacks, 124 timeout, 130 interrupted.
+Exit codes: 0 ok, 1 the program or build under our control failed, 2 bad input,
+3 something the environment lacks (xlatools cannot run), 124 timeout, 130 interrupted.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from xlatools.vocab import Status
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_MISSING = 3
+EXIT_TIMEOUT = 124
+EXIT_INTERRUPTED = 130
+
+# The exit code of a finished bundle, by its status (an `error` bundle may carry the exit code of
+# the error that stopped it instead: 2 for input found bad midway, 3 otherwise).
+STATUS_EXIT: dict[Status, int] = {
+    Status.OK: EXIT_OK,
+    Status.FAILED: EXIT_FAILED,
+    Status.TIMEOUT: EXIT_TIMEOUT,
+    Status.INTERRUPTED: EXIT_INTERRUPTED,
+    Status.ERROR: EXIT_MISSING,
+}
+
+
+def exit_code_for(status: Status | str) -> int:
+    return STATUS_EXIT[Status(status)]
 
 
 @dataclass(frozen=True)
@@ -37,7 +60,10 @@ class Problem:
 
 
 class XlaToolsError(Exception):
-    exit_code = 1
+    exit_code = EXIT_FAILED
+    # True when the command already printed its --json result, which says what failed: then
+    # cli.main prints no JSON error after it (stdout stays one JSON document).
+    reported_json = False
 
     def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):
         super().__init__(message)
@@ -49,7 +75,7 @@ class XlaToolsError(Exception):
 class UsageError(XlaToolsError):
     """Bad input: a flag, an argument, a file the user pointed us at."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class ProfileError(UsageError):
@@ -57,17 +83,17 @@ class ProfileError(UsageError):
 
 
 class EnvironmentMissing(XlaToolsError):
-    """A tool, engine or interpreter we need is not there."""
+    """A tool, engine or interpreter we need is not there: xlatools cannot run."""
 
-    exit_code = 3
+    exit_code = EXIT_MISSING
 
 
 class Interrupted(XlaToolsError):
-    exit_code = 130
+    exit_code = EXIT_INTERRUPTED
 
 
 class TimedOut(XlaToolsError):
-    exit_code = 124
+    exit_code = EXIT_TIMEOUT
 
 
 class PinError(UsageError):
@@ -81,20 +107,20 @@ class FetchError(EnvironmentMissing):
 class VerifyFailed(XlaToolsError):
     """`pin verify` found disagreements; the check ran, the tree or archive does not match the lock."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
 
 
 class ContainerError(XlaToolsError):
     """The container engine refused something (image build, container start)."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
 
 
 class BuildFailed(XlaToolsError):
     """The build command ran and failed (exit 1, like any failure of what xlatools runs);
     the command's own status is kept in `build_status` and the build manifest."""
 
-    exit_code = 1
+    exit_code = EXIT_FAILED
 
     def __init__(self, message: str, build_status: int, hint: str | None = None):
         super().__init__(message, hint=hint)

@@ -4,10 +4,8 @@ file digests, and the cache root every capability keeps its caches under."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
     first (survives a power cut); records that are rewritten moments later skip that cost."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: a run reaches this module before its program starts, and writes only after
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -151,6 +151,8 @@ def read_cache_json(path: Path, max_bytes: int = 64 << 20) -> dict[str, Any]:  #
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    import hashlib  # here: the run path reaches this module before its program starts, hashing after
+
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):

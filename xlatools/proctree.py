@@ -69,16 +69,23 @@ def end_tree(proc: subprocess.Popen, grace: float = GRACE_SECONDS) -> None:
     """SIGTERM the child's whole tree, then SIGKILL whatever is left after `grace` seconds.
 
     The child must have been started with start_new_session=True (its pid is its group)."""
-    tree = descendants(proc.pid)
-    signal_tree(proc.pid, tree, signal.SIGTERM)
+    end_trees([proc], grace)
+
+
+def end_trees(procs: list[subprocess.Popen], grace: float = GRACE_SECONDS) -> None:
+    """end_tree for several children at once: one grace period for all of them, not one each."""
+    trees = {proc.pid: descendants(proc.pid) for proc in procs}
+    for proc in procs:
+        signal_tree(proc.pid, trees[proc.pid], signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        if proc.poll() is not None and not any(alive(p) for p in tree):
+        if all(proc.poll() is not None and not any(alive(p) for p in trees[proc.pid]) for proc in procs):
             break
         time.sleep(0.05)
-    tree = sorted(set(tree) | set(descendants(proc.pid)))
-    signal_tree(proc.pid, tree, signal.SIGKILL)
-    proc.wait()
+    for proc in procs:
+        signal_tree(proc.pid, sorted(set(trees[proc.pid]) | set(descendants(proc.pid))), signal.SIGKILL)
+    for proc in procs:
+        proc.wait()
 
 
 def run_captured(argv: list[str], *, timeout: float | None, env: dict[str, str] | None = None,

@@ -95,7 +95,7 @@ def redact(record: Any, in_env: bool = False) -> Any:
             key = redact_text(key) if isinstance(key, str) else key  # a flag can be a key (xla_flag_sources)
             if env_name and isinstance(value, str) and is_secret_name(key):
                 out[key] = REDACTED
-            elif hide_values and key not in _ROW_LABELS and value is not None and not isinstance(value, (dict, list)):
+            elif hide_values and key not in _ROW_LABELS and isinstance(value, str):
                 out[key] = REDACTED
             else:
                 out[key] = redact(value, in_env=key in _ENV_KEYS)

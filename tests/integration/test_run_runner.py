@@ -5,7 +5,7 @@ import sys
 import time
 
 from xlatools.proctree import alive as _alive
-from xlatools.run.execute import exit_code_for
+from xlatools.run.execute import program_exit_code as exit_code_for
 from xlatools.run.process import execute
 
 # child.py starts middle.py, which starts a grandchild in the group and one that leaves it (setsid).

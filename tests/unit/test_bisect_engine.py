@@ -11,6 +11,11 @@ import pytest
 from xlatools.bisect.engine import EndpointProblem, Oracle, Verdict, bisect_ordered, ddmin, ideal_steps
 from xlatools.bisect.state import load, open_state, State
 from xlatools.errors import UsageError
+from xlatools.records.bisect import Candidate, ProgramTestSpec, ReleaseSpec
+
+
+def release_spec(good: str) -> ReleaseSpec:
+    return ReleaseSpec(good=good, bad="9", python_version="3.11", platform="cpu", test=ProgramTestSpec(program="t.py"))
 
 
 def history(n: int, first_bad: int, skips=(), flaky=None):
@@ -147,22 +152,23 @@ def test_ddmin_treats_unresolved_as_not_interesting():
 
 
 def test_state_round_trip_and_corrupt_files(tmp_path):
-    state = State(tmp_path / "b", "releases", {"good": "1"}, [{"key": "1", "label": "jax 1"}])
+    state = State(folder=tmp_path / "b", kind="releases", spec=release_spec("1"),
+                  candidates=[Candidate(key="1", label="jax 1")])
     step, _ = history(2, 1)
     oracle = Oracle(state.steps, step, lambda r: state.save(), lambda: "t")
     oracle.ask("1", "jax 1", "good end")
     again = load(state.folder)
     assert again.steps == state.steps and again.candidates == state.candidates
-    assert open_state(state.folder, "releases", {"good": "1"}, fresh=False).steps == state.steps
+    assert open_state(state.folder, "releases", release_spec("1"), fresh=False).steps == state.steps
     with pytest.raises(UsageError, match="another bisection"):
-        open_state(state.folder, "releases", {"good": "2"}, fresh=False)
+        open_state(state.folder, "releases", release_spec("2"), fresh=False)
     state.path.write_text("{not json")
     with pytest.raises(UsageError, match="cannot be read"):
         load(state.folder)
     state.path.write_text(json.dumps({"schema": "xlatools.bisect/1", "status": "running", "steps": [{"n": 1}]}))
     with pytest.raises(UsageError, match="corrupt"):
         load(state.folder)
-    assert open_state(state.folder, "releases", {"good": "1"}, fresh=True) is None
+    assert open_state(state.folder, "releases", release_spec("1"), fresh=True) is None
     assert not state.folder.exists() and len(list(tmp_path.iterdir())) == 1  # moved aside, not deleted
 
 

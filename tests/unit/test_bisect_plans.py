@@ -14,7 +14,10 @@ from xlatools.bisect.envs import release_env, release_requirements
 from xlatools.bisect.passes import culprit_hlo, passes_from_dump
 from xlatools.bisect.releases import plan_release_candidates
 from xlatools.errors import UsageError
+from xlatools.records import to_json
+from xlatools.records.run import RunManifest
 from xlatools.run.dumps import index_dump
+from xlatools.vocab import Status
 
 JAX = ["0.5.2", "0.5.1", "0.5.0", "0.4.38", "0.4.37", "0.4.36", "0.4.31", "0.4.30", "0.4.14", "0.4.13"]
 JAXLIB = ["0.5.1", "0.5.0", "0.4.38", "0.4.36", "0.4.31", "0.4.30", "0.4.13"]
@@ -51,10 +54,10 @@ def test_release_requirements_follow_the_era():
 def test_rule_judges_exit_match_and_metric(tmp_path):
     (tmp_path / "stdout.log").write_text("result 3.0\n")
     (tmp_path / "stderr.log").write_text("")
-    ok, failed = {"exit_code": 0, "status": "ok"}, {"exit_code": 1, "status": "failed"}
+    ok, failed = RunManifest(exit_code=0, status=Status.OK), RunManifest(exit_code=1, status=Status.FAILED)
     assert Rule().judge(ok, tmp_path)[0] == "good"
     assert Rule().judge(failed, tmp_path)[0] == "bad"
-    assert Rule().judge({"exit_code": 125}, tmp_path)[0] == "skip"
+    assert Rule().judge(RunManifest(exit_code=125), tmp_path)[0] == "skip"
     assert Rule(bad_exit=(2,)).judge(failed, tmp_path)[0] == "skip"
     assert Rule(match=r"result 3\.0").judge(ok, tmp_path)[0] == "bad"
     assert Rule(match=r"result 4").judge(ok, tmp_path)[0] == "good"
@@ -86,10 +89,10 @@ def _fake_dump(root: Path) -> Path:
 
 def test_passes_from_a_per_pass_dump_and_the_culprit_hlo(tmp_path):
     index = index_dump(_fake_dump(tmp_path))
-    passes = passes_from_dump(index)
+    passes = to_json(passes_from_dump(index))
     assert [p["name"] for p in passes] == ["algsimp", "fusion"]  # markers and inner copy-insertion dumps dropped
     assert passes[1]["pipelines"] == ["fusion-pipe"] and passes[1]["modules"] == ["jit_f"]
-    [hlo] = culprit_hlo(index, ["fusion"], tmp_path)
+    [hlo] = to_json(culprit_hlo(index, ["fusion"], tmp_path))
     assert hlo["before"].endswith("after_algsimp.before_dce.txt") and "after_fusion" in hlo["after"]
     assert "+a = fusion()" in Path(hlo["diff"]).read_text()
 

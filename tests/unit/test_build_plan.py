@@ -17,6 +17,7 @@ from xlatools.builder.plan import C_CA_BUNDLE, C_XLA, BuildOptions, plan_build, 
 from xlatools.errors import UsageError
 from xlatools.profiles import load
 from xlatools.profiles.search import SHIPPED_DIR
+from xlatools.records import to_json
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "buildplan"
@@ -50,7 +51,7 @@ def write_profile(directory: Path, name: str, text: str) -> str:
 def plan_json(name: str) -> str:
     resolved = load(name)
     plan = plan_build(resolved, options(), rendered_bazelrc=render(profile_for_tree(resolved), version="TEST"))
-    text = json.dumps(plan.to_dict(), indent=2) + "\n"
+    text = json.dumps(to_json(plan), indent=2) + "\n"
     return text.replace(str(REPO), "<repo>")
 
 

@@ -29,6 +29,9 @@ def test_secrets_are_hidden_in_env_mappings_rows_argv_and_provenance():
 
 
 def test_write_manifest_always_redacts(tmp_path):
-    bundle = Bundle.create(tmp_path, "b", "build")
-    bundle.write_manifest({"status": "running", "plan": {"env": {"REGISTRY_PASSWORD": "hunter2"}}})
+    from xlatools.records.run import EnvChangeRecord, RunManifest
+
+    bundle = Bundle.create(tmp_path, "b", "run")
+    bundle.write_manifest(RunManifest(env_changes=[EnvChangeRecord(name="REGISTRY_PASSWORD", value="hunter2")],
+                                      argv=["run", "--env", "REGISTRY_PASSWORD=hunter2"]))
     assert "hunter2" not in (bundle.path / "manifest.json").read_text()

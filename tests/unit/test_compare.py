@@ -23,6 +23,8 @@ from xlatools.compare.synthetic import make_pair
 from xlatools.compare.text import markdown_summary, render_text
 from xlatools.compare.textdiff import text_diff
 from xlatools.console import append_job_summary
+from xlatools.records.base import validate
+from xlatools.records.run import RunManifest
 from xlatools.run import dump_stats
 from xlatools.run.dump_stats import hlo_file_stats, memory_totals
 from xlatools.run.dumps import count_instructions, index_dump
@@ -159,12 +161,15 @@ def test_memory_totals(tmp_path):
 
 
 def test_run_level_diff_normalises_bundle_paths(tmp_path):
-    def manifest(bundle: str, jaxlib: str, flags: list[str], devices: int) -> dict:
-        return {"status": "ok", "exit_code": 0, "duration_s": 1.0, "program": {"label": "prog.py"},
-                "jax": {"jax": jaxlib, "jaxlib": jaxlib, "backend": "cpu", "devices": [{"platform": "cpu", "kind": "cpu"}] * devices},
-                "xla_flags": flags + [f"--xla_dump_to={bundle}/xla_dump"],
-                "env_changes": [{"name": "XLA_FLAGS", "value": " ".join(flags + [f"--xla_dump_to={bundle}/xla_dump"])}],
-                "profile": {"name": "p", "run": {"timeout": 1}, "provenance": {"run.timeout": "x.yaml:3"}}}
+    def manifest(bundle: str, jaxlib: str, flags: list[str], devices: int) -> RunManifest:
+        return validate({"kind": "run", "status": "ok", "exit_code": 0, "duration_s": 1.0,
+                         "program": {"kind": "script", "name": "prog.py", "label": "prog.py"},
+                         "jax": {"jax": jaxlib, "jaxlib": jaxlib, "backend": "cpu", "devices": [{"platform": "cpu", "kind": "cpu"}] * devices},
+                         "xla_flags": flags + [f"--xla_dump_to={bundle}/xla_dump"],
+                         "env_changes": [{"name": "XLA_FLAGS", "value": " ".join(flags + [f"--xla_dump_to={bundle}/xla_dump"])}],
+                         "profile": {"name": "p", "timeout": 1, "resolved": {"run": {"timeout": 1}},
+                                     "provenance": [{"key": "run.timeout", "value": 1, "origin": "x.yaml:3"}]}},
+                        RunManifest, Path(bundle) / "manifest.json", "run manifest")
 
     a = Side("A", tmp_path / "a", tmp_path / "a", manifest(str(tmp_path / "a"), "0.10.2", ["--xla_dump_hlo_as_text"], 1), None)
     b = Side("B", tmp_path / "b", tmp_path / "b", manifest(str(tmp_path / "b"), "0.4.30",
@@ -200,8 +205,8 @@ def test_report_is_self_contained_with_bounded_logs(small_pair, tmp_path):
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     (bundle / "xla_dump").symlink_to(small_pair.a)
-    (bundle / "manifest.json").write_text(json.dumps({"kind": "run", "status": "failed", "exit_code": 1,
-                                                      "program": {"label": "prog.py"}}))
+    (bundle / "manifest.json").write_text(json.dumps({"schema_version": 1, "kind": "run", "status": "failed", "exit_code": 1,
+                                                      "program": {"kind": "script", "name": "prog.py", "label": "prog.py"}}))
     (bundle / "stderr.log").write_text("".join(f"log line {i} <script>\n" for i in range(120_000)))  # ~2.3 MB
     out = write_report([bundle, small_pair.b], tmp_path / "r.html")
     html = out.read_text()
@@ -215,7 +220,8 @@ def test_report_is_self_contained_with_bounded_logs(small_pair, tmp_path):
 def test_bundles_without_dumps_are_compared_at_run_level(tmp_path):
     for name, status in (("a", "ok"), ("b", "failed")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "manifest.json").write_text(json.dumps({"kind": "replay", "status": status, "exit_code": int(status != "ok")}))
+        (tmp_path / name / "manifest.json").write_text(json.dumps({"schema_version": 1, "kind": "replay", "status": status,
+                                                                  "exit_code": int(status != "ok")}))
     result = diff_bundles(tmp_path / "a", tmp_path / "b")
     assert {c.key for c in result.run.fields} == {"status", "exit code"}
     assert result.modules == [] and len(result.notes) == 2 and result.a.kind == "replay"

@@ -10,17 +10,19 @@ from xlatools.doctor import checks_build as b
 from xlatools.doctor import checks_env as e
 from xlatools.doctor import checks_native as n
 from xlatools.doctor import checks_target as t
-from xlatools.doctor.facts import TargetFacts
 from xlatools.doctor.model import Check, DoctorOptions, Report
 from xlatools.doctor.runner import plan_doctor
 from xlatools.errors import EnvironmentMissing
 from xlatools.run.flags import check_flag_value
+from xlatools.run.target import Target
 
 
-def facts(**kw) -> TargetFacts:
+def facts(**kw) -> Target:
+    """The probe's answer about a target (plugins given as distribution -> version)."""
     base = dict(python="/venv/bin/python", python_version="3.11.7", jax="0.10.2", jaxlib="0.10.2", min_jaxlib="0.10.1",
-                jaxlib_dir="/venv/jaxlib")
-    return TargetFacts(**{**base, **kw})
+                jaxlib_origin="/venv/jaxlib/__init__.py")
+    plugins = kw.pop("plugins", {})
+    return Target(**{**base, **kw}, plugins=sorted(plugins), plugin_versions=plugins)
 
 
 @pytest.mark.parametrize("jax, jaxlib, minimum, status", [

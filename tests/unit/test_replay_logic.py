@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.records.replay import Comparison, ModuleRecord, OutputDigest
 from xlatools.replay import execute as replay_execute
 from xlatools.replay.jobs import Materials, job_spec, signal_name
 from xlatools.replay.plan import ReplayRequest, plan_replay
@@ -24,10 +25,10 @@ MODULE = ModuleSource("jit_fn", 0, text=Path("/d/module_0000.jit_fn.before_optim
 
 @pytest.fixture
 def fake_target(monkeypatch):
-    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags: ([], {n: "table" for n in flags}))
+    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags, **_: ([], {n: "table" for n in flags}))
 
     def use(target):
-        monkeypatch.setattr(targets, "probe", lambda python, platform: target)
+        monkeypatch.setattr(targets, "probe", lambda python, platform, *_, **__: target)
     return use
 
 
@@ -93,9 +94,9 @@ def test_bad_options(kwargs, message):
 
 
 def test_outcome_and_exit_codes():
-    ok = RunRecord("test", "/py", comparisons=[{"ok": True}])
-    bad = RunRecord("reference-cpu", "/py", comparisons=[{"ok": False}])
-    crash = RunRecord("test", "/py", failure="crash", signal="SIGABRT")
+    ok = RunRecord(label="test", python="/py", comparisons=[Comparison(against="snapshot", ok=True)])
+    bad = RunRecord(label="reference-cpu", python="/py", comparisons=[Comparison(against="reference-cpu", ok=False)])
+    crash = RunRecord(label="test", python="/py", failure="crash", signal="SIGABRT")
     assert module_outcome([ok]) == ("ok", None)
     assert module_outcome([ok, bad]) == ("mismatch", "reference-cpu")
     assert module_outcome([crash, bad]) == ("crash", "test")
@@ -105,9 +106,9 @@ def test_outcome_and_exit_codes():
 
 
 def _module(outcome="mismatch", fingerprint="f" * 64, outputs=("d1",), phase="compare", message=None):
-    return {"name": "jit_fn", "id": 0, "outcome": outcome, "fingerprint": fingerprint,
-            "outputs": [{"sha256": d} for d in outputs],
-            "runs": [{"phase": phase, "signal": None, "message": message}]}
+    return ModuleRecord(name="jit_fn", id=0, outcome=outcome, fingerprint=fingerprint,
+                        outputs=[OutputDigest(shape=[], dtype="float32", sha256=d) for d in outputs],
+                        runs=[RunRecord(label="test", python="/py", phase=phase, signal=None, message=message)])
 
 
 def _expected(**kwargs):

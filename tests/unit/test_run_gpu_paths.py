@@ -19,11 +19,11 @@ CPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices
 @pytest.fixture
 def fake_target(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags, variable="XLA_FLAGS": ([], {name: "table" for name in flags}))
+    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags, variable="XLA_FLAGS", **_: ([], {name: "table" for name in flags}))
     monkeypatch.setattr(targets, "resolve_python", lambda spec: spec)  # the mocked interpreter has no file
 
     def use(target):
-        monkeypatch.setattr(targets, "probe", lambda python, platform, frontend=None: target)
+        monkeypatch.setattr(targets, "probe", lambda python, platform, frontend=None, **_: target)
     return use
 
 

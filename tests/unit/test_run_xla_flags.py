@@ -3,6 +3,7 @@
 import pytest
 
 from xlatools.errors import UsageError
+from xlatools.records import to_json
 from xlatools.run.env import ENVIRONMENT, FlagLayers, Layer, Source
 from xlatools.run.flags import (
     flag_name, join_flags, min_version, parse_env_flags, table_verdict, unknown_from_abort, validate_flag,
@@ -46,7 +47,7 @@ def test_layers_later_wins_and_reports():
     layers.add(["--xla_dump_hlo_as_text", "--xla_dump_hlo_pass_re=foo"], ENVIRONMENT)
     layers.add(["--xla_dump_hlo_pass_re=.*"], Source(Layer.PRESET, "preset passes"))
     assert layers.final() == ["--xla_dump_hlo_as_text", "--xla_dump_hlo_pass_re=.*"]
-    assert [o.to_json() for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=foo", "by": "--xla_dump_hlo_pass_re=.*",
+    assert [to_json(o.record()) for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=foo", "by": "--xla_dump_hlo_pass_re=.*",
                                                          "from": "environment", "source": "preset passes"}]
 
 
@@ -55,7 +56,7 @@ def test_a_lower_layer_never_replaces_a_higher_one_whatever_the_order():
     layers.add(["--xla_dump_hlo_pass_re=cli"], Source(Layer.COMMAND_LINE, "--xla-flag"))
     layers.add(["--xla_dump_hlo_pass_re=preset"], Source(Layer.PRESET, "preset passes"))
     assert layers.final() == ["--xla_dump_hlo_pass_re=cli"]
-    assert [o.to_json() for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=preset", "by": "--xla_dump_hlo_pass_re=cli",
+    assert [to_json(o.record()) for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=preset", "by": "--xla_dump_hlo_pass_re=cli",
                                                          "from": "preset passes", "source": "--xla-flag"}]
 
 

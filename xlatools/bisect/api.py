@@ -4,43 +4,64 @@ its state, so it needs no index or git), run the search, return the state."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable, Literal
 
 from xlatools.bisect.checks import TestOptions, build_test
-from xlatools.bisect.driver import progress, run_ordered
+from xlatools.bisect.driver import Progress, run_ordered
 from xlatools.bisect.engine import ideal_steps
 from xlatools.bisect.state import State, folder_for, open_state
 from xlatools.errors import UsageError
 from xlatools.fsutil import make_dir
+from xlatools.records.bisect import BisectSpec, Candidate, CommitSpec, PassSpec, ReleaseSpec, TestSpec
+from xlatools.vocab import BisectStatus, Platform
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
+
+NewCandidates = Callable[[], "tuple[list[Candidate], list[str]]"]  # -> (candidates, notes)
 
 
-def _spec(kind: str, test, **fields: Any) -> dict[str, Any]:
-    import json
-
-    from xlatools.redact import redact
-
-    # Through JSON, so that it compares equal to the spec read back from a state file (tuples -> lists);
-    # redacted, as the state file keeps it (the folder name hashes it: no secret in that either).
-    return redact(json.loads(json.dumps({"kind": kind, **fields, "test": test.describe()}, default=str)))
-
-
-def _resume_or_new(out: Path, kind: str, title: str, spec: dict[str, Any], fresh: bool, make_candidates) -> State:
-    folder = folder_for(out, kind, title, spec)
-    state = open_state(folder, kind, spec, fresh)
+def _resume_or_new(out: Path, title: str, spec: BisectSpec, fresh: bool, make_candidates: NewCandidates,
+                   progress: Progress) -> State:
+    folder = folder_for(out, spec.kind, title, spec)
+    state = open_state(folder, spec.kind, spec, fresh)
     if state is not None:
         done = len(state.steps)
         progress(f"continuing {folder} ({done} step{'s' if done != 1 else ''} recorded, status {state.status})")
         return state
     candidates, notes = make_candidates()
     make_dir(folder, "--out")
-    state = State(folder, kind, spec, candidates, notes=notes)
+    state = State(folder=folder, kind=spec.kind, spec=spec, candidates=candidates, notes=notes)
     state.save()
     return state
 
 
 @dataclass(frozen=True)
+class PlannedCandidate:
+    """A candidate as `--dry-run` shows it (releases: what its environment installs)."""
+
+    key: str
+    label: str
+    environment: str | None = None
+    requirements: list[str] | None = None
+    cached: bool | None = None
+
+
+@dataclass(frozen=True)
+class DryRunPlan:
+    """`--dry-run`: the candidates, the test, and the steps a search without skips needs at most."""
+
+    kind: Literal["releases", "commits"]
+    candidates: list[PlannedCandidate]
+    test: TestSpec
+    ideal_steps: int
+    which: str | None = None  # commits: xla or jax
+    excluded: list[str] = field(default_factory=list)  # releases: versions without a jaxlib for this Python
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReleaseRequest:
     good: str
     bad: str
@@ -50,48 +71,52 @@ class ReleaseRequest:
     out: Path = Path("artifacts/bisect")
     confirm: int = 0
     fresh: bool = False
+    jobs: int = 1  # candidates tested at once (K-ary search); not part of the spec: any K continues the same bisection
+
+    @property
+    def platform(self) -> str:
+        return "gpu" if self.test.platform == Platform.GPU else "cpu"
 
 
-def plan_releases(request: ReleaseRequest) -> dict[str, Any]:
+def plan_releases(request: ReleaseRequest, reporter: Reporter) -> DryRunPlan:
     """`--dry-run`: the candidates, what each step would install, which environments are cached."""
     from xlatools.bisect.envs import envs_root, release_env
     from xlatools.bisect.releases import release_candidates
 
-    test = build_test(request.test)
-    platform = "gpu" if request.test.platform == "gpu" else "cpu"
+    test = build_test(request.test, reporter)
     plan = release_candidates(request.good, request.bad, request.python_version, request.nightly)
     rows = []
     for version in plan.candidates:
-        env = release_env(version, request.python_version, platform)
-        rows.append({"key": version, "label": f"jax {version}", "environment": env.name,
-                     "requirements": list(env.requirements), "cached": (envs_root() / env.name / "xlatools-env.json").exists()})
-    return {"kind": "releases", "candidates": rows, "excluded": plan.excluded, "test": test.describe(),
-            "ideal_steps": ideal_steps(len(rows)) + 2}
+        env = release_env(version, request.python_version, request.platform)
+        rows.append(PlannedCandidate(version, f"jax {version}", env.name, list(env.requirements),
+                                     (envs_root() / env.name / "xlatools-env.json").exists()))
+    return DryRunPlan("releases", rows, test.describe(), ideal_steps(len(rows)) + 2, excluded=plan.excluded)
 
 
-def bisect_releases(request: ReleaseRequest) -> State:
+def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
     from xlatools.bisect.releases import ReleaseSource, release_candidates
 
-    test = build_test(request.test)
-    platform = "gpu" if request.test.platform == "gpu" else "cpu"
-    spec = _spec("releases", test, good=request.good, bad=request.bad, python_version=request.python_version,
-                 platform=platform, nightly=request.nightly, confirm=request.confirm)
+    progress = Progress(reporter)
+    test = build_test(request.test, reporter)
+    spec = ReleaseSpec(good=request.good, bad=request.bad, python_version=request.python_version,
+                       platform=request.platform, nightly=request.nightly, confirm=request.confirm, test=test.describe())
 
-    def candidates():
+    def candidates() -> tuple[list[Candidate], list[str]]:
         plan = release_candidates(request.good, request.bad, request.python_version, request.nightly)
         notes = [f"jax {v}: no jaxlib {v} for Python {request.python_version} (not a candidate)" for v in plan.excluded]
-        return [{"key": v, "label": f"jax {v}"} for v in plan.candidates], notes
+        return [Candidate(key=v, label=f"jax {v}") for v in plan.candidates], notes
 
-    state = _resume_or_new(request.out, "releases", f"{request.good}..{request.bad}", spec, request.fresh, candidates)
+    state = _resume_or_new(request.out, f"{request.good}..{request.bad}", spec, request.fresh, candidates, progress)
     for note in state.notes:
         progress(note)
-    if state.status != "done":
-        state.status = "running"
-        run_ordered(state, ReleaseSource(request.python_version, platform, progress), test, request.confirm)
+    if state.status != BisectStatus.DONE:
+        state.status = BisectStatus.RUNNING
+        run_ordered(state, ReleaseSource(request.python_version, request.platform, progress), test, request.confirm,
+                    progress, request.jobs)
     return state
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PassRequest:
     test: TestOptions
     python: str | None = None
@@ -101,27 +126,28 @@ class PassRequest:
     fresh: bool = False
 
 
-def bisect_passes(request: PassRequest) -> State:
+def bisect_passes(request: PassRequest, reporter: Reporter) -> State:
     from xlatools.bisect.passes import run_passes
     from xlatools.run.target import resolve_python
 
-    test = build_test(request.test)
+    progress = Progress(reporter)
+    test = build_test(request.test, reporter)
     if not hasattr(test, "program"):
         raise UsageError("bisect passes runs a program test (-- prog.py); --replay is not wired here yet")
     python = resolve_python(request.python)
-    spec = _spec("passes", test, python=python, module=request.module, confirm=request.confirm)
+    spec = PassSpec(python=python, module=request.module, confirm=request.confirm, test=test.describe())
     title = Path(test.program.name).stem if test.program.kind == "script" else test.program.label
-    state = _resume_or_new(request.out, "passes", title, spec, request.fresh, lambda: ([], []))
-    if state.status != "done":
-        state.status = "running"
-        run_passes(state, python, test, request.module, request.confirm)
+    state = _resume_or_new(request.out, title, spec, request.fresh, lambda: ([], []), progress)
+    if state.status != BisectStatus.DONE:
+        state.status = BisectStatus.RUNNING
+        run_passes(state, python, test, request.module, request.confirm, progress)
     return state
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CommitRequest:
     commits: str  # GOOD..BAD
-    which: str  # "xla" or "jax"
+    which: Literal["xla", "jax"]
     source: Path  # the JAX tree that is built
     profile: str
     test: TestOptions
@@ -133,43 +159,50 @@ class CommitRequest:
     confirm: int = 0
     fresh: bool = False
 
+    def ends(self) -> tuple[str, str]:
+        from xlatools.bisect.commits import parse_range
 
-def plan_commits(request: CommitRequest) -> dict[str, Any]:
+        good, bad = parse_range(self.commits, f"--{self.which}")
+        if self.which == "xla" and self.repo is None:
+            raise UsageError("--xla GOOD..BAD needs --xla-repo PATH (a local XLA git checkout)")
+        return good, bad
+
+
+def plan_commits(request: CommitRequest, reporter: Reporter) -> DryRunPlan:
     """`--dry-run`: the commits that would be candidates, and the test."""
-    from xlatools.bisect.commits import first_parent_commits, parse_range
+    from xlatools.bisect.commits import first_parent_commits
 
-    good, bad = parse_range(request.commits, f"--{request.which}")
-    if request.which == "xla" and request.repo is None:
-        raise UsageError("--xla GOOD..BAD needs --xla-repo PATH (a local XLA git checkout)")
-    test = build_test(request.test)
-    rows = first_parent_commits(Path(request.repo or request.source).resolve(), good, bad)
-    return {"kind": "commits", "which": request.which, "candidates": rows, "test": test.describe(),
-            "ideal_steps": ideal_steps(len(rows)) + 2}
+    good, bad = request.ends()
+    test = build_test(request.test, reporter)
+    rows = [PlannedCandidate(c.key, c.label)
+            for c in first_parent_commits(Path(request.repo or request.source).resolve(), good, bad)]
+    return DryRunPlan("commits", rows, test.describe(), ideal_steps(len(rows)) + 2, which=request.which)
 
 
-def bisect_commits(request: CommitRequest) -> State:
-    from xlatools.bisect.commits import CommitSource, first_parent_commits, parse_range
+def bisect_commits(request: CommitRequest, reporter: Reporter) -> State:
+    from xlatools.bisect.commits import CommitSource, first_parent_commits
     from xlatools.run.target import resolve_python
 
-    good, bad = parse_range(request.commits, f"--{request.which}")
-    if request.which == "xla" and request.repo is None:
-        raise UsageError("--xla GOOD..BAD needs --xla-repo PATH (a local XLA git checkout)")
+    progress = Progress(reporter)
+    good, bad = request.ends()
     repo = Path(request.repo or request.source).resolve()
     source = Path(request.source).resolve()
     if not source.is_dir():
         raise UsageError(f"--source {request.source}: no such directory", hint="give the JAX source tree to build")
-    test = build_test(request.test)
+    test = build_test(request.test, reporter)
     python = resolve_python(request.python)
-    spec = _spec("commits", test, which=request.which, good=good, bad=bad, repo=str(repo), source=str(source),
-                 profile=request.profile, local=request.local, python=python, confirm=request.confirm)
-    state = _resume_or_new(request.out, "commits", f"{request.which}-{good[:10]}..{bad[:10]}", spec, request.fresh,
-                           lambda: (first_parent_commits(repo, good, bad), []))
-    if state.status != "done":
-        state.status = "running"
-        commit_source = CommitSource(repo, request.which, source, request.profile, request.local, python, state.folder,
-                                     request.jobs)
+    spec = CommitSpec(which=request.which, good=good, bad=bad, repo=str(repo), source=str(source),
+                      profile=request.profile, local=request.local, python=python, confirm=request.confirm,
+                      test=test.describe())
+    state = _resume_or_new(request.out, f"{request.which}-{good[:10]}..{bad[:10]}", spec, request.fresh,
+                           lambda: (first_parent_commits(repo, good, bad), []), progress)
+    if state.status != BisectStatus.DONE:
+        state.status = BisectStatus.RUNNING
+        commit_source = CommitSource(repo=repo, which=request.which, jax_tree=source, profile=request.profile,
+                                     local=request.local, python=python, folder=state.folder, reporter=reporter,
+                                     jobs=request.jobs)
         try:
-            run_ordered(state, commit_source, test, request.confirm)
+            run_ordered(state, commit_source, test, request.confirm, progress)
         finally:
             commit_source.close()
     return state

@@ -4,9 +4,8 @@ A candidate source prepares a `StepEnv` (the interpreter with that release or
 build, extra XLA flags such as `--xla_disable_hlo_passes=...`) and the test
 runs in it. `ProgramTest` (implemented here) makes every step a full `run`
 bundle and judges it by exit status, by a regex on the output or a dump file,
-or by a metric the program writes. `ReplayTest` adapts a repro pack from the
-replay capability (`xlatools.replay`), imported lazily: when that capability is
-not part of this build, `--replay` is refused with exit 3.
+or by a metric the program writes. `ReplayTest` replays a repro pack in each
+step's interpreter (`xlatools.replay.repro.run_pack`).
 """
 
 from __future__ import annotations
@@ -17,10 +16,17 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from xlatools.bisect.engine import Verdict
 from xlatools.errors import EnvironmentMissing, Interrupted, UsageError, XlaToolsError
+from xlatools.records.bisect import ProgramTestSpec, ReplayTestSpec, RuleSpec, StepDetail, TestSpec
+from xlatools.vocab import ExitCodeMode, Platform, ReproOutcome, Status, StepOutcome
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
+    from xlatools.records.run import RunManifest
+    from xlatools.run.program import Program
 
 CANNOT_RUN = "cannot run here"  # a skip whose reason starts so: this machine, not the candidate, is the problem
 
@@ -35,6 +41,7 @@ class StepEnv:
     note: str = ""
     dump: bool = False  # force an XLA dump (the passes baseline lists passes from it)
     env: tuple[str, ...] = ()  # K=V for the program, e.g. PYTHONPATH of a freshly built jaxlib
+    quiet: bool = False  # the program's output only in the step's logs (steps running side by side)
 
 
 class SkipStep(Exception):
@@ -46,22 +53,18 @@ class SkipStep(Exception):
 
 
 class Test(Protocol):
-    def describe(self) -> dict[str, Any]: ...
+    def describe(self) -> TestSpec: ...
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict: ...
 
 
-@dataclass(frozen=True)
-class Rule:
-    """How a finished run becomes good/bad/skip."""
+class Judgement(NamedTuple):
+    outcome: StepOutcome
+    reason: str
 
-    bad_exit: tuple[int, ...] = ()  # empty: any non-zero exit is bad
-    skip_exit: tuple[int, ...] = (125,)  # git bisect run's convention
-    match: str | None = None
-    match_in: str = "output"  # "output" or "dump:<part of a dump file name>", e.g. dump:after_optimizations
-    metric: str | None = None
-    threshold: float | None = None
-    higher_is_better: bool = False
+
+class Rule(RuleSpec):
+    """How a finished run becomes good/bad/skip (the fields are the spec's)."""
 
     def validate(self) -> None:
         if self.match is not None:
@@ -89,36 +92,37 @@ class Rule:
     def needs_dump(self) -> bool:
         return self.match is not None and self.match_in.startswith("dump:")
 
-    def describe(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, (), False)}
+    def spec(self) -> RuleSpec:
+        return RuleSpec(**vars(self))
 
-    def judge(self, manifest: dict[str, Any], bundle: Path) -> tuple[str, str]:
-        code = manifest.get("exit_code")
+    def judge(self, manifest: RunManifest, bundle: Path) -> Judgement:
+        code = manifest.exit_code
         if code in self.skip_exit:
-            return "skip", f"exit {code} means skip"
+            return Judgement(StepOutcome.SKIP, f"exit {code} means skip")
         if self.metric is not None:
             return self._judge_metric(code, bundle)
         if self.match is not None:
             found = _search(self.match, self.match_in, bundle)
             if found:
-                return "bad", f"/{self.match}/ found in {found}"
+                return Judgement(StepOutcome.BAD, f"/{self.match}/ found in {found}")
             if code == 0:
-                return "good", f"/{self.match}/ not found in {self.match_in}"
-            return "skip", f"/{self.match}/ not found and the program failed (exit {code}): cannot tell"
+                return Judgement(StepOutcome.GOOD, f"/{self.match}/ not found in {self.match_in}")
+            return Judgement(StepOutcome.SKIP, f"/{self.match}/ not found and the program failed (exit {code}): cannot tell")
         if code == 0:
-            return "good", "exit 0"
+            return Judgement(StepOutcome.GOOD, "exit 0")
         if self.bad_exit and code not in self.bad_exit:
-            return "skip", f"exit {code} is not one of --bad-exit {','.join(map(str, self.bad_exit))}"
-        return "bad", f"exit {code} ({manifest.get('status')})"
+            return Judgement(StepOutcome.SKIP, f"exit {code} is not one of --bad-exit {','.join(map(str, self.bad_exit))}")
+        return Judgement(StepOutcome.BAD, f"exit {code} ({manifest.status})")
 
-    def _judge_metric(self, code: int | None, bundle: Path) -> tuple[str, str]:
+    def _judge_metric(self, code: int | None, bundle: Path) -> Judgement:
         try:
             value = float(json.loads((bundle / "metrics.json").read_text())[self.metric])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            return "skip", f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})"
+            return Judgement(StepOutcome.SKIP, f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})")
         worse = value < self.threshold if self.higher_is_better else value > self.threshold
         side = "below" if self.higher_is_better else "above"
-        return ("bad" if worse else "good"), f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})"
+        return Judgement(StepOutcome.BAD if worse else StepOutcome.GOOD,
+                         f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})")
 
 
 def _search(pattern: str, where: str, bundle: Path) -> str | None:
@@ -137,7 +141,7 @@ def _search(pattern: str, where: str, bundle: Path) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TestOptions:
     """The test part of every bisect command line."""
 
@@ -146,16 +150,16 @@ class TestOptions:
     args: tuple[str, ...] = ()
     module: str | None = None
     replay: Path | None = None
-    rule: Rule = Rule()
+    rule: Rule = field(default_factory=Rule)
     presets: tuple[str, ...] = ()
     xla_flags: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
-    platform: str | None = None
+    platform: Platform | None = None
     timeout: float | None = None
     cwd: Path = field(default_factory=Path.cwd)
 
 
-def build_test(opts: TestOptions):
+def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTest:
     """The Test the options describe (a program run, or a repro pack), checked before anything runs."""
     if opts.replay is not None:
         if opts.program or opts.module:
@@ -166,36 +170,40 @@ def build_test(opts: TestOptions):
     if not opts.program and not opts.module:
         raise UsageError("no test: give a program after -- (exit 0 = good), or --replay PACK",
                          hint="e.g. xlatools bisect releases --good 0.4.28 --bad 0.4.31 -- check.py")
-    if opts.platform is not None and opts.platform not in ("auto", "cpu", "gpu"):
-        raise UsageError(f"--platform {opts.platform}: expected auto, cpu or gpu")
     from xlatools.run.program import parse_program
 
     opts.rule.validate()
-    return ProgramTest(parse_program(opts.program, opts.module, list(opts.args), opts.cwd), opts)
+    return ProgramTest(parse_program(opts.program, opts.module, list(opts.args), opts.cwd), opts, reporter)
 
 
 @dataclass(frozen=True)
 class ProgramTest:
     """Run the program (a full `run` bundle per step) and judge it by the options' rule."""
 
-    program: Any  # xlatools.run.program.Program
+    program: Program
     opts: TestOptions
+    reporter: Reporter  # the run's own progress and the program's output
 
     @property
     def rule(self) -> Rule:
         return self.opts.rule
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ProgramTestSpec:
+        """What identifies the test, redacted: the state file keeps it, and the folder name hashes it."""
+        from xlatools.redact import redact_argv
+
         o = self.opts
-        return {"kind": "program", "program": self.program.label, "args": list(self.program.args),
-                "rule": o.rule.describe(), "presets": list(o.presets), "xla_flags": list(o.xla_flags),
-                "env": list(o.env), "platform": o.platform, "timeout": o.timeout}
+        env = redact_argv([part for item in o.env for part in ("--env", item)])[1::2]
+        return ProgramTestSpec(program=self.program.label, args=redact_argv(list(self.program.args)), rule=o.rule.spec(),
+                               presets=list(o.presets), xla_flags=redact_argv(list(o.xla_flags)), env=env,
+                               platform=o.platform, timeout=o.timeout)
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
         import os
 
+        from xlatools.records.run import ProfileRun
         from xlatools.run.execute import execute_plan, prepare
-        from xlatools.run.plan import ProfileRun, RunRequest
+        from xlatools.run.plan import RunRequest
 
         o = self.opts
         env = [*o.env, *step.env]
@@ -203,25 +211,24 @@ class ProgramTest:
             env.append("XLATOOLS_METRICS_FILE={bundle}/metrics.json")
         request = RunRequest(program=self.program, python=step.python, dump=o.rule.needs_dump() or step.dump,
                              presets=list(o.presets), xla_flags=[*o.xla_flags, *step.xla_flags], env=env,
-                             platform=o.platform, timeout=o.timeout, name=name)
+                             platform=o.platform, timeout=o.timeout, name=name, quiet=True if step.quiet else None)
         caller_env = dict(os.environ)
         t0 = time.monotonic()  # the target probe (once per new environment) counts as run time
         try:
-            prepared = prepare(request, ProfileRun(), {}, caller_env, Path(o.cwd))
+            prepared = prepare(request, ProfileRun(), {}, caller_env, Path(o.cwd), self.reporter)
         except EnvironmentMissing as exc:  # e.g. an interpreter that does not start
             raise SkipStep(f"{CANNOT_RUN}: {exc.message}") from None
         except UsageError as exc:  # e.g. a flag or preset this jaxlib lacks
             raise SkipStep(f"not runnable with these options: {exc.message}") from None
         # The program's own status decides (--bad-exit, --skip-exit), not xlatools' exit-code scheme.
-        manifest = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env,
-                                echo_stdout_to_stderr=True, exit_code_mode="program").manifest
+        record = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env, self.reporter,
+                              echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM).record
         run_s = time.monotonic() - t0
-        if manifest["status"] == "interrupted":
+        if record.status == Status.INTERRUPTED:
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")
-        outcome, reason = o.rule.judge(manifest, Path(manifest["bundle"]))
-        return Verdict(outcome, reason, manifest["bundle"], step.install_s, run_s,
-                       {"exit_code": manifest.get("exit_code"), "jax": manifest.get("jax", {}).get("jax"),
-                        "jaxlib": manifest.get("jax", {}).get("jaxlib")})
+        judged = o.rule.judge(record, Path(record.bundle))
+        return Verdict(judged.outcome, judged.reason, record.bundle, step.install_s, run_s,
+                       StepDetail(exit_code=record.exit_code, jax=record.jax.jax, jaxlib=record.jax.jaxlib))
 
 
 @dataclass(frozen=True)
@@ -231,8 +238,8 @@ class ReplayTest:
 
     pack: Path
 
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "replay", "pack": str(self.pack)}
+    def describe(self) -> ReplayTestSpec:
+        return ReplayTestSpec(pack=str(self.pack))
 
     def validate(self) -> None:
         if not self.pack.is_file():
@@ -251,6 +258,7 @@ class ReplayTest:
             if isinstance(exc, (Interrupted, UsageError)):
                 raise  # a damaged pack is bad input for the whole bisection, not one step
             raise SkipStep(f"replay could not run: {exc.message}") from None
-        outcome = {"reproduced": "bad", "not-reproduced": "good", "cannot-run": "skip"}[answer.outcome]
+        outcome = {ReproOutcome.REPRODUCED: StepOutcome.BAD, ReproOutcome.NOT_REPRODUCED: StepOutcome.GOOD,
+                   ReproOutcome.CANNOT_RUN: StepOutcome.SKIP}[ReproOutcome(answer.outcome)]
         return Verdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
                        time.monotonic() - t0)

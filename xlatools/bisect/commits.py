@@ -11,9 +11,14 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlatools.bisect.checks import SkipStep, StepEnv
 from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.records.bisect import Candidate
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -34,8 +39,8 @@ def parse_range(text: str, option: str) -> tuple[str, str]:
     return good, bad
 
 
-def first_parent_commits(repo: Path, good: str, bad: str) -> list[dict[str, str]]:
-    """[{"key": sha, "label": "<short> <subject>"}] from good to bad (both included), oldest first."""
+def first_parent_commits(repo: Path, good: str, bad: str) -> list[Candidate]:
+    """The commits from good to bad (both included), oldest first: key the sha, label "<short> <subject>"."""
     if not (repo / ".git").exists() and _git(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
         raise UsageError(f"{repo} is not a git checkout", hint="give the root of a local clone")
     shas = {}
@@ -52,10 +57,10 @@ def first_parent_commits(repo: Path, good: str, bad: str) -> list[dict[str, str]
     listed = _git(repo, "log", "--first-parent", "--reverse", "--format=%H %s", f"{shas['good']}..{shas['bad']}").stdout
     rows = [(shas["good"], _git(repo, "log", "-1", "--format=%s", shas["good"]).stdout.strip())]
     rows += [tuple(line.split(" ", 1)) if " " in line else (line, "") for line in listed.splitlines() if line]
-    return [{"key": sha, "label": f"{sha[:10]} {subject[:40]}".strip()} for sha, subject in rows]
+    return [Candidate(key=sha, label=f"{sha[:10]} {subject[:40]}".strip()) for sha, subject in rows]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CommitSource:
     repo: Path  # the checkout that holds the commits
     which: str  # "xla" or "jax"
@@ -64,6 +69,7 @@ class CommitSource:
     local: bool
     python: str
     folder: Path
+    reporter: Reporter  # the builds' progress and log
     jobs: int | None = None
 
     @property
@@ -114,12 +120,12 @@ class CommitSource:
             write_lock(Lock(lock).with_entry(entry))
             source = self.jax_tree
         prepared = prepare_build(BuildRequest(profile=self.profile, source=source, out_root=self.folder / "builds",
-                                              lock=lock, local=self.local, jobs=self.jobs))
-        outcome = run_build(prepared)
-        bundle = outcome.manifest.get("bundle")
+                                              lock=lock, local=self.local, jobs=self.jobs), self.reporter)
+        outcome = run_build(prepared, self.reporter, argv=["bisect", "build", key[:12]])
+        bundle = outcome.manifest.bundle
         if outcome.error is not None:
             raise SkipStep(f"build failed: {outcome.error.message}", bundle, time.monotonic() - t0)
-        return [Path(bundle) / w["path"] for w in outcome.manifest.get("wheels", [])]
+        return [Path(bundle) / wheel.path for wheel in outcome.manifest.wheels]
 
 
 def _install(wheels: list[Path], site: Path, python: str) -> None:

@@ -18,52 +18,30 @@ the whole resume mechanism.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Callable, Literal, Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from xlatools.errors import UsageError, XlaToolsError
+from xlatools.records.bisect import StepDetail, StepRecord
+from xlatools.vocab import StepOutcome
 
-Outcome = Literal["good", "bad", "skip"]
-OUTCOMES = ("good", "bad", "skip")
+__all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "Verdict", "bisect_ordered", "ddmin",
+           "ideal_steps"]
 
 
 @dataclass(frozen=True)
 class Verdict:
     """What one step found (the test's answer plus where the evidence is)."""
 
-    outcome: Outcome
+    outcome: StepOutcome
     reason: str = ""
     bundle: str | None = None
     install_s: float = 0.0
     run_s: float = 0.0
-    detail: dict = field(default_factory=dict)
+    detail: StepDetail | None = None
 
-
-@dataclass(frozen=True)
-class StepRecord:
-    n: int  # 1-based, in the order the steps ran
-    key: str  # the candidate's key (a version, a commit, a set of passes)
-    label: str
-    role: str  # "good end", "bad end", "search", "confirm", "ddmin"
-    attempt: int  # 0 for the first run of this key, 1.. for --confirm re-runs
-    outcome: Outcome
-    reason: str
-    bundle: str | None
-    install_s: float
-    run_s: float
-    started: str
-    finished: str
-    detail: dict = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "StepRecord":
-        record = cls(**data)
-        if record.outcome not in OUTCOMES:
-            raise ValueError(f"outcome {record.outcome!r}")
-        return record
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", StepOutcome(self.outcome))  # a plain "good" from a test's step too
 
 
 StepFunction = Callable[[str, str], Verdict]  # (key, label) -> Verdict
@@ -83,19 +61,24 @@ class Oracle:
     def runs(self, key: str) -> list[StepRecord]:
         return [s for s in self.steps if s.key == key]
 
-    def ask(self, key: str, label: str, role: str, attempt: int = 0) -> Outcome:
+    def ask(self, key: str, label: str, role: str, attempt: int = 0) -> StepOutcome:
         done = self.runs(key)
         if len(done) > attempt:
             self.replayed += 1
             return done[attempt].outcome
         started = self.clock()
         verdict = self.run_step(key, label)
-        record = StepRecord(len(self.steps) + 1, key, label, role, attempt, verdict.outcome, verdict.reason,
-                            verdict.bundle, round(verdict.install_s, 3), round(verdict.run_s, 3), started, self.clock(),
-                            dict(verdict.detail))
+        return self.record(len(self.steps) + 1, key, label, role, attempt, verdict, started).outcome
+
+    def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: Verdict,
+               started: str) -> StepRecord:
+        """Keep one step's answer (and hand it to `on_record`, which saves the state)."""
+        record = StepRecord(n=n, key=key, label=label, role=role, attempt=attempt, outcome=verdict.outcome,
+                            reason=verdict.reason, bundle=verdict.bundle, install_s=round(verdict.install_s, 3),
+                            run_s=round(verdict.run_s, 3), started=started, finished=self.clock(), detail=verdict.detail)
         self.steps.append(record)
         self.on_record(record)
-        return record.outcome
+        return record
 
 
 class EndpointProblem(UsageError):
@@ -107,7 +90,7 @@ class BisectResult:
     last_good: int  # candidate indices
     first_bad: int
     maybe_first_bad: list[int]  # skipped candidates between them: the first bad may be any of these or first_bad
-    confirm: dict[str, list[str]]  # "last_good"/"first_bad" -> outcomes of every run (the first included)
+    confirm: dict[str, list[StepOutcome]]  # "last_good"/"first_bad" -> outcomes of every run (the first included)
     flaky: bool
 
 
@@ -117,25 +100,30 @@ def pick_middle(lo: int, hi: int, usable: Sequence[int]) -> int:
     return min(usable, key=lambda i: (abs(i - middle), i))
 
 
+def check_end(oracle: Oracle, keys: Sequence[str], labels: Sequence[str], index: int, role: str,
+              outcome: StepOutcome) -> None:
+    """An end that is not what it claims (or cannot be tested) stops the search (EndpointProblem)."""
+    expected, option = (StepOutcome.GOOD, "--good") if role == "good end" else (StepOutcome.BAD, "--bad")
+    if outcome == StepOutcome.SKIP:
+        last = oracle.runs(keys[index])[0]
+        raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
+                              hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
+    if outcome != expected:
+        other = StepOutcome.BAD if expected == StepOutcome.GOOD else StepOutcome.GOOD
+        raise EndpointProblem(
+            f"'{expected}' is not {expected}: the test says {labels[index]} ({option}) is {other}",
+            hint=f"the test must pass on {labels[0]} and fail on {labels[-1]}; pick another {option} or check the test",
+        )
+
+
 def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, confirm: int = 0) -> BisectResult:
     """First bad candidate of `keys` (oldest first). The ends are tested first: a good end that is
     bad, a bad end that is good, or an end that cannot be tested stops the search (EndpointProblem)."""
     n = len(keys)
     if n < 2:
         raise UsageError("a bisection needs at least two candidates (the good and the bad end)")
-    ends = ((0, "good end", "good", "--good"), (n - 1, "bad end", "bad", "--bad"))
-    for index, role, expected, option in ends:
-        outcome = oracle.ask(keys[index], labels[index], role)
-        if outcome == "skip":
-            last = oracle.runs(keys[index])[0]
-            raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
-                                  hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
-        if outcome != expected:
-            other = "bad" if expected == "good" else "good"
-            raise EndpointProblem(
-                f"'{expected}' is not {expected}: the test says {labels[index]} ({option}) is {other}",
-                hint=f"the test must pass on {labels[0]} and fail on {labels[-1]}; pick another {option} or check the test",
-            )
+    for index, role in ((0, "good end"), (n - 1, "bad end")):
+        check_end(oracle, keys, labels, index, role, oracle.ask(keys[index], labels[index], role))
     lo, hi, skipped = 0, n - 1, set()
     while True:
         usable = [i for i in range(lo + 1, hi) if i not in skipped]
@@ -143,21 +131,26 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
             break
         mid = pick_middle(lo, hi, usable)
         outcome = oracle.ask(keys[mid], labels[mid], "search")
-        if outcome == "good":
+        if outcome == StepOutcome.GOOD:
             lo = mid
-        elif outcome == "bad":
+        elif outcome == StepOutcome.BAD:
             hi = mid
         else:
             skipped.add(mid)
-    runs = {"last_good": [lo, "good"], "first_bad": [hi, "bad"]}
-    seen: dict[str, list[str]] = {}
-    flaky = False
-    for name, (index, expected) in runs.items():
+    for index in (lo, hi):
         for attempt in range(1, confirm + 1):
             oracle.ask(keys[index], labels[index], "confirm", attempt)
-        outcomes = [r.outcome for r in oracle.runs(keys[index])[: confirm + 1]]
-        seen[name] = outcomes
-        flaky = flaky or any(o != expected for o in outcomes)
+    return search_result(oracle, keys, lo, hi, skipped, confirm)
+
+
+def search_result(oracle: Oracle, keys: Sequence[str], lo: int, hi: int, skipped: set[int], confirm: int) -> BisectResult:
+    """The answer of a finished search whose --confirm re-runs are recorded: their outcomes, and
+    whether any disagreed with the first run."""
+    seen: dict[str, list[StepOutcome]] = {}
+    flaky = False
+    for name, index, expected in (("last_good", lo, StepOutcome.GOOD), ("first_bad", hi, StepOutcome.BAD)):
+        seen[name] = [r.outcome for r in oracle.runs(keys[index])[: confirm + 1]]
+        flaky = flaky or any(o != expected for o in seen[name])
     return BisectResult(lo, hi, sorted(i for i in skipped if lo < i < hi), seen, flaky)
 
 

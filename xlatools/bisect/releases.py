@@ -8,12 +8,11 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 from xlatools.bisect.checks import SkipStep, StepEnv
 from xlatools.bisect.envs import InstallFailed, ensure, release_env
 from xlatools.errors import EnvironmentMissing, UsageError
-
-GPU_PLUGIN = "jax-cuda12-plugin"
 
 
 def index_versions(package: str, python_version: str, pre: bool = False) -> list[str]:
@@ -126,7 +125,7 @@ class ReleaseSource:
 
     python_version: str
     platform: str = "cpu"
-    log: object = None
+    log: Callable[[str], None] | None = None  # progress lines while an environment is made
 
     def prepare(self, key: str, label: str) -> StepEnv:
         spec = release_env(key, self.python_version, self.platform)

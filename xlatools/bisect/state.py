@@ -3,7 +3,8 @@
 The folder name is derived from what was asked (kind, ends, test, options: the
 `spec`), so re-running the same command finds the same folder and continues;
 `--fresh` moves an old folder aside instead. The state file is also the result
-record: candidates, every step (with its bundle), the status and the answer.
+record: candidates, every step (with its bundle), the status and the answer
+(`records.bisect.BisectState`).
 """
 
 from __future__ import annotations
@@ -11,96 +12,88 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from xlatools.bisect.engine import StepRecord
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import UsageError
 from xlatools.fsutil import atomic_write_json, write_failure
+from xlatools.records.base import read_json_object, to_json, validate
+from xlatools.records.bisect import SCHEMA, BisectSpec, BisectState
 from xlatools.redact import redact
 
-SCHEMA = "xlatools.bisect/1"
 STATE_FILE = "bisect.json"
-STATUSES = ("running", "done", "stopped", "failed", "interrupted")  # all but done resume
 
 
-def spec_hash(spec: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:10]
+def spec_json(spec: BisectSpec) -> str:
+    """The spec as canonical JSON: what identifies a bisection. The test's rule is written as the
+    releases before typed records wrote it (only the values set), so their folders are found again."""
+    data = to_json(spec)
+    rule = data.get("test", {}).get("rule")
+    if rule is not None:
+        data["test"]["rule"] = {k: v for k, v in rule.items() if v not in (None, [], False)}
+    return json.dumps(data, sort_keys=True)
 
 
-def folder_for(out_root: Path, kind: str, title: str, spec: dict[str, Any]) -> Path:
+def spec_hash(spec: BisectSpec) -> str:
+    return hashlib.sha256(spec_json(spec).encode()).hexdigest()[:10]
+
+
+def folder_for(out_root: Path, kind: str, title: str, spec: BisectSpec) -> Path:
     return Path(os.path.abspath(out_root)) / f"{kind}-{safe_name(title)}-{spec_hash(spec)}"
 
 
-@dataclass
-class State:
-    folder: Path
-    kind: str
-    spec: dict[str, Any]
-    candidates: list[dict[str, str]]  # {"key", "label"} oldest first (releases, commits) or the pass list
-    steps: list[StepRecord] = field(default_factory=list)
-    status: str = "running"
-    result: dict[str, Any] | None = None
-    message: str | None = None
-    created: str = field(default_factory=utc_now)
-    notes: list[str] = field(default_factory=list)
+class State(BisectState):
+    """A bisection under way: the state record and where it lives."""
 
     @property
     def path(self) -> Path:
-        return self.folder / STATE_FILE
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA, "kind": self.kind, "spec": self.spec, "spec_hash": spec_hash(self.spec),
-            "created": self.created, "updated": utc_now(), "status": self.status, "message": self.message,
-            "candidates": self.candidates, "notes": self.notes, "steps": [s.to_json() for s in self.steps],
-            "result": self.result,
-        }
+        return Path(self.folder) / STATE_FILE
 
     def save(self) -> None:
+        self.spec_hash = spec_hash(self.spec)
+        self.created = self.created or utc_now()
+        self.updated = utc_now()
         try:
-            atomic_write_json(self.path, redact(self.to_json()))
+            atomic_write_json(self.path, redact(to_json(self)))  # the spec is redacted already (describe)
         except OSError as exc:
             raise write_failure(exc, f"cannot write the bisect state {self.path}: {exc.strerror}",
                                 hint="free some space or pick another --out; the steps done so far are kept") from None
 
 
 def load(folder: Path) -> State | None:
-    """The state in `folder`, None when there is none; a corrupt file is bad input (exit 2)."""
+    """The state in `folder`, None when there is none; a damaged or foreign file is bad input
+    (exit 2) naming the file and each key path that is wrong."""
     path = folder / STATE_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
     fix = f"move it away (or run with --fresh, which keeps the old folder as {folder.name}.<time>)"
+    what = "bisect state file"
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"the bisect state file {path} cannot be read: {exc}", hint=fix) from None
+        data = read_json_object(path, what, hint=fix)
+    except UsageError as exc:
+        reason = exc.message.removeprefix(f"{path}: ")
+        raise UsageError(f"the {what} {path} cannot be read: {reason}", hint=fix) from None
+    if data.get("schema") != SCHEMA:
+        raise UsageError(f"the {what} {path} is corrupt (schema {data.get('schema')!r}, expected {SCHEMA})", hint=fix)
     try:
-        if data.get("schema") != SCHEMA:
-            raise ValueError(f"schema {data.get('schema')!r}, expected {SCHEMA}")
-        if data["status"] not in STATUSES:
-            raise ValueError(f"status {data['status']!r}")
-        steps = [StepRecord.from_json(s) for s in data["steps"]]
-        candidates = [{"key": str(c["key"]), "label": str(c["label"])} for c in data["candidates"]]
-        return State(folder, str(data["kind"]), dict(data["spec"]), candidates, steps, data["status"],
-                     data.get("result"), data.get("message"), data.get("created") or utc_now(),
-                     list(data.get("notes") or []))
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UsageError(f"the bisect state file {path} is corrupt ({type(exc).__name__}: {exc})", hint=fix) from None
+        state = validate(data, State, path, what, hint=fix)
+    except UsageError as exc:
+        raise UsageError(f"the {what} {path} is corrupt: {exc.message.removeprefix(f'{path}: ')}", hint=fix,
+                         problems=exc.problems) from None
+    state.folder = folder  # where it is now (the folder may have been moved)
+    return state
 
 
-def open_state(folder: Path, kind: str, spec: dict[str, Any], fresh: bool) -> State | None:
+def open_state(folder: Path, kind: str, spec: BisectSpec, fresh: bool) -> State | None:
     """The existing state for this spec (None if there is none); `fresh` moves the old folder aside first."""
     if fresh and folder.exists():
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         os.replace(folder, folder.with_name(f"{folder.name}.{stamp}"))
         return None
     state = load(folder)
-    if state is not None and (state.kind != kind or state.spec != spec):
-        raise UsageError(f"{state.path} records another bisection ({state.kind}, {state.spec})",
+    if state is not None and (state.kind != kind or spec_json(state.spec) != spec_json(spec)):
+        raise UsageError(f"{state.path} records another bisection ({state.kind}, {spec_json(state.spec)})",
                          hint="use another --out or --fresh")
     return state
 

@@ -12,9 +12,12 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from xlatools.errors import ContainerError, EnvironmentMissing
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 START_HINT = (
     "start the Docker engine (`sudo systemctl start docker`, or `sudo dockerd > /tmp/dockerd.log 2>&1 &`), "
@@ -129,7 +132,7 @@ def _image_error(message: str, spec):
     )
 
 
-def run_container(client, plan, sink: LineSink, keep: bool) -> int:
+def run_container(client, plan, sink: LineSink, keep: bool, reporter: Reporter) -> int:
     """Run the plan's command in a fresh container, stream its output, return its exit code.
 
     The container is removed in `finally` (also on Ctrl-C) unless `keep`."""
@@ -165,7 +168,7 @@ def run_container(client, plan, sink: LineSink, keep: bool) -> int:
             raise ContainerError(f"lost the Docker engine during the build: {_short(exc)}", hint=START_HINT) from None
     finally:
         if container is not None and not keep:
-            remove_container(container)  # SIGKILL if still running, then delete
+            remove_container(container, reporter)  # SIGKILL if still running, then delete
 
 
 def _follow(container, sink: LineSink) -> int:
@@ -187,19 +190,17 @@ def leftover_containers(client) -> list:
     return client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"})
 
 
-def remove_container(container) -> None:
+def remove_container(container, reporter: Reporter) -> None:
     """Force-remove; one already gone is fine, one that cannot be removed is reported, not raised."""
     from docker.errors import DockerException, NotFound
     from requests import RequestException
-
-    from xlatools import console
 
     try:
         container.remove(force=True)
     except NotFound:
         pass
     except (DockerException, RequestException) as exc:
-        console.warn(f"could not remove container {container.name} ({_short(exc)}); `xlatools clean` removes it later")
+        reporter.warn(f"could not remove container {container.name} ({_short(exc)}); `xlatools clean` removes it later")
 
 
 def managed_images(client) -> list:

@@ -1,8 +1,10 @@
 """Execute a BuildPlan: prepare the tree, build or reuse the image, run the
 command (container or host), collect wheels into a build bundle and dist/.
 
-The bundle's manifest is written when the build starts (status "running") and
-again with the outcome, whatever it is: ok, failed or interrupted.
+The bundle goes through the one lifecycle (`bundle.bundle_session`): the manifest says
+"running" when the build starts and holds the outcome at the end, whatever it is. Anything
+that stops the build itself (the command fails, the image cannot be built, the engine goes
+away) is a `failed` build with the exit code of its cause; Ctrl-C or SIGTERM is `interrupted`.
 """
 
 from __future__ import annotations
@@ -10,40 +12,43 @@ from __future__ import annotations
 import collections
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from xlatools.errors import BuildFailed, Interrupted, XlaToolsError
-from xlatools.proctree import sigterm_as_interrupt
+from xlatools.records.build import BuildHint, BuildManifest, BuildPlan, ImageUsed, PinInfo, TreeInfo, WheelRecord
+from xlatools.vocab import Status
+
+if TYPE_CHECKING:
+    from xlatools.bundle import BundleSession
+    from xlatools.console import Reporter
 
 LOG_NAME = "build.log"
-Explain = Callable[[Path], "tuple[list[dict[str, Any]], str]"]
+# explain(log) -> (the hints found in a failed build's log, the same as text for the error message).
+Explain = Callable[[Path], "tuple[Sequence[object], str]"]
 TAIL_LINES = 25
 
 
 class LogSink:
-    """Each output line goes to build.log and, live, to stderr; the tail is kept for errors."""
+    """Each output line goes to build.log and, live, to the reporter (unless quiet); the tail is kept for errors."""
 
-    def __init__(self, path: Path, echo: bool):
+    def __init__(self, path: Path, reporter: Reporter):
         self.handle = open(path, "a", encoding="utf-8", buffering=1)
-        self.echo = echo
+        self.reporter = reporter
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
 
     def __call__(self, line: str) -> None:
         self.handle.write(line + "\n")
         self.tail.append(line)
-        if self.echo:
-            sys.stderr.write(line + "\n")
-            sys.stderr.flush()
+        self.reporter.info(line)
 
     def close(self) -> None:
         self.handle.close()
 
 
-def _collect_wheels(stage: Path, bundle_dir: Path, dist: Path) -> list[dict[str, Any]]:
+def _collect_wheels(stage: Path, bundle_dir: Path, dist: Path) -> list[WheelRecord]:
     """Wheels from the staging dir into the bundle, then copied atomically into dist/."""
     from xlatools.fsutil import sha256_file
 
@@ -61,17 +66,12 @@ def _collect_wheels(stage: Path, bundle_dir: Path, dist: Path) -> list[dict[str,
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        wheels.append({
-            "name": wheel.name,
-            "size": kept.stat().st_size,
-            "sha256": sha256_file(kept),
-            "path": f"wheels/{wheel.name}",
-            "dist_path": str(dist / wheel.name),
-        })
+        wheels.append(WheelRecord(name=wheel.name, size=kept.stat().st_size, sha256=sha256_file(kept),
+                                  path=f"wheels/{wheel.name}", dist_path=str(dist / wheel.name)))
     return wheels
 
 
-def _make_host_dirs(plan) -> None:
+def _make_host_dirs(plan: BuildPlan) -> None:
     # Created by us (the invoking user) before docker sees them: a bind mount
     # of a missing path would otherwise be created root-owned by the engine.
     for mount in plan.mounts:
@@ -83,44 +83,50 @@ def _make_host_dirs(plan) -> None:
 
 @dataclass
 class BuildOutcome:
-    manifest: dict[str, Any]  # as written, plus "bundle": its directory
+    manifest: BuildManifest  # as written; `bundle` is its directory
     error: XlaToolsError | None  # for the CLI to raise once it has reported the manifest
 
-    def raise_for_status(self) -> dict[str, Any]:
+    def raise_for_status(self) -> BuildManifest:
         if self.error is not None:
             raise self.error
         return self.manifest
 
 
-def _run_command(plan, client, sink: LogSink, keep_container: bool, rebuild_image: bool,
-                 manifest: dict[str, Any], durations: dict[str, float]) -> int:
-    """The image (container mode), then the build command; its exit status."""
-    from xlatools import console
+@dataclass(frozen=True)
+class _Options:
+    keep_container: bool
+    rebuild_image: bool
+    client: object
+    explain: Explain | None
 
+
+def _run_command(plan: BuildPlan, options: _Options, sink: LogSink, record: BuildManifest, reporter: Reporter) -> int:
+    """The image (container mode), then the build command; its exit status."""
+    durations = record.durations
     if plan.mode == "local":
         from xlatools.builder.local import run_local
 
-        with console.group(f"build on this host in {plan.workdir}"):
+        with reporter.group(f"build on this host in {plan.workdir}"):
             t = time.monotonic()
             exit_code = run_local(plan, sink)
         durations["build_s"] = round(time.monotonic() - t, 3)
         return exit_code
     from xlatools.builder.engine import ensure_image, run_container
 
-    with console.group(f"image {plan.image.ref}"):
+    with reporter.group(f"image {plan.image.ref}"):
         t = time.monotonic()
-        image = ensure_image(client, plan.image, rebuild_image, sink)
+        image = ensure_image(options.client, plan.image, options.rebuild_image, sink)
         durations["image_s"] = round(time.monotonic() - t, 3)
-        manifest["image"] = {"ref": image.ref, "id": image.id, "built": image.built}
-        console.step(f"image {'built' if image.built else 'reused'}: {image.ref} ({image.id[:19]})")
-    with console.group(f"build in container {plan.container_name}"):
+        record.image = ImageUsed(ref=image.ref, id=image.id, built=image.built)
+        reporter.step(f"image {'built' if image.built else 'reused'}: {image.ref} ({image.id[:19]})")
+    with reporter.group(f"build in container {plan.container_name}"):
         t = time.monotonic()
-        exit_code = run_container(client, plan, sink, keep_container)
+        exit_code = run_container(options.client, plan, sink, options.keep_container, reporter)
     durations["build_s"] = round(time.monotonic() - t, 3)
     return exit_code
 
 
-def _judge(plan, exit_code: int, wheels: list[dict[str, Any]], log: Path, tail) -> XlaToolsError | None:
+def _judge(plan: BuildPlan, exit_code: int, wheels: list[WheelRecord], log: Path, tail) -> XlaToolsError | None:
     """The build's error, if it failed: a non-zero status, or success without a wheel."""
     if exit_code != 0:
         return BuildFailed(
@@ -134,59 +140,76 @@ def _judge(plan, exit_code: int, wheels: list[dict[str, Any]], log: Path, tail) 
     return None
 
 
-def execute(plan, *, out_root: Path, tree_info: dict[str, Any], pin: dict[str, Any] | None,
-            keep_container: bool = False, rebuild_image: bool = False, echo: bool = True,
-            client=None, explain: Explain | None = None) -> BuildOutcome:
+def _explain(explain: Explain, log: Path, error: XlaToolsError, record: BuildManifest) -> None:
+    """Known failure signatures in a failed build's log, into the manifest and the error's hint."""
+    from xlatools.records import to_json
+
+    hints, explained = explain(log)
+    record.hints = [BuildHint(**to_json(hint)) for hint in hints]
+    if explained:
+        error.hint = f"{error.hint}\n{explained}"
+
+
+def _build(session: BundleSession, plan: BuildPlan, options: _Options, reporter: Reporter) -> XlaToolsError | None:
+    """Run the build inside its bundle and end the bundle; the build's own failure is returned."""
+    record: BuildManifest = session.record
+    log = session.path / LOG_NAME
+    sink = LogSink(log, reporter)
+    t0 = time.monotonic()
+    error = None
+    try:
+        _make_host_dirs(plan)
+        record.returncode = _run_command(plan, options, sink, record, reporter)
+        if record.returncode == 0:
+            record.wheels = _collect_wheels(Path(plan.stage_dir), session.path, Path(plan.dist_dir))
+        error = _judge(plan, record.returncode, record.wheels, log, sink.tail)
+        if record.returncode != 0 and options.explain is not None:
+            _explain(options.explain, log, error, record)
+    except KeyboardInterrupt:
+        if plan.mode == "container":
+            cleanup = f"container {plan.container_name} kept" if options.keep_container else "container removed"
+        else:
+            cleanup = "build process tree stopped"
+        raise Interrupted(f"build interrupted; {cleanup}; record in {session.path}") from None
+    except XlaToolsError as exc:
+        if isinstance(exc, Interrupted):
+            raise
+        error = exc  # the image, the container or the engine stopped the build: a failed build
+    finally:
+        sink.close()
+        shutil.rmtree(plan.stage_dir, ignore_errors=True)
+        record.durations["total_s"] = round(time.monotonic() - t0, 3)
+        if options.keep_container and plan.container_name:
+            record.kept_container = plan.container_name
+        record.log_tail = list(sink.tail) if error is not None or record.returncode != 0 else []
+    if error is None:
+        session.finish(Status.OK)
+    else:
+        session.finish(Status.FAILED, exit_code=error.exit_code, error=error.message)
+    return error
+
+
+def execute(plan: BuildPlan, *, out_root: Path, tree: TreeInfo, pin: PinInfo | None, reporter: Reporter,
+            argv: Sequence[str] = (), keep_container: bool = False, rebuild_image: bool = False, client=None,
+            explain: Explain | None = None) -> BuildOutcome:
     """Run the build and write its bundle; failures come back in the outcome, not raised.
 
     `explain(log)` -> (hints, text) scans a failed build's log for known failure signatures
     (the command passes doctor's; the builder does not depend on it)."""
-    from xlatools.bundle import Bundle, host_info, utc_now
+    from xlatools.bundle import bundle_session
+    from xlatools.records import host_info
+    from xlatools.redact import redact_argv
 
-    bundle = Bundle.create(out_root, plan.profile, kind="build")
-    manifest: dict[str, Any] = {
-        "status": "running", "profile": plan.profile, "mode": plan.mode, "started": utc_now(),
-        "plan": plan.to_dict(), "pin": pin, "tree": tree_info, "host": host_info(), "log": LOG_NAME,
-    }
-    bundle.write_manifest(manifest)
-    sink = LogSink(bundle.path / LOG_NAME, echo)
-    durations: dict[str, float] = {}
-    t0 = time.monotonic()
-    status, exit_code, error = "failed", None, None
+    record = BuildManifest(profile=plan.profile, mode=plan.mode, plan=plan, pin=pin, tree=tree, host=host_info(),
+                           log=LOG_NAME, argv=list(argv),
+                           command="xlatools " + " ".join(redact_argv(list(argv))) if argv else None)
+    options = _Options(keep_container, rebuild_image, client, explain)
+    session = None
     try:
-        with sigterm_as_interrupt():
-            _make_host_dirs(plan)
-            exit_code = _run_command(plan, client, sink, keep_container, rebuild_image, manifest, durations)
-            if exit_code == 0:
-                manifest["wheels"] = _collect_wheels(Path(plan.stage_dir), bundle.path, Path(plan.dist_dir))
-            error = _judge(plan, exit_code, manifest.get("wheels", []), bundle.path / LOG_NAME, sink.tail)
-            status = "ok" if error is None else "failed"
-            if exit_code != 0 and explain is not None:
-                manifest["hints"], explained = explain(bundle.path / LOG_NAME)  # known failure signatures
-                if explained:
-                    error.hint = f"{error.hint}\n{explained}"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        if plan.mode == "container":
-            cleanup = f"container {plan.container_name} kept" if keep_container else "container removed"
-        else:
-            cleanup = "build process tree stopped"
-        error = Interrupted(f"build interrupted; {cleanup}; record in {bundle.path}")
+        with bundle_session(out_root, record, name=plan.profile) as session:
+            error = _build(session, plan, options, reporter)
     except XlaToolsError as exc:
+        if session is None:
+            raise  # no bundle was made (a bad --out): nothing to report but the error
         error = exc
-        manifest["error"] = exc.message
-    finally:
-        sink.close()
-        shutil.rmtree(plan.stage_dir, ignore_errors=True)
-        durations["total_s"] = round(time.monotonic() - t0, 3)
-        if keep_container and plan.container_name:
-            manifest["kept_container"] = plan.container_name
-        xlatools_exit = 0 if error is None else error.exit_code
-        manifest.update(status=status, exit_code=xlatools_exit, returncode=exit_code, finished=utc_now(), durations=durations,
-                        log_tail=list(sink.tail) if status != "ok" else [])
-        manifest.setdefault("wheels", [])
-        manifest.setdefault("hints", [])
-        manifest["files"] = bundle.file_index()
-        bundle.write_manifest(manifest)
-    manifest["bundle"] = str(bundle.path)
-    return BuildOutcome(manifest, error)
+    return BuildOutcome(session.record, error)

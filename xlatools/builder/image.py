@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.records.build import ImageSpec
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "containers"
 SHIPPED = ("cpu", "cuda")
@@ -21,26 +20,6 @@ CA_CONTEXT_NAME = "xlatools-ca.crt"
 # Put into every build context beside the Dockerfile (the shipped ones run it).
 CONTEXT_SCRIPT = SHIPPED_DIR / "install-build-deps.sh"
 IMAGE_REPOSITORY = "xlatools-build"
-
-
-@dataclass(frozen=True)
-class ImageSpec:
-    ref: str  # what the container runs: a derived tag, or the profile's ready image
-    prebuilt: bool  # True: the profile named a ready image; xlatools never builds it
-    dockerfile: str | None = None
-    build_args: dict[str, str] = field(default_factory=dict)
-    ca_bundle: str | None = None  # host path, baked in as xlatools-ca.crt
-    content_hash: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref,
-            "prebuilt": self.prebuilt,
-            "dockerfile": self.dockerfile,
-            "build_args": dict(self.build_args),
-            "ca_bundle": self.ca_bundle,
-            "content_hash": self.content_hash,
-        }
 
 
 def dockerfile_path(choice: str | None, backend: str, origin_file: str | None) -> Path:

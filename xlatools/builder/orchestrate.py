@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
-from xlatools import console
-from xlatools.builder.execute import BuildOutcome
-from xlatools.builder.plan import BuildPlan
+from xlatools.builder.execute import BuildOutcome, Explain
 from xlatools.pin.lock import Lock
+from xlatools.records.build import BuildPlan, TreeInfo
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BuildRequest:
     """What the user asked for (the command line)."""
 
@@ -33,16 +36,14 @@ class PreparedBuild:
     request: BuildRequest
 
 
-@dataclass(frozen=True)
-class TreePreview:
+@dataclass(kw_only=True)
+class TreePreview(TreeInfo):
     """What a build would change in the source tree (`--dry-run`)."""
 
-    bazelrc_action: str
-    pin_changed: tuple[str, ...]
-    pin_diff: str
+    pin_diff: str = ""
 
 
-def prepare_build(request: BuildRequest) -> PreparedBuild:
+def prepare_build(request: BuildRequest, reporter: Reporter) -> PreparedBuild:
     """Profile, lock and machine -> a checked plan. Writes nothing."""
     import os
     import secrets
@@ -70,9 +71,9 @@ def prepare_build(request: BuildRequest) -> PreparedBuild:
     plan = plan_build(resolved, options)
     check_source(plan, uses_buildpy=resolved.profile.build.command is None)
     for note in plan.notes:
-        console.warn(note)
+        reporter.warn(note)
     if request.lock is None and (Path.cwd() / "xlatools.lock").is_file():
-        console.warn("./xlatools.lock exists but is not used; pass --lock xlatools.lock to build with its pin")
+        reporter.warn("./xlatools.lock exists but is not used; pass --lock xlatools.lock to build with its pin")
     return PreparedBuild(plan, lock, request)
 
 
@@ -83,10 +84,11 @@ def preview_tree(prepared: PreparedBuild) -> TreePreview:
     plan = prepared.plan
     block = write_tree_block(Path(plan.source), plan.config_name, plan.bazelrc, dry_run=True)
     pin_changed, pin_diff = apply_pin(prepared.lock, Path(plan.source), dry_run=True) if prepared.lock else ((), "")
-    return TreePreview(block.action, pin_changed, pin_diff)
+    return TreePreview(bazelrc=block.action, pin_changed=list(pin_changed), pin_diff=pin_diff)
 
 
-def run_build(prepared: PreparedBuild, explain=None) -> BuildOutcome:
+def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | None = None,
+              argv: Sequence[str] = ()) -> BuildOutcome:
     """Connect to the engine, pin the tree, write its bazel config, run the build into a bundle.
 
     Failures of the build itself come back in the outcome (with the manifest); bad input
@@ -104,17 +106,19 @@ def run_build(prepared: PreparedBuild, explain=None) -> BuildOutcome:
     pin_changed: tuple[str, ...] = ()
     if prepared.lock is not None:  # first: a tree that cannot be pinned is refused before anything else changes
         pin_changed, _ = apply_pin(prepared.lock, Path(plan.source), dry_run=False)
-        console.step(f"pin from {request.lock}: {', '.join(pin_changed) or 'tree already agrees with the lock'}")
+        reporter.step(f"pin from {request.lock}: {', '.join(pin_changed) or 'tree already agrees with the lock'}")
     block = write_tree_block(Path(plan.source), plan.config_name, plan.bazelrc, dry_run=False)
-    console.step(f"{block.path}: config '{plan.config_name}' {block.action}")
+    reporter.step(f"{block.path}: config '{plan.config_name}' {block.action}")
     if not block.imported:
-        console.warn(not_imported_warning(Path(plan.source), plan.config_name))
-    console.step("$ " + " ".join(plan.argv))
+        reporter.warn(not_imported_warning(Path(plan.source), plan.config_name))
+    reporter.step("$ " + " ".join(plan.argv))
     return execute(
         plan,
         out_root=request.out_root,
-        tree_info={"bazelrc": block.action, "pin_changed": list(pin_changed)},
+        tree=TreeInfo(bazelrc=block.action, pin_changed=list(pin_changed)),
         pin=lock_summary(prepared.lock, request.lock),
+        reporter=reporter,
+        argv=argv,
         keep_container=request.keep_container,
         rebuild_image=request.rebuild_image,
         client=client,

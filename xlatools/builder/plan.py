@@ -7,13 +7,15 @@ The plan is what `--dry-run` prints and exactly what `execute` consumes.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 from xlatools.builder.command import CommandInputs, buildpy_argv, expand_template
-from xlatools.builder.image import ImageSpec, image_spec
+from xlatools.builder.image import image_spec
 from xlatools.errors import UsageError
+from xlatools.records.build import BuildPlan, Mount
+
+__all__ = ["BuildOptions", "BuildPlan", "Mount", "check_source", "plan_build", "profile_for_tree"]
 
 # Where things live inside the build container. Fixed, so that bazel's output
 # base (keyed by the workspace path) is reused from one build to the next.
@@ -24,8 +26,6 @@ C_HOME = "/xlatools/home"
 C_XLA = "/xlatools/xla"
 C_CA_BUNDLE = "/xlatools/ca-bundle.crt"
 
-BuildMode = Literal["container", "local"]
-
 LABEL_MANAGED = "org.xlatools.managed"
 LABEL_RUN_ID = "org.xlatools.run-id"
 LABEL_PROFILE = "org.xlatools.profile"
@@ -33,17 +33,6 @@ LABEL_PROFILE = "org.xlatools.profile"
 # Every client that reads a CA bundle from the environment: pip, requests,
 # curl, git, OpenSSL-based tools, node.
 CA_ENV_NAMES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS")
-
-
-@dataclass(frozen=True)
-class Mount:
-    source: str  # host path
-    target: str  # path inside the container
-    read_only: bool
-    purpose: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -62,38 +51,6 @@ class BuildOptions:
     jobs: int | None = None
     local_xla: Path | None = None  # from the lock or the profile's source.xla.local_path
     config_name: str = "xlatools"
-
-
-@dataclass(frozen=True)
-class BuildPlan:
-    profile: str
-    chain: tuple[str, ...]
-    mode: BuildMode
-    source: str
-    stage_dir: str  # host dir the build writes wheels into (mounted at C_OUTPUT)
-    dist_dir: str
-    bazel_cache: str  # host path of the bazel disk cache
-    image: ImageSpec | None
-    container_name: str | None
-    labels: dict[str, str]
-    network: str | None
-    mounts: tuple[Mount, ...]
-    env: dict[str, str]
-    user: str
-    workdir: str
-    argv: tuple[str, ...]
-    config_name: str
-    bazelrc: str  # the managed block written into <source>/.bazelrc.user
-    wheels: tuple[str, ...]
-    remote_cache: str | None = None
-    local_xla: str | None = None  # host path of a local XLA checkout
-    notes: tuple[str, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["image"] = self.image.to_dict() if self.image else None
-        data["mounts"] = [m.to_dict() for m in self.mounts]
-        return data
 
 
 def _host_path(value: str, origin_file: str | None) -> Path:
@@ -200,15 +157,15 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
                          env=env, workdir=str(host.source), **common)
 
     mounts = [
-        Mount(str(host.source), C_SOURCE, False, "source tree"),
-        Mount(str(host.stage), C_OUTPUT, False, "wheels written by this build"),
-        Mount(str(host.bazel_cache), C_BAZEL_CACHE, False, "bazel disk cache (persistent)"),
-        Mount(str(host.home), C_HOME, False, "HOME: bazel output base and downloads (persistent per profile)"),
+        _mount(host.source, C_SOURCE, False, "source tree"),
+        _mount(host.stage, C_OUTPUT, False, "wheels written by this build"),
+        _mount(host.bazel_cache, C_BAZEL_CACHE, False, "bazel disk cache (persistent)"),
+        _mount(host.home, C_HOME, False, "HOME: bazel output base and downloads (persistent per profile)"),
     ]
     if host.local_xla:
-        mounts.append(Mount(str(host.local_xla), C_XLA, True, "local XLA checkout (--local_xla_path)"))
+        mounts.append(_mount(host.local_xla, C_XLA, True, "local XLA checkout (--local_xla_path)"))
     if host.ca_bundle:
-        mounts.append(Mount(str(host.ca_bundle), C_CA_BUNDLE, True, "CA bundle for pip, git and bazel"))
+        mounts.append(_mount(host.ca_bundle, C_CA_BUNDLE, True, "CA bundle for pip, git and bazel"))
     # A user with no passwd entry in the image: bazel and getpass need USER.
     env.update({"HOME": C_HOME, "USER": options.user_name, "LOGNAME": options.user_name})
     env.update(container.env)
@@ -223,6 +180,10 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
         labels={LABEL_MANAGED: "1", LABEL_RUN_ID: options.run_id, LABEL_PROFILE: profile.name},
         network=container.network, mounts=tuple(mounts), env=env, workdir=C_SOURCE, notes=tuple(notes), **common,
     )
+
+
+def _mount(host: Path, target: str, read_only: bool, purpose: str) -> Mount:
+    return Mount(source=str(host), target=target, read_only=read_only, purpose=purpose)
 
 
 def check_source(plan: BuildPlan, uses_buildpy: bool) -> None:

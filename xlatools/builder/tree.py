@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from xlatools.errors import Problem, UsageError
 from xlatools.pin.lock import Lock
+from xlatools.records.build import PinInfo
 
 
 def load_lock_file(path: Path) -> Lock:
@@ -26,11 +26,11 @@ def lock_local_xla(lock: Lock) -> Path | None:
     return Path(entry.local_path).expanduser() if entry is not None and entry.local_path else None
 
 
-def lock_summary(lock: Lock | None, path: Path | None) -> dict[str, Any] | None:
+def lock_summary(lock: Lock | None, path: Path | None) -> PinInfo | None:
     """What the manifest records about the pin."""
     if lock is None:
         return None
-    return {"lock_file": str(path) if path else None, "lock": lock.to_json()}
+    return PinInfo(lock_file=str(path) if path else None, lock=lock.to_json())
 
 
 def apply_pin(lock: Lock, source: Path, dry_run: bool) -> tuple[tuple[str, ...], str]:

@@ -7,17 +7,21 @@ from typing import Optional
 
 import typer
 
+from xlatools.commands.options import DryRunOption, ProfileOption
+
 
 def bazelrc(
-    profile: str = typer.Option(..., "--profile", "-p", help="Profile name or path to a YAML file."),
+    profile: ProfileOption,
     config_name: str = typer.Option("xlatools", "--config-name", help="Name of the bazel config (build:NAME lines)."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the config to this file (replaced whole)."),
     source: Optional[Path] = typer.Option(
         None, "--source", help="A JAX source tree: update the managed block in its .bazelrc.user, keeping the rest."
     ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="With --source: show the change, write nothing."),
+    dry_run: DryRunOption = False,
 ) -> None:
-    """Render a profile's bazel settings as one named bazel config."""
+    """Render a profile's bazel settings as one named bazel config.
+
+    With --source, --dry-run shows the change to .bazelrc.user and writes nothing."""
     from xlatools import console
     from xlatools.bazelrc import render
     from xlatools.debuginfo import check_debug_info

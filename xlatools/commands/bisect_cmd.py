@@ -7,6 +7,9 @@ from typing import List, Optional
 
 import typer
 
+from xlatools.commands.options import (DryRunOption, JsonOption, PlatformOption, ProfileOption, PythonOption, QuietOption,
+                                       TimeoutOption, XlaFlagOption)
+
 app = typer.Typer(help="Find the first bad jax release, XLA/JAX commit or HLO pass (resumable; see docs/bisect.md).",
                   no_args_is_help=True)
 
@@ -23,15 +26,11 @@ METRIC = typer.Option(None, "--metric", help="Read NAME from the JSON the progra
 THRESHOLD = typer.Option(None, "--threshold", help="With --metric: bad when the value is above it (below with --higher-is-better).")
 HIGHER = typer.Option(False, "--higher-is-better", help="With --metric: lower values are the regression.")
 PRESET = typer.Option([], "--preset", help="A run preset for every step (repeatable).")
-XLA_FLAG = typer.Option([], "--xla-flag", help="An XLA flag for every step (repeatable).")
 ENV = typer.Option([], "--env", help="K=V for the program (repeatable).")
-TIMEOUT = typer.Option(None, "--timeout", help="Stop a step's program after this many seconds (it then counts as bad, exit 124).")
-PLATFORM = typer.Option(None, "--platform", help="auto, cpu or gpu.")
+# Not the bundles' --out: a bisection's folder under it is found again when the same command runs again.
 OUT = typer.Option(Path("artifacts/bisect"), "--out", help="Root of bisect folders (one per bisection, found again on re-run).")
 CONFIRM = typer.Option(0, "--confirm", min=0, help="Re-run the two boundary steps N more times; disagreement is reported.")
 FRESH = typer.Option(False, "--fresh", help="Start over: move the recorded bisection aside (kept as <folder>.<time>).")
-AS_JSON = typer.Option(False, "--json", help="The state and summary as JSON on stdout.")
-DRY_RUN = typer.Option(False, "--dry-run", help="List the candidates and the test; install, build and run nothing.")
 
 
 # (name, annotation, default) of the test options, appended to each command's own parameters.
@@ -40,31 +39,37 @@ _TEST_OPTIONS = [
     ("replay", Optional[Path], REPLAY), ("bad_exit", List[int], BAD_EXIT), ("skip_exit", List[int], SKIP_EXIT),
     ("match", Optional[str], MATCH), ("match_in", str, MATCH_IN), ("metric", Optional[str], METRIC),
     ("threshold", Optional[float], THRESHOLD), ("higher_is_better", bool, HIGHER), ("preset", List[str], PRESET),
-    ("xla_flag", List[str], XLA_FLAG), ("env", List[str], ENV), ("timeout", Optional[float], TIMEOUT),
-    ("platform", Optional[str], PLATFORM),
+    ("xla_flag", XlaFlagOption, []), ("env", List[str], ENV), ("timeout", TimeoutOption, None),
+    ("platform", PlatformOption, None), ("quiet", QuietOption, None),
 ]
 
 
 def with_test_options(command):
-    """Give `command(test=TestOptions, ...)` the shared test options as CLI parameters (typer reads the
-    signature), so the three commands declare them once."""
+    """Give `command(test=TestOptions, reporter=Reporter, ...)` the shared test options (and --quiet) as CLI
+    parameters (typer reads the signature), so the three commands declare them once."""
     import functools
     import inspect
+    import typing
 
-    own = [p for p in inspect.signature(command).parameters.values() if p.name != "test"]
+    hints = typing.get_type_hints(command, include_extras=True)  # the shared options are Annotated types
+    own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(command).parameters.values()
+           if p.name not in ("test", "reporter")]
     shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
               for name, kind, default in _TEST_OPTIONS]
 
     @functools.wraps(command)
     def wrapper(**values):
         from xlatools.bisect.checks import Rule, TestOptions
+        from xlatools.console import Reporter
 
         v = {name: values.pop(name) for name, _, _ in _TEST_OPTIONS}
-        rule = Rule(tuple(v["bad_exit"]), tuple(v["skip_exit"]), v["match"], v["match_in"], v["metric"],
-                    v["threshold"], v["higher_is_better"])
-        test = TestOptions(v["program"], tuple(v["args"] or ()), v["module"], v["replay"], rule, tuple(v["preset"]),
-                           tuple(v["xla_flag"]), tuple(v["env"]), v["platform"], v["timeout"], Path.cwd())
-        return command(test=test, **values)
+        rule = Rule(bad_exit=tuple(v["bad_exit"]), skip_exit=tuple(v["skip_exit"]), match=v["match"],
+                    match_in=v["match_in"], metric=v["metric"], threshold=v["threshold"],
+                    higher_is_better=v["higher_is_better"])
+        test = TestOptions(program=v["program"], args=tuple(v["args"] or ()), module=v["module"], replay=v["replay"],
+                           rule=rule, presets=tuple(v["preset"]), xla_flags=tuple(v["xla_flag"]), env=tuple(v["env"]),
+                           platform=v["platform"], timeout=v["timeout"], cwd=Path.cwd())
+        return command(test=test, reporter=Reporter(quiet=bool(v["quiet"])), **values)
 
     wrapper.__signature__ = inspect.Signature([*(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *shared])
     wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: k for n, k, _ in _TEST_OPTIONS}}
@@ -78,85 +83,100 @@ def releases(
     bad: str = typer.Option(..., "--bad", help="A later jax release where it fails."),
     python_version: str = typer.Option("3.11", "--python-version", help="Python of the step environments."),
     nightly: bool = typer.Option(False, "--nightly", help="Also nightly (pre-release) builds the index lists."),
-    test=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
-    as_json: bool = AS_JSON, dry_run: bool = DRY_RUN,
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Test K candidates at once (K-ary search; installs in parallel; the same answer, any K continues a bisection)."),
+    test=None, reporter=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    as_json: JsonOption = False, dry_run: DryRunOption = False,
 ) -> None:
-    """Bisect jax releases: each candidate is installed (jax==X jaxlib==X) in a cached environment."""
+    """Bisect jax releases: each candidate is installed (jax==X jaxlib==X) in a cached environment.
+
+    --json: the state and summary (with --dry-run: the candidates and the test)."""
     from xlatools.bisect.api import ReleaseRequest, bisect_releases, plan_releases
 
-    request = ReleaseRequest(good, bad, test, python_version, nightly, out, confirm, fresh)
+    request = ReleaseRequest(good=good, bad=bad, test=test, python_version=python_version, nightly=nightly, out=out,
+                             confirm=confirm, fresh=fresh, jobs=jobs)
     if dry_run:
-        return _print_plan(plan_releases(request), as_json)
-    _finish(bisect_releases(request), as_json)
+        return _print_plan(plan_releases(request, reporter), as_json)
+    _finish(bisect_releases(request, reporter), as_json)
 
 
-def _print_plan(plan: dict, as_json: bool) -> None:
+def _print_plan(plan, as_json: bool) -> None:
     import json
 
+    from xlatools.records import to_json
+
     if as_json:
-        typer.echo(json.dumps(plan, indent=2))
+        typer.echo(json.dumps(to_json(plan), indent=2))
         return
-    for row in plan["candidates"]:
-        extra = f"  {' '.join(row['requirements'])}{'  (cached)' if row.get('cached') else ''}" if "requirements" in row else ""
-        typer.echo(f"{row['label']}{extra}")
-    for version in plan.get("excluded", []):
+    for row in plan.candidates:
+        extra = f"  {' '.join(row.requirements)}{'  (cached)' if row.cached else ''}" if row.requirements is not None else ""
+        typer.echo(f"{row.label}{extra}")
+    for version in plan.excluded:
         typer.echo(f"(jax {version}: no jaxlib of that version for this Python; not a candidate)")
-    typer.echo(f"{len(plan['candidates'])} candidates; at most {plan['ideal_steps']} steps without skips; "
-               f"test: {plan['test'].get('program') or plan['test'].get('pack')}")
+    test = getattr(plan.test, "program", None) or getattr(plan.test, "pack", None)
+    typer.echo(f"{len(plan.candidates)} candidates; at most {plan.ideal_steps} steps without skips; test: {test}")
 
 
 def _finish(state, as_json: bool) -> None:
     import json
 
     from xlatools.bisect.driver import render, summary
-
     from xlatools.console import append_job_summary
+    from xlatools.errors import EXIT_FAILED, EXIT_OK
+    from xlatools.records import to_json
 
     text = render(state)
     append_job_summary(f"### xlatools bisect\n\n```\n{text.rstrip()}\n```\n")
     if as_json:
-        typer.echo(json.dumps({**state.to_json(), "folder": str(state.folder), "summary": summary(state)}, indent=2))
+        typer.echo(json.dumps({**to_json(state), "folder": str(state.folder), "summary": to_json(summary(state))},
+                              indent=2))
     else:
         typer.echo(text)
-    raise typer.Exit(1 if (state.result or {}).get("flaky") else 0)
+    # An answer whose boundary steps disagreed under --confirm is not one to act on.
+    raise typer.Exit(EXIT_FAILED if state.result is not None and state.result.flaky else EXIT_OK)
 
 
 @app.command("passes")
 @with_test_options
 def passes(
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the program (default: this one)."),
+    python: PythonOption = None,
     module_filter: Optional[str] = typer.Option(None, "--module", help="Take candidate passes from this HLO module only (name or id)."),
-    test=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
-    as_json: bool = AS_JSON,
+    test=None, reporter=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    as_json: JsonOption = False,
 ) -> None:
-    """Find the smallest set of HLO passes whose disabling (--xla_disable_hlo_passes) turns the test good."""
+    """Find the smallest set of HLO passes whose disabling (--xla_disable_hlo_passes) turns the test good.
+
+    --json: the state and summary."""
     from xlatools.bisect.api import PassRequest, bisect_passes
 
-    _finish(bisect_passes(PassRequest(test, python, module_filter, out, confirm, fresh)), as_json)
+    request = PassRequest(test=test, python=python, module=module_filter, out=out, confirm=confirm, fresh=fresh)
+    _finish(bisect_passes(request, reporter), as_json)
 
 
 @app.command("commits")
 @with_test_options
 def commits(
+    profile: ProfileOption,  # required: the build profile of every step
     xla: Optional[str] = typer.Option(None, "--xla", help="GOOD..BAD XLA commits (from --xla-repo), built into jaxlib via a local pin."),
     jax: Optional[str] = typer.Option(None, "--jax", help="GOOD..BAD JAX commits (from --source itself)."),
     xla_repo: Optional[Path] = typer.Option(None, "--xla-repo", help="The local XLA git checkout that holds the --xla commits."),
     source: Path = typer.Option(Path("."), "--source", help="The JAX source tree to build."),
-    profile: str = typer.Option(..., "--profile", "-p", help="Build profile (name or YAML file)."),
     local: bool = typer.Option(False, "--local", help="Build with bazel on this host instead of a container."),
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the test with the built jaxlib first on its path."),
+    python: PythonOption = None,
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs."),
-    test=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
-    as_json: bool = AS_JSON, dry_run: bool = DRY_RUN,
+    test=None, reporter=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
+    as_json: JsonOption = False, dry_run: DryRunOption = False,
 ) -> None:
-    """Bisect XLA (--xla) or JAX (--jax) commits: each step pins, builds jaxlib and runs the test; build failures are skips."""
+    """Bisect XLA (--xla) or JAX (--jax) commits: each step pins, builds jaxlib and runs the test; build failures are skips.
+
+    --profile builds each step; --python runs the test with the built jaxlib first on its path.
+    --json: the state and summary (with --dry-run: the candidates and the test)."""
     from xlatools.bisect.api import CommitRequest, bisect_commits, plan_commits
     from xlatools.errors import UsageError
 
     if (xla is None) == (jax is None):
         raise UsageError("give exactly one of --xla GOOD..BAD or --jax GOOD..BAD")
-    request = CommitRequest(xla or jax, "xla" if xla else "jax", source, profile, test, xla_repo, local, python, jobs,
-                            out, confirm, fresh)
+    request = CommitRequest(commits=xla or jax, which="xla" if xla else "jax", source=source, profile=profile, test=test,
+                            repo=xla_repo, local=local, python=python, jobs=jobs, out=out, confirm=confirm, fresh=fresh)
     if dry_run:
-        return _print_plan(plan_commits(request), as_json)
-    _finish(bisect_commits(request), as_json)
+        return _print_plan(plan_commits(request, reporter), as_json)
+    _finish(bisect_commits(request, reporter), as_json)

@@ -7,52 +7,58 @@ from typing import Optional
 
 import typer
 
+from xlatools.commands.options import DryRunOption, JsonOption, OutOption, ProfileOption, QuietOption, invocation
+
 
 def build(
-    profile: str = typer.Option(..., "--profile", "-p", help="Profile name or path to a YAML file."),
+    profile: ProfileOption,
     source: Path = typer.Option(Path("."), "--source", help="The JAX source tree to build (default: the current directory)."),
     lock: Optional[Path] = typer.Option(None, "--lock", help="Lock file whose XLA pin is applied (and verified) before the build."),
     local: bool = typer.Option(False, "--local", help="Run the same plan on this host, without Docker."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan; change nothing, start nothing."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable plan (with --dry-run) or result."),
-    out: Path = typer.Option(Path("artifacts/builds"), "--out", help="Where build bundles (manifest, build.log, wheels) go."),
+    dry_run: DryRunOption = False,
+    as_json: JsonOption = False,
+    out: OutOption = Path("artifacts/builds"),
     keep_container: bool = typer.Option(False, "--keep-container", help="Leave the build container for inspection."),
     rebuild_image: bool = typer.Option(False, "--rebuild-image", help="Build the image again, without the layer cache, even if its content tag exists."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs (overrides the profile's bazel.jobs)."),
+    quiet: QuietOption = None,
 ) -> None:
     """Build jaxlib wheels for a profile: in a Docker container by default.
 
     Before the build command runs, the profile's bazel config is written into
     the tree's .bazelrc.user (managed block) and the lock's XLA pin is applied.
+    With --json, the plan (with --dry-run) or the build manifest goes to stdout.
     """
     import json
 
-    from xlatools import console
     from xlatools.builder.orchestrate import BuildRequest, prepare_build, preview_tree, run_build
+    from xlatools.console import Reporter
+    from xlatools.records import to_json
 
+    reporter = Reporter(quiet=bool(quiet))
     prepared = prepare_build(BuildRequest(profile=profile, source=source, out_root=out, lock=lock, local=local, jobs=jobs,
-                                          keep_container=keep_container, rebuild_image=rebuild_image))
+                                          keep_container=keep_container, rebuild_image=rebuild_image), reporter)
     if dry_run:
         preview = preview_tree(prepared)
         if as_json:
-            data = prepared.plan.to_dict()
-            data["tree"] = {"bazelrc": preview.bazelrc_action, "pin_changed": list(preview.pin_changed),
-                            "pin_diff": preview.pin_diff}
-            typer.echo(json.dumps(data, indent=2))
+            typer.echo(json.dumps({**to_json(prepared.plan), "tree": to_json(preview)}, indent=2))
         else:
-            _print_plan(prepared.plan, preview.bazelrc_action, preview.pin_changed)
+            _print_plan(prepared.plan, preview.bazelrc, preview.pin_changed)
         return
     from xlatools.doctor.signatures import explain_failure
 
-    outcome = run_build(prepared, explain=explain_failure)  # a failed build's log is scanned for known causes
+    # A failed build's log is scanned for known causes.
+    outcome = run_build(prepared, reporter, explain=explain_failure, argv=invocation().argv)
     if as_json:  # the manifest also when the build failed: CI reads it either way
-        typer.echo(json.dumps(outcome.manifest, indent=2))
+        typer.echo(json.dumps(to_json(outcome.manifest), indent=2))
+        if outcome.error is not None:
+            outcome.error.reported_json = True  # the manifest says what failed; stdout stays one document
     manifest = outcome.raise_for_status()
     if as_json:
         return
-    for wheel in manifest["wheels"]:
-        console.info(f"  {wheel['dist_path']}  sha256 {wheel['sha256'][:16]}...  {wheel['size']} bytes")
-    console.info(f"build ok in {manifest['durations']['total_s']:.1f} s; record: {manifest['bundle']}")
+    for wheel in manifest.wheels:
+        reporter.info(f"  {wheel.dist_path}  sha256 {wheel.sha256[:16]}...  {wheel.size} bytes")
+    reporter.result(f"build ok in {manifest.durations['total_s']:.1f} s; record: {manifest.bundle}")
 
 
 def _print_plan(plan, bazelrc_action: str, pin_changed) -> None:

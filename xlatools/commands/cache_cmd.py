@@ -6,12 +6,14 @@ from typing import List
 
 import typer
 
+from xlatools.commands.options import DryRunOption, JsonOption
+
 app = typer.Typer(help="Show and free cached environments (one per jax release used by `bisect releases`).",
                   no_args_is_help=True)
 
 
 @app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable list.")) -> None:
+def list_(as_json: JsonOption = False) -> None:
     """List the cached environments with their size and last use."""
     import json
     from dataclasses import asdict
@@ -32,10 +34,12 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Machine-readable l
 def prune(
     names: List[str] = typer.Argument(None, help="Environments to remove (names from `xlatools cache list`)."),
     all_: bool = typer.Option(False, "--all", help="Remove every cached environment."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Say what would be removed."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable list of what was removed."),
+    dry_run: DryRunOption = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Remove cached environments: the named ones, --all, or (with no names) the unfinished ones."""
+    """Remove cached environments: the named ones, --all, or (with no names) the unfinished ones.
+
+    --dry-run says what would be removed; --json lists what was (or would be) removed."""
     import json
     from dataclasses import asdict
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import typer
 
+from xlatools.commands.options import DryRunOption, JsonOption
+
 
 def clean(
     images: bool = typer.Option(False, "--images", help="Also remove the images xlatools built (rebuilt on the next build)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed; remove nothing."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable list of what was (or would be) removed."),
+    dry_run: DryRunOption = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Remove xlatools build containers left behind (--keep-container, a killed client)."""
+    """Remove xlatools build containers left behind (--keep-container, a killed client).
+
+    --dry-run lists what would be removed; --json lists what was (or would be) removed."""
     import json
 
     from xlatools import console
@@ -24,7 +28,7 @@ def clean(
              for i in found_images]
     if not dry_run:
         for container in containers:  # containers first: an image in use cannot go
-            remove_container(container)
+            remove_container(container, console.COMMAND)
         for image in found_images:
             remove_image(client, image)
     if as_json:

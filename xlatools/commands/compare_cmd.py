@@ -7,14 +7,17 @@ from typing import List, Optional
 
 import typer
 
+from xlatools.commands.options import JsonOption, ProcessOption
+
 
 def diff(
     a: Path = typer.Argument(..., help="Bundle A (run, replay or bisect step; or artifacts/latest), or an XLA dump folder."),
     b: Path = typer.Argument(..., help="Bundle B, or an XLA dump folder."),
     module: List[str] = typer.Option([], "--module", "-m", help="Only these modules (name or id; repeatable); shows their aligned passes and diffs."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable diff on stdout."),
+    as_json: JsonOption = False,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the HTML report of A and B to this file."),
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs (default: the first 200 lines of each)."),
+    process: ProcessOption = None,
 ) -> None:
     """Compare two runs: run level (versions, flags, env), modules (matched by name + input fingerprint), passes."""
     import json
@@ -23,11 +26,11 @@ def diff(
     from xlatools.compare.diff import diff_bundles
     from xlatools.compare.text import markdown_summary, render_text
 
-    result = diff_bundles(a, b, modules=list(module), full=full)
+    result = diff_bundles(a, b, modules=list(module), full=full, process=process)
     if html is not None:
         from xlatools.compare.report import write_report
 
-        write_report([a, b], html, diff=result)
+        write_report([a, b], html, diff=result, process=process)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
@@ -43,6 +46,7 @@ def report(
     bundles: List[Path] = typer.Argument(..., help="One bundle, or two to include their diff."),
     out: Path = typer.Option(..., "--out", "-o", help="The HTML file to write (self-contained; open it from anywhere)."),
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs in the diff section."),
+    process: ProcessOption = None,
 ) -> None:
     """Write one self-contained HTML report: run summary, modules, pass timelines, logs, and the diff of two bundles."""
     from xlatools import console
@@ -51,5 +55,5 @@ def report(
 
     if len(bundles) > 2:
         raise UsageError(f"report takes one or two bundles, got {len(bundles)}", hint="xlatools report A [B] -o report.html")
-    write_report(list(bundles), out, full=full)
+    write_report(list(bundles), out, full=full, process=process)
     console.info(f"report: {out}")

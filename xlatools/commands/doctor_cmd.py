@@ -8,29 +8,32 @@ from typing import Optional
 
 import typer
 
+from xlatools.commands.options import JsonOption, ProfileOption, PythonOption
+
 
 def doctor(
-    python: Optional[str] = typer.Option(None, "--python", help="Target interpreter to check (default: this one)."),
-    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Also check the build side for this profile."),
+    python: PythonOption = None,
+    profile: ProfileOption = None,
     source: Optional[Path] = typer.Option(None, "--source", help="Also check this JAX source tree (bazel, .bazelrc, lock)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON on stdout (for CI)."),
+    as_json: JsonOption = False,
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
 ) -> int:
     """Check the target interpreter, the environment, native libraries and (with --profile/--source)
     the build side; each check says ok/warn/fail, its evidence and the fix.
 
-    Exit 0 when nothing failed, 1 on a failure (or a warning with --strict), 2 bad input, 3 no usable interpreter."""
+    The target interpreter: --python, default this one. Exit 0 when nothing failed, 1 on a failure (or a warning with --strict), 2 bad input, 3 no usable interpreter."""
     import json
 
     from xlatools.doctor.model import DoctorOptions
     from xlatools.doctor.render import report_lines
     from xlatools.doctor.runner import plan_doctor, run_doctor
+    from xlatools.records.base import to_json
     from xlatools.run.target import resolve_python
 
     options = DoctorOptions(python=python, profile=profile, source=source, strict=strict)
     report = run_doctor(plan_doctor(options, resolve_python(python)))
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        typer.echo(json.dumps(to_json(report.result()), indent=2))
     else:
         typer.echo("\n".join(report_lines(report)))
     return report.exit_code
@@ -38,7 +41,7 @@ def doctor(
 
 def explain(
     log: Path = typer.Argument(..., help="A build log (e.g. a build bundle's build.log), or a bundle directory."),
-    as_json: bool = typer.Option(False, "--json", help="Print the hints as JSON on stdout."),
+    as_json: JsonOption = False,
 ) -> int:
     """Scan a log for known failure signatures and say what each means and how to fix it.
 
@@ -48,13 +51,14 @@ def explain(
     from xlatools.doctor.render import hint_lines
     from xlatools.doctor.signatures import scan_log
     from xlatools.errors import UsageError
+    from xlatools.records.base import to_json
 
     path = log / "build.log" if log.is_dir() else log
     if not path.is_file():
         raise UsageError(f"{log}: no such log file", hint="give a build.log or a build bundle directory")
     hints = scan_log(path)
     if as_json:
-        typer.echo(json.dumps({"log": str(path), "hints": [h.to_json() for h in hints]}, indent=2))
+        typer.echo(json.dumps({"log": str(path), "hints": to_json(hints)}, indent=2))
     else:
         typer.echo("\n".join(hint_lines(hints, str(path))))
     return 1 if hints else 0

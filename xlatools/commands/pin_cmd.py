@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from xlatools.commands.options import DryRunOption, JsonOption, ProfileOption
 
 app = typer.Typer(
     help="Pin XLA (and TensorFlow for old JAX) by commit and verified sha256; apply the pin to a JAX tree.",
@@ -24,43 +25,22 @@ def _lock_path(lock: Optional[Path]) -> Path:
     return lock if lock is not None else Path.cwd() / DEFAULT_LOCK_NAME
 
 
-def _emit_json(payload: dict) -> None:
+def _emit_json(payload) -> None:
     typer.echo(json.dumps(payload, indent=2))
-
-
-@contextlib.contextmanager
-def _json_errors(as_json: bool):
-    """With --json, an error also prints a JSON object on stdout (CI reads stdout); cli.main still
-    reports it on stderr and exits with its code."""
-    from xlatools.errors import XlaToolsError
-
-    try:
-        yield
-    except XlaToolsError as exc:
-        if as_json and not getattr(exc, "reported_json", False):
-            _emit_json({"ok": False, "error": {
-                "type": type(exc).__name__, "exit_code": exc.exit_code, "message": exc.message, "hint": exc.hint,
-                "problems": [problem.render() for problem in exc.problems]}})
-        raise
 
 
 @app.command("resolve")
 def resolve(
-    profile: str = typer.Option(..., "--profile", "-p", help="Profile name or path to a YAML file."),
+    profile: ProfileOption,
     lock: Optional[Path] = typer.Option(None, "--lock", help="Lock file to write (default: xlatools.lock next to the profile)."),
     offline: bool = typer.Option(False, "--offline", help="Use the archive cache only; no network."),
+    # Not the shared --dry-run: resolving downloads the archives (into the cache) to know their digests.
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and download, but do not write the lock."),
     source: Optional[Path] = typer.Option(
         None, "--source", help="JAX tree the lock is for: its URL forms are fetched, its commit recorded."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+    as_json: JsonOption = False,
 ) -> None:
     """Resolve source.xla (and source.jax / source.tensorflow) to commits and verified archives; write the lock."""
-    with _json_errors(as_json):
-        _resolve(profile, lock, offline, dry_run, source, as_json)
-
-
-def _resolve(profile: str, lock: Optional[Path], offline: bool, dry_run: bool, source: Optional[Path],
-             as_json: bool) -> None:
     from xlatools import console
     from xlatools.pin.lock import write_lock
     from xlatools.pin.resolve import resolve_profile
@@ -68,7 +48,7 @@ def _resolve(profile: str, lock: Optional[Path], offline: bool, dry_run: bool, s
 
     resolved = load(profile)
     lock_path = lock if lock is not None else default_lock_for(resolved.path)
-    result = resolve_profile(resolved, lock_path, offline=offline, source_dir=source)
+    result = resolve_profile(resolved, lock_path, console.COMMAND, offline=offline, source_dir=source)
     if result.changed and not dry_run:
         write_lock(result.lock)
     if as_json:
@@ -100,16 +80,13 @@ def default_lock_for(profile_path: Path) -> Path:
 def apply(
     source: Path = typer.Option(..., "--source", help="Root of the JAX source tree to update in place."),
     lock: Optional[Path] = typer.Option(None, "--lock", help=_LOCK_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the unified diff; change nothing."),
+    dry_run: DryRunOption = False,
     force: bool = typer.Option(False, "--force", help="Replace uncommitted hand edits to the pin files."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+    as_json: JsonOption = False,
 ) -> None:
-    """Write the lock's pin into a JAX tree (revision.bzl + MODULE.bazel, workspace.bzl, or WORKSPACE)."""
-    with _json_errors(as_json):
-        _apply(source, lock, dry_run, force, as_json)
+    """Write the lock's pin into a JAX tree (revision.bzl + MODULE.bazel, workspace.bzl, or WORKSPACE).
 
-
-def _apply(source: Path, lock: Optional[Path], dry_run: bool, force: bool, as_json: bool) -> None:
+    --dry-run prints the unified diff."""
     from xlatools import console
     from xlatools.pin.apply import apply_lock
     from xlatools.pin.lock import load_lock
@@ -137,14 +114,9 @@ def verify(
     source: Optional[Path] = typer.Option(None, "--source", help="JAX tree to check against the lock."),
     lock: Optional[Path] = typer.Option(None, "--lock", help=_LOCK_HELP),
     refetch: bool = typer.Option(False, "--refetch", help="Download each archive again (no cache) and check its sha256."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+    as_json: JsonOption = False,
 ) -> None:
     """Check the lock, the tree (--source) and the archives (--refetch) agree. Exit 1 on any disagreement."""
-    with _json_errors(as_json):
-        _verify(source, lock, refetch, as_json)
-
-
-def _verify(source: Optional[Path], lock: Optional[Path], refetch: bool, as_json: bool) -> None:
     from xlatools import console
     from xlatools.errors import Problem, VerifyFailed
     from xlatools.pin.lock import load_lock
@@ -152,7 +124,7 @@ def _verify(source: Optional[Path], lock: Optional[Path], refetch: bool, as_json
 
     lock_file = load_lock(_lock_path(lock))
     found = verify_tree(lock_file, source) if source is not None else verify_lock(lock_file)
-    found += verify_archives(lock_file, refetch)
+    found += verify_archives(lock_file, refetch, reporter=console.COMMAND)
     if as_json:
         _emit_json({"lock": str(lock_file.path), "source": str(source) if source else None, "refetch": refetch,
                     "ok": not found, "disagreements": found})
@@ -161,7 +133,7 @@ def _verify(source: Optional[Path], lock: Optional[Path], refetch: bool, as_json
                                problems=[Problem(text) for text in found],
                                hint="`xlatools pin apply --source DIR` rewrites the tree's pinned values from the "
                                     "lock; a changed archive needs `xlatools pin resolve` and a look at why")
-        failure.reported_json = as_json  # the JSON result above already says what failed
+        failure.reported_json = as_json  # the JSON result above says what failed; stdout stays one document
         raise failure
     if not as_json:
         checked = ["lock"] + (["tree"] if source else []) + (["archives (refetched)"] if refetch else [])
@@ -172,15 +144,12 @@ def _verify(source: Optional[Path], lock: Optional[Path], refetch: bool, as_json
 def local(
     xla: Path = typer.Option(..., "--xla", help="A local XLA git checkout to build against instead of an archive."),
     lock: Optional[Path] = typer.Option(None, "--lock", help=_LOCK_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Show the entry; do not write the lock."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+    dry_run: DryRunOption = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Record a local XLA checkout (HEAD, dirty state); builds pass it as --local_xla_path."""
-    with _json_errors(as_json):
-        _local(xla, lock, dry_run, as_json)
+    """Record a local XLA checkout (HEAD, dirty state); builds pass it as --local_xla_path.
 
-
-def _local(xla: Path, lock: Optional[Path], dry_run: bool, as_json: bool) -> None:
+    --dry-run shows the entry without writing the lock."""
     from xlatools import console
     from xlatools.pin.lock import Lock, load_lock, write_lock
     from xlatools.pin.resolve import record_local

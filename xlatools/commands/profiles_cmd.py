@@ -8,11 +8,13 @@ from typing import List, Optional
 
 import typer
 
+from xlatools.commands.options import JsonOption
+
 app = typer.Typer(help="List, show, validate and describe build-and-debug profiles.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @app.command("list")
-def list_profiles(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+def list_profiles(as_json: JsonOption = False) -> None:
     """Every profile on the search path: name, description, file."""
     from xlatools import console
     from xlatools.errors import XlaToolsError
@@ -48,10 +50,10 @@ def list_profiles(as_json: bool = typer.Option(False, "--json", help="Machine-re
 @app.command("show")
 def show(
     name: str = typer.Argument(..., help="Profile name or path to a YAML file."),
-    as_json: bool = typer.Option(False, "--json", help="The resolved profile as JSON."),
+    as_json: JsonOption = False,
     explain: bool = typer.Option(False, "--explain", help="Show which file and line set each value."),
 ) -> None:
-    """The resolved profile, after `extends` and merging."""
+    """The resolved profile, after `extends` and merging (--json: as JSON)."""
     from xlatools import console
     from xlatools.profiles import load
     from xlatools.profiles.explain import explain_rows
@@ -114,7 +116,7 @@ def _preset_problems(resolved) -> list[str]:
 @app.command("validate")
 def validate(
     paths: Optional[List[str]] = typer.Argument(None, help="Profile names or files; default: every profile on the search path."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable report."),
+    as_json: JsonOption = False,
 ) -> None:
     """Check profiles: schema, extends, duplicates, and debug-info traps. Exit 2 on any problem."""
     from xlatools import console
@@ -157,9 +159,9 @@ def validate(
             for warning in result["warnings"]:
                 console.warn(f"{result['profile']}: {warning}")
     if failed:
-        if as_json:
-            raise typer.Exit(2)
-        raise ProfileError(f"{len(failed)} of {len(results)} profiles are invalid")
+        error = ProfileError(f"{len(failed)} of {len(results)} profiles are invalid")
+        error.reported_json = as_json  # the report above says which and why; stdout stays one document
+        raise error
 
 
 @app.command("schema")

@@ -7,48 +7,51 @@ from typing import List, Optional
 
 import typer
 
+from xlatools.commands.options import (DryRunOption, ExitCodeOption, JsonOption, OutOption, PlatformOption, ProfileOption,
+                                       PythonOption, QuietOption, TimeoutOption, XlaFlagOption, invocation)
+from xlatools.vocab import ExitCodeMode
+
 
 def run(
     program: Optional[str] = typer.Argument(None, help="A .py file or smoke:NAME (smoke:all, the default, runs every smoke program)."),
     args: Optional[List[str]] = typer.Argument(None, help="Arguments for the program, after --."),
     module: Optional[str] = typer.Option(None, "-m", help="Run a module (python -m MODULE) instead of a file."),
-    profile: Optional[str] = typer.Option(None, "--profile", "-p", help="Profile whose run: section supplies presets, env and flags."),
+    profile: ProfileOption = None,
     dump: bool = typer.Option(False, "--dump", help="Turn on the profile's dump preset (default: hlo)."),
     preset: List[str] = typer.Option([], "--preset", help="A dump, log, jax or frontend preset (repeatable); see `xlatools presets list`."),
-    xla_flag: List[str] = typer.Option([], "--xla-flag", help="An XLA flag, e.g. --xla-flag=--xla_dump_hlo_pass_re=.* (repeatable)."),
+    xla_flag: XlaFlagOption = [],
     vmodule: List[str] = typer.Option([], "--vmodule", help="C++ VLOG level per source file, FILE=N (repeatable)."),
     vlog: Optional[int] = typer.Option(None, "--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL)."),
     env: List[str] = typer.Option([], "--env", help="Set an environment variable for the program, K=V (repeatable)."),
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter that runs the program (default: this one)."),
+    python: PythonOption = None,
     frontend: Optional[str] = typer.Option(None, "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected)."),
-    out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
+    out: OutOption = Path("artifacts"),
     name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: from the program)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Stop the program after this many seconds (exit 124)."),
-    platform: Optional[str] = typer.Option(None, "--platform", help="auto, cpu or gpu (default: the profile's, else auto)."),
+    timeout: TimeoutOption = None,
+    platform: PlatformOption = None,
     archive: bool = typer.Option(False, "--archive", help="Also write <bundle>.tar.gz."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable summary on stdout (the program's stdout goes to stderr)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (env, flags, argv) and run nothing."),
-    quiet: Optional[bool] = typer.Option(None, "--quiet/--no-quiet", help="Program output only into the bundle's logs, "
-                                         "with a heartbeat line (default: quiet when VLOG output is asked for)."),
-    exit_code: str = typer.Option("xlatools", "--exit-code", help="xlatools: any failure of the program exits 1 "
-                                  "(the program's status is in the summary and manifest); program: exit with the "
-                                  "program's own status (128+N for signal N)."),
+    as_json: JsonOption = False,
+    dry_run: DryRunOption = False,
+    quiet: QuietOption = None,
+    exit_code: ExitCodeOption = ExitCodeMode.XLATOOLS,
+    processes: Optional[int] = typer.Option(None, "--processes", help="Run N processes of the program as one jax distributed job on this machine (default 1; smoke:multiprocess 2); see docs/multiprocess.md."),
+    devices_per_process: int = typer.Option(1, "--devices-per-process", help="With --processes: devices of each process (CPU devices, or GPUs by index)."),
 ) -> None:
-    """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle."""
+    """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle.
+
+    Defaults: --python this interpreter; --platform the profile's, else auto; quiet when VLOG output
+    is asked for. With --json the program's stdout goes to stderr."""
     import json
     import os
-    import sys
 
-    from xlatools.errors import UsageError
+    from xlatools.console import Reporter
     from xlatools.run.execute import execute_plan, prepare, profile_run
-    from xlatools.run.plan import PLATFORMS, RunRequest
+    from xlatools.run.plan import RunRequest
     from xlatools.run.program import parse_program, refuse_program_and_module
 
-    if platform is not None and platform not in PLATFORMS:
-        raise UsageError(f"--platform {platform}: expected auto, cpu or gpu")
-    if exit_code not in ("xlatools", "program"):
-        raise UsageError(f"--exit-code {exit_code}: expected xlatools or program")
-    refuse_program_and_module(sys.argv[1:], program, module)
+    argv = invocation().argv
+    refuse_program_and_module(argv, program, module)
+    reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
     profile_info, define_presets = profile_run(profile)
     request = RunRequest(
@@ -56,31 +59,37 @@ def run(
         python=python,
         dump=dump, presets=list(preset), xla_flags=list(xla_flag), vmodule=list(vmodule), vlog=vlog,
         env=list(env), platform=platform, timeout=timeout, name=name, quiet=quiet, frontend=frontend,
+        processes=processes, devices_per_process=devices_per_process,
     )
     caller_env = dict(os.environ)
-    prepared = prepare(request, profile_info, define_presets, caller_env, cwd)
+    prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
     if dry_run:
+        from xlatools.records import to_json
         from xlatools.redact import redact
 
         plan = redact(prepared.plan.to_json())  # secrets hidden, as in manifests
         if as_json:
-            typer.echo(json.dumps({"plan": plan, "target": prepared.target.to_json(), "flag_checks": prepared.flag_checks}, indent=2))
+            typer.echo(json.dumps({"plan": plan, "target": to_json(prepared.target), "flag_checks": prepared.flag_checks}, indent=2))
         else:
             _print_plan(prepared)
         return
-    outcome = execute_plan(prepared, out, sys.argv[1:], caller_env, archive=archive, echo_stdout_to_stderr=as_json,
+    outcome = execute_plan(prepared, out, argv, caller_env, reporter, archive=archive, echo_stdout_to_stderr=as_json,
                            exit_code_mode=exit_code)
-    manifest = outcome.manifest
+    record = outcome.record
     from xlatools.console import append_job_summary
 
-    append_job_summary(f"### xlatools run\n\n- `{(manifest.get('program') or {}).get('label')}`: {manifest['status']} "
-                       f"(exit {manifest['exit_code']}, {manifest['duration_s']} s)\n- bundle: `{manifest['bundle']}`\n")
+    append_job_summary(f"### xlatools run\n\n- `{record.program.label if record.program else '-'}`: {record.status} "
+                       f"(exit {record.exit_code}, {record.duration_s} s)\n- bundle: `{record.bundle}`\n")
     if as_json:
+        from xlatools.records import to_json
+
+        data = to_json(record)
         keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "bundle", "duration_s", "program",
-                "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive")
-        typer.echo(json.dumps({k: manifest.get(k) for k in keep}, indent=2))
+                "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive", "processes",
+                "first_failed", "coordinator")
+        typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
-        _print_outcome(manifest, outcome.table, prepared.plan.quiet)
+        _print_outcome(record, outcome.table, prepared.plan.quiet, reporter)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -114,31 +123,37 @@ def _print_plan(prepared) -> None:
     write(f"bundle:   <out>/<UTC time>-{esc(plan.name)}-<id>/  (dumps: {esc(plan.dump_dir or 'none')})")
     write(f"timeout:  {plan.timeout if plan.timeout else 'none'}")
     write(f"argv:     {esc(shlex.join(plan.argv))}")
+    for process in plan.processes:
+        own = " ".join(f"{k}={v}" for k, v in process.env.items())
+        write(f"process {process.id}: {esc(own)}  (logs {esc(Path(process.stdout).name)}, {esc(Path(process.stderr).name)}"
+              f"{'; dump ' + esc(process.dump_dir) if process.dump_dir else ''})")
     for note in plan.notes:
         write(f"note:     {esc(note)}")
 
 
-def _print_outcome(manifest: dict, table: str, quiet: bool) -> None:
-    from pathlib import Path
+def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
+    from xlatools.run.group_record import failing_log
 
-    from xlatools.run.execute import say
-
-    if quiet and manifest["status"] != "ok":
-        say(f"last lines of {manifest['bundle']}/stderr.log:")
-        say(_tail(Path(manifest["bundle"]) / "stderr.log", 20))
-    for note in manifest.get("notes", []):
+    log = failing_log(record)
+    if (quiet or record.processes) and record.status != "ok":
+        reporter.result(f"last lines of {record.bundle}/{log}:")
+        reporter.result(_tail(Path(record.bundle) / log, 20))
+    for process in record.processes or []:
+        first = "  (failed first)" if process.first_failure else ""
+        reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
+    for note in record.notes:
         if note.startswith("vmodule pattern"):
-            say(f"note: {note}")
-    dump = manifest.get("dump")
-    if dump and dump["modules"]:
-        say(f"\nXLA dump: {len(dump['modules'])} modules, {dump['files']} files, {dump['bytes']} bytes")
-        say(table)
+            reporter.result(f"note: {note}")
+    dump = record.dump
+    if dump and dump.modules:
+        reporter.info(f"\nXLA dump: {len(dump.modules)} modules, {dump.files} files, {dump.bytes} bytes")
+        reporter.info(table)
     elif dump:
-        say("\nXLA dump: no modules were dumped (did the program compile anything?)")
-    program = "" if manifest["status"] == "ok" else f"; program {manifest['program_outcome']}"
-    say(f"{manifest['status']} (exit {manifest['exit_code']}{program}, {manifest['duration_s']} s)  bundle: {manifest['bundle']}")
-    if dump and dump["modules"]:
-        say(f"read it with: xlatools inspect {manifest['bundle']} [--module ID|NAME]")
+        reporter.info("\nXLA dump: no modules were dumped (did the program compile anything?)")
+    program = "" if record.status == "ok" else f"; program {record.program_outcome}"
+    reporter.result(f"{record.status} (exit {record.exit_code}{program}, {record.duration_s} s)  bundle: {record.bundle}")
+    if dump and dump.modules:
+        reporter.info(f"read it with: xlatools inspect {record.bundle} [--module ID|NAME]")
 
 
 def _tail(path, lines: int) -> str:

@@ -40,6 +40,8 @@ def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, ful
 def diff_sides(a: Side, b: Side, modules: list[str] | None = None, full: bool = False,
                limit: int = DEFAULT_LIMIT) -> BundleDiff:
     notes = [f"{s.label}: {s.path} has no XLA dump; run level only" for s in (a, b) if s.index is None]
+    notes += [f"{s.label}: the dump of {s.process} (a multi-process run; --process N or BUNDLE/xla_dump/pN picks "
+              "another)" for s in (a, b) if s.process]
     refs_a, refs_b = module_refs(a.index), module_refs(b.index)
     prints = Fingerprints()
     sides = (a.index, b.index) if a.index and b.index else None
@@ -64,14 +66,15 @@ def _check_wanted(wanted: list[str], pairs, refs) -> None:
 
 
 def diff_bundles(a: Path | str, b: Path | str, modules: list[str] | None = None, full: bool = False,
-                 limit: int = DEFAULT_LIMIT) -> BundleDiff:
+                 limit: int = DEFAULT_LIMIT, process: int | None = None) -> BundleDiff:
     """Compare two run/replay/bisect-step bundles (manifest.json + xla_dump/) or two XLA dump folders.
 
-    `modules`: names or ids to restrict the module-level diff to; `full`: unbounded text diffs."""
-    return diff_sides(open_side(Path(a), "A"), open_side(Path(b), "B"), modules, full, limit)
+    `modules`: names or ids to restrict the module-level diff to; `full`: unbounded text diffs;
+    `process`: of multi-process runs, whose dumps to compare (default 0)."""
+    return diff_sides(open_side(Path(a), "A", process), open_side(Path(b), "B", process), modules, full, limit)
 
 
-def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:
+def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:  # JSON for bisect's state file, as it stores it
     """A finished bisection's last-good vs first-bad: diff.json and report.html under `out_dir`,
     and what to say about them (called by `xlatools bisect` at the end of a search)."""
     from xlatools.compare.report import write_report

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from xlatools.records.base import BundleRecord
 from xlatools.run.dump_stats import MemoryTotals
 
 ChangeKind = Literal["added", "removed", "changed"]
@@ -12,14 +13,16 @@ MatchKind = Literal["name+fingerprint", "fingerprint", "name"]
 # same: the pass in the same place on both sides; renamed: a different pass in its place;
 # moved: the pass runs on both sides, at another place; only_a / only_b: one side only.
 RowKind = Literal["same", "renamed", "moved", "only_a", "only_b"]
+# A compared value: a JSON scalar or list (a manifest field, an XLA flag's value, a profile key's value).
+Leaf = str | int | float | bool | list | None
 
 
 @dataclass(frozen=True)
 class FieldChange:
     key: str
     kind: ChangeKind
-    a: Any = None
-    b: Any = None
+    a: Leaf = None
+    b: Leaf = None
 
 
 @dataclass
@@ -146,7 +149,7 @@ class SideInfo:
     path: str  # what the user gave
     dump_dir: str | None
     kind: str  # run, replay, bisect-step, ... or "dump" for a bare dump folder
-    manifest: dict[str, Any] | None
+    manifest: BundleRecord | None  # not part of the diff's JSON
     totals: dict[str, int] = field(default_factory=dict)
 
 
@@ -172,10 +175,13 @@ class BundleDiff:
             return module, module.passes.divergence
         return None
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for side in ("a", "b"):
-            data[side].pop("manifest", None)
+    def to_json(self) -> dict[str, Any]:  # the JSON of `diff --json` and bisect's diff.json
+        from xlatools.records import to_json
+
+        def plain(value, leave_out: tuple[str, ...] = ()):
+            return {f.name: to_json(getattr(value, f.name)) for f in fields(value) if f.name not in leave_out}
+
+        data = {"a": plain(self.a, ("manifest",)), "b": plain(self.b, ("manifest",)), **plain(self, ("a", "b"))}
         for module, raw in zip(self.modules, data["modules"]):
             raw["same_input"], raw["same_output"] = module.same_input, module.same_output
             if module.passes and module.passes.divergence:

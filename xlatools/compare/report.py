@@ -4,53 +4,74 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from xlatools.compare.chart import Chart, aligned_chart, module_chart
 from xlatools.compare.logs import LogView, bundle_logs
-from xlatools.compare.model import BundleDiff
+from xlatools.compare.model import BundleDiff, Leaf
 from xlatools.compare.passes import step_infos
 from xlatools.compare.sides import Side, open_side
 from xlatools.compare.text import describe_side, memory
-from xlatools.errors import UsageError
 from xlatools.compare.modules import Fingerprints, fill_fingerprints, module_refs
+from xlatools.errors import UsageError
+from xlatools.records.run import RunManifest
 
 MAX_CHARTS = 40  # per bundle; a dump with thousands of modules gets the first ones and a note
+
+
+@dataclass
+class ModuleRow:
+    """One module in a side's table."""
+
+    id: str  # 0010
+    name: str
+    before: int | None  # instructions before optimisation
+    after: int | None
+    passes: int  # per-pass steps dumped
+    files: int
+    bytes: int
+    alloc: str  # allocated bytes, "-" when unknown
+    fingerprint: str  # of the optimised HLO, first 12 digits
 
 
 @dataclass
 class SideReport:
     label: str
     title: str
-    summary: list[tuple[str, Any]]
-    modules: list[dict[str, Any]]
+    summary: list[tuple[str, Leaf]]
+    modules: list[ModuleRow]
     charts: list[Chart]
     logs: list[LogView]
     notes: list[str] = field(default_factory=list)
 
 
-def _summary(side: Side) -> list[tuple[str, Any]]:
-    m = side.manifest or {}
-    jax = m.get("jax") or {}
-    devices = jax.get("devices") or []
-    rows = [
-        ("kind", side.kind), ("path", str(side.path)), ("command", m.get("command")),
-        ("program", (m.get("program") or {}).get("label")), ("status", m.get("status")),
-        ("exit code", m.get("exit_code")), ("started", m.get("started")), ("duration (s)", m.get("duration_s")),
-        ("host", (m.get("host") or {}).get("hostname")), ("python", (m.get("interpreter") or {}).get("python")),
-        ("jax / jaxlib", f"{jax.get('jax')} / {jax.get('jaxlib')}" if jax else None),
-        ("backend", jax.get("backend")), ("devices", len(devices) if devices else None),
-        ("presets", ", ".join(str(p.get("name")) for p in m.get("presets") or [] if isinstance(p, dict)) or None),
-        ("XLA flags", " ".join(m.get("xla_flags") or []) or None),
-        ("dump", str(side.index.root) if side.index else None),
-    ]
+def _summary(side: Side) -> list[tuple[str, Leaf]]:
+    m = side.manifest
+    run = m if isinstance(m, RunManifest) else None
+    jax = run.jax if run else None
+    rows: list[tuple[str, Leaf]] = [("kind", side.kind), ("path", str(side.path))]
+    if m is not None:
+        rows += [("command", m.command), ("program", run.program.label if run and run.program else None),
+                 ("status", m.status), ("exit code", m.exit_code), ("started", m.started),
+                 ("duration (s)", run.duration_s if run else None), ("host", m.host.hostname if m.host else None),
+                 ("python", run.interpreter.python if run else None)]
+    if jax is not None:
+        rows += [("jax / jaxlib", f"{jax.jax} / {jax.jaxlib}" if jax.jax or jax.jaxlib else None),
+                 ("backend", jax.backend), ("devices", len(jax.devices) or None)]
+    if run is not None:
+        rows += [("presets", ", ".join(p.name for p in run.presets) or None), ("XLA flags", " ".join(run.xla_flags) or None)]
+    rows.append(("dump", str(side.index.root) if side.index else None))
+    if run is not None and run.processes:  # a multi-process run: every process, and whose dump is shown
+        rows += [("processes", ", ".join(f"p{p.id} {p.status} ({p.outcome})" + (" - failed first" if p.first_failure
+                                                                                 else "") for p in run.processes)),
+                 ("dump of", side.process)]
     return [(k, v) for k, v in rows if v not in (None, "")]
 
 
 def side_report(side: Side) -> SideReport:
     index = side.index
     notes: list[str] = []
-    rows, charts = [], []
+    rows: list[ModuleRow] = []
+    charts: list[Chart] = []
     if index is None:
         notes.append("no XLA dump in this bundle")
     else:
@@ -58,9 +79,9 @@ def side_report(side: Side) -> SideReport:
         fill_fingerprints(refs, index, Fingerprints(), before=False, after=True)
         for ref in refs:
             module = index.modules[ref.id]
-            rows.append({"id": f"{ref.id:04d}", "name": ref.name, "before": ref.instructions_before,
-                         "after": ref.instructions_after, "passes": ref.pass_steps, "files": len(module.files),
-                         "bytes": module.bytes, "alloc": memory(ref), "fingerprint": (ref.fingerprint_after or "")[:12]})
+            rows.append(ModuleRow(f"{ref.id:04d}", ref.name, ref.instructions_before, ref.instructions_after,
+                                  ref.pass_steps, len(module.files), module.bytes, memory(ref),
+                                  (ref.fingerprint_after or "")[:12]))
         with_steps = [index.modules[i] for i in sorted(index.modules) if index.modules[i].steps]
         for module in with_steps[:MAX_CHARTS]:
             charts.append(module_chart(f"{module.id:04d} {module.name}", step_infos(index, module)))
@@ -73,8 +94,9 @@ def side_report(side: Side) -> SideReport:
 
 
 def describe_side_title(side: Side) -> str:
-    m = side.manifest or {}
-    return f"{side.label}: {(m.get('program') or {}).get('label') or side.path}"
+    m = side.manifest
+    program = m.program.label if isinstance(m, RunManifest) and m.program else None
+    return f"{side.label}: {program or side.path}"
 
 
 def diff_charts(diff: BundleDiff) -> dict[int, Chart]:
@@ -100,13 +122,14 @@ def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
 
 
 def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDiff | None = None,
-                 full: bool = False) -> Path:
-    """Render one bundle (or two, with their diff) into `out_html`, written atomically."""
+                 full: bool = False, process: int | None = None) -> Path:
+    """Render one bundle (or two, with their diff) into `out_html`, written atomically; `process`:
+    of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
     from xlatools.compare.diff import diff_sides
     from xlatools.fsutil import atomic_write_text, write_failure
     from xlatools.redact import redact_text
 
-    sides = [open_side(Path(b), label) for b, label in zip(bundles, ("A", "B"))]
+    sides = [open_side(Path(b), label, process) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
         diff = diff_sides(sides[0], sides[1], full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)

@@ -1,58 +1,63 @@
-"""Run-level differences between two manifests: outcome, versions, devices, flags, environment, profile."""
+"""Run-level differences between two manifests: outcome, versions, devices, flags, environment, profile.
+
+Any two bundles compare on what every manifest has (status, exit code, host); what only a run
+records (program, versions, devices, flags, environment, profile) is compared when it is there,
+and reads as nothing on a bundle of another kind (a replay)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from xlatools.compare.model import FieldChange, RunDiff
+from xlatools.compare.model import FieldChange, Leaf, RunDiff
 from xlatools.compare.sides import Side
+from xlatools.records.base import BundleRecord
+from xlatools.records.run import JaxInfo, RunManifest
 from xlatools.run.flags import flag_name
 
-# (label, path in the manifest). Durations are shown side by side, never counted as a change.
-FIELDS = (
-    ("status", ("status",)),
-    ("exit code", ("exit_code",)),
-    ("signal", ("signal",)),
-    ("program", ("program", "label")),
-    ("python", ("interpreter", "python_version")),
-    ("jax", ("jax", "jax")),
-    ("jaxlib", ("jax", "jaxlib")),
-    ("backend", ("jax", "backend")),
-    ("plugins", ("jax", "plugins")),
-    ("host", ("host", "hostname")),
-    ("platform", ("platform",)),
-    ("timeout", ("timeout",)),
-)
+
+def _run(manifest: BundleRecord) -> RunManifest | None:
+    return manifest if isinstance(manifest, RunManifest) else None
 
 
-def _get(data: dict[str, Any], path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
-def _devices(manifest: dict[str, Any]) -> str | None:
-    devices = _get(manifest, ("jax", "devices"))
-    if not isinstance(devices, list):
+def _devices(jax: JaxInfo | None) -> str | None:
+    if jax is None:
         return None
     kinds: dict[str, int] = {}
-    for device in devices:
-        if isinstance(device, dict):
-            name = f"{device.get('platform', '?')}:{device.get('kind', '?')}"
-            kinds[name] = kinds.get(name, 0) + 1
+    for device in jax.devices:
+        name = f"{'?' if device.platform is None else device.platform}:{'?' if device.kind is None else device.kind}"
+        kinds[name] = kinds.get(name, 0) + 1
     return ", ".join(f"{count}x {name}" for name, count in sorted(kinds.items()))
 
 
-def _unbundled(value: Any, bundle: str | None) -> Any:
+def run_fields(manifest: BundleRecord) -> dict[str, Leaf]:
+    """The fields compared one to one (durations are shown side by side, never counted as a change)."""
+    run = _run(manifest)
+    jax = run.jax if run else None
+    return {
+        "status": manifest.status,
+        "exit code": manifest.exit_code,
+        "signal": run.signal if run else None,
+        "program": run.program.label if run and run.program else None,
+        "python": run.interpreter.python_version if run else None,
+        "jax": jax.jax if jax else None,
+        "jaxlib": jax.jaxlib if jax else None,
+        "backend": jax.backend if jax else None,
+        "plugins": list(jax.plugins) if jax else None,
+        "host": manifest.host.hostname if manifest.host else None,
+        "platform": run.platform if run else None,
+        "timeout": run.timeout if run else None,
+        "devices": _devices(jax),
+        "presets": [preset.name for preset in run.presets] if run else [],
+        "first failed process": run.first_failed if run else None,  # multi-process runs
+    }
+
+
+def _unbundled(value: str | None, bundle: str | None) -> str | None:
     """Paths inside each bundle differ by construction (`--xla_dump_to=<bundle>/xla_dump`)."""
     if bundle and isinstance(value, str):
         return value.replace(bundle, "<bundle>")
     return value
 
 
-def compare_maps(a: dict[str, Any], b: dict[str, Any]) -> list[FieldChange]:
+def compare_maps(a: dict[str, Leaf], b: dict[str, Leaf]) -> list[FieldChange]:
     changes = []
     for key in sorted(set(a) | set(b)):
         if key not in b:
@@ -64,24 +69,23 @@ def compare_maps(a: dict[str, Any], b: dict[str, Any]) -> list[FieldChange]:
     return changes
 
 
-def _flags(manifest: dict[str, Any], bundle: str | None) -> dict[str, str]:
-    out = {}
-    for flag in manifest.get("xla_flags") or []:
-        _, _, value = str(flag).partition("=")
-        out[flag_name(str(flag))] = _unbundled(value, bundle)
+def _flags(run: RunManifest | None, bundle: str | None) -> dict[str, Leaf]:
+    out: dict[str, Leaf] = {}
+    for flag in run.xla_flags if run else []:
+        _, _, value = flag.partition("=")
+        out[flag_name(flag)] = _unbundled(value, bundle)
     return out
 
 
-def _env(manifest: dict[str, Any], bundle: str | None) -> dict[str, Any]:
-    return {str(c.get("name")): _unbundled(c.get("value"), bundle)
-            for c in manifest.get("env_changes") or [] if isinstance(c, dict)}
+def _env(run: RunManifest | None, bundle: str | None) -> dict[str, Leaf]:
+    return {change.name: _unbundled(change.value, bundle) for change in (run.env_changes if run else [])}
 
 
-def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts -> dotted keys; provenance (file:line of each value) is left out."""
+def flatten(data: object, prefix: str = "") -> dict[str, Leaf]:
+    """Nested JSON objects -> dotted keys; provenance (file:line of each value) is left out."""
     if not isinstance(data, dict):
-        return {prefix: data} if prefix else {}
-    out: dict[str, Any] = {}
+        return {prefix: data} if prefix else {}  # type: ignore[dict-item]  # a JSON leaf: scalar or list
+    out: dict[str, Leaf] = {}
     for key, value in data.items():
         if "provenance" in str(key):
             continue
@@ -89,21 +93,22 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _profile(run: RunManifest | None) -> dict[str, Leaf]:
+    from xlatools.records import to_json
+
+    return flatten(to_json(run.profile)) if run and run.profile else {}
+
+
 def diff_runs(a: Side, b: Side) -> RunDiff:
     if a.manifest is None or b.manifest is None:
         return RunDiff(compared=False)
-    ma, mb = a.manifest, b.manifest
+    run_a, run_b = _run(a.manifest), _run(b.manifest)
     bundle_a, bundle_b = (str(s.bundle) if s.bundle else None for s in (a, b))
-    fields = {label: _get(ma, path) for label, path in FIELDS}
-    fields_b = {label: _get(mb, path) for label, path in FIELDS}
-    fields["devices"], fields_b["devices"] = _devices(ma), _devices(mb)
-    fields["presets"] = [p.get("name") for p in ma.get("presets") or [] if isinstance(p, dict)]
-    fields_b["presets"] = [p.get("name") for p in mb.get("presets") or [] if isinstance(p, dict)]
     return RunDiff(
         compared=True,
-        fields=compare_maps(fields, fields_b),
-        flags=compare_maps(_flags(ma, bundle_a), _flags(mb, bundle_b)),
-        env=compare_maps(_env(ma, bundle_a), _env(mb, bundle_b)),
-        profile=compare_maps(flatten(ma.get("profile")), flatten(mb.get("profile"))),
-        durations={"a": ma.get("duration_s"), "b": mb.get("duration_s")},
+        fields=compare_maps(run_fields(a.manifest), run_fields(b.manifest)),
+        flags=compare_maps(_flags(run_a, bundle_a), _flags(run_b, bundle_b)),
+        env=compare_maps(_env(run_a, bundle_a), _env(run_b, bundle_b)),
+        profile=compare_maps(_profile(run_a), _profile(run_b)),
+        durations={"a": run_a.duration_s if run_a else None, "b": run_b.duration_s if run_b else None},
     )

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from xlatools.errors import UsageError
-from xlatools.redact import redact
-from xlatools.run.dumps import DumpIndex, index_dump, resolve_dump_dir
+from xlatools.records.base import MANIFEST, BundleRecord
+from xlatools.run.dumps import DumpIndex, index_dump
 
 
 @dataclass
@@ -17,35 +15,40 @@ class Side:
     label: str
     path: Path
     bundle: Path | None  # the bundle folder, None for a bare dump folder
-    manifest: dict[str, Any] | None
+    manifest: BundleRecord | None  # a RunManifest, ReplayManifest, ...; None for a bare dump folder
     index: DumpIndex | None  # None: a bundle without dumps (run level only)
+    process: str | None = None  # a multi-process run: "process 0 of 2" (whose dump this side reads)
 
     @property
     def kind(self) -> str:
         if self.manifest is None:
             return "dump"
-        return str(self.manifest.get("kind") or "bundle")
+        return str(self.manifest.kind or "bundle")
 
 
-def read_manifest(bundle: Path) -> dict[str, Any]:
-    path = bundle / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read the manifest ({exc})", hint="is this an xlatools bundle?") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: the manifest is not a JSON object")
-    return redact(data)  # a bundle written elsewhere (or before redaction widened) shows no secret either
+def read_manifest(bundle: Path) -> BundleRecord:
+    """The bundle's manifest through the one reader: a damaged or foreign one is bad input (exit 2)."""
+    from xlatools.records import read_bundle
+
+    return read_bundle(bundle)
 
 
-def open_side(path: Path, label: str) -> Side:
-    """A run/replay/bisect-step bundle (or its `latest` link) or an XLA dump folder."""
+def open_side(path: Path, label: str, process: int | None = None) -> Side:
+    """A run/replay/bisect-step bundle (or its `latest` link) or an XLA dump folder; of a multi-process
+    run, one process's dump (`process`, default 0; or the path `BUNDLE/xla_dump/pN`)."""
+    from xlatools.run.process_dumps import choose_dump
+
     path = Path(path).expanduser()
-    if path.is_dir() and (path / "manifest.json").is_file():
-        bundle = path.resolve()
+    manifest = None
+    if path.is_dir() and os.path.lexists(path / MANIFEST):  # a manifest that is not a file is named as such
+        manifest = read_manifest(path.resolve())
+        if not (path / "xla_dump").is_dir():
+            if process is not None:
+                choose_dump(path, process)  # says that this bundle has no per-process dumps
+            return Side(label, path, path.resolve(), manifest, None)
+    choice = choose_dump(path, process)  # raises a UsageError naming the problem
+    bundle = choice.bundle.resolve() if choice.bundle is not None else None
+    if manifest is None and bundle is not None:  # BUNDLE/xla_dump/pN: its bundle's record
         manifest = read_manifest(bundle)
-        dump = bundle / "xla_dump"
-        index = index_dump(dump) if dump.is_dir() else None
-        return Side(label, path, bundle, manifest, index)
-    root = resolve_dump_dir(path)  # raises a UsageError naming the problem
-    return Side(label, path, None, None, index_dump(root))
+    which = f"process {choice.process} of {choice.processes}" if choice.process is not None else None
+    return Side(label, path, bundle, manifest, index_dump(choice.root), which)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from xlatools.compare.model import BundleDiff, FieldChange, ModuleDiff, ModuleRef, PassAlignment, SideInfo
+from xlatools.console import columns
+from xlatools.records.run import RunManifest
 
 
 def _pair(a, b) -> str:
@@ -10,18 +12,16 @@ def _pair(a, b) -> str:
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return columns(rows).splitlines()
 
 
 def describe_side(side: SideInfo) -> str:
-    m = side.manifest or {}
-    jax = m.get("jax") or {}
+    m = side.manifest
     bits = [side.kind]
-    if jax.get("jaxlib"):
-        bits.append(f"jaxlib {jax['jaxlib']}")
-    if m.get("status"):
-        bits.append(f"status {m['status']}, exit {m.get('exit_code')}")
+    if isinstance(m, RunManifest) and m.jax.jaxlib:
+        bits.append(f"jaxlib {m.jax.jaxlib}")
+    if m is not None and m.status:
+        bits.append(f"status {m.status}, exit {m.exit_code}")
     if side.totals:
         bits.append(f"{side.totals.get('modules')} modules, {side.totals.get('files')} files")
     return f"{side.label}: {side.path} ({'; '.join(bits)})"

@@ -1,12 +1,13 @@
 """Checks of the target interpreter: Python, jax/jaxlib and whether they belong together,
-plugins, devices. Pure: facts in, Checks out (the facts come from xlatools.doctor.facts)."""
+plugins, devices. Pure: the target in, Checks out (the target is run's probe answer,
+xlatools.run.target.probe)."""
 
 from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from xlatools.doctor.facts import TargetFacts
 from xlatools.doctor.model import Check, fail, ok, skip, warn
+from xlatools.run.target import Target
 
 # pip distributions of GPU plugins -> the jaxlib they are built with must equal their own version.
 CUDA_PLUGINS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin", "jax-cuda13-pjrt")
@@ -20,63 +21,61 @@ def _release(text: str | None) -> tuple[int, ...] | None:
         return None
 
 
-def check_python(facts: TargetFacts) -> Check:
-    return ok("python", f"Python {facts.python_version} at {facts.python} ({facts.machine}, {facts.libc or 'libc ?'})")
+def check_python(target: Target) -> Check:
+    return ok("python", f"Python {target.python_version} at {target.python} ({target.machine}, {target.libc or 'libc ?'})")
 
 
-def check_installed(facts: TargetFacts) -> Check:
-    missing = [name for name in ("jax", "jaxlib") if not getattr(facts, name)]
+def check_installed(target: Target) -> Check:
+    missing = [name for name in ("jax", "jaxlib") if not getattr(target, name)]
     if missing:
-        return fail("jax installed", f"{facts.python} has no {' and no '.join(missing)}",
-                    f"{facts.python} -m pip install -U jax jaxlib (or pick another --python)")
-    return ok("jax installed", f"jax {facts.jax}, jaxlib {facts.jaxlib} ({facts.jaxlib_dir})")
+        return fail("jax installed", f"{target.python} has no {' and no '.join(missing)}",
+                    f"{target.python} -m pip install -U jax jaxlib (or pick another --python)")
+    return ok("jax installed", f"jax {target.jax}, jaxlib {target.jaxlib} ({target.jaxlib_dir})")
 
 
-def check_compatible(facts: TargetFacts) -> Check:
+def check_compatible(target: Target) -> Check:
     """jaxlib within the range jax accepts: [jax's _minimum_jaxlib_version, jax itself]."""
     name = "jax/jaxlib versions"
-    if not facts.jax or not facts.jaxlib:
+    if not target.jax or not target.jaxlib:
         return skip(name, "jax or jaxlib is not installed")
-    jax_v, jaxlib_v, minimum = _release(facts.jax), _release(facts.jaxlib), _release(facts.min_jaxlib)
-    pair = f"jax {facts.jax} with jaxlib {facts.jaxlib}"
-    fix = f"{facts.python} -m pip install jax=={facts.jax} jaxlib=={facts.jax} (since 0.4.32 they are released together)"
+    jax_v, jaxlib_v, minimum = _release(target.jax), _release(target.jaxlib), _release(target.min_jaxlib)
+    pair = f"jax {target.jax} with jaxlib {target.jaxlib}"
+    fix = f"{target.python} -m pip install jax=={target.jax} jaxlib=={target.jax} (since 0.4.32 they are released together)"
     if jax_v is None or jaxlib_v is None:
         return warn(name, f"{pair}: cannot compare these versions", fix)
     if minimum is None:
-        return warn(name, f"{pair}: jax's minimum jaxlib is unknown (no _minimum_jaxlib_version in {facts.jax_version_file})", fix)
+        return warn(name, f"{pair}: jax's minimum jaxlib is unknown (no _minimum_jaxlib_version in {target.jax_version_file})", fix)
     if jaxlib_v < minimum:
-        return fail(name, f"{pair}: jax needs jaxlib >= {facts.min_jaxlib}; `import jax` raises", fix)
+        return fail(name, f"{pair}: jax needs jaxlib >= {target.min_jaxlib}; `import jax` raises", fix)
     if jaxlib_v > jax_v:
         return fail(name, f"{pair}: jaxlib is newer than jax; `import jax` raises", fix)
-    return ok(name, f"{pair}: within jax's accepted range {facts.min_jaxlib} ... {facts.jax}")
+    return ok(name, f"{pair}: within jax's accepted range {target.min_jaxlib} ... {target.jax}")
 
 
-def check_plugins(facts: TargetFacts) -> Check:
+def check_plugins(target: Target) -> Check:
     name = "plugins"
-    if not facts.plugins:
+    plugins = target.plugin_versions
+    if not plugins:
         return ok(name, "no GPU/TPU plugin installed (CPU only)")
-    listed = ", ".join(f"{dist} {version}" for dist, version in sorted(facts.plugins.items()))
-    stale = [d for d in facts.plugins if d in CUDA_PLUGINS and _release(facts.plugins[d]) != _release(facts.jaxlib)]
+    listed = ", ".join(f"{dist} {version}" for dist, version in sorted(plugins.items()))
+    stale = [d for d in plugins if d in CUDA_PLUGINS and _release(plugins[d]) != _release(target.jaxlib)]
     if stale:
-        return fail(name, f"{listed}: {', '.join(stale)} not at jaxlib's version {facts.jaxlib}; jax skips or fails to load it",
-                    f"{facts.python} -m pip install -U 'jax[cuda12]' (plugins and jaxlib from the same release)")
+        return fail(name, f"{listed}: {', '.join(stale)} not at jaxlib's version {target.jaxlib}; jax skips or fails to load it",
+                    f"{target.python} -m pip install -U 'jax[cuda12]' (plugins and jaxlib from the same release)")
     return ok(name, listed)
 
 
-def check_devices(facts: TargetFacts, target, error: str | None, forced: str | None, cached: bool = False) -> Check:
-    """`target`: the run probe's answer (xlatools.run.target.Target), None when it could not run;
+def check_devices(target: Target, forced: str | None, cached: bool = False) -> Check:
+    """`target`: the probe's answer, with the devices or why jax did not start (`devices_error`);
     `cached`: the answer came from the probe cache (made under the environment of that time)."""
     name = "devices"
-    if target is None:
-        return fail(name, f"jax does not start in {facts.python}: {error}",
-                    "fix the failures above (versions, native libraries, XLA_FLAGS) and run doctor again")
     if target.devices_error:
         return fail(name, f"jax.devices() failed: {target.devices_error}",
                     "fix the failures above; for a GPU check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES")
-    kinds = sorted({f"{d.get('platform')}:{d.get('kind') or '?'}" for d in target.devices})
+    kinds = sorted({f"{d.platform}:{d.kind or '?'}" for d in target.devices})
     evidence = f"{len(target.devices)} device(s) on backend {target.backend} ({', '.join(kinds)})" + (
         "; remembered from an earlier probe" if cached else "")
-    gpu_plugin = any(d in CUDA_PLUGINS or "rocm" in d for d in facts.plugins)
+    gpu_plugin = any(d in CUDA_PLUGINS or "rocm" in d for d in target.plugins)
     if gpu_plugin and not target.has_gpu:
         why = f" (JAX_PLATFORMS={forced})" if forced else ""
         return warn(name, f"{evidence}: a GPU plugin is installed but jax sees no GPU{why}",
@@ -84,7 +83,7 @@ def check_devices(facts: TargetFacts, target, error: str | None, forced: str | N
     return ok(name, evidence)
 
 
-def check_run_frontend(profile_name: str, frontend: str | None, target, error: str | None) -> Check:
+def check_run_frontend(profile_name: str, frontend: str | None, target: Target | None, error: str | None) -> Check:
     """The profile's `run.frontend` against the target: `target` is the probe's answer for that
     frontend (None, with `error`, when the target lacks it)."""
     name = "run.frontend"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-Status = Literal["ok", "warn", "fail", "skip"]
-STATUSES: tuple[Status, ...] = ("ok", "warn", "fail", "skip")
+from xlatools.errors import EXIT_FAILED, EXIT_OK
+from xlatools.vocab import CheckStatus
 
 
 @dataclass(frozen=True)
@@ -15,31 +14,31 @@ class Check:
     """One finding: what was checked, its verdict, one line of evidence and, unless ok, the fix."""
 
     name: str
-    status: Status
+    status: CheckStatus
     evidence: str
     fix: str = ""
 
-    def to_json(self) -> dict[str, str]:
-        return asdict(self)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", CheckStatus(self.status))  # "ok" given as a plain string reads the same
 
 
 def ok(name: str, evidence: str) -> Check:
-    return Check(name, "ok", evidence)
+    return Check(name, CheckStatus.OK, evidence)
 
 
 def warn(name: str, evidence: str, fix: str) -> Check:
-    return Check(name, "warn", evidence, fix)
+    return Check(name, CheckStatus.WARN, evidence, fix)
 
 
 def fail(name: str, evidence: str, fix: str) -> Check:
-    return Check(name, "fail", evidence, fix)
+    return Check(name, CheckStatus.FAIL, evidence, fix)
 
 
 def skip(name: str, evidence: str) -> Check:
-    return Check(name, "skip", evidence)
+    return Check(name, CheckStatus.SKIP, evidence)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DoctorOptions:
     """What the command line asked for."""
 
@@ -49,20 +48,29 @@ class DoctorOptions:
     strict: bool = False
 
 
+@dataclass(kw_only=True)
+class DoctorResult:
+    """`doctor --json`: the exit code, the counts per status and every check."""
+
+    exit_code: int
+    strict: bool
+    counts: dict[CheckStatus, int]
+    checks: list[Check]
+
+
 @dataclass
 class Report:
     checks: list[Check] = field(default_factory=list)
     strict: bool = False
 
-    def counts(self) -> dict[str, int]:
-        return {status: sum(1 for c in self.checks if c.status == status) for status in STATUSES}
+    def counts(self) -> dict[CheckStatus, int]:
+        return {status: sum(1 for c in self.checks if c.status == status) for status in CheckStatus}
 
     @property
     def exit_code(self) -> int:
         """0 all fine; 1 a failure (or, with --strict, a warning)."""
         counts = self.counts()
-        return 1 if counts["fail"] or (self.strict and counts["warn"]) else 0
+        return EXIT_FAILED if counts[CheckStatus.FAIL] or (self.strict and counts[CheckStatus.WARN]) else EXIT_OK
 
-    def to_json(self) -> dict:
-        return {"exit_code": self.exit_code, "strict": self.strict, "counts": self.counts(),
-                "checks": [c.to_json() for c in self.checks]}
+    def result(self) -> DoctorResult:
+        return DoctorResult(exit_code=self.exit_code, strict=self.strict, counts=self.counts(), checks=list(self.checks))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from xlatools.doctor.model import Report
 from xlatools.doctor.signatures import Hint
+from xlatools.vocab import CheckStatus
 
-MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
+MARK = {CheckStatus.OK: "ok  ", CheckStatus.WARN: "WARN", CheckStatus.FAIL: "FAIL", CheckStatus.SKIP: "skip"}
 
 
 def report_lines(report: Report) -> list[str]:
@@ -13,11 +14,11 @@ def report_lines(report: Report) -> list[str]:
     lines = []
     for check in report.checks:
         lines.append(f"{MARK[check.status]}  {check.name.ljust(width)}  {check.evidence}")
-        if check.fix and check.status in ("warn", "fail"):
+        if check.fix and check.status in (CheckStatus.WARN, CheckStatus.FAIL):
             lines.append(f"      {' ' * width}  fix: {check.fix}")
     counts = report.counts()
-    summary = ", ".join(f"{counts[s]} {s}" for s in ("ok", "warn", "fail", "skip") if counts[s])
-    verdict = "problems found" if report.exit_code else "no problem found" if not counts["warn"] else "warnings only"
+    summary = ", ".join(f"{counts[s]} {s}" for s in CheckStatus if counts[s])
+    verdict = "problems found" if report.exit_code else "no problem found" if not counts[CheckStatus.WARN] else "warnings only"
     lines.append(f"doctor: {summary} ({verdict}{'; --strict' if report.strict else ''})")
     return lines
 

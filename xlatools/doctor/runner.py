@@ -4,57 +4,71 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Mapping
 
 from xlatools.doctor.model import Check, DoctorOptions, Report, skip
+from xlatools.run.target import Target
+from xlatools.vocab import CheckStatus
 
-SECTIONS = ("target", "env", "native", "gpu", "disk", "build", "tree")
+
+class Section(StrEnum):
+    TARGET = "target"
+    ENV = "env"
+    NATIVE = "native"
+    GPU = "gpu"
+    DISK = "disk"
+    BUILD = "build"
+    TREE = "tree"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DoctorPlan:
     python: str
     profile: str | None
     tree: Path | None
-    sections: tuple[str, ...]
+    sections: tuple[Section, ...]
     strict: bool = False
 
 
 def plan_doctor(options: DoctorOptions, python: str) -> DoctorPlan:
     """The sections to check: the target always; the build side with --profile or --source."""
-    sections = ["target", "env", "native", "gpu", "disk"]
+    sections = [Section.TARGET, Section.ENV, Section.NATIVE, Section.GPU, Section.DISK]
     if options.profile or options.source:
-        sections.append("build")
+        sections.append(Section.BUILD)
     if options.source:
-        sections.append("tree")
+        sections.append(Section.TREE)
     tree = Path(options.source).resolve() if options.source else None
-    return DoctorPlan(python, options.profile, tree, tuple(sections), options.strict)
+    return DoctorPlan(python=python, profile=options.profile, tree=tree, sections=tuple(sections), strict=options.strict)
 
 
 def run_doctor(plan: DoctorPlan, env: Mapping[str, str] | None = None) -> Report:
-    from xlatools.doctor.facts import target_facts
+    """Probe the target once (run's probe: facts without starting jax, then its devices; cached)
+    and make the planned checks."""
+    from xlatools.run.target import cached_probe, probe
 
     env = dict(os.environ if env is None else env)
     report = Report(strict=plan.strict)
-    facts = target_facts(plan.python)
-    if "target" in plan.sections:
-        report.checks += _target_checks(facts, env)
-    if "env" in plan.sections:
-        report.checks += _env_checks(facts, env)
-    if "native" in plan.sections:
+    cached = cached_probe(plan.python, "auto", "jax") is not None
+    target = probe(plan.python, "auto", "jax", require=False)  # a target that cannot run it at all: exit 3
+    if Section.TARGET in plan.sections:
+        report.checks += _target_checks(target, env, cached)
+    if Section.ENV in plan.sections:
+        report.checks += _env_checks(target, env)
+    if Section.NATIVE in plan.sections:
         from xlatools.doctor.checks_native import check_native
 
-        report.checks += check_native(list(facts.shared_objects), env, system_dirs())
-    if "gpu" in plan.sections:
-        report.checks += _gpu_checks(facts, env)
-    if "disk" in plan.sections:
+        report.checks += check_native(list(target.shared_objects), env, system_dirs())
+    if Section.GPU in plan.sections:
+        report.checks += _gpu_checks(target, env)
+    if Section.DISK in plan.sections:
         from xlatools.doctor.checks_build import check_disk
 
         report.checks.append(check_disk("dumps", Path.cwd() / "artifacts", warn_gib=5, fail_gib=1))
     if plan.profile:
         report.checks.append(_frontend_check(plan.profile, plan.python))
-    if "build" in plan.sections:
+    if Section.BUILD in plan.sections:
         from xlatools.doctor.build_side import build_checks
 
         report.checks += build_checks(plan.profile, plan.tree, env)
@@ -86,57 +100,48 @@ def system_dirs() -> list[str]:
     return list(dict.fromkeys(conf_dirs() + list(DEFAULT_DIRS)))
 
 
-def _target_checks(facts, env: Mapping[str, str]) -> list[Check]:
+def _target_checks(target: Target, env: Mapping[str, str], cached: bool) -> list[Check]:
     from xlatools.doctor import checks_target as t
-    from xlatools.errors import XlaToolsError
 
-    checks = [t.check_python(facts), t.check_installed(facts), t.check_compatible(facts), t.check_plugins(facts)]
-    if any(c.status == "fail" for c in checks[1:3]):
+    checks = [t.check_python(target), t.check_installed(target), t.check_compatible(target), t.check_plugins(target)]
+    if any(c.status == CheckStatus.FAIL for c in checks[1:3]):
         checks.append(skip("devices", "jax cannot start with these versions (see above)"))
         return checks
-    from xlatools.run.target import cached_probe, probe
-
-    cached = cached_probe(facts.python, "auto") is not None
-    target, error = None, None
-    try:
-        target = probe(facts.python, "auto")
-    except XlaToolsError as exc:
-        error = exc.message
-    checks.append(t.check_devices(facts, target, error, env.get("JAX_PLATFORMS"), cached))
+    checks.append(t.check_devices(target, env.get("JAX_PLATFORMS"), cached))
     return checks
 
 
-def _env_checks(facts, env: Mapping[str, str]) -> list[Check]:
+def _env_checks(target: Target, env: Mapping[str, str]) -> list[Check]:
     from xlatools.doctor import checks_env as e
 
     def unknown(names_to_flags: dict[str, str]) -> list[str]:
-        from xlatools.run.target import Target, unknown_flags
+        from xlatools.run.target import unknown_flags
 
-        if not facts.jaxlib:
+        if not target.jaxlib:
             from xlatools.errors import EnvironmentMissing
 
             raise EnvironmentMissing("no jaxlib is installed")
-        origin = os.path.join(facts.jaxlib_dir, "__init__.py") if facts.jaxlib_dir else None
-        return unknown_flags(Target(python=facts.python, jaxlib=facts.jaxlib, jaxlib_origin=origin), names_to_flags)[0]
+        return unknown_flags(target, names_to_flags)[0]
 
+    plugins = target.plugin_versions
     return [
         e.check_xla_flags(env, unknown),
-        e.check_libtpu_args(env, any(p.startswith("libtpu") for p in facts.plugins)),
+        e.check_libtpu_args(env, any(p.startswith("libtpu") for p in plugins)),
         e.check_tf_cpp(env),
         e.check_compilation_cache(env),
-        e.check_platforms(env, facts.plugins),
-        e.check_visible_devices(env, facts.plugins),
+        e.check_platforms(env, plugins),
+        e.check_visible_devices(env, plugins),
         e.check_loader_env(env),
     ]
 
 
-def _gpu_checks(facts, env: Mapping[str, str]) -> list[Check]:
+def _gpu_checks(target: Target, env: Mapping[str, str]) -> list[Check]:
     from xlatools.doctor.checks_native import check_cuda_libs, check_gpu_driver, driver_version
 
-    if not any("cuda" in p for p in facts.plugins):
+    plugins = target.plugin_versions
+    if not any("cuda" in p for p in plugins):
         return [skip("GPU (driver, cuDNN, NCCL)", "no CUDA plugin installed")]
     dirs = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p] + system_dirs()
     found = {so: next((os.path.join(d, so) for d in dirs if os.path.isfile(os.path.join(d, so))), None)
              for so in ("libcudnn.so.9", "libnccl.so.2")}
-    return [check_gpu_driver(facts.plugins, driver_version()), check_cuda_libs(facts.plugins, facts.cuda_libs, found)]
-
+    return [check_gpu_driver(plugins, driver_version()), check_cuda_libs(plugins, target.cuda_libs, found)]

@@ -4,7 +4,7 @@ user's <config dir>/xlatools/signatures/*.yaml), and the scan that turns a log i
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from xlatools.errors import UsageError
@@ -34,9 +34,6 @@ class Hint:
     link: str
     line_number: int
     line: str
-
-    def to_json(self) -> dict:
-        return asdict(self)
 
 
 def user_dir() -> Path:
@@ -141,13 +138,15 @@ def scan_log(path: Path, signatures: list[Signature] | None = None) -> list[Hint
         return scan_blocks(_blocks(handle), table)
 
 
-def explain_failure(log: Path) -> tuple[list[dict], str]:
-    """For a failed build: the hints as manifest entries, and as text for the error message.
-    A broken user signature file is reported in the text, never hides the build's own failure."""
+def explain_failure(log: Path) -> tuple[list[dict[str, str | int]], str]:
+    """For a failed build: the hints as manifest entries (Hint's fields as JSON), and as text for the
+    error message. A broken user signature file is reported in the text, never hides the build's own failure."""
+    from xlatools.records.base import to_json
+
     try:
         hints = scan_log(log)
     except (UsageError, OSError) as exc:
         return [], f"(failure signatures not scanned: {getattr(exc, 'message', exc)})"
     text = "".join(f"\n  [{h.id}] {h.explanation}\n    fix: {h.fix}" + (f"\n    see: {h.link}" if h.link else "")
                    for h in hints)
-    return [h.to_json() for h in hints], (f"known failure signature(s) in the log:{text}" if hints else "")
+    return [to_json(h) for h in hints], (f"known failure signature(s) in the log:{text}" if hints else "")

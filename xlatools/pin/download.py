@@ -11,15 +11,18 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 from xlatools.errors import FetchError, PinError, Problem
 from xlatools.pin.archive import ArchiveChecker
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 DEFAULT_MAX_BYTES = 4 << 30  # XLA archives are tens of MB; TensorFlow's ~100 MB
 ATTEMPTS_PER_URL = 3
@@ -56,7 +59,9 @@ def check_url(url: str) -> None:
 
 
 def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, label: str,
-          expected_sha256: str | None = None, max_bytes: int | None = None, progress: bool = True) -> Fetched:
+          expected_sha256: str | None = None, max_bytes: int | None = None, reporter: Reporter | None = None) -> Fetched:
+    """The first of `urls` that downloads, hashed and checked on the way; `reporter` shows the
+    transfer (None: no progress display)."""
     import httpx
 
     for url in urls:
@@ -73,7 +78,7 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
         for url in urls:
             for attempt in range(1, ATTEMPTS_PER_URL + 1):
                 try:
-                    fetched = _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress)
+                    fetched = _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, reporter)
                 except _Transient as exc:
                     failures.append(f"{url} (attempt {attempt}): {exc}")
                     if attempt < ATTEMPTS_PER_URL:
@@ -136,7 +141,7 @@ def _open(client, url: str):
     raise _SkipUrl(f"more than {MAX_REDIRECTS} redirects")
 
 
-def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress) -> Fetched:
+def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, reporter: Reporter | None) -> Fetched:
     import httpx
 
     tmp_dir.mkdir(parents=True, exist_ok=True)
@@ -153,7 +158,8 @@ def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress
         fd, name = tempfile.mkstemp(prefix=f"{label}.", suffix=".part", dir=tmp_dir)
         temp = Path(name)
         checker = ArchiveChecker(prefix, commit, f"{label} from {final_url}")
-        with os.fdopen(fd, "wb") as sink, contextlib.closing(response), _Progress(label, declared, progress) as bar:
+        shown = reporter.transfer(label, declared) if reporter is not None else contextlib.nullcontext(lambda n: None)
+        with os.fdopen(fd, "wb") as sink, contextlib.closing(response), shown as advance:
             try:
                 for chunk in response.iter_raw():
                     size += len(chunk)
@@ -163,7 +169,7 @@ def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress
                     digest.update(chunk)
                     checker.feed(chunk)
                     sink.write(chunk)
-                    bar.advance(len(chunk))
+                    advance(len(chunk))
                     if checker.problem:
                         break
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
@@ -179,44 +185,3 @@ def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, progress
         response.close()
         raise
     return Fetched(temp, digest.hexdigest(), size, final_url)
-
-
-class _Progress:
-    """A rich progress bar on a terminal; one line before and after elsewhere (CI logs)."""
-
-    def __init__(self, label: str, total: int | None, enabled: bool) -> None:
-        self.label, self.total, self.enabled = label, total, enabled
-        self.bar = None
-        self.done = 0
-        self.started = time.monotonic()
-
-    def __enter__(self) -> "_Progress":
-        if not self.enabled:
-            return self
-        from xlatools import console
-
-        if sys.stderr.isatty():
-            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn, TimeRemainingColumn
-
-            self.bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                                TransferSpeedColumn(), TimeRemainingColumn(), console=console.err(), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task(f"downloading {self.label}", total=self.total)
-        else:
-            size = f" ({self.total / 1e6:.1f} MB)" if self.total else ""
-            console.info(f"downloading {self.label}{size} ...")
-        return self
-
-    def advance(self, amount: int) -> None:
-        self.done += amount
-        if self.bar is not None:
-            self.bar.update(self.task, advance=amount)
-
-    def __exit__(self, exc_type, *_exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-        if self.enabled and exc_type is None:
-            from xlatools import console
-
-            seconds = max(time.monotonic() - self.started, 1e-6)
-            console.info(f"downloaded {self.label}: {self.done / 1e6:.1f} MB in {seconds:.1f}s")

@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from xlatools.errors import PinError
 from xlatools.pin.sri import hex_to_sri, is_sha256_hex
@@ -40,10 +41,6 @@ class Archive:
     def integrity(self) -> str:
         return hex_to_sri(self.sha256)
 
-    def to_json(self) -> dict:
-        return {"urls": list(self.urls), "sha256": self.sha256, "integrity": self.integrity,
-                "strip_prefix": self.strip_prefix}
-
 
 @dataclass(frozen=True)
 class MadeFor:
@@ -51,9 +48,6 @@ class MadeFor:
 
     jax_commit: str | None  # git HEAD of the tree, when it was a git checkout
     layout: str | None
-
-    def to_json(self) -> dict:
-        return {"jax_commit": self.jax_commit, "layout": self.layout}
 
 
 @dataclass(frozen=True)
@@ -80,19 +74,12 @@ class LockEntry:
             return ()
         return (Archive(self.urls, self.sha256, self.strip_prefix), *self.other_archives)
 
-    def local_override_options(self) -> list[str]:
-        """Bazel options for a local checkout, as upstream build.py's --local_xla_path adds them:
-        both, because under Bzlmod --override_repository alone is silently ignored."""
-        if self.kind != "local" or not self.local_path:
-            return []
-        return [f"--override_repository={self.name}={self.local_path}",
-                f"--override_module={self.name}={self.local_path}"]
-
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:  # this dependency in the lock file's format (docs/pinning.md)
         data = asdict(self)
         data["urls"] = list(self.urls)
         data["patches"] = [asdict(patch) for patch in self.patches]
-        data["other_archives"] = [archive.to_json() for archive in self.other_archives]
+        data["other_archives"] = [{"urls": list(a.urls), "sha256": a.sha256, "integrity": a.integrity,
+                                   "strip_prefix": a.strip_prefix} for a in self.other_archives]
         if not self.other_archives:
             del data["other_archives"]
         if self.kind == "archive":
@@ -140,7 +127,7 @@ class Lock:
             return path
         return self.path.parent / path
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:  # the lock file's format (docs/pinning.md), as written
         from xlatools import __version__
 
         ordered = sorted(self.entries, key=lambda n: (DEPENDENCY_ORDER + (n,)).index(n))
@@ -148,7 +135,7 @@ class Lock:
             "lock_version": LOCK_VERSION,
             "generator": f"xlatools {__version__}",
             "profile": self.profile,
-            "made_for": self.made_for.to_json() if self.made_for else None,
+            "made_for": asdict(self.made_for) if self.made_for else None,
             "dependencies": {name: self.entries[name].to_json() for name in ordered},
         }
 

@@ -10,8 +10,8 @@ import hashlib
 import os
 import subprocess
 from dataclasses import dataclass
-
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlatools.bundle import utc_now
 from xlatools.errors import FetchError, PinError
@@ -20,6 +20,10 @@ from xlatools.pin.cache import ArchiveCache
 from xlatools.pin.lock import Archive, Lock, LockEntry, MadeFor, PatchEntry, load_lock
 from xlatools.pin.sri import hex_to_sri
 from xlatools.pin.upstream import UPSTREAMS, expand
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -118,7 +122,7 @@ def archive_forms(name: str, dep, tree_forms) -> list[tuple[list[str], str]]:
     return wanted
 
 def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cache: ArchiveCache, offline: bool,
-                       previous: LockEntry | None, progress: bool = True, tree_forms=()) -> Outcome:
+                       previous: LockEntry | None, reporter: Reporter | None = None, tree_forms=()) -> Outcome:
     if dep.local_path:
         local = Path(dep.local_path).expanduser()
         entry, notes = record_local(name, local if local.is_absolute() else profile_dir / local)
@@ -133,7 +137,7 @@ def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cac
             continue  # the tree fetches one of the profile's mirrors: same archive, same digest
         before = [a for a in (previous.archives if previous and previous.commit == commit else ()) if a.urls == urls]
         sha256, source = _archive_digest(name, dep.sha256 if index == 0 else None, commit, list(urls), prefix, cache,
-                                         offline, before[0].sha256 if before else None, progress)
+                                         offline, before[0].sha256 if before else None, reporter)
         if before and before[0].sha256 != sha256:
             notes.append(f"{name}: the archive of {commit[:12]} changed since the lock was written "
                          f"({before[0].sha256[:12]}... -> {sha256[:12]}...); check why before trusting it")
@@ -147,7 +151,8 @@ def resolve_dependency(name: str, dep, *, profile_dir: Path, lock_dir: Path, cac
     )
     return Outcome(entry, "download" if "download" in sources else sources[0], tuple(notes))
 
-def _archive_digest(name, expected, commit, urls, prefix, cache, offline, previous_sha, progress) -> tuple[str, str]:
+def _archive_digest(name, expected, commit, urls, prefix, cache, offline, previous_sha,
+                    reporter: Reporter | None) -> tuple[str, str]:
     known = expected or cache.remembered_digest(name, commit, urls) or previous_sha
     if known and cache.lookup(known):
         return known, "cache"
@@ -157,7 +162,7 @@ def _archive_digest(name, expected, commit, urls, prefix, cache, offline, previo
     from xlatools.pin.download import fetch
 
     fetched = fetch(urls, tmp_dir=cache.tmp_dir, prefix=prefix, commit=commit, label=f"{name}-{commit[:12]}",
-                    expected_sha256=expected, progress=progress)
+                    expected_sha256=expected, reporter=reporter)
     cache.store(fetched.path, fetched.sha256)
     cache.remember(name, commit, urls, fetched.sha256, fetched.url)
     return fetched.sha256, "download"
@@ -174,18 +179,17 @@ def read_tree(source_dir: Path | None):
     forms = [layouts.tree_form(layout, source.name, texts) for source in layout.forms]
     return layout.dependency, tuple(f for f in forms if f is not None), MadeFor(worktree.head(Path(source_dir)), layout.id)
 
-def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: ArchiveCache | None = None,
-                    progress: bool = True, source_dir: Path | None = None) -> ResolveResult:
+def resolve_profile(resolved, lock_path: Path, reporter: Reporter, *, offline: bool = False,
+                    cache: ArchiveCache | None = None, source_dir: Path | None = None) -> ResolveResult:
     """Resolve every source dependency of a loaded profile into a new Lock (written by the caller).
-    With source_dir, the archives are the ones that JAX tree fetches, and the lock records the tree."""
-    from xlatools import console
-
+    With source_dir, the archives are the ones that JAX tree fetches, and the lock records the tree.
+    Warnings and download progress go to `reporter`."""
     previous = Lock(lock_path)
     if lock_path.exists():
         try:
             previous = load_lock(lock_path)
         except PinError as exc:  # resolve is how a broken or outdated lock gets repaired
-            console.warn(f"{exc.message}; it will be replaced")
+            reporter.warn(f"{exc.message}; it will be replaced")
     deps = {name: getattr(resolved.profile.source, name) for name in ("jax", "xla", "tensorflow")}
     deps = {name: dep for name, dep in deps.items() if dep is not None}
     if not deps:
@@ -200,22 +204,21 @@ def resolve_profile(resolved, lock_path: Path, *, offline: bool = False, cache: 
     outcomes = []
     for name, dep in deps.items():
         outcome = resolve_dependency(name, dep, profile_dir=resolved.path.parent, lock_dir=lock_path.parent,
-                                     cache=cache, offline=offline, previous=previous.get(name), progress=progress,
+                                     cache=cache, offline=offline, previous=previous.get(name), reporter=reporter,
                                      tree_forms=tree_forms if name == tree_dependency else ())
         for note in outcome.notes:
-            console.warn(note)
+            reporter.warn(note)
         lock = lock.with_entry(outcome.entry)
         outcomes.append(outcome)
     changed = not lock_path.exists() or _comparable(previous) != _comparable(lock)
     return ResolveResult(lock, tuple(outcomes), dropped, changed)
 
-def _comparable(lock: Lock) -> dict:
-    """A lock's content without the resolution times (re-resolving the same pin is no change)."""
-    data = lock.to_json()
-    data.pop("generator", None)
-    for entry in data["dependencies"].values():
-        entry.pop("resolved_at", None)
-    return data
+def _comparable(lock: Lock) -> Lock:
+    """A lock without what re-resolving the same pin changes (resolution times, the generator)."""
+    from dataclasses import replace
+
+    entries = {name: replace(entry, resolved_at=None) for name, entry in lock.entries.items()}
+    return replace(lock, path=None, entries=entries, generator=None)
 
 def _relative(path: Path, base: Path) -> str:
     try:

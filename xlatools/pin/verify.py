@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlatools.errors import PinError
 from xlatools.pin import edit, layouts
@@ -15,6 +16,9 @@ from xlatools.pin.apply import detect_layout, entry_for, read_texts
 from xlatools.fsutil import sha256_file
 from xlatools.pin.cache import ArchiveCache
 from xlatools.pin.lock import Lock, LockEntry, entry_problems
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 
 def verify_lock(lock: Lock) -> list[str]:
@@ -112,18 +116,19 @@ def verify_local(entry: LockEntry) -> list[str]:
     return found
 
 
-def verify_archives(lock: Lock, refetch: bool, cache: ArchiveCache | None = None, progress: bool = True) -> list[str]:
+def verify_archives(lock: Lock, refetch: bool, cache: ArchiveCache | None = None,
+                    reporter: Reporter | None = None) -> list[str]:
     """With refetch: download each archive again, bypassing the cache, and compare digests.
     Without: check a cached copy where there is one (none is fine: CI starts empty)."""
     cache = cache or ArchiveCache.default()
     found = []
     for entry in lock.entries.values():
         for archive in entry.archives:
-            found += _verify_archive(entry, archive, refetch, cache, progress)
+            found += _verify_archive(entry, archive, refetch, cache, reporter)
     return found
 
 
-def _verify_archive(entry: LockEntry, archive, refetch: bool, cache: ArchiveCache, progress: bool) -> list[str]:
+def _verify_archive(entry: LockEntry, archive, refetch: bool, cache: ArchiveCache, reporter: Reporter | None) -> list[str]:
     from xlatools.pin.download import fetch
 
     if not refetch:
@@ -133,7 +138,7 @@ def _verify_archive(entry: LockEntry, archive, refetch: bool, cache: ArchiveCach
         return []
     try:
         fetched = fetch(list(archive.urls), tmp_dir=cache.tmp_dir, prefix=archive.strip_prefix or "",
-                        commit=entry.commit, label=f"{entry.name}-{entry.commit[:12]}", progress=progress)
+                        commit=entry.commit, label=f"{entry.name}-{entry.commit[:12]}", reporter=reporter)
     except PinError as exc:  # an unsafe or mismatching archive is a finding; no network is an error
         return [f"{entry.name}: refetch failed: {exc.message}" + "".join(f"; {p.render()}" for p in exc.problems)]
     fetched.path.unlink(missing_ok=True)

@@ -11,11 +11,14 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlatools.errors import Problem, ProfileError, UsageError
 from xlatools.profiles import search
 from xlatools.profiles.yamlnodes import Node, Origin, YamlLoadError, load_file, merge, origins, to_plain
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,7 @@ def _is_type_tag(part: str) -> bool:
     return part in ("str", "int", "float", "bool", "list", "dict") or "[" in part or part.startswith(("function-", "constrained-", "literal"))
 
 
-def _expected(error: dict) -> str:
+def _expected(error: ErrorDetails) -> str:
     message = error["msg"]
     if message.startswith("Value error, "):
         return message[len("Value error, "):]

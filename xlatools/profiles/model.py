@@ -182,7 +182,7 @@ class Profile(_Section):
         return [self.extends] if isinstance(self.extends, str) else list(self.extends)
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:  # a JSON Schema document, for editors
     schema = Profile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "xlatools profile"

@@ -2,6 +2,6 @@
 portable repro packs (see docs/replay.md).
 
 Entry points: `xlatools.replay.execute.prepare/execute_replay` (the `replay` command)
-and `xlatools.replay.repro.run_pack(pack, python, out_root) -> ReproOutcome`
+and `xlatools.replay.repro.run_pack(pack, python, out_root) -> ReproResult`
 (`repro run`, and `xlatools bisect --replay PACK`).
 """

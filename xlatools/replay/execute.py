@@ -2,8 +2,9 @@
 
 prepare() resolves the modules, probes every interpreter and checks every XLA flag
 against it BEFORE anything is written, so bad input leaves no half-made bundle.
-execute_replay() creates the bundle (kind `replay`), runs the test and then each
-reference per module in the target interpreters, and writes manifest and summary.
+execute_replay() runs inside the one bundle lifecycle (bundle.bundle_session, kind `replay`):
+the test and then each reference per module in the target interpreters, then the summary
+and the final manifest.
 """
 
 from __future__ import annotations
@@ -11,16 +12,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from xlatools import __version__
-from xlatools.errors import EnvironmentMissing, Interrupted, UsageError
+from xlatools.errors import EXIT_OK, EXIT_TIMEOUT, EnvironmentMissing, Interrupted, UsageError
+from xlatools.records.replay import ModuleRecord, ReplayManifest, TargetVersions
 from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
-from xlatools.replay.records import ModuleRecord, exit_code, module_outcome, table
+from xlatools.replay.records import exit_code, finish_module, table
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
+from xlatools.vocab import Platform, SourceForm, Status
 
-MANIFEST_SCHEMA = "xlatools.replay/1"
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 
 @dataclass
@@ -28,6 +32,13 @@ class Prepared:
     plan: ReplayPlan
     targets: dict[str, Target]  # by interpreter path
     flag_checks: dict[str, dict[str, str]]
+
+
+@dataclass
+class ReplayResult:
+    record: ReplayManifest  # the final manifest
+    exit_code: int
+    table: str  # one row per module
 
 
 def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
@@ -52,28 +63,28 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
-    kind, modules = resolved or resolve(request.source, request.modules, request.include_all)
+    kind, modules = resolved or resolve(request.source, request.modules, request.include_all, request.process)
     _validate(modules, request.source_from, literals=request.inputs is None)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     found: dict[str, Target] = {}
     checks: dict[str, dict[str, str]] = {}
     for run in plan.runs:
         platform = run.platform
-        target = found.get(run.python) or targets.probe(run.python, "auto" if platform == "gpu" else platform)
+        target = found.get(run.python) or targets.probe(run.python, Platform.AUTO if platform == Platform.GPU else platform)
         found[run.python] = target
-        if platform == "gpu" and not target.has_gpu:
+        if platform == Platform.GPU and not target.has_gpu:
             raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})",
                                      hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
         checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
     return Prepared(plan, found, checks)
 
 
-def _validate(modules, source_from: str, literals: bool) -> None:
+def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bool) -> None:
     """Read every .pb once now, so a damaged file (or a missing form) is a clear error before any bundle exists."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
 
     for module in modules:
-        if source_from != "auto" and getattr(module, source_from) is None:
+        if source_from != "auto" and getattr(module, str(source_from)) is None:
             raise UsageError(f"--from {source_from}: module {module.label} has no {source_from} form",
                              hint=f"it has: {', '.join(module.files()) or 'nothing'}; --from auto uses what there is")
         if module.proto:
@@ -82,78 +93,68 @@ def _validate(modules, source_from: str, literals: bool) -> None:
             read_snapshot(module.snapshot, literals)
 
 
-def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str]) -> ModuleRecord:
-    from xlatools.replay.jobs import job_spec, prepare_materials, run_job
+def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
+                  reporter: Reporter) -> ModuleRecord:
+    from xlatools.replay.jobs import prepare_materials, run_job
 
     plan = prepared.plan
-    record = ModuleRecord(source.name, source.id, source.files())
+    record = ModuleRecord(name=source.name, id=source.id, files=source.files())
     materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
     test_dir = None
     for run in plan.runs:
         run_dir = folder / run.label
-        spec = job_spec(plan.request, materials, run, run_dir, test_dir)
         gpu = prepared.targets[run.python].gpu_platform()
         env = run.env(caller_env, gpu, str(run_dir / "xla_dump") if plan.dumps and run.role == "test" else None)
-        say(f"==> {source.label}: {run.label} ({run.python})")
-        record.runs.append(run_job(run, spec, run_dir, env, plan.request.timeout))
+        reporter.step(f"{source.label}: {run.label} ({run.python})")
+        record.runs.append(run_job(plan.request, materials, run, run_dir, test_dir, env))
         if run.role == "test":
             test_dir = run_dir
-    record.outcome, record.failed_run = module_outcome(record.runs)
-    return record
+    return finish_module(record)
 
 
-def _targets_json(prepared: Prepared) -> dict[str, Any]:
-    return {python: {k: t.to_json()[k] for k in ("python_version", "jax", "jaxlib", "backend", "devices", "plugins")}
-            for python, t in prepared.targets.items()}
+def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
+    """The manifest of a replay that is starting (status "running")."""
+    from xlatools.records.base import host_info
+    from xlatools.redact import redact_argv
+
+    plan = prepared.plan
+    targets = {python: TargetVersions(python_version=t.python_version, jax=t.jax, jaxlib=t.jaxlib, backend=t.backend,
+                                      devices=list(t.devices), plugins=list(t.plugins))
+               for python, t in prepared.targets.items()}
+    return ReplayManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
+                          host=host_info(), source=str(plan.request.source), plan=plan.record(), targets=targets,
+                          flag_checks=prepared.flag_checks)
 
 
-def execute_replay(prepared: Prepared, out_root: Path, argv: list[str],
-                   caller_env: dict[str, str] | None = None) -> tuple[dict[str, Any], int, str]:
-    """Replay every module into a fresh bundle: (final manifest, exit code, table)."""
-    from xlatools.bundle import Bundle, host_info, utc_now
-    from xlatools.fsutil import atomic_write_text
-    from xlatools.redact import redact_text
+def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter: Reporter,
+                   caller_env: dict[str, str] | None = None) -> ReplayResult:
+    """Replay every module into a fresh bundle. Ctrl-C ends it as an interrupted bundle holding
+    the modules replayed so far."""
+    from xlatools.bundle import bundle_session
 
     caller_env = dict(os.environ if caller_env is None else caller_env)
     plan = prepared.plan
-    bundle = Bundle.create(Path(os.path.abspath(out_root)), plan.name, "replay")
-    base = {"status": "running", "manifest_schema": MANIFEST_SCHEMA, "xlatools_version": __version__,
-            "command": "xlatools " + " ".join(argv), "argv": argv, "bundle": str(bundle.path), "host": host_info(),
-            "source": str(plan.request.source), "plan": plan.to_json(), "targets": _targets_json(prepared),
-            "flag_checks": prepared.flag_checks, "started": utc_now()}
-    bundle.write_manifest(base)
-    records: list[ModuleRecord] = []
-    status = "failed"
-    from xlatools.proctree import sigterm_as_interrupt
-
-    try:
-        with sigterm_as_interrupt():  # CI cancels with SIGTERM: finish the bundle as for Ctrl-C
+    with bundle_session(out_root, replay_record(prepared, argv), name=plan.name) as session:
+        record: ReplayManifest = session.record
+        try:
             for source in plan.modules:
-                records.append(replay_module(prepared, source, bundle.path / "modules" / source.slug, caller_env))
-        code = exit_code([r.outcome for r in records])
-        status = "ok" if code == 0 else ("timeout" if code == 124 else "failed")
-    except (Interrupted, KeyboardInterrupt):
-        status, code = "interrupted", Interrupted.exit_code
-    except BaseException as exc:  # keep the bundle complete, then let the error speak
-        bundle.write_manifest({**base, "status": "failed", "error": str(exc), "finished": utc_now(),
-                               "modules": [r.to_json() for r in records]})
-        raise
-    rendered = table(records)
-    final = {**base, "status": status, "exit_code": code, "finished": utc_now(),
-             "modules": [r.to_json() for r in records]}
+                record.modules.append(replay_module(prepared, source, session.path / "modules" / source.slug,
+                                                    caller_env, reporter))
+        except (KeyboardInterrupt, Interrupted):  # the session records it; the summary shows what was replayed
+            _write_summary(session.path, prepared, Status.INTERRUPTED, Interrupted.exit_code, table(record.modules))
+            raise Interrupted(f"interrupted; partial replay bundle: {session.path}") from None
+        code = exit_code([m.outcome for m in record.modules])
+        status = Status.OK if code == EXIT_OK else (Status.TIMEOUT if code == EXIT_TIMEOUT else Status.FAILED)
+        rendered = table(record.modules)
+        _write_summary(session.path, prepared, status, code, rendered)
+        session.finish(status, exit_code=code)
+    return ReplayResult(session.record, code, rendered)
+
+
+def _write_summary(bundle: Path, prepared: Prepared, status: Status, code: int, rendered: str) -> None:
+    from xlatools.fsutil import atomic_write_text
+    from xlatools.redact import redact_text
+
     versions = ", ".join(f"jaxlib {t.jaxlib} ({python})" for python, t in prepared.targets.items())
-    atomic_write_text(bundle.path / "summary.txt", redact_text(
-        f"status: {status} (exit {code})\nsource: {plan.request.source}\ntargets: {versions}\n\n{rendered}\n"))
-    final["files"] = bundle.file_index()
-    bundle.write_manifest(final)
-    if status == "interrupted":
-        raise Interrupted(f"interrupted; partial replay bundle: {bundle.path}")
-    return final, code, rendered
-
-
-def say(text: str) -> None:
-    import sys
-
-    sys.stdout.flush()
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    atomic_write_text(bundle / "summary.txt", redact_text(
+        f"status: {status} (exit {code})\nsource: {prepared.plan.request.source}\ntargets: {versions}\n\n{rendered}\n"))

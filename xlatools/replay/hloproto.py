@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from xlatools.errors import UsageError
 
@@ -99,7 +98,7 @@ def _schema():
 
 
 @lru_cache(maxsize=None)
-def schema() -> dict[str, Any]:
+def schema() -> dict[str, type]:  # message name -> its generated class
     try:
         return _schema()
     except ImportError:

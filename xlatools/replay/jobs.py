@@ -15,32 +15,42 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.fsutil import atomic_write_bytes, atomic_write_json
+from xlatools.records.base import to_json
+from xlatools.records.replay import RunRecord
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest, RunConfig
-from xlatools.replay.records import RunRecord
 from xlatools.replay.sources import ModuleSource
+from xlatools.vocab import ReplayOutcome, SourceForm, Status
 
 PROBE = Path(__file__).resolve().parent / "probes" / "replay_module.py"
 LOG_TAIL_LINES = 40
 
 
+@dataclass(frozen=True)
+class ArraysFile:
+    """An .npz the target reads, with each array's layout (the target transposes back)."""
+
+    path: str
+    minor_to_major: list[list[int]]
+
+
 @dataclass
 class Materials:
-    module: dict[str, str]
+    module: dict[str, str]  # {"kind": text|proto|mlir, "path": ...}, as job.json names a module file
     alternatives: list[dict[str, str]] = field(default_factory=list)
-    snapshot_args: dict[str, Any] | None = None
-    snapshot_result: dict[str, Any] | None = None
+    snapshot_args: ArraysFile | None = None
+    snapshot_result: ArraysFile | None = None
 
 
-def _arrays_npz(arrays, path: Path) -> dict[str, Any]:
+def _arrays_npz(arrays, path: Path) -> ArraysFile:
     from xlatools.replay.npz import npy_bytes, strings_npy, write_npz
 
     members = {f"a{i}": npy_bytes(a.storage, a.physical_shape, a.data) for i, a in enumerate(arrays)}
     members["__dtypes__"] = strings_npy([a.dtype for a in arrays])
     write_npz(path, members)
-    return {"path": str(path), "minor_to_major": [a.minor_to_major for a in arrays]}
+    return ArraysFile(str(path), [a.minor_to_major for a in arrays])
 
 
-def prepare_materials(source: ModuleSource, source_from: str, folder: Path, literals: bool = True) -> Materials:
+def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Path, literals: bool = True) -> Materials:
     """Write what the target needs for `source` into `folder` (UsageError for unreadable files)."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
 
@@ -72,12 +82,12 @@ def prepare_materials(source: ModuleSource, source_from: str, folder: Path, lite
 
 
 def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,
-             test_dir: Path | None) -> dict[str, Any]:
+             test_dir: Path | None) -> dict[str, Any]:  # job.json: the target-side script reads it untyped
     """The JSON the target script reads (pure). References take the test's inputs and compare with its outputs."""
-    expected: list[dict[str, Any]] = []
+    expected = []
     test_inputs = test_dir / "inputs.npz" if test_dir else None
     if run.role == "reference" and test_inputs and test_inputs.is_file():
-        inputs: dict[str, Any] = {"mode": "file", "path": str(test_inputs)}
+        inputs = {"mode": "file", "path": str(test_inputs)}
         if (test_dir / "outputs.npz").is_file():
             expected.append({"label": run.label, "path": str(test_dir / "outputs.npz"), "role": "reference"})
     elif request.inputs in INPUT_MODES:
@@ -85,9 +95,9 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
     elif request.inputs:
         inputs = {"mode": "file", "path": str(Path(request.inputs).resolve())}
     elif materials.snapshot_args is not None:
-        inputs = {"mode": "file", **materials.snapshot_args}
+        inputs = {"mode": "file", **to_json(materials.snapshot_args)}
         if materials.snapshot_result and run.role == "test":
-            expected.append({"label": "snapshot", **materials.snapshot_result})
+            expected.append({"label": "snapshot", **to_json(materials.snapshot_result)})
     else:
         inputs = {"mode": "random", "seed": request.seed}
     alternatives = list(materials.alternatives)
@@ -117,43 +127,60 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
         return []
 
 
-def run_job(run: RunConfig, spec: dict[str, Any], run_dir: Path, env: dict[str, str], timeout: float | None) -> RunRecord:
+def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
+            env: dict[str, str]) -> RunRecord:
     """Run replay_module.py for one job in the target interpreter and read what it wrote."""
     from xlatools.errors import Interrupted
     from xlatools.run.process import execute
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / "job.json", spec)
+    atomic_write_json(run_dir / "job.json", job_spec(request, materials, run, run_dir, test_dir))
+    timeout = request.timeout
     result = execute([run.python, str(PROBE), str(run_dir / "job.json")], env, str(run_dir), run_dir / "stdout.log",
                      run_dir / "stderr.log", timeout, None, None)
-    record = RunRecord(run.label, run.python, returncode=result.returncode, duration_s=result.duration, dir=str(run_dir))
-    if result.status == "interrupted":
+    if result.status == Status.INTERRUPTED:
         raise Interrupted(f"interrupted while replaying ({run.label})")
-    data = _read_json(run_dir / "result.json")
     phase = _read_text(run_dir / "phase")
-    if result.status == "timeout":
-        record.failure, record.phase, record.message = "timeout", phase, f"no result after {timeout:g} s (stopped)"
-    elif data is None:
-        record.failure, record.phase, record.signal = "crash", phase, signal_name(result.returncode)
-        how = record.signal or f"exit status {result.returncode}"
-        record.message = f"the target died ({how}) during {phase or 'start-up'}"
+    if result.status == Status.TIMEOUT:
+        record = RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.TIMEOUT, phase=phase,
+                           message=f"no result after {timeout:g} s (stopped)")
     else:
-        _fill(record, data, run_dir)
+        record = read_answer(run_dir, run) or _died(run, phase, result.returncode)
+    record.returncode, record.duration_s, record.dir = result.returncode, result.duration, str(run_dir)
     if record.failure:
         record.log_tail = log_tail(run_dir / "stderr.log")
     return record
 
 
-def _fill(record: RunRecord, data: dict[str, Any], run_dir: Path) -> None:
+def _died(run: RunConfig, phase: str | None, returncode: int | None) -> RunRecord:
+    """A target that left no result.json: it died (a compiler abort, a segfault), a crash of the module."""
+    name = signal_name(returncode)
+    return RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.CRASH, phase=phase, signal=name,
+                     message=f"the target died ({name or f'exit status {returncode}'}) during {phase or 'start-up'}")
+
+
+def read_answer(run_dir: Path, run: RunConfig) -> RunRecord | None:
+    """What the target wrote into result.json, as a record (None when it wrote none), with the
+    fingerprint of the optimised module it compiled. An answer of a shape this xlatools does not
+    read is a target script it does not speak with: cannot-run, saying so."""
+    from xlatools.errors import UsageError
+    from xlatools.records.base import validate
     from xlatools.run.hlo_canon import fingerprint
 
-    record.failure, record.phase, record.message = data.get("failure"), data.get("phase"), data.get("message")
-    for name in ("outputs", "compile_s", "run_s", "comparisons", "loaded_from", "versions", "device"):
-        if data.get(name) is not None:
-            setattr(record, name, data[name])
+    path = run_dir / "result.json"
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        return None
+    try:
+        record = validate({**data, "label": run.label, "python": run.python}, RunRecord, path, what="replay result")
+    except UsageError as exc:
+        problems = "; ".join(f"[{problem.key}] {problem.message}" for problem in exc.problems)
+        return RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.CANNOT_RUN,
+                         message=f"{exc.message}: {problems}")
     optimized = _read_text(run_dir / "optimized.txt")
     if optimized:
         record.fingerprint = fingerprint(optimized)
+    return record
 
 
 def _read_json(path: Path) -> Any:

@@ -180,10 +180,10 @@ def _check_sums(members: dict[str, Member], sums: bytes, archive: Path) -> None:
         raise PackError(f"{archive}: {SUMS} lists files the pack lacks: {', '.join(missing[:5])}")
 
 
-def extract(archive: Path, dest: Path, members: dict[str, Member] | None = None) -> dict[str, Member]:
+def extract(archive: Path, dest: Path, members: dict[str, Member] | None = None) -> Path:
     """Check the whole pack (`verify`, unless `members` is its answer), then stream it into `dest` (a new
-    folder), checking every file against the first reading again; returns the files by path inside the
-    pack. On any error `dest` is left for the caller to remove (it is always a fresh folder)."""
+    folder), checking every file against the first reading again; returns `dest`. On any error `dest`
+    is left for the caller to remove (it is always a fresh folder)."""
     members = verify(archive) if members is None else members
     dest = Path(dest)
     try:
@@ -209,7 +209,7 @@ def extract(archive: Path, dest: Path, members: dict[str, Member] | None = None)
     again = _stream(archive, take)
     if again != members:  # the file changed between the two readings
         raise PackError(f"{archive}: changed while it was being unpacked; refused")
-    return members
+    return dest
 
 
 def member_path(root: Path, members: dict[str, Member], rel: object, where: str, archive: Path) -> Path:

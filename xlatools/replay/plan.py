@@ -10,53 +10,25 @@ and their outputs are the expected values for the test's outputs.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from xlatools.errors import UsageError
-from xlatools.replay.sources import FROM, ModuleSource
+from xlatools.records.replay import DEFAULT_TOLERANCE, PlannedModule, PlannedRun, PlanRecord, ReplayRequest
+from xlatools.replay.sources import ModuleSource
 from xlatools.run.env import FlagLayers, Layer, Source
 from xlatools.run.flags import join_flags, validate_flag
+from xlatools.vocab import Platform, SourceForm, choices
+
+__all__ = ["DEFAULT_TOLERANCE", "INPUT_MODES", "REFERENCES", "ReplayPlan", "ReplayRequest", "RunConfig", "plan_replay"]
 
 INPUT_MODES = ("random", "zeros", "ones")
 REFERENCES = ("cpu",)
-DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
 
 
-@dataclass
-class ReplayRequest:
-    source: Path
-    python: str
-    modules: list[str] = field(default_factory=list)
-    include_all: bool = False
-    source_from: str = "auto"
-    inputs: str | None = None  # None: the snapshot's arguments when there is one, else random
-    seed: int = 0
-    references: list[str] = field(default_factory=list)
-    reference_pythons: list[str] = field(default_factory=list)
-    reference_xla_flags: list[str] = field(default_factory=list)
-    atol: float = DEFAULT_TOLERANCE
-    rtol: float = DEFAULT_TOLERANCE
-    iterations: int = 1
-    xla_flags: list[str] = field(default_factory=list)
-    disable_passes: list[str] = field(default_factory=list)
-    no_opt: bool = False
-    platform: str = "auto"
-    dump: list[str] = field(default_factory=list)
-    print_literals: bool = False
-    timeout: float | None = None
-    name: str | None = None
-
-
-@dataclass
-class RunConfig:
-    label: str
-    role: Literal["test", "reference"]
-    python: str
-    platform: str  # auto, cpu or gpu
-    xla_flags: list[str]
-    flag_sources: dict[str, str] = field(default_factory=dict)
+@dataclass(kw_only=True)
+class RunConfig(PlannedRun):
+    """A planned target run, and the environment it runs in."""
 
     def env(self, caller: dict[str, str], gpu_platform: str, dump_dir: str | None) -> dict[str, str]:
         env = dict(caller)
@@ -64,9 +36,9 @@ class RunConfig:
         env.pop("XLA_FLAGS", None)
         if flags:
             env["XLA_FLAGS"] = join_flags(flags)
-        if self.platform == "cpu":
+        if self.platform == Platform.CPU:
             env["JAX_PLATFORMS"] = "cpu"
-        elif self.platform == "gpu":
+        elif self.platform == Platform.GPU:
             env["JAX_PLATFORMS"] = gpu_platform
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
         return env
@@ -75,7 +47,7 @@ class RunConfig:
 @dataclass
 class ReplayPlan:
     request: ReplayRequest
-    source_kind: str  # file, dump or bundle
+    source_kind: str  # file, dump, bundle or pack
     modules: list[ModuleSource]
     runs: list[RunConfig]
     dumps: bool
@@ -86,18 +58,22 @@ class ReplayPlan:
     def test(self) -> RunConfig:
         return self.runs[0]
 
-    def to_json(self) -> dict:
-        request = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.request).items()}
-        return {"request": request, "source_kind": self.source_kind, "name": self.name, "notes": self.notes,
-                "modules": [{"name": m.name, "id": m.id, "files": m.files()} for m in self.modules],
-                "runs": [asdict(r) for r in self.runs]}
+    def record(self) -> PlanRecord:
+        """The plan as the manifest (and `--dry-run --json`) shows it."""
+        return PlanRecord(request=self.request, source_kind=self.source_kind, name=self.name, notes=list(self.notes),
+                          modules=[PlannedModule(name=m.name, id=m.id, files=m.files()) for m in self.modules],
+                          runs=list(self.runs))
+
+
+def _is(value: object, enum) -> bool:
+    return str(value) in {member.value for member in enum}
 
 
 def _check(request: ReplayRequest) -> None:
-    if request.source_from not in FROM:
-        raise UsageError(f"--from {request.source_from}: expected one of {', '.join(FROM)}")
-    if request.platform not in ("auto", "cpu", "gpu"):
-        raise UsageError(f"--platform {request.platform}: expected auto, cpu or gpu")
+    if not _is(request.source_from, SourceForm):
+        raise UsageError(f"--from {request.source_from}: expected {choices(SourceForm)}")
+    if not _is(request.platform, Platform):
+        raise UsageError(f"--platform {request.platform}: expected {choices(Platform)}")
     if request.iterations < 1:
         raise UsageError(f"--iterations {request.iterations}: must be 1 or more")
     for option, value in (("--atol", request.atol), ("--rtol", request.rtol)):
@@ -139,16 +115,20 @@ def plan_replay(request: ReplayRequest, source_kind: str, modules: list[ModuleSo
     _check(request)
     notes = []
     layers = test_flags(request, list(dump_flags))
-    runs = [RunConfig("test", "test", request.python, request.platform, layers.final(), layers.sources())]
+    platform = Platform(request.platform)
+    runs = [RunConfig(label="test", role="test", python=request.python, platform=platform,
+                      xla_flags=layers.final(), flag_sources=layers.sources())]
     ref_flags = [validate_flag(f, "--reference-xla-flag") for f in request.reference_xla_flags]
     ref_sources = {f: "--reference-xla-flag" for f in ref_flags}
     if "cpu" in request.references:
-        if request.platform == "cpu":
+        if platform == Platform.CPU:
             notes.append("--reference cpu with --platform cpu: both runs use the CPU backend")
-        runs.append(RunConfig("reference-cpu", "reference", request.python, "cpu", ref_flags, ref_sources))
+        runs.append(RunConfig(label="reference-cpu", role="reference", python=request.python, platform=Platform.CPU,
+                              xla_flags=ref_flags, flag_sources=ref_sources))
     for i, python in enumerate(request.reference_pythons, 1):
-        runs.append(RunConfig(f"reference-python-{i}", "reference", python, request.platform, ref_flags, ref_sources))
-    if request.source_from == "snapshot" and not any(m.snapshot for m in modules):
+        runs.append(RunConfig(label=f"reference-python-{i}", role="reference", python=python, platform=platform,
+                              xla_flags=ref_flags, flag_sources=ref_sources))
+    if request.source_from == SourceForm.SNAPSHOT and not any(m.snapshot for m in modules):
         raise UsageError("--from snapshot: no module here has a snapshot", hint="dump with --preset dump:snapshots")
     stem = request.name or (modules[0].name if len(modules) == 1 else Path(request.source).name) or "replay"
     return ReplayPlan(request, source_kind, modules, runs, bool(dump_flags), f"replay-{stem}", notes)

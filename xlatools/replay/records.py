@@ -1,94 +1,61 @@
-"""Typed results of a replay: one RunRecord per target process, one ModuleRecord per module,
-the outcome classes, the exit code and the terminal table (pure)."""
+"""What a replay's runs add up to (pure): the module's outcome, the exit code, the terminal table.
+
+The records themselves (RunRecord per target process, ModuleRecord per module) are in
+xlatools.records.replay; they are re-exported here for the replay capability's own use."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from xlatools.console import columns
+from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from xlatools.records.replay import ModuleRecord, RunRecord
+from xlatools.vocab import ReplayOutcome
 
-Outcome = Literal["ok", "mismatch", "compile-error", "runtime-error", "crash", "timeout", "input-error",
-                  "cannot-run", "interrupted"]
-FAILURES = ("compile-error", "runtime-error", "crash", "timeout", "input-error", "cannot-run")
-
-
-@dataclass
-class RunRecord:
-    label: str
-    python: str
-    failure: str | None = None  # one of FAILURES, None when it ran to the end
-    phase: str | None = None  # load, inputs, compile, run, compare: where it stopped
-    message: str | None = None
-    returncode: int | None = None
-    signal: str | None = None
-    log_tail: list[str] = field(default_factory=list)
-    fingerprint: str | None = None
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    compile_s: float | None = None
-    run_s: dict[str, Any] | None = None
-    comparisons: list[dict[str, Any]] = field(default_factory=list)
-    loaded_from: dict[str, Any] | None = None
-    versions: dict[str, Any] | None = None
-    device: dict[str, Any] | None = None
-    duration_s: float | None = None
-    dir: str | None = None
+__all__ = ["ModuleRecord", "RunRecord", "exit_code", "finish_module", "module_outcome", "table"]
 
 
-@dataclass
-class ModuleRecord:
-    name: str
-    id: int | None
-    files: dict[str, str]
-    outcome: Outcome = "ok"
-    failed_run: str | None = None
-    runs: list[RunRecord] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def test(self) -> RunRecord | None:
-        return self.runs[0] if self.runs else None
-
-    @property
-    def comparisons(self) -> list[dict[str, Any]]:
-        return [c for run in self.runs for c in run.comparisons]
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        test = self.test
-        data.update(fingerprint=test.fingerprint if test else None, outputs=test.outputs if test else [],
-                    comparisons=self.comparisons)
-        return data
-
-
-def module_outcome(runs: list[RunRecord]) -> tuple[Outcome, str | None]:
-    """The first failure (the test's first, then the references'), else mismatch when any comparison failed."""
+def module_outcome(runs: list[RunRecord]) -> tuple[ReplayOutcome, str | None]:
+    """The first failure (the test's first, then the references'), else mismatch when any comparison
+    failed: (outcome, the label of the run it comes from)."""
     for run in runs:
         if run.failure:
-            return run.failure, run.label  # type: ignore[return-value]
+            return ReplayOutcome(run.failure), run.label
     for run in runs:
-        if any(not c.get("ok") for c in run.comparisons):
-            return "mismatch", run.label
-    return "ok", None
+        if any(not c.ok for c in run.comparisons):
+            return ReplayOutcome.MISMATCH, run.label
+    return ReplayOutcome.OK, None
 
 
-def exit_code(outcomes: list[str]) -> int:
+def finish_module(module: ModuleRecord) -> ModuleRecord:
+    """Settle the module's outcome and repeat the test run's fingerprint and outputs and every
+    run's comparisons at the module's level, as readers find them."""
+    module.outcome, module.failed_run = module_outcome(module.runs)
+    test = module.test
+    module.fingerprint = test.fingerprint if test else None
+    module.outputs = list(test.outputs) if test else []
+    module.comparisons = [c for run in module.runs for c in run.comparisons]
+    return module
+
+
+def exit_code(outcomes: list[ReplayOutcome]) -> int:
     """0 all ok; 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; else 1."""
-    if "interrupted" in outcomes:
-        return 130
-    if "input-error" in outcomes:
-        return 2
-    if "timeout" in outcomes:
-        return 124
-    return 0 if all(o == "ok" for o in outcomes) else 1
+    if ReplayOutcome.INTERRUPTED in outcomes:
+        return EXIT_INTERRUPTED
+    if ReplayOutcome.INPUT_ERROR in outcomes:
+        return EXIT_USAGE
+    if ReplayOutcome.TIMEOUT in outcomes:
+        return EXIT_TIMEOUT
+    return EXIT_OK if all(o == ReplayOutcome.OK for o in outcomes) else EXIT_FAILED
 
 
 def _checks(module: ModuleRecord) -> str:
     parts = []
     for c in module.comparisons:
-        if c.get("ok"):
-            parts.append(f"{c['against']}: ok (max abs {c.get('max_abs_error', 0):.2g})")
+        if c.ok:
+            parts.append(f"{c.against}: ok (max abs {c.max_abs_error:.2g})")
+        elif c.message is not None:
+            parts.append(f"{c.against}: {c.message}")
         else:
-            parts.append(f"{c['against']}: {c.get('mismatches', 0)}/{c.get('elements', 0)} differ"
-                         f" (max abs {c.get('max_abs_error', 0):.3g})" if "message" not in c else f"{c['against']}: {c['message']}")
+            parts.append(f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})")
     return "; ".join(parts) or "-"
 
 
@@ -96,12 +63,10 @@ def table(modules: list[ModuleRecord]) -> str:
     rows = [("module", "outcome", "fingerprint", "compile s", "run s (min/median)", "checks")]
     for m in modules:
         test = m.test
-        outcome = m.outcome if m.failed_run in (None, "test") else f"{m.outcome} ({m.failed_run})"
+        outcome = str(m.outcome) if m.failed_run in (None, "test") else f"{m.outcome} ({m.failed_run})"
         if test and test.signal:
             outcome += f" {test.signal}"
-        timing = f"{test.run_s['min']:.4g}/{test.run_s['median']:.4g}" if test and test.run_s else "-"
-        rows.append((m.name if m.id is None else f"{m.id:04d} {m.name}", outcome,
-                     (test.fingerprint or "-")[:12] if test else "-",
+        timing = f"{test.run_s.min:.4g}/{test.run_s.median:.4g}" if test and test.run_s else "-"
+        rows.append((m.label, outcome, (test.fingerprint or "-")[:12] if test else "-",
                      f"{test.compile_s:.3g}" if test and test.compile_s is not None else "-", timing, _checks(m)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    return columns(rows)

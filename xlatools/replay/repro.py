@@ -14,115 +14,124 @@ import os
 import re
 import secrets
 import shutil
-from dataclasses import asdict, dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, cast
 
 from xlatools import __version__
-from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, EnvironmentMissing, UsageError
 from xlatools.fsutil import check_output, make_dir
-from xlatools.redact import redact
-from xlatools.replay.pack import PackError, extract, member_path, verify, write_pack
+from xlatools.records.replay import (PACK_FORMAT, ModuleRecord, PackedOptions, PackIndex, PackModule, PackRun,
+                                     PackVersions)
+from xlatools.records.run import RunManifest
+from xlatools.replay.execute import ReplayResult
+from xlatools.replay.pack import Member, PackError, extract, member_path, verify, write_pack
 from xlatools.replay.plan import ReplayRequest
 from xlatools.replay.sources import ModuleSource
+from xlatools.run.target import Target
+from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome, choices
 
-FORMAT = "xlatools.repro/1"
-Match = Literal["class", "outputs", "fingerprint"]
-MATCHES = ("class", "outputs", "fingerprint")
-# Replay options a pack carries (a reference interpreter's path would not travel, so only --reference cpu).
-PACKED_OPTIONS = ("source_from", "inputs", "seed", "atol", "rtol", "xla_flags", "disable_passes", "no_opt",
-                  "platform", "references")
-EXIT_CODES = {"reproduced": 1, "not-reproduced": 0, "cannot-run": 3}
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
+
+FORMAT = PACK_FORMAT
+Entries = dict[tuple[int | None, str], dict[str, str]]  # module (id, name) -> form -> path inside the pack
+EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED: EXIT_OK,
+              ReproOutcome.CANNOT_RUN: EXIT_MISSING}
 SOURCE_KINDS = ("text", "proto", "snapshot", "mlir")
 # XLA flags whose value names a file or folder (--xla_dump_to, --xla_gpu_cuda_data_dir, ..._from, ..._file):
 # a pack carrying one would make the replaying machine read or write where the pack says.
 PATH_FLAG = re.compile(r"_(to|dir|path|file|from|directory)$")
 
 
-@dataclass
-class ReproOutcome:
+@dataclass(kw_only=True)
+class ModulePair:
+    expected: PackModule
+    got: PackModule | None  # None: the module was not replayed
+
+
+@dataclass(kw_only=True)
+class ReproResult:
     """The answer of `repro run` (and of `bisect --replay PACK`: reproduced = bad, cannot-run = skip)."""
 
-    outcome: Literal["reproduced", "not-reproduced", "cannot-run"]
+    outcome: ReproOutcome
     reason: str
     differences: list[str] = field(default_factory=list)
     bundle: str | None = None
-    modules: list[dict[str, Any]] = field(default_factory=list)  # per module: expected and got
+    modules: list[ModulePair] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.outcome]
 
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "exit_code": self.exit_code}
+
+def expected_of(module: ModuleRecord) -> PackModule:
+    """What a pack records of one replayed module."""
+    test = module.test
+    return PackModule(name=module.name, id=module.id, outcome=module.outcome, failed_run=module.failed_run,
+                      phase=test.phase if test else None, signal=test.signal if test else None,
+                      fingerprint=module.fingerprint, outputs=[o.sha256 for o in module.outputs])
 
 
-def expected_of(module: dict[str, Any]) -> dict[str, Any]:
-    """What a pack records of one replayed module (from a replay manifest's module entry)."""
-    test = module["runs"][0] if module.get("runs") else {}
-    return {"name": module["name"], "id": module["id"], "outcome": module["outcome"],
-            "failed_run": module.get("failed_run"), "phase": test.get("phase"), "signal": test.get("signal"),
-            "fingerprint": module.get("fingerprint"), "outputs": [o["sha256"] for o in module.get("outputs", [])]}
-
-
-def _compare_module(e: dict[str, Any], g: dict[str, Any] | None, match: str) -> tuple[bool, list[str], str | None]:
+def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> tuple[bool, list[str], str | None]:
     """(same under `match`, differences, why it cannot run here or None)."""
-    label = e["name"] if e.get("id") is None else f"{e['id']:04d} {e['name']}"
+    label = e.label
     if g is None:
         return False, [], f"{label}: was not replayed"
     got = expected_of(g)
-    if got["outcome"] == "compile-error" and got["phase"] == "load" and e["outcome"] != "compile-error":
-        return False, [], f"{label}: this jaxlib cannot load the module ({(g['runs'][0].get('message') or '')[:200]})"
+    if got.outcome == ReplayOutcome.COMPILE_ERROR and got.phase == "load" and e.outcome != ReplayOutcome.COMPILE_ERROR:
+        message = (g.test.message if g.test else None) or ""
+        return False, [], f"{label}: this jaxlib cannot load the module ({message[:200]})"
     diffs, same = [], True
-    if got["outcome"] != e["outcome"]:
-        diffs.append(f"{label}: outcome {got['outcome']}, expected {e['outcome']}")
+    if got.outcome != e.outcome:
+        diffs.append(f"{label}: outcome {got.outcome}, expected {e.outcome}")
         same = False
-    if e.get("fingerprint") and got["fingerprint"] != e["fingerprint"]:
-        diffs.append(f"{label}: fingerprint {str(got['fingerprint'])[:12]}, expected {e['fingerprint'][:12]}")
-        same = same and match != "fingerprint"
-    if e.get("outputs") and got["outputs"] != e["outputs"]:
-        diffs.append(f"{label}: output digests differ ({len(got['outputs'])} outputs, expected {len(e['outputs'])})")
-        same = same and match != "outputs"
+    if e.fingerprint and got.fingerprint != e.fingerprint:
+        diffs.append(f"{label}: fingerprint {str(got.fingerprint)[:12]}, expected {e.fingerprint[:12]}")
+        same = same and match != PackMatch.FINGERPRINT
+    if e.outputs and got.outputs != e.outputs:
+        diffs.append(f"{label}: output digests differ ({len(got.outputs)} outputs, expected {len(e.outputs)})")
+        same = same and match != PackMatch.OUTPUTS
     return same, diffs, None
 
 
-def verdict(expected: list[dict[str, Any]], got: list[dict[str, Any]], match: str = "class") -> ReproOutcome:
+def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatch = PackMatch.CLASS) -> ReproResult:
     """Pure: the pack's expected modules against a replay's modules."""
-    by_key = {(m["id"], m["name"]): m for m in got}
+    by_key = {(m.id, m.name): m for m in got}
     differences, cannot, all_same = [], [], True
+    pairs = []
     for e in expected:
-        same, diffs, why = _compare_module(e, by_key.get((e["id"], e["name"])), match)
+        replayed = by_key.get((e.id, e.name))
+        same, diffs, why = _compare_module(e, replayed, match)
         differences += diffs
         all_same = all_same and same
         if why:
             cannot.append(why)
-    pairs = [{"expected": e, "got": expected_of(by_key[(e["id"], e["name"])]) if (e["id"], e["name"]) in by_key else None}
-             for e in expected]
+        pairs.append(ModulePair(expected=e, got=expected_of(replayed) if replayed else None))
     if cannot:
-        return ReproOutcome("cannot-run", "; ".join(cannot), differences, modules=pairs)
+        return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason="; ".join(cannot), differences=differences, modules=pairs)
     if all_same:
-        return ReproOutcome("reproduced", f"every module gave its expected outcome (compared: {match})", differences,
-                            modules=pairs)
-    return ReproOutcome("not-reproduced", "; ".join(d for d in differences) or "outcome differs", differences,
-                        modules=pairs)
+        return ReproResult(outcome=ReproOutcome.REPRODUCED, differences=differences, modules=pairs,
+                           reason=f"every module gave its expected outcome (compared: {match})")
+    return ReproResult(outcome=ReproOutcome.NOT_REPRODUCED, reason="; ".join(differences) or "outcome differs",
+                       differences=differences, modules=pairs)
 
 
-def _run_manifest(source: Path) -> dict[str, Any]:
-    """The run a bundle records ({} for other kinds); a manifest that cannot be read is a damaged bundle."""
-    path = Path(source) / "manifest.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: cannot read the bundle's manifest ({type(exc).__name__})",
-                         hint="a damaged bundle makes a pack without its run; repair or re-run it") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: the manifest is a JSON {type(data).__name__}, not an object")
-    return data if data.get("kind") == "run" else {}
+def run_of(source: Path) -> RunManifest | None:
+    """The run a bundle records, None for a dump folder or a single file; a damaged or foreign
+    manifest is bad input (exit 2, naming the file)."""
+    from xlatools.records import read_bundle
+
+    source = Path(source).expanduser()
+    if not source.is_dir() or not os.path.lexists(source / "manifest.json"):
+        return None
+    return cast(RunManifest, read_bundle(source, kinds=("run",)))
 
 
-def _pack_files(modules: list[ModuleSource], source: Path, run: dict[str, Any]) -> tuple[dict[str, bytes], dict]:
+def _pack_files(modules: list[ModuleSource], source: Path, run: RunManifest | None) -> tuple[dict[str, bytes], Entries]:
     files: dict[str, bytes] = {}
-    entries = {}
+    entries: Entries = {}
     for module in modules:
         packed = {}
         for kind, path in module.files().items():
@@ -134,139 +143,131 @@ def _pack_files(modules: list[ModuleSource], source: Path, run: dict[str, Any]) 
     if run and program.is_dir():
         for path in sorted(p for p in program.rglob("*") if p.is_file() and not p.is_symlink()):
             files[f"program/{path.relative_to(program).as_posix()}"] = path.read_bytes()
-    if run.get("profile"):
-        files["profile.json"] = json.dumps(run["profile"], indent=2, sort_keys=True).encode()
-        lock = Path(run["profile"].get("file") or "").parent / "xlatools.lock"  # `pin resolve` writes it beside the profile
-        if run["profile"].get("file") and lock.is_file():
+    if run and run.profile:
+        from xlatools.records import to_json
+
+        files["profile.json"] = json.dumps(to_json(run.profile), indent=2, sort_keys=True).encode()
+        lock = Path(run.profile.file or "").parent / "xlatools.lock"  # `pin resolve` writes it beside the profile
+        if run.profile.file and lock.is_file():
             files["xlatools.lock"] = lock.read_bytes()
     return files, entries
 
 
-def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str]) -> tuple[Path, dict[str, Any], str]:
-    """Replay `request.source` once (the expected outcome) and write the pack: (pack, replay manifest, table)."""
+def _index(request: ReplayRequest, replayed: ReplayResult, run: RunManifest | None, target: Target,
+           entries: Entries) -> PackIndex:
+    options = PackedOptions(**{f.name: copy(getattr(request, f.name)) for f in fields(PackedOptions)})
+    versions = PackVersions(python=target.python_version, jax=target.jax, jaxlib=target.jaxlib,
+                            plugins=list(target.plugins), backend=target.backend, devices=list(target.devices))
+    packed_run = PackRun(program=run.program, jax=run.jax, xla_flags=list(run.xla_flags), env_changes=list(run.env_changes),
+                         platform=run.platform, presets=list(run.presets)) if run else None
+    modules = []
+    for module in replayed.record.modules:
+        expected = expected_of(module)
+        expected.files = entries[(module.id, module.name)]
+        modules.append(expected)
+    return PackIndex(format=FORMAT, xlatools_version=__version__, source=Path(request.source).name, replay=options,
+                     versions=versions, run=packed_run, modules=modules)
+
+
+def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str],
+               reporter: Reporter) -> tuple[Path, ReplayResult]:
+    """Replay `request.source` once (the expected outcome) and write the pack: (the pack, that replay)."""
+    from xlatools.records import to_json
+    from xlatools.redact import redact
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.replay.sources import resolve
 
     if request.inputs not in (None, "random", "zeros", "ones"):
         raise UsageError("repro pack: --inputs FILE does not travel in a pack", hint="use random, zeros or ones")
     check_output(out_file, "-o")  # before the replay: a pack that cannot be written is refused at once
-    kind, modules = resolve(request.source, request.modules, request.include_all)
-    run = _run_manifest(request.source) if kind == "bundle" else {}
+    kind, modules = resolve(request.source, request.modules, request.include_all, request.process)
+    run = run_of(request.source) if kind == "bundle" else None
     prepared = prepare(request, (kind, modules))
-    manifest, _, rendered = execute_replay(prepared, out_root, argv)
+    replayed = execute_replay(prepared, out_root, argv, reporter)
     files, entries = _pack_files(modules, request.source, run)
-    target = prepared.targets[request.python]
-    meta = {
-        "format": FORMAT, "xlatools_version": __version__, "source": Path(request.source).name,
-        "replay": {k: getattr(request, k) for k in PACKED_OPTIONS},
-        "versions": {"python": target.python_version, "jax": target.jax, "jaxlib": target.jaxlib,
-                     "plugins": target.plugins, "backend": target.backend, "devices": target.devices},
-        "run": {k: run.get(k) for k in ("program", "jax", "xla_flags", "env_changes", "platform", "presets")} if run else None,
-        "modules": [{**expected_of(m), "files": entries[(m["id"], m["name"])]} for m in manifest["modules"]],
-    }
-    files["pack.json"] = json.dumps(redact(meta), indent=2, sort_keys=True).encode()  # a pack travels: no secrets
-    return write_pack(files, out_file), manifest, rendered
+    index = _index(request, replayed, run, prepared.targets[request.python], entries)
+    files["pack.json"] = json.dumps(redact(to_json(index)), indent=2, sort_keys=True).encode()  # a pack travels
+    return write_pack(files, out_file), replayed
 
 
-def _modules_of(meta: dict[str, Any], root: Path, members: dict, archive: Path) -> list[ModuleSource]:
+def _modules_of(index: PackIndex, root: Path, members: dict[str, Member], archive: Path) -> list[ModuleSource]:
     """The modules pack.json lists, each file resolved inside the verified member list (member_path)."""
     modules = []
-    for index, entry in enumerate(meta["modules"]):
-        files = entry.get("files")
-        if not isinstance(files, dict) or not files or not set(files) <= set(SOURCE_KINDS):
-            raise PackError(f"{archive}: pack.json [modules[{index}].files] must map {', '.join(SOURCE_KINDS)} to files "
-                            "of the pack", hint="the pack is damaged or was not written by `xlatools repro pack`")
-        paths = {kind: member_path(root, members, rel, f"modules[{index}].files.{kind}", archive)
-                 for kind, rel in files.items()}
-        modules.append(ModuleSource(name=entry["name"], id=entry.get("id"), **paths))
+    for number, entry in enumerate(index.modules):
+        if not entry.files or not set(entry.files) <= set(SOURCE_KINDS):
+            raise PackError(f"{archive}: pack.json [modules[{number}].files] must map {', '.join(SOURCE_KINDS)} to "
+                            "files of the pack", hint="the pack is damaged or was not written by `xlatools repro pack`")
+        paths = {kind: member_path(root, members, rel, f"modules[{number}].files.{kind}", archive)
+                 for kind, rel in entry.files.items()}
+        modules.append(ModuleSource(name=entry.name, id=entry.id, **paths))
     if not modules:
         raise PackError(f"{archive}: pack.json lists no module")
     return modules
 
 
-def _check_meta(meta: Any, archive: Path) -> None:
-    """The shape of pack.json, where a wrong one would stop a replay halfway (exit 2 naming the key)."""
-    def bad(key: str, expected: str) -> PackError:
-        return PackError(f"{archive}: pack.json [{key}] must be {expected}",
-                         hint="the pack is damaged or was not written by `xlatools repro pack`")
-
-    if not isinstance(meta, dict):
-        raise bad("(top level)", "an object")
-    if not isinstance(meta.get("modules"), list):
-        raise bad("modules", "a list")
-    for index, entry in enumerate(meta["modules"]):
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not isinstance(entry.get("outcome"), str):
-            raise bad(f"modules[{index}]", "an object with a name and an outcome")
-        if entry.get("id") is not None and (not isinstance(entry["id"], int) or isinstance(entry["id"], bool)):
-            raise bad(f"modules[{index}].id", "a whole number or null")
-        for key in ("fingerprint", "failed_run", "phase", "signal"):
-            if entry.get(key) is not None and not isinstance(entry[key], str):
-                raise bad(f"modules[{index}].{key}", "a string or null")
-        if not isinstance(entry.get("outputs", []), list) or not all(isinstance(o, str) for o in entry.get("outputs", [])):
-            raise bad(f"modules[{index}].outputs", "a list of digests")
-    for key in ("replay", "versions"):
-        if meta.get(key) is not None and not isinstance(meta[key], dict):
-            raise bad(key, "an object")
-
-
-def _options(meta: dict[str, Any], archive: Path) -> dict[str, Any]:
-    """The replay options a pack carries, checked: a pack may not name files or interpreters of the
-    machine that replays it (inputs from a file, a reference interpreter, flags whose value is a path)."""
+def _check_packed(packed: PackedOptions, archive: Path) -> None:
+    """A pack may not name files or interpreters of the machine that replays it: inputs from a file, a
+    reference other than the CPU backend, XLA flags whose value is a path (see docs/security.md)."""
     from xlatools.replay.plan import INPUT_MODES, REFERENCES
     from xlatools.run.flags import flag_name
 
-    options = {k: v for k, v in (meta.get("replay") or {}).items() if k in PACKED_OPTIONS}
     problems = []
-    if options.get("inputs") not in (None, *INPUT_MODES):
-        problems.append(f"inputs {options['inputs']!r} (a pack carries random, zeros or ones, never a file)")
-    references = options.get("references", [])
-    if not isinstance(references, list) or not all(r in REFERENCES for r in references):
-        problems.append(f"references {references!r} (only {', '.join(REFERENCES)})")
-    for key in ("xla_flags", "disable_passes"):
-        value = options.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            problems.append(f"{key} {value!r} (a list of strings)")
-        elif key == "xla_flags":
-            problems += [f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
-                         for f in value if PATH_FLAG.search(flag_name(f))]
-    for key in ("atol", "rtol"):
-        value = options.get(key, 0.0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-            problems.append(f"{key} {value!r} (a finite number >= 0)")
-    for key, kind in (("seed", int), ("no_opt", bool), ("platform", str), ("source_from", str)):
-        if key in options and not isinstance(options[key], kind):
-            problems.append(f"{key} {options[key]!r}")
+    if packed.inputs not in (None, *INPUT_MODES):
+        problems.append(f"inputs {packed.inputs!r} (a pack carries random, zeros or ones, never a file)")
+    problems += [f"references {r!r} (only {', '.join(REFERENCES)})" for r in packed.references if r not in REFERENCES]
+    problems += [f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
+                 for f in packed.xla_flags if PATH_FLAG.search(flag_name(f))]
     if problems:
         raise PackError(f"{archive}: pack.json [replay] holds what a pack may not: {'; '.join(problems)}",
                         hint="see docs/security.md: what a pack may contain")
-    return options
 
 
-def read_meta(root: Path, archive: Path) -> dict[str, Any]:
+def read_index(root: Path, archive: Path) -> PackIndex:
+    """The pack's pack.json: a damaged, foreign or newer index is bad input naming the pack and each key."""
+    from dataclasses import replace
+
+    from xlatools.records.base import read_json_object, validate
+
+    path, shown = root / "pack.json", f"pack.json in {archive}"
+    hint = "give a .tar.gz written by `xlatools repro pack`"
     try:
-        meta = json.loads((root / "pack.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise PackError(f"{archive}: no readable pack.json ({type(exc).__name__}: {str(exc)[:200]})") from None
-    _check_meta(meta, archive)
-    if meta.get("format") != FORMAT:
-        raise PackError(f"{archive}: pack format {meta.get('format')!r}, this xlatools reads {FORMAT}",
-                        hint="replay it with the xlatools version that wrote it")
-    return meta
+        data = read_json_object(path, "pack index", hint=hint)
+        if data.get("format") != FORMAT:
+            raise PackError(f"{archive}: pack format {data.get('format')!r}, this xlatools reads {FORMAT}",
+                            hint="replay it with the xlatools version that wrote it")
+        return validate(data, PackIndex, path, what="pack index", hint=hint)
+    except PackError:
+        raise
+    except UsageError as exc:  # name the pack, not the folder it was unpacked into (removed afterwards)
+        raise PackError(shown + exc.message.removeprefix(str(path)), hint=exc.hint,
+                        problems=[replace(p, file=shown) for p in exc.problems]) from None
+
+
+def _request_of(index: PackIndex, archive: Path, python: str) -> ReplayRequest:
+    """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest)."""
+    packed = index.replay
+    return ReplayRequest(source=archive, python=python, name=f"repro-{archive.name.split('.')[0]}",
+                         **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
 
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
-             match: Match = "class", argv: list[str] | None = None, same_jaxlib: bool = False) -> ReproOutcome:
+             match: PackMatch | str = PackMatch.CLASS, argv: list[str] | None = None, same_jaxlib: bool = False,
+             reporter: Reporter | None = None) -> ReproResult:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
     Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
     interpreter cannot replay it (no jax, no GPU, an XLA flag or module this jaxlib does not know,
-    or, with `same_jaxlib`, a jaxlib other than the pack's)."""
+    or, with `same_jaxlib`, a jaxlib other than the pack's). `reporter`: the progress of the
+    replay (default: on stderr)."""
+    from xlatools.console import Reporter
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.run.frontend_checks import UnknownFlags
     from xlatools.run.target import resolve_python
 
-    if match not in MATCHES:
-        raise UsageError(f"--match {match}: expected one of {', '.join(MATCHES)}")
+    try:
+        match = PackMatch(match)
+    except ValueError:
+        raise UsageError(f"--match {match}: expected {choices(PackMatch)}") from None
     archive = Path(pack_path)
     out_root = Path(os.path.abspath(out_root))
     members = verify(archive)  # before anything is written: a damaged pack leaves no trace
@@ -274,21 +275,23 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
     unpacked = out_root / f".unpack-{secrets.token_hex(4)}"
     try:
         extract(archive, unpacked, members)
-        meta = read_meta(unpacked, archive)
-        request = ReplayRequest(source=archive, python=resolve_python(python), name=f"repro-{archive.name.split('.')[0]}",
-                                **_options(meta, archive))
-        modules = _modules_of(meta, unpacked, members, archive)
+        index = read_index(unpacked, archive)
+        _check_packed(index.replay, archive)
+        modules = _modules_of(index, unpacked, members, archive)
+        request = _request_of(index, archive, resolve_python(python))
         try:
             prepared = prepare(request, ("pack", modules))
         except (UnknownFlags, EnvironmentMissing) as exc:
-            return ReproOutcome("cannot-run", exc.message + (f" ({exc.hint})" if exc.hint else ""))
-        wanted, have = (meta.get("versions") or {}).get("jaxlib"), prepared.targets[request.python].jaxlib
+            return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=exc.message + (f" ({exc.hint})" if exc.hint else ""))
+        wanted, have = index.versions.jaxlib if index.versions else None, prepared.targets[request.python].jaxlib
         if same_jaxlib and wanted != have:
-            return ReproOutcome("cannot-run", f"the pack names jaxlib {wanted}; {request.python} has {have}")
-        manifest, _, _ = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)])
-        shutil.move(str(unpacked), str(Path(manifest["bundle"]) / "pack"))
-        result = verdict(meta["modules"], manifest["modules"], match)
-        result.bundle = manifest["bundle"]
+            return ReproResult(outcome=ReproOutcome.CANNOT_RUN,
+                               reason=f"the pack names jaxlib {wanted}; {request.python} has {have}")
+        replayed = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)], reporter or Reporter())
+        bundle = str(replayed.record.bundle)
+        shutil.move(str(unpacked), str(Path(bundle) / "pack"))
+        result = verdict(index.modules, replayed.record.modules, match)
+        result.bundle = bundle
         return result
     finally:
         shutil.rmtree(unpacked, ignore_errors=True)

@@ -17,7 +17,6 @@ from typing import Literal
 from xlatools.errors import UsageError
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
-FROM = ("auto", "text", "proto", "snapshot", "mlir")
 # jax compiles these small modules for its own helpers (jnp.arange -> jit_iota, astype, where, ...).
 HELPER_PRIMITIVES = frozenset({
     "iota", "convert_element_type", "broadcast_in_dim", "_where", "where", "reshape", "squeeze", "expand_dims",
@@ -134,14 +133,19 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
     return sources
 
 
-def resolve(source: Path, refs: list[str], include_all: bool) -> tuple[str, list[ModuleSource]]:
-    """("file" | "dump" | "bundle", modules) for SOURCE."""
-    from xlatools.run.dumps import resolve_dump_dir
+def resolve(source: Path, refs: list[str], include_all: bool, process: int | None = None) -> tuple[str, list[ModuleSource]]:
+    """("file" | "dump" | "bundle", modules) for SOURCE; of a multi-process run, the modules of one
+    process's dump (`process`, default 0) that one process can replay (run/process_dumps.py)."""
+    from xlatools.run.process_dumps import choose_dump, devices_of, process_rows, refuse_group_modules
 
     path = Path(os.path.abspath(Path(source).expanduser()))  # the target runs in another directory
     if path.is_file():
-        if refs:
-            raise UsageError("--module picks modules of a bundle or dump folder, not of a single file")
+        if refs or process is not None:
+            raise UsageError(f"{'--module' if refs else '--process'} picks from a bundle or dump folder, not a single file")
         return "file", [from_file(path)]
-    dump = resolve_dump_dir(path)
-    return ("bundle" if dump != path else "dump"), from_dump(dump, refs, include_all)
+    choice = choose_dump(path, process)
+    modules = from_dump(choice.root, refs, include_all)
+    if choice.process is not None:
+        devices = devices_of(process_rows(choice.bundle), choice.process)
+        modules = refuse_group_modules(choice, modules, bool(refs), devices)
+    return ("bundle" if choice.root != path else "dump"), modules

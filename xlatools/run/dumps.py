@@ -21,11 +21,11 @@ names it unambiguously (before_optimizations, or its folder) and stripped from t
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.records.run import DumpModuleSummary, SourceRef
 from xlatools.run.dump_source import INSTRUCTION, SourceLine, scan_before
 from xlatools.run.dump_stats import hlo_file_stats
 from xlatools.run.frontend_names import frontend_name
@@ -73,16 +73,47 @@ class Module:
         if not self.short_name:
             self.short_name, self.origin = frontend_name(self.name)
 
-    def to_json(self, with_steps: bool = False, with_files: bool = True) -> dict[str, Any]:
-        data = asdict(self)
-        data["stages"] = sorted(self.stages)
-        data["pass_steps"] = len(self.steps)
-        data["file_count"] = len(self.files)
-        if not with_steps:
-            del data["steps"]
-        if not with_files:
-            del data["files"]
-        return data
+    def summary(self) -> DumpModuleSummary:
+        """The module as a run's manifest records it (no file list: the manifest's file index has them)."""
+        source = self.source
+        return DumpModuleSummary(
+            id=self.id, name=self.name, bytes=self.bytes, stages=sorted(self.stages), before_file=self.before_file,
+            after_file=self.after_file, platform=self.platform, snapshots=self.snapshots,
+            instructions_before=self.instructions_before, instructions_after=self.instructions_after,
+            source=SourceRef(file=source.file, line=source.line, function=source.function) if source else None,
+            short_name=self.short_name, origin=self.origin, pass_steps=len(self.steps), file_count=len(self.files))
+
+    def listing(self) -> "ModuleListing":
+        return ModuleListing(**vars(self.summary()), files=list(self.files))
+
+    def detail(self) -> "ModuleDetail":
+        return ModuleDetail(**vars(self.summary()), files=list(self.files), steps=list(self.steps))
+
+
+@dataclass(kw_only=True)
+class ModuleListing(DumpModuleSummary):
+    """A module as `xlatools inspect --json` lists it: its summary and its files."""
+
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class ModuleDetail(ModuleListing):
+    """One module as `xlatools inspect --module --json` shows it: with its per-pass steps."""
+
+    steps: list[PassStep] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class DumpListing:
+    """A dump as `xlatools inspect --json` shows it."""
+
+    root: str
+    layout: str
+    modules: list[ModuleListing]
+    files: int
+    bytes: int
+    other_files: list[str]
 
 
 @dataclass
@@ -110,18 +141,17 @@ class DumpIndex:
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise UsageError(f"no module '{ref}' in {self.root}", hint=f"{hint}`xlatools inspect {self.root}` lists them")
 
+    def sorted_modules(self) -> list[Module]:
+        return sorted(self.modules.values(), key=lambda m: m.id)
+
     def totals(self) -> dict[str, int]:
         files = sum(len(m.files) for m in self.modules.values()) + len(self.other_files)
         return {"modules": len(self.modules), "files": files, "bytes": sum(m.bytes for m in self.modules.values())}
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "root": str(self.root),
-            "layout": self.layout,
-            **self.totals(),
-            "modules": [m.to_json() for m in sorted(self.modules.values(), key=lambda m: m.id)],
-            "other_files": self.other_files,
-        }
+    def listing(self) -> DumpListing:
+        totals = self.totals()
+        return DumpListing(root=str(self.root), layout=self.layout, modules=[m.listing() for m in self.sorted_modules()],
+                           files=totals["files"], bytes=totals["bytes"], other_files=list(self.other_files))
 
 
 def modules_table(index: DumpIndex) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from xlatools.errors import UsageError
+from xlatools.records.run import EnvChangeRecord, OverrideRecord
 from xlatools.run.flags import flag_name, join_flags, parse_env_flags, validate_flag
 from xlatools.run.frontends import TF_XLA_FLAGS
 
@@ -72,8 +73,8 @@ class Override:
     origin: Source  # of the replaced flag
     source: Source  # of the flag that replaced it
 
-    def to_json(self) -> dict[str, str]:
-        return {"flag": self.flag, "by": self.by, "from": str(self.origin), "source": str(self.source)}
+    def record(self) -> OverrideRecord:
+        return OverrideRecord(flag=self.flag, by=self.by, from_=str(self.origin), source=str(self.source))
 
 
 @dataclass
@@ -109,6 +110,9 @@ class EnvChange:
     value: str | None  # None: removed
     source: Source
     previous: str | None  # the caller's value, when it had one
+
+    def record(self) -> EnvChangeRecord:
+        return EnvChangeRecord(name=self.name, value=self.value, previous=self.previous, source=str(self.source))
 
 
 class EnvBuilder:

@@ -1,24 +1,29 @@
 """`xlatools run`, end to end: inputs -> checked RunPlan -> bundle -> outcome.
 
-prepare() resolves everything and checks every flag against the target BEFORE
-anything is written, so bad input leaves no half-made bundle. execute_plan()
-creates the bundle, writes the manifest (running), runs the program, indexes
-the dumps and writes the final manifest and summary.
+prepare() resolves everything and checks every flag against the target BEFORE the bundle
+exists, so bad input leaves no half-made bundle (it writes only the target probe's cache).
+execute_plan() runs the plan inside the one bundle lifecycle (bundle.bundle_session): the
+program starts as soon as the bundle exists, then the dumps are indexed and the final
+manifest and summary written.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from xlatools.errors import EnvironmentMissing, Interrupted, TimedOut
-from xlatools.run.plan import ProfileRun, RunPlan, RunRequest, plan_run
+from xlatools.errors import EXIT_FAILED, EnvironmentMissing, exit_code_for
+from xlatools.records.run import ProfileRun, ProvenanceRow, RunManifest
+from xlatools.run.plan import RunPlan, RunRequest, plan_run
 from xlatools.run.process import ProgramResult
 from xlatools.run.target import Target
+from xlatools.vocab import ExitCodeMode, Platform, Status
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 HEARTBEAT_SECONDS = float(os.environ.get("XLATOOLS_HEARTBEAT_S", "15"))  # quiet runs: a line this often
 
@@ -31,7 +36,8 @@ class Prepared:
 
 
 def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
-    """The profile's run section as plain data, plus its preset definitions."""
+    """The profile's run section as plain data, plus its preset definitions (the YAML mapping
+    `run.define_presets`, which the preset catalog validates)."""
     if not profile_ref:
         return ProfileRun(), {}
     from xlatools.profiles import load
@@ -39,7 +45,6 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
 
     resolved = load(profile_ref)
     run = resolved.profile.run
-    provenance = [{"key": k, "value": v, "origin": o} for k, v, o in explain_rows(resolved)]
     info = ProfileRun(
         name=resolved.profile.name,
         file=str(resolved.path),
@@ -48,19 +53,21 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
         dump_preset=run.dump_preset,
         env=dict(run.env),
         xla_flags=list(run.xla_flags),
-        platform=run.platform,
+        platform=Platform(run.platform),
         python=run.python,
         timeout=run.timeout,
         frontend=run.frontend,
         resolved=resolved.profile.model_dump(mode="json"),
-        provenance=provenance,
+        provenance=[ProvenanceRow(key=k, value=v, origin=o) for k, v, o in explain_rows(resolved)],
     )
     return info, dict(run.define_presets)
 
 
-def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, Any], caller_env: dict[str, str],
-            cwd: Path) -> Prepared:
-    """Settle the request against the profile, probe the target, plan, and check every flag. Writes nothing."""
+def prepare(request: RunRequest, profile: ProfileRun,
+            define_presets: dict[str, Any],  # run.define_presets: the profile's raw YAML mapping, validated by the catalog
+            caller_env: dict[str, str], cwd: Path, reporter: Reporter | None = None) -> Prepared:
+    """Settle the request against the profile, probe the target, plan, and check every flag.
+    Writes nothing but the target probe's cache."""
     from dataclasses import replace
 
     from xlatools.run import target as targets
@@ -72,15 +79,15 @@ def prepare(request: RunRequest, profile: ProfileRun, define_presets: dict[str, 
     request = settle_request(request, profile)
     request = replace(request, python=targets.resolve_python(request.python))
     platform = request.platform
-    target = probe_target(request, profile, catalog, platform)
-    if platform == "gpu" and not target.has_gpu:
+    target = probe_target(request, profile, catalog, platform, reporter)
+    if platform == Platform.GPU and not target.has_gpu:
         raise EnvironmentMissing(
             f"--platform gpu: {request.python} sees no GPU ({target.frontend} backend: {target.backend or 'none'})",
             hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
         )
     plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform(),
                     frontend=target.frontend)
-    return Prepared(plan, target, check_flags(target, plan))
+    return Prepared(plan, target, check_flags(target, plan, reporter))
 
 
 def _copy_program(plan: RunPlan, bundle_path: Path) -> None:
@@ -95,70 +102,85 @@ def _copy_program(plan: RunPlan, bundle_path: Path) -> None:
             pass  # the program may have been removed meanwhile; the run says so itself
 
 
-ExitCodeMode = Literal["xlatools", "program"]
-
-
-def exit_code_for(result: ProgramResult, mode: ExitCodeMode = "xlatools") -> int:
+def program_exit_code(result: ProgramResult, mode: ExitCodeMode = ExitCodeMode.XLATOOLS) -> int:
     """xlatools' exit code: its own outcomes keep 0/3/124/130; any failure of the program is 1,
     unless `mode` is "program" (the program's own status, 128+N for signal N)."""
-    codes = {"ok": 0, "timeout": TimedOut.exit_code, "interrupted": Interrupted.exit_code,
-             "error": EnvironmentMissing.exit_code}
-    if result.status in codes:
-        return codes[result.status]
-    if mode == "program" and result.returncode is not None:
+    if result.status != Status.FAILED:
+        return exit_code_for(result.status)
+    if mode == ExitCodeMode.PROGRAM and result.returncode is not None:
         return result.returncode if result.returncode >= 0 else 128 - result.returncode
-    return 1
+    return EXIT_FAILED
 
 
 @dataclass
 class RunOutcome:
-    manifest: dict[str, Any]
+    record: RunManifest
     exit_code: int
     table: str  # the module table, empty when nothing was dumped
 
 
-def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env: dict[str, str],
+def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env: dict[str, str], reporter: Reporter,
                  archive: bool = False, echo_stdout_to_stderr: bool = False,
-                 exit_code_mode: ExitCodeMode = "xlatools") -> RunOutcome:
+                 exit_code_mode: ExitCodeMode = ExitCodeMode.XLATOOLS) -> RunOutcome:
     """Run the plan into a fresh bundle. The program starts as soon as the bundle exists; the
-    program copy and the first manifest are written while it runs. A record we cannot write
+    program copy and the running manifest are written while it runs. A record we cannot write
     (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
-    from xlatools.bundle import Bundle
-    from xlatools.console import group
+    from xlatools.bundle import bundle_session
     from xlatools.run.process import execute
-    from xlatools.run.record import manifest_data
+    from xlatools.run.record import finish_record, run_record
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
-    bundle = Bundle.create(Path(os.path.abspath(out_root)), prepared.plan.name, "run")
-    plan = prepared.plan.bind(bundle.path)
-    base = manifest_data(plan, prepared.target, "running", argv, bundle=str(bundle.path),
-                         flag_checks=prepared.flag_checks)
-    try:
-        _make_folders(plan, bundle.path)
+    with bundle_session(out_root, RunManifest(), name=prepared.plan.name, write_running=False) as session:
+        plan = prepared.plan.bind(session.path)
+        session.adopt(run_record(plan, prepared.target, argv, prepared.flag_checks))
+        if plan.processes:
+            from xlatools.run.group_record import bind_coordinator, make_process_folders
+
+            plan, session.record.coordinator = bind_coordinator(plan)
+            make_process_folders(plan, session.path)
+        _make_folders(plan, session.path)
 
         def on_start(_proc) -> None:
-            _copy_program(plan, bundle.path)
-            bundle.write_manifest(base)
+            _copy_program(plan, session.path)
+            session.save()
+            _load_the_end()
 
-        say(f"==> {plan.program.label} -> {bundle.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else ""))
-        stdout = sys.stderr.buffer if echo_stdout_to_stderr else sys.stdout.buffer
-        with group(f"{plan.program.label} output", announce=False):
-            result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, bundle.path / "stdout.log",
-                             bundle.path / "stderr.log", plan.timeout, None if plan.quiet else stdout,
-                             None if plan.quiet else sys.stderr.buffer, on_start=on_start,
-                             heartbeat=HEARTBEAT_SECONDS if plan.quiet else None)
-        outcome = _finish(plan, bundle, base, result, exit_code_for(result, exit_code_mode))
-    except OSError as exc:
-        _record_failure(bundle, base, exc)
-        raise EnvironmentMissing(f"cannot write the run's records in {bundle.path}: {exc.strerror or exc}"
-                                 + (f" ({exc.filename})" if exc.filename else ""),
-                                 hint="free some space (or pick another --out) and run again") from None
-    if result.status == "error":
-        raise EnvironmentMissing(f"{result.error}; the program was stopped. Record: {bundle.path}",
-                                 hint="free some space (or pick another --out) and run again")
+        reporter.step(f"{plan.program.label} -> {session.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else ""))
+        echo_out, echo_err = (None, None) if plan.quiet else reporter.echo_streams()
+        if echo_stdout_to_stderr:
+            echo_out = echo_err
+        heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
+        group = None
+        with reporter.group(f"{plan.program.label} output", announce=False):
+            if plan.processes:
+                from xlatools.run.group import execute_group
+
+                reporter.info(f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
+                              "process 0 shown, every process's in pN.stdout.log / pN.stderr.log")
+                group = execute_group(plan.processes, plan.child_env(caller_env), plan.cwd, plan.timeout, echo_out,
+                                      echo_err, on_start, heartbeat, reporter)
+                result = group.run
+            else:
+                result = execute(plan.argv, plan.child_env(caller_env), plan.cwd, session.path / "stdout.log",
+                                 session.path / "stderr.log", plan.timeout, echo_out, echo_err, on_start=on_start,
+                                 heartbeat=heartbeat, reporter=reporter)
+        if result.status == Status.ERROR:  # a log the program's output could not go to: the disk is full
+            finish_record(session.record, result, EnvironmentMissing.exit_code)
+            raise EnvironmentMissing(f"{result.error}; the program was stopped. Record: {session.path}",
+                                     hint="free some space (or pick another --out) and run again")
+        table = _finish(plan, session, result, program_exit_code(result, exit_code_mode), group)
+    record = session.record
     if archive:
-        outcome.manifest["archive"] = str(bundle.archive())
-    return outcome
+        record.archive = str(session.bundle.archive())
+    return RunOutcome(record, record.exit_code, table)
+
+
+def _load_the_end() -> None:
+    """Import what the end of the run needs (dump index, file hashing) while the program runs:
+    on a machine with a spare core that time overlaps the program instead of following it."""
+    import hashlib  # noqa: F401  (the file index)
+
+    import xlatools.run.dumps  # noqa: F401
 
 
 def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
@@ -169,52 +191,31 @@ def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
             Path(change.value).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, exit_code: int) -> RunOutcome:
-    """Index the dumps, check the log switches, write summary.txt and the final manifest."""
+def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group=None) -> str:
+    """Index the dumps, check the log switches, write summary.txt and the final manifest; the module table."""
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
-    from xlatools.run.record import outcome_fields, summary_text, unmatched_vmodule
+    from xlatools.run.record import dump_summary, finish_record, read_smoke_results, summary_text, unmatched_vmodule
 
-    dump, table = None, ""
-    if plan.dump_dir and Path(plan.dump_dir).is_dir():
+    record: RunManifest = session.record
+    table = ""
+    if plan.dump_dir and Path(plan.dump_dir).is_dir() and group is None:
         index = index_dump(Path(plan.dump_dir))
-        dump = {"dir": "xla_dump", "layout": index.layout, **index.totals(),
-                # Without file lists: the manifest's `files` index has them, with sizes and hashes.
-                "modules": [m.to_json(with_files=False) for m in sorted(index.modules.values(), key=lambda m: m.id)]}
+        record.dump = dump_summary(index)
         table = modules_table(index) if index.modules else ""
-    notes = list(base["notes"])
-    for pattern in unmatched_vmodule(bundle.path / "stderr.log", plan.vmodule_patterns()):
-        notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names without "
-                     "the extension (e.g. hlo_pass_pipeline); check the name, or whether that file logs at that level")
-    final = {**base, **outcome_fields(result, exit_code), "notes": notes, "dump": dump,
-             "smoke": _read_json(bundle.path / "smoke_results.json")}
-    atomic_write_text(bundle.path / "summary.txt", redact_text(summary_text(final, table)), durable=False)
-    final["files"] = bundle.file_index()
-    bundle.write_manifest(final)
-    return RunOutcome(final, exit_code, table)
+    stderr_log = session.path / (plan.processes[0].stderr if plan.processes else "stderr.log")
+    for pattern in unmatched_vmodule(stderr_log, plan.vmodule_patterns()):
+        record.notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "
+                            "without the extension (e.g. hlo_pass_pipeline); check the name, or whether that file "
+                            "logs at that level")
+    finish_record(record, result, exit_code)
+    record.smoke = read_smoke_results(session.path / "smoke_results.json")
+    if group is not None:  # a multi-process run (run/group_record.py)
+        from xlatools.run.group_record import record_group
 
-
-def _record_failure(bundle, base: dict[str, Any], exc: OSError) -> None:
-    """Best effort: the manifest says the run ended in an error (the bundle keeps a reserve for this)."""
-    try:
-        bundle.write_manifest({**base, "status": "error", "exit_code": EnvironmentMissing.exit_code,
-                               "error": f"cannot write the run's records: {exc.strerror or exc}"}, use_reserve=True)
-    except OSError:
-        pass
-
-
-def say(text: str) -> None:
-    """A plain line on stderr. Not rich: its import alone costs more than the rest of a run's start-up."""
-    sys.stdout.flush()
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
-def _read_json(path: Path) -> Any:
-    import json
-
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+        table = record_group(record, plan, group, session.path)
+    record.status = result.status
+    atomic_write_text(session.path / "summary.txt", redact_text(summary_text(record, table)), durable=False)
+    session.finish(result.status, exit_code=exit_code)
+    return table

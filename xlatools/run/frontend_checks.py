@@ -14,12 +14,15 @@ from xlatools.run.flags import flag_name
 from xlatools.run.frontends import SPECS, TF_XLA_FLAGS, check_frontend
 
 if TYPE_CHECKING:
-    from xlatools.run.plan import ProfileRun, RunPlan, RunRequest
+    from xlatools.console import Reporter
+    from xlatools.records.run import ProfileRun
+    from xlatools.run.plan import RunPlan, RunRequest
     from xlatools.run.presets.catalog import Catalog
     from xlatools.run.target import Target
 
 
-def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog", platform: str) -> "Target":
+def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog", platform: str,
+                 reporter: "Reporter | None" = None) -> "Target":
     """The target, probed as the frontend the run asks for.
 
     --frontend, else the profile's run.frontend, decide. Otherwise the probe detects one
@@ -30,13 +33,13 @@ def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog
 
     explicit = check_frontend(request.frontend, "--frontend") or \
         check_frontend(profile.frontend, f"profile {profile.name} run.frontend")
-    target = probe(request.python, platform, explicit)
+    target = probe(request.python, platform, explicit, reporter=reporter)
     if explicit:
         return target
     refs = [*profile.presets, *request.presets]
     hinted = {p.frontend for p in (catalog.get(ref) for ref in refs) if p.frontend} - {target.frontend}
     installed = [name for name in sorted(hinted) if installed_in(target, name)]
-    return probe(request.python, platform, installed[0]) if len(installed) == 1 else target
+    return probe(request.python, platform, installed[0], reporter=reporter) if len(installed) == 1 else target
 
 
 def installed_in(target: "Target", frontend: str) -> bool:
@@ -50,14 +53,14 @@ class UnknownFlags(UsageError):
 
 
 def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str, str],
-                   variable: str = "XLA_FLAGS") -> dict[str, str]:
+                   variable: str = "XLA_FLAGS", reporter: "Reporter | None" = None) -> dict[str, str]:
     """How each flag in `to_check` (name -> flag) was found acceptable ("table", "cache", "probe");
     UnknownFlags naming each unknown flag and where it came from (`sources`: flag -> origin)."""
     from xlatools.run.target import unknown_flags
 
     if not to_check:
         return {}
-    unknown, how = unknown_flags(target, to_check, variable=variable)
+    unknown, how = unknown_flags(target, to_check, variable=variable, reporter=reporter)
     if unknown:
         what = "XLA" if variable == "XLA_FLAGS" else variable
         def origin(flag: str) -> str:
@@ -74,7 +77,7 @@ def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str
     return how
 
 
-def check_flags(target: "Target", plan: "RunPlan") -> dict[str, str]:
+def check_flags(target: "Target", plan: "RunPlan", reporter: "Reporter | None" = None) -> dict[str, str]:
     """How each flag of the plan was found acceptable; UnknownFlags for unknown ones."""
     from xlatools.run.target import probe_together
 
@@ -83,8 +86,8 @@ def check_flags(target: "Target", plan: "RunPlan") -> dict[str, str]:
     if TF_XLA_FLAGS in SPECS[target.frontend].flag_vars:
         layers.append((TF_XLA_FLAGS, plan.tf_xla_flags, plan.tf_xla_flag_sources))
     checks = {variable: {flag_name(f): f for f in flags if flag_name(f) != "xla_dump_to"} for variable, flags, _ in layers}
-    probe_together(target, checks)
+    probe_together(target, checks, reporter=reporter)
     for variable, _, sources in layers:
-        found = refuse_unknown(target, checks[variable], sources, variable)
+        found = refuse_unknown(target, checks[variable], sources, variable, reporter)
         how.update(found if variable == "XLA_FLAGS" else {f"{variable}:{name}": v for name, v in found.items()})
     return how

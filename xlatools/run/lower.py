@@ -11,11 +11,15 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, Union
 
 from xlatools.errors import UsageError
+from xlatools.vocab import IrFormat, Platform
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 DTYPES = {
     "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
@@ -23,28 +27,39 @@ DTYPES = {
     "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
     "c64": "complex64", "c128": "complex128",
 }
-IR_FORMATS = ("hlo", "stablehlo", "jaxpr")
+IR_FORMATS = tuple(member.value for member in IrFormat)
 _SHAPE = re.compile(r"^\s*(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,\s]*)\]\s*$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHAPES_EXAMPLE = """--input-shapes '[("x", "f32[2,4,3]"), ("y", "f32[3,2]")]'"""
 
 
-@dataclass
+class LowerInput(TypedDict):
+    """One positional input: the JSON the target's probe reads (a TypedDict: it is that JSON)."""
+
+    name: str
+    dtype: str  # a numpy dtype name, e.g. float32
+    shape: list[int]
+
+
+# A keyword constant as --constants gives it: a number, a string, or a list of numbers.
+Constant = Union[bool, int, float, str, list["Constant"]]
+
+
+@dataclass(kw_only=True)
 class LowerRequest:
+    """What probes/lower.py is asked to do (written to it as JSON)."""
+
     source_kind: str  # "file" or "module"
     source: str
     function: str
-    inputs: list[dict[str, Any]]  # {"name", "dtype", "shape"}
-    constants: dict[str, Any]
-    ir_format: str
+    inputs: list[LowerInput]
+    constants: dict[str, Constant]
+    ir_format: IrFormat
     optimized: bool
     want_proto: bool = False  # --ir-dest: also a serialized HloModuleProto
     text_out: str | None = None  # filled by execute_lower: files in its temporary folder
     proto_out: str | None = None
     extra_sys_path: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def parse_function(ref: str, cwd: Path) -> tuple[str, str, str]:
@@ -76,7 +91,7 @@ def parse_shape(text: str, where: str) -> tuple[str, list[int]]:
     return DTYPES[dtype], [int(d) for d in dims]
 
 
-def parse_input_shapes(text: str | None) -> list[dict[str, Any]]:
+def parse_input_shapes(text: str | None) -> list[LowerInput]:
     if not text:
         return []
     try:
@@ -98,11 +113,11 @@ def parse_input_shapes(text: str | None) -> list[dict[str, Any]]:
             raise UsageError(f"{where}: argument '{name}' is given twice")
         seen.add(name)
         dtype, dims = parse_shape(shape, f"{where} ('{name}')")
-        inputs.append({"name": name, "dtype": dtype, "shape": dims})
+        inputs.append(LowerInput(name=name, dtype=dtype, shape=dims))
     return inputs
 
 
-def _constant(value: Any, where: str) -> Any:
+def _constant(value: object, where: str) -> Constant:
     if isinstance(value, bool) or isinstance(value, (int, float)):
         return value
     if isinstance(value, (list, tuple)) and value:
@@ -115,7 +130,7 @@ def _constant(value: Any, where: str) -> Any:
     raise UsageError(f"{where}: {value!r} is not a number, string, or list of numbers")
 
 
-def parse_constants(text: str | None, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+def parse_constants(text: str | None, inputs: list[LowerInput]) -> dict[str, Constant]:
     if not text:
         return {}
     try:
@@ -144,54 +159,68 @@ def plan_lower(fn: str, input_shapes: str | None, constants: str | None, ir_form
     ir_format = ir_format.lower()
     if ir_format not in IR_FORMATS:
         raise UsageError(f"--ir-format {ir_format}: expected one of {', '.join(IR_FORMATS)}")
+    ir_format = IrFormat(ir_format)
     if ir_dest and ir_format != "hlo":
         raise UsageError(f"--ir-dest writes a serialized HloModuleProto; it needs --ir-format hlo, not {ir_format}")
     if optimized and ir_format != "hlo":
         raise UsageError(f"--optimized shows XLA's optimised HLO; it needs --ir-format hlo, not {ir_format}")
     kind, source, function = parse_function(fn, cwd)
     inputs = parse_input_shapes(input_shapes)
-    return LowerRequest(kind, source, function, inputs, parse_constants(constants, inputs), ir_format, optimized,
+    return LowerRequest(source_kind=kind, source=source, function=function, inputs=inputs,
+                        constants=parse_constants(constants, inputs), ir_format=ir_format, optimized=optimized,
                         want_proto=bool(ir_dest), extra_sys_path=[str(cwd)])
 
 
-def cost_rows(cost: dict[str, Any]) -> list[tuple[str, Any]]:
+def cost_rows(cost: dict[str, float]) -> list[tuple[str, float]]:
     """The headline numbers of XLA's cost analysis (per-operand details left out)."""
     keys = ("flops", "transcendentals", "bytes accessed", "optimal_seconds", "utilization")
     return [(key, cost[key]) for key in keys if key in cost]
 
 
+@dataclass(kw_only=True)
+class LowerAnswer:
+    """What probes/lower.py answered about a lowering that worked."""
+
+    ok: bool = True
+    jax: str | None = None
+    backend: str | None = None
+    cost_analysis: dict[str, float] | None = None  # absent for jaxpr (nothing is compiled)
+    memory_analysis: dict[str, int] | None = None
+    proto_bytes: int | None = None  # with --ir-dest
+
+
 @dataclass
 class Lowered:
-    """What the target answered: its JSON answer, the IR text, and the serialized proto if asked for."""
+    """What the target answered, the IR text, and the serialized proto if asked for."""
 
-    answer: dict[str, Any]
+    answer: LowerAnswer
     text: str
     proto: bytes | None
 
 
-def execute_lower(request: LowerRequest, label: str, python: str, platform: str, gpu_platform: str,
-                  timeout: float) -> Lowered:
+def execute_lower(request: LowerRequest, label: str, python: str, platform: Platform, gpu_platform: str,
+                  timeout: float, reporter: Reporter) -> Lowered:
     """Run probes/lower.py in the target interpreter; errors (naming `label`, the FN as given) become XlaToolsError subclasses."""
     import os
     import subprocess
     import tempfile
 
-    from xlatools import console
     from xlatools.errors import TimedOut, XlaToolsError
     from xlatools.proctree import run_captured
+    from xlatools.records.base import to_json
     from xlatools.run.target import PROBES
 
     env = dict(os.environ)
-    if platform == "cpu":
+    if platform == Platform.CPU:
         env["JAX_PLATFORMS"] = "cpu"
-    elif platform == "gpu":
+    elif platform == Platform.GPU:
         env["JAX_PLATFORMS"] = gpu_platform
     with tempfile.TemporaryDirectory(prefix="xlatools-lower-") as tmp:
         request.text_out = os.path.join(tmp, "ir.txt")
         request.proto_out = os.path.join(tmp, "ir.pb") if request.want_proto else None
         request_path, answer_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "answer.json")
         with open(request_path, "w") as handle:
-            json.dump(request.to_json(), handle)
+            json.dump(to_json(request), handle)
         try:
             proc = run_captured([python, str(PROBES / "lower.py"), request_path, answer_path], env=env,
                                 timeout=timeout)
@@ -203,11 +232,12 @@ def execute_lower(request: LowerRequest, label: str, python: str, platform: str,
         except (OSError, ValueError):
             tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
             raise XlaToolsError(f"lowering {label} crashed (exit {proc.returncode}): {tail}") from None
-        if not answer["ok"]:
-            if proc.stderr.strip() and answer["kind"] != "usage":
-                console.err().print(console.escape(proc.stderr.rstrip()))
-            cls = UsageError if answer["kind"] == "usage" else XlaToolsError
-            raise cls(f"lowering {label} failed: {answer['message']}")
+        if not answer.get("ok"):
+            if proc.stderr.strip() and answer.get("kind") != "usage":
+                reporter.info(proc.stderr.rstrip())  # the target's traceback, before the one-line error
+            cls = UsageError if answer.get("kind") == "usage" else XlaToolsError
+            raise cls(f"lowering {label} failed: {answer.get('message')}")
         text = Path(request.text_out).read_text()
         proto = Path(request.proto_out).read_bytes() if request.proto_out else None
-    return Lowered(answer, text, proto)
+    known = {"jax", "backend", "cost_analysis", "memory_analysis", "proto_bytes"}
+    return Lowered(LowerAnswer(**{key: value for key, value in answer.items() if key in known}), text, proto)

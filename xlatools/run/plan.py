@@ -10,20 +10,19 @@ the order given) < the profile's `run:` section < command line < xlatools.
 from __future__ import annotations
 
 import re
-
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.records.run import ProfileRun
 from xlatools.run.env import MAX_VLOG, EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
 from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
+from xlatools.run.multiprocess import ProcessPlan, plan_group
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.program import SMOKE_DIR, Program
-
-Platform = Literal["auto", "cpu", "gpu"]
-PLATFORMS: tuple[Platform, ...] = ("auto", "cpu", "gpu")
+from xlatools.vocab import Platform
 
 BUNDLE = "{bundle}"
 DUMP_DIR = f"{BUNDLE}/xla_dump"
@@ -50,25 +49,8 @@ class RunRequest:
     name: str | None = None
     quiet: bool | None = None  # None: quiet when the run asks for VLOG output (thousands of lines)
     frontend: str | None = None  # None: the profile's, else detected
-
-
-@dataclass
-class ProfileRun:
-    """The parts of a resolved profile that a run uses (plain data, so plans stay pure)."""
-
-    name: str | None = None
-    file: str | None = None
-    chain: list[str] = field(default_factory=list)
-    presets: list[str] = field(default_factory=list)
-    dump_preset: str = "hlo"
-    env: dict[str, str] = field(default_factory=dict)
-    xla_flags: list[str] = field(default_factory=list)
-    platform: Platform = "auto"
-    python: str | None = None
-    timeout: float | None = None
-    frontend: str | None = None
-    resolved: dict[str, Any] = field(default_factory=dict)  # the whole profile after extends, for the manifest
-    provenance: list[dict[str, Any]] = field(default_factory=list)  # file:line of every value set
+    processes: int | None = None  # None: 1, or 2 for smoke:multiprocess (run/multiprocess.py)
+    devices_per_process: int = 1
 
 
 @dataclass
@@ -89,11 +71,12 @@ class RunPlan:
     name: str
     copy_files: list[str]
     notes: list[str]
-    profile: dict[str, Any] | None
+    profile: ProfileRun | None
     quiet: bool = False  # the program's output goes only to the bundle's logs; a heartbeat line instead
     frontend: Frontend = "jax"
     tf_xla_flags: list[str] = field(default_factory=list)  # TensorFlow's own flags, merged like XLA_FLAGS
     tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
+    processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -127,16 +110,17 @@ class RunPlan:
             tf_xla_flags=tf_flags,
             xla_flag_sources={sub(k): v for k, v in self.xla_flag_sources.items()},
             dump_dir=sub(self.dump_dir),
+            processes=[p.bind(str(bundle)) for p in self.processes],
         )
 
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["program"] = {**asdict(self.program), "label": self.program.label}
-        data["env_changes"] = [{"name": c.name, "value": c.value, "previous": c.previous, "source": str(c.source)}
-                               for c in self.env_changes]
-        data["overridden_flags"] = [o.to_json() for o in self.overridden_flags]
-        data["presets"] = [{"name": p.name, "kind": p.kind, "source": p.source} for p in self.presets]
+    def to_json(self) -> dict[str, Any]:  # the plan as `run --dry-run --json` prints it (JSON at the edge)
+        from xlatools.records.base import to_json
+
+        data = {f.name: to_json(getattr(self, f.name)) for f in fields(self)}
+        data.update(program=to_json(self.program.record()), env_changes=to_json([c.record() for c in self.env_changes]),
+                    overridden_flags=to_json([o.record() for o in self.overridden_flags]),
+                    presets=to_json([p.ref() for p in self.presets]))
         return data
 
 
@@ -145,7 +129,7 @@ def settle_request(request: RunRequest, profile: "ProfileRun") -> RunRequest:
     return replace(
         request,
         python=request.python or profile.python,
-        platform=request.platform or profile.platform or "auto",
+        platform=request.platform or profile.platform or Platform.AUTO,
         timeout=request.timeout if request.timeout is not None else profile.timeout,
     )
 
@@ -275,7 +259,7 @@ def plan_run(
     _add_layers(env, request, profile, presets)
     _unhide_vlog(env, notes)
     dump_dir = _dump_into_bundle(env, caller_env, notes, frontend)
-    platform = request.platform or "auto"
+    platform = Platform(request.platform or Platform.AUTO)
     for name, value in platform_env(frontend, platform, gpu_platform).items():
         env.set(name, value, Source(Layer.COMMAND_LINE, f"--platform {platform}"))
     if "PYTHONFAULTHANDLER" not in caller_env:  # a crash leaves a Python stack in stderr.log
@@ -283,14 +267,17 @@ def plan_run(
     argv, copy_files = _program_argv(request, env)
     if request.timeout is not None and request.timeout <= 0:
         raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
+    changes, flags = env.changes(), env.flags.final()
+    processes = plan_group(request.processes, request.devices_per_process, request.program, frontend, argv, changes,
+                           flags, caller_env, notes)
     return RunPlan(
         program=request.program,
         python=request.python,
         jaxlib=jaxlib,
         argv=argv,
         cwd=str(cwd),
-        env_changes=env.changes(),
-        xla_flags=env.flags.final(),
+        env_changes=changes,
+        xla_flags=flags,
         xla_flag_sources=env.flags.sources(),
         overridden_flags=env.flags.overridden,
         presets=presets,
@@ -300,11 +287,12 @@ def plan_run(
         name=request.name or _default_name(request.program),
         copy_files=copy_files,
         notes=notes,
-        profile=asdict(profile) if profile.name else None,
+        profile=profile if profile.name else None,
         quiet=request.quiet if request.quiet is not None else _asks_for_vlog(env),
         frontend=frontend,
         tf_xla_flags=env.tf_flags.final(),
         tf_xla_flag_sources=env.tf_flags.sources(),
+        processes=processes,
     )
 
 

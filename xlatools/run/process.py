@@ -15,21 +15,22 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import TYPE_CHECKING, BinaryIO
 
 from xlatools.proctree import end_tree, signal_tree, sigterm_as_interrupt
+from xlatools.vocab import Status
 
-Outcome = Literal["ok", "failed", "timeout", "interrupted", "error"]
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 
 @dataclass(frozen=True)
 class ProgramResult:
-    status: Outcome  # error: xlatools could not keep the run's records (disk full): the program was stopped
+    status: Status  # error: xlatools could not keep the run's records (disk full): the program was stopped
     returncode: int | None  # the program's own status (negative: killed by that signal)
     duration: float
     started: str
@@ -52,7 +53,7 @@ class ProgramResult:
         return f"exit {self.returncode}" if self.returncode is not None else "not started"
 
 
-class _Tee(threading.Thread):
+class Tee(threading.Thread):
     """Copy one pipe to a log file and (while it can) to a terminal stream.
 
     A log write that fails (disk full) is remembered, not raised: the pipe keeps being
@@ -90,17 +91,38 @@ class _Tee(threading.Thread):
                 self.echo = None  # the terminal went away; keep logging
 
 
-class _Watchdog(threading.Thread):
-    """Stops the program on timeout or a failed log write; prints a heartbeat in quiet runs."""
+_RUNNING: set["_Watchdog"] = set()  # the watchdogs of programs running now, in any thread
+_RUNNING_LOCK = threading.Lock()
 
-    def __init__(self, proc: subprocess.Popen, tees: list[_Tee], logs: list[Path], timeout: float | None,
-                 heartbeat: float | None, wake: threading.Event):
+
+def interrupt_running() -> None:
+    """Stop every program `execute` is running now, in any thread, as Ctrl-C would (status interrupted).
+
+    For work that runs programs in worker threads (bisect --jobs): Ctrl-C and SIGTERM reach the main
+    thread only, and the programs run in sessions of their own."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for watchdog in running:
+        watchdog.interrupt()
+
+
+class _Watchdog(threading.Thread):
+    """Stops the program on timeout, a failed log write or `interrupt`; prints a heartbeat in quiet runs."""
+
+    def __init__(self, proc: subprocess.Popen, tees: list[Tee], logs: list[Path], timeout: float | None,
+                 heartbeat: float | None, reporter: Reporter | None, wake: threading.Event):
         super().__init__(daemon=True)
         self.proc, self.tees, self.logs, self.wake = proc, tees, logs, wake
         self.deadline = time.monotonic() + timeout if timeout is not None else None
-        self.heartbeat = heartbeat
-        self.reason: Outcome | None = None
+        self.heartbeat = heartbeat if reporter is not None else None
+        self.reporter = reporter
+        self.reason: Status | None = None
         self.done = threading.Event()
+        self.interrupted = threading.Event()
+
+    def interrupt(self) -> None:
+        self.interrupted.set()
+        self.wake.set()
 
     def run(self) -> None:
         start = time.monotonic()
@@ -113,14 +135,17 @@ class _Watchdog(threading.Thread):
             if self.done.is_set():
                 return
             now = time.monotonic()
+            if self.interrupted.is_set():
+                self.reason = Status.INTERRUPTED
+                end_tree(self.proc)
+                return
             if any(tee.error for tee in self.tees) or (self.deadline is not None and now >= self.deadline):
-                self.reason = "error" if any(tee.error for tee in self.tees) else "timeout"
+                self.reason = Status.ERROR if any(tee.error for tee in self.tees) else Status.TIMEOUT
                 end_tree(self.proc)
                 return
             if next_beat is not None and now >= next_beat:
                 sizes = ", ".join(f"{p.name} {_size(p)}" for p in self.logs)
-                sys.stderr.write(f"... running {now - start:.0f} s; {sizes}\n")
-                sys.stderr.flush()
+                self.reporter.heartbeat(f"running {now - start:.0f} s; {sizes}")
                 next_beat = now + self.heartbeat
 
     def stop(self) -> None:
@@ -151,8 +176,10 @@ def execute(
     echo_err: BinaryIO | None,
     on_start=None,
     heartbeat: float | None = None,
+    reporter: Reporter | None = None,
 ) -> ProgramResult:
-    """Run `argv` to its end (or timeout / Ctrl-C / a failed log write) with its output logged."""
+    """Run `argv` to its end (or timeout / Ctrl-C / a failed log write) with its output logged;
+    a heartbeat through `reporter` every `heartbeat` seconds."""
     from xlatools.bundle import utc_now
 
     started = utc_now()
@@ -163,11 +190,13 @@ def execute(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        tees = [_Tee(proc.stdout, out_log, echo_out, wake), _Tee(proc.stderr, err_log, echo_err, wake)]
-        watchdog = _Watchdog(proc, tees, [stdout_log, stderr_log], timeout, heartbeat, wake)
+        tees = [Tee(proc.stdout, out_log, echo_out, wake), Tee(proc.stderr, err_log, echo_err, wake)]
+        watchdog = _Watchdog(proc, tees, [stdout_log, stderr_log], timeout, heartbeat, reporter, wake)
         for thread in (*tees, watchdog):
             thread.start()
-        status: Outcome | None = None
+        with _RUNNING_LOCK:
+            _RUNNING.add(watchdog)
+        status: Status | None = None
         try:
             with sigterm_as_interrupt():
                 if on_start is not None:
@@ -176,12 +205,14 @@ def execute(
                 # Children the program left behind in its group would hold our pipes open.
                 signal_tree(proc.pid, [], signal.SIGKILL)
         except KeyboardInterrupt:
-            status = "interrupted"
+            status = Status.INTERRUPTED
             end_tree(proc)
         except BaseException:
             end_tree(proc)
             raise
         finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(watchdog)
             watchdog.stop()
             watchdog.join(timeout=10)
             for tee in tees:
@@ -189,8 +220,8 @@ def execute(
             for pipe in (proc.stdout, proc.stderr):
                 pipe.close()
     write_error = next((tee.error for tee in tees if tee.error), None)
-    status = status or watchdog.reason or ("ok" if proc.returncode == 0 else "failed")
+    status = status or watchdog.reason or (Status.OK if proc.returncode == 0 else Status.FAILED)
     error = None
-    if status == "error" and write_error is not None:
+    if status == Status.ERROR and write_error is not None:
         error = f"cannot write the program's log: {write_error.strerror or write_error}"
     return ProgramResult(status, proc.returncode, round(time.monotonic() - t0, 3), started, utc_now(), error)

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.errors import UsageError
+from xlatools.records.run import ProgramRecord
 
 ProgramKind = Literal["smoke", "script", "module"]
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
-SMOKE_PROGRAMS = ("dot", "matmul", "conv", "reduce", "while", "grad", "collectives")
+SMOKE_PROGRAMS = ("dot", "matmul", "conv", "reduce", "while", "grad", "collectives")  # smoke:all
+GROUP_SMOKE_PROGRAMS = ("multiprocess",)  # not in smoke:all: it needs several processes (run --processes)
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,9 @@ class Program:
     @property
     def label(self) -> str:
         return {"smoke": f"smoke:{self.name}", "module": f"-m {self.name}"}.get(self.kind, self.name)
+
+    def record(self) -> ProgramRecord:
+        return ProgramRecord(kind=self.kind, name=self.name, args=list(self.args), label=self.label)
 
 
 def refuse_program_and_module(argv: list[str], program: str | None, module: str | None) -> None:
@@ -46,15 +51,16 @@ def parse_program(program: str | None, module: str | None, args: list[str], cwd:
         return Program("smoke", ",".join(SMOKE_PROGRAMS), tuple(args))
     if program.startswith("smoke:"):
         names = [n for n in program[len("smoke:"):].split(",") if n]
+        known = SMOKE_PROGRAMS + GROUP_SMOKE_PROGRAMS
         for name in names:
-            if name not in SMOKE_PROGRAMS:
+            if name not in known:
                 import difflib
 
-                close = difflib.get_close_matches(name, SMOKE_PROGRAMS, n=1)
+                close = difflib.get_close_matches(name, known, n=1)
                 hint = f"did you mean 'smoke:{close[0]}'? " if close else ""
-                raise UsageError(f"unknown smoke program '{name}'", hint=f"{hint}known: all, {', '.join(SMOKE_PROGRAMS)}")
+                raise UsageError(f"unknown smoke program '{name}'", hint=f"{hint}known: all, {', '.join(known)}")
         if not names:
-            raise UsageError("smoke: needs a name", hint=f"e.g. smoke:dot; known: all, {', '.join(SMOKE_PROGRAMS)}")
+            raise UsageError("smoke: needs a name", hint=f"e.g. smoke:dot; known: all, {', '.join(known)}")
         return Program("smoke", ",".join(names), tuple(args))
     path = Path(program).expanduser()
     if not path.is_absolute():

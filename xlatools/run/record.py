@@ -1,62 +1,82 @@
-"""What a run leaves behind, as data: the manifest, the summary text, the module table,
-and what the logs say about the run's own switches (vmodule patterns that matched nothing)."""
+"""What a run leaves behind, as data: the typed manifest, the summary text, and what the logs
+say about the run's own switches (vmodule patterns that matched nothing)."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from xlatools import __version__
+from xlatools.records.run import (DumpSummary, FrontendInfo, Interpreter, JaxInfo, RunManifest, SmokeReport,
+                                  SmokeResult)
 from xlatools.run.plan import RunPlan
 from xlatools.run.process import ProgramResult
 from xlatools.run.target import Target
 
-MANIFEST_SCHEMA = "xlatools.run/1"
+if TYPE_CHECKING:
+    from xlatools.run.dumps import DumpIndex
+
 # absl / TF log lines: `I1123 03:07:28.491441   26219 hlo_pass_pipeline.cc:93] ...`
 _LOG_SOURCE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<file>[\w.\-]+)\.(?:cc|h|cpp|c):\d+\]")
 
 
-def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], **extra: Any) -> dict[str, Any]:
-    """The manifest of a run that is starting (status "running"); outcome_fields() completes it."""
-    from xlatools.bundle import host_info
+def run_record(plan: RunPlan, target: Target, argv: list[str], flag_checks: dict[str, str]) -> RunManifest:
+    """The manifest of a run that is starting (status "running"); finish_record() completes it."""
+    from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
 
-    planned = plan.to_json()
-    return {
-        "status": status,
-        "manifest_schema": MANIFEST_SCHEMA,
-        "xlatools_version": __version__,
-        "command": "xlatools " + " ".join(redact_argv(argv)),
-        "argv": argv,
-        "program": planned["program"],
-        "program_argv": plan.argv,
-        "cwd": plan.cwd,
-        "host": host_info(),
-        "interpreter": {"python": target.python, "python_version": target.python_version},
-        "jax": {"jax": target.jax, "jaxlib": target.jaxlib, "backend": target.backend, "devices": target.devices,
-                "plugins": target.plugins},
-        "frontend": {"name": target.frontend, "version": target.frontend_version, "xla_source": target.xla_source,
-                     "versions": target.versions, "tf_xla_flags": plan.tf_xla_flags},
-        "platform": plan.platform,
-        "profile": plan.profile,
-        "presets": planned["presets"],
-        "xla_flags": plan.xla_flags,
-        "xla_flag_sources": plan.xla_flag_sources,
-        "overridden_flags": planned["overridden_flags"],
-        "env_changes": planned["env_changes"],
-        "timeout": plan.timeout,
-        "notes": plan.notes,
-        **extra,
-    }
+    return RunManifest(
+        xlatools_version=__version__,
+        command="xlatools " + " ".join(redact_argv(argv)),
+        argv=list(argv),
+        program=plan.program.record(),
+        program_argv=list(plan.argv),
+        cwd=plan.cwd,
+        host=host_info(),
+        interpreter=Interpreter(python=target.python, python_version=target.python_version),
+        jax=JaxInfo(jax=target.jax, jaxlib=target.jaxlib, backend=target.backend, devices=list(target.devices),
+                    plugins=list(target.plugins)),
+        frontend=FrontendInfo(name=target.frontend, version=target.frontend_version, xla_source=target.xla_source,
+                              versions=dict(target.versions), tf_xla_flags=list(plan.tf_xla_flags)),
+        platform=plan.platform,
+        profile=plan.profile,
+        presets=[preset.ref() for preset in plan.presets],
+        xla_flags=list(plan.xla_flags),
+        xla_flag_sources=dict(plan.xla_flag_sources),
+        overridden_flags=[override.record() for override in plan.overridden_flags],
+        env_changes=[change.record() for change in plan.env_changes],
+        timeout=plan.timeout,
+        notes=list(plan.notes),
+        flag_checks=dict(flag_checks),
+    )
 
 
-def outcome_fields(result: ProgramResult, exit_code: int) -> dict[str, Any]:
-    """The manifest fields of a finished program: xlatools' exit code and the program's own outcome."""
-    return {"status": result.status, "exit_code": exit_code, "returncode": result.returncode,
-            "signal": result.signal_name, "program_outcome": result.describe(), "error": result.error,
-            "started": result.started, "finished": result.finished, "duration_s": result.duration}
+def finish_record(record: RunManifest, result: ProgramResult, exit_code: int) -> None:
+    """The fields of a finished program: xlatools' exit code and the program's own outcome."""
+    record.exit_code, record.returncode, record.signal = exit_code, result.returncode, result.signal_name
+    record.program_outcome, record.error = result.describe(), result.error
+    record.started, record.finished, record.duration_s = result.started, result.finished, result.duration
+
+
+def dump_summary(index: DumpIndex) -> DumpSummary:
+    """The manifest's view of a run's dump: totals and one row per module, without file lists
+    (the manifest's `files` index has them, with sizes and hashes)."""
+    totals = index.totals()
+    return DumpSummary(dir="xla_dump", layout=index.layout, files=totals["files"], bytes=totals["bytes"],
+                       modules=[m.summary() for m in index.sorted_modules()])
+
+
+def read_smoke_results(path: Path) -> SmokeReport | None:
+    """The smoke programs' own report (smoke/main.py writes it), None when there is none."""
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+        return SmokeReport(jax=data.get("jax"), results=[SmokeResult(**r) for r in data.get("results", [])])
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
 
 
 def unmatched_vmodule(stderr_log: Path, patterns: list[str]) -> list[str]:
@@ -75,25 +95,22 @@ def unmatched_vmodule(stderr_log: Path, patterns: list[str]) -> list[str]:
     return [p for p in patterns if not any(fnmatch.fnmatchcase(name, p) for name in seen)]
 
 
-def summary_text(manifest: dict[str, Any], modules_table: str) -> str:
+def summary_text(record: RunManifest, modules_table: str) -> str:
+    frontend = record.frontend
+    carrier = f"jax {record.jax.jax} / jaxlib {record.jax.jaxlib}" if frontend.name == "jax" else \
+        f"{frontend.name} {frontend.version} ({frontend.xla_source})"
     lines = [
-        f"status: {manifest['status']} (xlatools exit {manifest.get('exit_code')}; program {manifest.get('program_outcome')})",
-        f"program: {manifest['program']['label']}",
-        f"{_frontend_line(manifest)} on {manifest['jax']['backend']}"
-        f" ({manifest['interpreter']['python']})",
-        f"presets: {', '.join(p['kind'] + ':' + p['name'] for p in manifest['presets']) or '-'}",
-        f"XLA_FLAGS: {' '.join(manifest['xla_flags']) or '-'}",
-        *([f"TF_XLA_FLAGS: {' '.join(manifest['frontend']['tf_xla_flags'])}"] if manifest["frontend"]["tf_xla_flags"] else []),
-        f"duration: {manifest.get('duration_s')} s",
+        f"status: {record.status} (xlatools exit {record.exit_code}; program {record.program_outcome})",
+        f"program: {record.program.label if record.program else '-'}",
+        f"{carrier} on {record.jax.backend} ({record.interpreter.python})",
+        f"presets: {', '.join(p.kind + ':' + p.name for p in record.presets) or '-'}",
+        f"XLA_FLAGS: {' '.join(record.xla_flags) or '-'}",
+        *([f"TF_XLA_FLAGS: {' '.join(frontend.tf_xla_flags)}"] if frontend.tf_xla_flags else []),
+        f"duration: {record.duration_s} s",
     ]
-    lines += [f"note: {note}" for note in manifest["notes"]]
+    lines += [f"process {p.id}: {p.status} ({p.outcome}){' - failed first' if p.first_failure else ''}; logs {p.stdout}, "
+              f"{p.stderr}" for p in record.processes or []]
+    lines += [f"note: {note}" for note in record.notes]
     if modules_table:
         lines += ["", modules_table]
     return "\n".join(lines) + "\n"
-
-
-def _frontend_line(manifest: dict[str, Any]) -> str:
-    frontend = manifest.get("frontend") or {"name": "jax"}
-    if frontend["name"] == "jax":
-        return f"jax {manifest['jax']['jax']} / jaxlib {manifest['jax']['jaxlib']}"
-    return f"{frontend['name']} {frontend['version']} ({frontend['xla_source']})"

@@ -1,15 +1,22 @@
 """The run a bundle records (its manifest.json), as `xlatools inspect` shows it before the modules.
 
-Reads leniently: bundles written by older or newer xlatools may lack a field; a missing
-field shows as "-", never as an error.
+Read through the one reader (records.read_bundle): fields an older xlatools did not write show
+as "-"; a damaged or foreign manifest is bad input (exit 2) naming the file and the key.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
+
+from xlatools.records.base import MANIFEST
+from xlatools.records.run import RunManifest
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
 
 
 @dataclass
@@ -31,20 +38,15 @@ class RunInfo:
     duration_s: float | None = None
 
     @classmethod
-    def from_manifest(cls, bundle: Path, data: dict[str, Any]) -> "RunInfo":
-        def part(key: str) -> dict[str, Any]:
-            value = data.get(key)
-            return value if isinstance(value, dict) else {}
-
-        jax, interpreter, program = part("jax"), part("interpreter"), part("program")
-        presets = [f"{p.get('kind')}:{p.get('name')}" if isinstance(p, dict) else str(p) for p in data.get("presets") or []]
+    def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
+        jax = record.jax
         return cls(
-            bundle=str(bundle), status=str(data.get("status", "-")), exit_code=data.get("exit_code"),
-            returncode=data.get("returncode"), signal=data.get("signal"), command=str(data.get("command", "-")),
-            program=str(program.get("label", "-")), jax=str(jax.get("jax", "-")), jaxlib=str(jax.get("jaxlib", "-")),
-            backend=str(jax.get("backend", "-")), python=str(interpreter.get("python", "-")),
-            platform=str(data.get("platform", "-")), presets=presets, xla_flags=[str(f) for f in data.get("xla_flags") or []],
-            duration_s=data.get("duration_s"),
+            bundle=str(bundle), status=_text(record.status), exit_code=record.exit_code, returncode=record.returncode,
+            signal=record.signal, command=_text(record.command), program=_text(record.program.label if record.program else None),
+            jax=_text(jax.jax), jaxlib=_text(jax.jaxlib), backend=_text(jax.backend),
+            python=_text(record.interpreter.python), platform=_text(record.platform),
+            presets=[f"{p.kind}:{p.name}" for p in record.presets], xla_flags=list(record.xla_flags),
+            duration_s=record.duration_s,
         )
 
     def lines(self) -> list[str]:
@@ -63,24 +65,13 @@ class RunInfo:
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
         ]
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 def read_run_info(path: Path) -> RunInfo | None:
     """The run of the bundle at `path` (the bundle, `latest`, or its xla_dump/); None for a plain
     dump folder. A manifest that cannot be read is reported as such, not hidden."""
+    from xlatools.records import read_bundle
+
     path = Path(path).expanduser()
     for bundle in (path, path.parent):
-        manifest = bundle / "manifest.json"
-        if manifest.is_file():
-            try:
-                data = json.loads(manifest.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                from xlatools.errors import UsageError
-
-                raise UsageError(f"{manifest}: unreadable ({exc})", hint="the bundle is damaged; inspect its xla_dump/ directly") from None
-            from xlatools.redact import redact
-
-            return RunInfo.from_manifest(bundle, redact(data) if isinstance(data, dict) else {})
+        if bundle.is_dir() and os.path.lexists(bundle / MANIFEST):
+            return RunInfo.from_manifest(bundle, cast(RunManifest, read_bundle(bundle, kinds=("run",))))
     return None

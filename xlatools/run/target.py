@@ -1,45 +1,57 @@
 """The target interpreter: the Python that runs the program under test.
 
-xlatools never imports jax (or TensorFlow, or torch_xla) itself; a probe script
-(probes/target_info.py) runs in the target and reports its frontend, versions
-and devices. Answers are cached per interpreter path, invalidated when the
-interpreter or the frontend's package changes (their mtimes), so a run pays for
-the probe once.
+xlatools never imports jax (or TensorFlow, or torch_xla) itself; one probe script
+(probes/target_info.py) runs in the target and reports its frontend, versions, plugins,
+shared objects and devices, for `run`, `lower`, `replay` and `doctor` alike. Answers are
+cached per interpreter (target_cache.py) and thrown away when the interpreter, the
+frontend's package or jax's version file changes, so a run pays for the probe once.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
 import sys
-import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.fsutil import atomic_write_json, cache_root, read_cache_json
-from xlatools.proctree import run_captured
+from xlatools.records.run import Device
 from xlatools.run.flags import bad_value_from_abort, join_flags, table_verdict, unknown_from_abort
 from xlatools.run.frontends import SPECS, probe_env
+from xlatools.run.target_cache import TargetCache
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 PROBES = Path(__file__).resolve().parent / "probes"
-CACHE_VERSION = 3
 
 
 @dataclass
 class Target:
+    """What the probe found in an interpreter. The facts (versions, jax's accepted jaxlib range,
+    plugins, shared objects) are read without starting the frontend; `devices` and `backend` come
+    from starting it, and `devices_error` says why that failed."""
+
     python: str
     python_version: str | None = None
+    machine: str | None = None
+    libc: str | None = None
     jax: str | None = None
+    jax_source_version: str | None = None  # `_version` in jax/version.py, read without importing jax
+    jax_version_file: str | None = None
+    min_jaxlib: str | None = None  # jax's `_minimum_jaxlib_version`: the oldest jaxlib this jax imports with
     jaxlib: str | None = None
     jaxlib_origin: str | None = None
     numpy: str | None = None
-    plugins: list[str] = field(default_factory=list)
+    plugins: list[str] = field(default_factory=list)  # GPU/TPU plugin distributions installed
+    plugin_versions: dict[str, str] = field(default_factory=dict)  # the same, with their versions
+    cuda_libs: dict[str, str] = field(default_factory=dict)  # nvidia-* wheels (cuDNN, NCCL, CUDA runtime)
+    shared_objects: list[str] = field(default_factory=list)  # of jaxlib and the plugins
     backend: str | None = None
-    devices: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
     devices_error: str | None = None
     frontend: str = "jax"
     frontend_version: str | None = None  # jaxlib's, tensorflow's or torch_xla's version
@@ -53,16 +65,33 @@ class Target:
         return f"{SPECS[self.frontend].label} {self.frontend_version}"
 
     @property
+    def jaxlib_dir(self) -> str | None:
+        return os.path.dirname(self.jaxlib_origin) if self.jaxlib_origin else None
+
+    @property
     def stamp_origin(self) -> str | None:
         """The file whose change (a reinstall) makes cached answers stale."""
         return self.jaxlib_origin if self.frontend == "jax" else self.frontend_origin
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+    @property
+    def stamp_files(self) -> list[str]:
+        """Every file whose change makes the answers stale: jax reinstalled alone counts too
+        (the classic way to get a jax/jaxlib pair that does not import)."""
+        return [path for path in (self.stamp_origin, self.jax_version_file) if path]
+
+    def __post_init__(self) -> None:
+        # The probe reports devices as JSON objects; keep the three fields we use.
+        self.devices = [d if isinstance(d, Device) else Device(**{k: d.get(k) for k in ("id", "platform", "kind")})
+                        for d in self.devices if isinstance(d, (Device, dict))]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Target":  # the probe's answer or the cache's copy of it (JSON at the edge)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known and v is not None})
 
     @property
     def has_gpu(self) -> bool:
-        return any(d.get("platform") not in ("cpu", None) for d in self.devices)
+        return any(d.platform not in ("cpu", None) for d in self.devices)
 
     def gpu_platform(self) -> str:
         return "rocm" if any("rocm" in p for p in self.plugins) else "cuda"
@@ -91,44 +120,18 @@ def resolve_python(spec: str | None) -> str:
     return os.path.abspath(path)
 
 
-def _stamp(path: str | None) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns if path else None
-    except OSError:
-        return None
+@dataclass
+class _Answer:
+    """One run of the probe script: its answer (None when it wrote none) and the process."""
 
+    target: Target | None
+    finished: bool
+    proc: subprocess.CompletedProcess
 
-class TargetCache:
-    """One JSON file per interpreter: its probe answers and known flag verdicts."""
-
-    def __init__(self, python: str):
-        self.python = python
-        digest = hashlib.sha256(python.encode()).hexdigest()[:16]
-        self.path = cache_root() / "targets" / f"{digest}.json"
-        self.data = self._read()
-
-    def _read(self) -> dict[str, Any]:
-        data = read_cache_json(self.path)
-        if data.get("cache_version") != CACHE_VERSION or data.get("python") != self.python:
-            return {}
-        stamps = data.get("stamps", {})
-        if not isinstance(stamps, dict) or not all(isinstance(path, str) for path in stamps):
-            return {}
-        if data.get("python_stamp") != _stamp(self.python) or any(_stamp(path) != stamp for path, stamp in stamps.items()):
-            return {}  # reinstalled or rebuilt: everything we knew may be wrong
-        return data
-
-    def remember(self, origin: str | None, **entries: Any) -> None:
-        """Store `entries` with the stamps that tell when they go stale (`origin`: the frontend's package), and save."""
-        stamps = {**self.data.get("stamps", {}), **({origin: _stamp(origin)} if origin else {})}
-        self.data.update(entries, python_stamp=_stamp(self.python), stamps=stamps)
-        self.save()
-
-    def save(self) -> None:
-        try:
-            atomic_write_json(self.path, {**self.data, "cache_version": CACHE_VERSION, "python": self.python})
-        except OSError:
-            pass  # a cache we cannot write only costs time
+    def failure(self) -> str:
+        """`(exit N): last lines of its output`, as messages show a probe that failed."""
+        tail = (self.proc.stderr or self.proc.stdout).strip().splitlines()[-3:]
+        return f"(exit {self.proc.returncode})" + (": " + " | ".join(tail) if tail else "")
 
 
 def probe_timeout(default: float) -> float:
@@ -140,7 +143,11 @@ def probe_timeout(default: float) -> float:
     return value if 0 < value < float("inf") else default
 
 
-def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float) -> tuple[dict | None, subprocess.CompletedProcess]:
+def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float) -> _Answer:
+    import tempfile  # only when probing: a cached run starts its program without it
+
+    from xlatools.proctree import run_captured
+
     with tempfile.TemporaryDirectory(prefix="xlatools-probe-") as tmp:
         out = os.path.join(tmp, "out.json")
         try:
@@ -153,9 +160,10 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
                                      hint="is its frontend importable there? (XLATOOLS_PROBE_TIMEOUT_S sets the limit)") from None
         try:
             with open(out) as handle:
-                return json.load(handle), proc
+                data = json.load(handle)
         except (OSError, ValueError):
-            return None, proc
+            return _Answer(None, False, proc)
+        return _Answer(Target.from_json(data), bool(data.get("finished")), proc)
 
 
 def _probe_env(platform: str, frontend: str = "jax", flags: dict[str, list[str]] | None = None) -> dict[str, str]:
@@ -179,60 +187,49 @@ def _probe_key(platform: str, frontend: str | None) -> str:
 
 def cached_probe(python: str, platform: str = "auto", frontend: str | None = None) -> Target | None:
     """The probe's answer if it is cached (still fresh), else None; probes nothing."""
-    return _cached_target(TargetCache(python), _probe_key(platform, frontend))
+    return TargetCache.load(python).targets.get(_probe_key(platform, frontend))
 
 
-def _cached_target(cache: TargetCache, key: str) -> Target | None:
-    data = cache.data.get(key)
-    try:
-        return Target(**data) if isinstance(data, dict) and data else None
-    except TypeError:  # written by another version, or damaged: probe again
-        return None
+def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120,
+          reporter: Reporter | None = None, require: bool = True) -> Target:
+    """Frontend, versions, plugins and devices of `python` (cached). `frontend` None: detected (jax first).
 
-
-def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120) -> Target:
-    """Frontend, versions and devices of `python` (cached). `frontend` None: detected (jax first)."""
-    cache = TargetCache(python)
+    `require`: the frontend must be there and start (else exit 3); without it (doctor, which
+    explains what is wrong) a missing frontend or one that kills the probe while starting is
+    reported in the answer (`devices_error`), and only a target that cannot run the probe at
+    all is an error."""
+    cache = TargetCache.load(python)
     key = _probe_key(platform, frontend)
-    cached = _cached_target(cache, key)
-    if cached is not None:
-        return cached
-    _progress(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
-    args = ["--devices", "--frontend", frontend or "auto"]
-    info, proc = _run_probe(python, args, _probe_env(platform, frontend or "jax"), timeout)
-    if info is None:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        raise EnvironmentMissing(
-            f"--python {python}: the probe failed (exit {proc.returncode})" + (": " + " | ".join(tail) if tail else ""),
-            hint="is it a Python 3 interpreter?",
-        )
-    _require_frontend(python, info)
-    target = Target(**{k: info.get(k) for k in Target.__dataclass_fields__ if k in info and info.get(k) is not None})
-    if target.devices_error is None:  # a failed device query may be transient (GPU busy): do not cache it
+    if key in cache.targets:
+        return cache.targets[key]
+    if reporter:
+        reporter.step(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
+    answer = _run_probe(python, ["--devices", "--frontend", frontend or "auto"], _probe_env(platform, frontend or "jax"), timeout)
+    target = answer.target
+    if target is None or (require and not answer.finished):
+        raise EnvironmentMissing(f"--python {python}: the probe failed {answer.failure()}", hint="is it a Python 3 interpreter?")
+    if not answer.finished:
+        target.devices_error = f"starting {target.frontend} killed the probe {answer.failure()}"
+    missing = _missing_frontend(target)
+    if missing and require:
+        spec = SPECS[target.frontend]
+        raise EnvironmentMissing(f"{python} has no {missing} (frontend {spec.name})",
+                                 hint=f"install {spec.install} there, pick another --python, or say --frontend")
+    if not missing and target.devices_error is None:  # a failed device query may be transient (GPU busy): not cached
         # Also under the detected frontend's own key: `lower` asks for jax by name, `run` may not.
-        keys = {key, _probe_key(platform, target.frontend)}
-        cache.remember(target.stamp_origin, **{k: target.to_json() for k in keys})
+        cache.remember_target({key, _probe_key(platform, target.frontend)}, target)
     return target
 
 
-def _require_frontend(python: str, info: dict[str, Any]) -> None:
-    spec = SPECS[info.get("frontend") or "jax"]
+def _missing_frontend(target: Target) -> str:
+    """What the target lacks for its frontend ("" when nothing)."""
+    spec = SPECS[target.frontend]
     if spec.name == "jax":
-        missing = " and ".join(name for name in ("jax", "jaxlib") if not info.get(name))
-    else:
-        missing = "" if info.get("frontend_version") else spec.label
-        if spec.name == "torch-xla" and not info.get("versions", {}).get("torch"):
-            missing = "torch and torch_xla" if missing else "torch"
-    if missing:
-        raise EnvironmentMissing(
-            f"{python} has no {missing} (frontend {spec.name})",
-            hint=f"install {spec.install} there, pick another --python, or say --frontend",
-        )
-
-
-def _known_flags(cache: TargetCache, key: str) -> dict[str, bool]:
-    known = cache.data.get(key)
-    return {k: v for k, v in known.items() if isinstance(v, bool)} if isinstance(known, dict) else {}
+        return " and ".join(name for name in ("jax", "jaxlib") if not getattr(target, name))
+    missing = "" if target.frontend_version else spec.label
+    if spec.name == "torch-xla" and not target.versions.get("torch"):
+        missing = "torch and torch_xla" if missing else "torch"
+    return missing
 
 
 def _flag_cache_key(target: Target, variable: str) -> str:
@@ -249,16 +246,16 @@ def _known_verdict(target: Target, known: dict[str, bool], variable: str, name: 
 
 
 def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float = 120,
-                  variable: str = "XLA_FLAGS") -> tuple[list[str], dict[str, str]]:
+                  variable: str = "XLA_FLAGS", reporter: Reporter | None = None) -> tuple[list[str], dict[str, str]]:
     """The flag names `target` does not accept in `variable`, and how each verdict was reached ("table", "probe", "cache").
 
     The flag table covers jaxlib's XLA_FLAGS only; other frontends' flags are probed once and cached."""
-    cache = TargetCache(target.python)
+    cache = TargetCache.load(target.python)
     verdicts: dict[str, bool] = {}
     how: dict[str, str] = {}
     unsure: dict[str, str] = {}
     cache_key = _flag_cache_key(target, variable)
-    known = _known_flags(cache, cache_key)
+    known = cache.flags.get(cache_key, {})
     for name, flag in names_to_flags.items():
         verdict, source = _known_verdict(target, known, variable, name)
         if verdict is not None:
@@ -266,42 +263,39 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
         else:
             unsure[name] = flag
     if unsure:
-        _progress(f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} (not decided by the table)")
-        for name, verdict in _probe_flags(target, unsure, timeout, variable).items():
+        if reporter:
+            reporter.step(f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} "
+                          "(not decided by the table)")
+        probed = _probe_flags(target, unsure, timeout, variable)
+        for name, verdict in probed.items():
             verdicts[name], how[name] = verdict, "probe"
-            known[name] = verdict
         if target.stamp_origin:
-            cache.remember(target.stamp_origin, **{cache_key: known})
+            cache.remember_flags(cache_key, probed, target.stamp_files)
     return sorted(name for name, ok in verdicts.items() if not ok), how
 
 
-def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeout: float = 120) -> None:
+def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeout: float = 120,
+                   reporter: Reporter | None = None) -> None:
     """One frontend start for the undecided flags of several variables (TensorFlow: XLA_FLAGS and
     TF_XLA_FLAGS): if it starts with all of them, each is cached as accepted. If not, nothing is
     cached and unknown_flags sorts them out variable by variable. Saves a start (seconds) per run."""
-    cache = TargetCache(target.python)
+    cache = TargetCache.load(target.python)
     undecided = {}
     for variable, flags in by_variable.items():
-        known = _known_flags(cache, _flag_cache_key(target, variable))
+        known = cache.flags.get(_flag_cache_key(target, variable), {})
         rest = {name: flag for name, flag in flags.items() if _known_verdict(target, known, variable, name)[0] is None}
         if rest:
             undecided[variable] = rest
     if len(undecided) < 2 or not target.stamp_origin:
         return
     listed = "; ".join(f"{variable} {', '.join(flags.values())}" for variable, flags in undecided.items())
-    _progress(f"checking {listed} with {target.described} (one start for all)")
+    if reporter:
+        reporter.step(f"checking {listed} with {target.described} (one start for all)")
     env = _probe_env("cpu", target.frontend, {variable: list(flags.values()) for variable, flags in undecided.items()})
-    _, proc = _run_probe(target.python, ["--devices", "--frontend", target.frontend], env, timeout)
-    if proc.returncode != 0:
+    if _run_probe(target.python, ["--devices", "--frontend", target.frontend], env, timeout).proc.returncode != 0:
         return
     for variable, flags in undecided.items():
-        key = _flag_cache_key(target, variable)
-        cache.remember(target.stamp_origin, **{key: {**_known_flags(cache, key), **{name: True for name in flags}}})
-
-
-def _progress(message: str) -> None:
-    sys.stderr.write(f"==> {message}\n")
-    sys.stderr.flush()
+        cache.remember_flags(_flag_cache_key(target, variable), {name: True for name in flags}, target.stamp_files)
 
 
 def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:
@@ -310,7 +304,7 @@ def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable
 
     def attempt(subset: dict[str, str]) -> tuple[bool, list[str] | None, str]:
         env = _probe_env("cpu", target.frontend, {variable: list(subset.values())})
-        _, proc = _run_probe(python, ["--devices", "--frontend", target.frontend], env, timeout)
+        proc = _run_probe(python, ["--devices", "--frontend", target.frontend], env, timeout).proc
         if proc.returncode == 0:
             return True, [], ""
         return False, unknown_from_abort(proc.stderr, variable), proc.stderr

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from xlatools.bisect.checks import Rule, StepEnv, TestOptions, build_test
+from xlatools.console import Reporter
 
 PROGRAM = """import json, os, sys
 if "XLATOOLS_METRICS_FILE" in os.environ:  # set by xlatools with --metric only
@@ -20,7 +21,7 @@ def test_program_test_judges_a_real_run(tmp_path, monkeypatch, probe_cache):
     (tmp_path / "prog.py").write_text(PROGRAM)
 
     def check(rule: Rule, code: int = 0):
-        test = build_test(TestOptions("prog.py", (str(code),), rule=rule, cwd=tmp_path))
+        test = build_test(TestOptions(program="prog.py", args=(str(code),), rule=rule, cwd=tmp_path), Reporter.silent())
         return test.check(StepEnv(sys.executable), tmp_path / "steps", "step")
 
     verdict = check(Rule(metric="step_s", threshold=0.5))

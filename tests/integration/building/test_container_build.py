@@ -125,6 +125,9 @@ def _wait_for_marker(out: Path, name: str, proc: subprocess.Popen) -> None:
 def test_container_runs_as_given_uid_and_its_files_are_owned_by_it(docker_client, base_image, tree, tmp_path):
     """In-process, so the uid can differ from ours when we are root (as in CI)."""
     from xlatools.builder.execute import execute
+    from xlatools.console import Reporter
+    from xlatools.records import to_json
+    from xlatools.records.build import TreeInfo
     from xlatools.builder.plan import BuildOptions, plan_build
     from xlatools.bazelrc import write_tree_block
     from xlatools.profiles import load
@@ -141,8 +144,8 @@ def test_container_runs_as_given_uid_and_its_files_are_owned_by_it(docker_client
         source=tree, out_root=tmp_path / "out", dist_dir=tmp_path / "dist", cache_root=cache, run_id="owner",
         uid=uid, gid=gid, user_name="builder"))
     write_tree_block(tree, plan.config_name, plan.bazelrc, dry_run=False)
-    manifest = execute(plan, out_root=tmp_path / "out", tree_info={}, pin=None, client=docker_client,
-                       echo=False).raise_for_status()
+    manifest = to_json(execute(plan, out_root=tmp_path / "out", tree=TreeInfo(), pin=None, client=docker_client,
+                               reporter=Reporter.silent()).raise_for_status())
     assert manifest["status"] == "ok"
     bundle = Path(manifest["bundle"])
     created = [tree / ".jax_configure.bazelrc", bundle / manifest["wheels"][0]["path"],

@@ -146,3 +146,20 @@ def test_the_profiles_run_frontend_is_checked_against_the_target(xl, tmp_path):
     right = checks(xl("doctor", "--profile", str(tmp_path / "jaxrun.yaml"), "--json",
                       env={"DOCKER_HOST": "unix:///nonexistent"}))["run.frontend"]
     assert right["status"] == "ok" and "jax (jaxlib " in right["evidence"]
+
+
+def test_a_target_whose_jax_dies_at_start_still_gets_its_facts_checked(xl, tmp_path, jax_python):
+    """The probe writes the facts before it starts jax: a jax that kills the process at start (here
+    XLA aborting on an unknown flag that the interpreter's own wrapper sets) leaves a report whose
+    version and library checks ran, and a failed devices check saying how jax died."""
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\nXLA_FLAGS=--xla_no_such_flag_at_all exec {jax_python} \"$@\"\n")
+    wrapper.chmod(0o755)
+    proc = xl("doctor", "--python", str(wrapper), "--json")
+    assert proc.returncode == 1, proc.stderr
+    found = checks(proc)
+    assert found["jax/jaxlib versions"]["status"] == "ok" and found["native libraries"]["status"] == "ok"
+    devices = found["devices"]
+    assert devices["status"] == "fail" and "starting jax killed the probe (exit" in devices["evidence"], devices
+    run = xl("run", "smoke:dot", "--python", str(wrapper))
+    assert run.returncode == 3 and "the probe failed (exit" in run.stderr, run.stderr

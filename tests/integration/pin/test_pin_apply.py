@@ -20,6 +20,7 @@ from tests.integration.pin.helpers import (
     snapshot,
 )
 
+from xlatools.builder.tree import lock_local_xla
 from xlatools.errors import PinError
 from xlatools.pin.apply import apply_lock
 from xlatools.pin.lock import Lock, LockEntry, PatchEntry, load_lock, write_lock
@@ -228,8 +229,8 @@ def test_pin_local_records_head_and_dirty_state(tmp_path, pin, git_repo):
     entry = load_lock(tmp_path / "xlatools.lock").xla
     assert (entry.kind, entry.commit, entry.dirty) == ("local", git_repo["head"], False)
     assert entry.local_path == str(git_repo["path"].resolve())
-    assert entry.local_override_options() == [f"--override_repository=xla={entry.local_path}",
-                                              f"--override_module=xla={entry.local_path}"]
+    # What a build takes from the local entry (its --local_xla_path; build.py adds the bazel overrides).
+    assert lock_local_xla(load_lock(tmp_path / "xlatools.lock")) == git_repo["path"].resolve()
     applied = pin("apply", "--source", str(tree))
     assert applied.returncode == 0 and f"--local_xla_path={entry.local_path}" in applied.stderr
     assert snapshot(tree) == before

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import Problem, ProfileError, UsageError
+from xlatools.records.run import PresetRef
 from xlatools.run.env import MAX_VLOG
 from xlatools.run.flags import flag_name, min_version, value_problem
 from xlatools.run.frontends import FRONTENDS
@@ -47,23 +48,40 @@ class Preset:
         low = max(lows, key=Version) if lows else None
         return low, self.max_jaxlib
 
-    def to_json(self) -> dict[str, Any]:
+    def ref(self) -> PresetRef:
+        """How a run records the preset it used."""
+        return PresetRef(name=self.name, kind=self.kind, source=self.source)
+
+    def info(self) -> "PresetInfo":
+        """The preset as `presets list/show` show it: its jaxlib range narrowed by the flag table."""
         low, high = self.jaxlib_range()
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "description": self.description,
-            "xla_flags": list(self.xla_flags),
-            "env": dict(self.env),
-            "vmodule": dict(self.vmodule),
-            "min_jaxlib": low,
-            "max_jaxlib": high,
-            "frontend": self.frontend,
-            "source": self.source,
-        }
+        return PresetInfo(name=self.name, kind=self.kind, description=self.description, xla_flags=list(self.xla_flags),
+                          env=dict(self.env), vmodule=dict(self.vmodule), min_jaxlib=low, max_jaxlib=high,
+                          frontend=self.frontend, source=self.source)
 
 
-def parse_preset(name: str, spec: Any, source: str) -> tuple[Preset | None, list[Problem]]:
+@dataclass(kw_only=True)
+class PresetInfo:
+    name: str
+    kind: str
+    description: str
+    xla_flags: list[str]
+    env: dict[str, str]
+    vmodule: dict[str, int]
+    min_jaxlib: str | None
+    max_jaxlib: str | None
+    frontend: str | None
+    source: str
+
+    def versions(self) -> str:
+        """`0.4.30 .. 0.10.2`, `>= 0.10.2`, `<= 0.5.0` or `any`."""
+        low, high = self.min_jaxlib, self.max_jaxlib
+        if low and high:
+            return f"{low} .. {high}"
+        return f">= {low}" if low else f"<= {high}" if high else "any"
+
+
+def parse_preset(name: str, spec: object, source: str) -> tuple[Preset | None, list[Problem]]:
     """Validate one preset definition; returns the problems instead of raising, to report all at once."""
     where = dict(file=source, key=name)
     if not isinstance(spec, dict):
@@ -176,7 +194,8 @@ class Catalog:
         self.presets = presets  # by (kind, name)
 
     @classmethod
-    def load(cls, extra: dict[str, Any] | None = None, extra_source: str = "profile run.define_presets") -> "Catalog":
+    def load(cls, extra: dict[str, Any] | None = None,  # run.define_presets: the profile's raw YAML mapping, validated here
+             extra_source: str = "profile run.define_presets") -> "Catalog":
         presets: dict[tuple[str, str], Preset] = {}
         problems: list[Problem] = []
 

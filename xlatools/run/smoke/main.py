@@ -1,6 +1,8 @@
 """Run built-in smoke programs and compare each with NumPy.
 
 Usage: python main.py [--result OUT.json] NAME [NAME ...]
+In a multi-process run (JAX_NUM_PROCESSES > 1, set by `xlatools run --processes N`) every process
+first joins the job with jax.distributed.initialize.
 Exit 0 when all match, 1 when any differs or fails (the message says which and by how much).
 Standalone: runs in the target interpreter; uses the GPU when jax finds one.
 """
@@ -40,6 +42,11 @@ def main(argv):
 
     from programs import PROGRAMS
 
+    processes = int(os.environ.get("JAX_NUM_PROCESSES") or 1)
+    if processes > 1:  # one process of `xlatools run --processes N`: join the job first
+        jax.distributed.initialize(num_processes=processes, process_id=int(os.environ["JAX_PROCESS_ID"]))
+        print("smoke: process %d of %d (coordinator %s)" % (jax.process_index(), jax.process_count(),
+                                                           os.environ.get("JAX_COORDINATOR_ADDRESS")), flush=True)
     devices = jax.devices()
     print("smoke: jax %s on %s (%d device%s: %s)" % (
         jax.__version__, jax.default_backend(), len(devices), "" if len(devices) == 1 else "s",

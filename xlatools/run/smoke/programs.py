@@ -83,6 +83,39 @@ def collectives(jax, jnp):
     return result, expected
 
 
+def multiprocess(jax, jnp):
+    """psum, all_gather and ppermute (a ring shift) over every device of every process of a
+    multi-process job (`xlatools run --processes N`; gloo on CPU), checked on this process's shards."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    try:
+        from jax import shard_map
+    except ImportError:  # jax < 0.7
+        from jax.experimental.shard_map import shard_map
+    if jax.process_count() < 2:
+        raise RuntimeError("smoke:multiprocess needs several processes: run it with xlatools run --processes 2")
+    devices = jax.devices()
+    n = len(devices)
+    mesh = Mesh(np.array(devices), ("i",))
+    full = np.arange(n * 3, dtype=np.float32).reshape(n, 3) + 1.0
+    mine = [jax.device_put(full[k:k + 1], d) for k, d in enumerate(devices) if d.process_index == jax.process_index()]
+    x = jax.make_array_from_single_device_arrays((n, 3), NamedSharding(mesh, PartitionSpec("i")), mine)
+
+    def body(v):
+        ring = [(k, (k + 1) % n) for k in range(n)]
+        return jax.lax.psum(v, "i"), jax.lax.all_gather(v, "i", tiled=True)[None], jax.lax.ppermute(v, "i", ring)
+
+    spec = PartitionSpec("i")
+    summed, gathered, shifted = jax.jit(shard_map(body, mesh=mesh, in_specs=spec, out_specs=(spec, spec, spec)))(x)
+    result, expected = [], []
+    for got, want in ((summed, lambda k: full.sum(axis=0, keepdims=True)), (gathered, lambda k: full[None]),
+                      (shifted, lambda k: full[(k - 1) % n][None])):
+        for shard in sorted(got.addressable_shards, key=lambda s: s.index[0].start):
+            result.append(np.asarray(shard.data).ravel())
+            expected.append(np.asarray(want(shard.index[0].start)).ravel())
+    return np.concatenate(result), np.concatenate(expected)
+
+
 PROGRAMS = {
     "dot": dot,
     "matmul": matmul,
@@ -91,4 +124,5 @@ PROGRAMS = {
     "while": while_,
     "grad": grad,
     "collectives": collectives,
+    "multiprocess": multiprocess,
 }

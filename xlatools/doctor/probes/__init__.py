@@ -1,1 +1,0 @@
-"""Scripts run inside the TARGET interpreter (never imported by xlatools itself)."""
