@@ -37,8 +37,9 @@ _SECRET_OPTION = re.compile(rf"(?i)^--?[\w.-]*?(?:{_SECRET_WORD})$")
 _FIELD_WORD = r"token|passw(?:or)?d|passphrase|pwd|secret|api[_-]?key|[_-]key|credentials?|auth|authorization|cookie"
 _SECRET_JSON_FIELD = re.compile(rf'(?i)("[\w.-]*?(?:{_FIELD_WORD})"\s*:\s*)"(?!{re.escape(REDACTED)})(?:[^"\\]|\\.)*"')
 _SECRET_YAML_FIELD = re.compile(rf"(?im)^(\s*(?:-\s+)?[\w.-]*?(?:{_FIELD_WORD}):[ \t]+)(?!{re.escape(REDACTED)})(?![{{\[|>])\S.*$")
-# In a row that names a secret ({"name"|"key": "API_TOKEN", ...}), every value but these names its place.
-_ROW_LABELS = frozenset({"name", "key", "kind", "source", "origin", "field", "path", "layer", "what"})
+# In a row that names a secret ({"name"|"key": "API_TOKEN", ...}): the fields that hold its values
+# (an environment change, profile provenance, both sides of a diff).
+_ROW_VALUES = frozenset({"value", "previous", "a", "b", "old", "new", "before", "after", "default"})
 
 
 def is_secret_name(name: str) -> bool:
@@ -95,7 +96,7 @@ def redact(record: Any, in_env: bool = False) -> Any:
             key = redact_text(key) if isinstance(key, str) else key  # a flag can be a key (xla_flag_sources)
             if env_name and isinstance(value, str) and is_secret_name(key):
                 out[key] = REDACTED
-            elif hide_values and key not in _ROW_LABELS and isinstance(value, str):
+            elif hide_values and key in _ROW_VALUES and isinstance(value, str):
                 out[key] = REDACTED
             else:
                 out[key] = redact(value, in_env=key in _ENV_KEYS)

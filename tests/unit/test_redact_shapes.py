@@ -65,3 +65,8 @@ def test_printed_text_is_redacted_but_bytes_pass():
     assert "s3cret" not in written and "own@h" in written
     with pytest.raises(TypeError):
         stream.write(b"bytes")
+
+
+def test_a_record_named_like_a_secret_keeps_its_own_fields():
+    manifest = {"name": "token-refresh-test", "status": "ok", "platform": "cpu", "env_changes": []}
+    assert redact(manifest) == manifest

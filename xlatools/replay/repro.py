@@ -233,7 +233,7 @@ def read_index(root: Path, archive: Path) -> PackIndex:
     try:
         data = read_json_object(path, "pack index", hint=hint)
         if data.get("format") != FORMAT:
-            raise PackError(f"{archive}: pack format {data.get('format')!r}, this xlatools reads {FORMAT}",
+            raise PackError(f"{archive}: pack.json: pack format {data.get('format')!r}, this xlatools reads {FORMAT}",
                             hint="replay it with the xlatools version that wrote it")
         return validate(data, PackIndex, path, what="pack index", hint=hint)
     except PackError:
