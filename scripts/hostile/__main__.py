@@ -14,7 +14,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import cases_packs, cases_processes, cases_records, cases_secrets, cases_values, cases_writes, cases_yaml
+from . import (cases_heldout, cases_packs, cases_processes, cases_records, cases_secrets, cases_values, cases_writes,
+               cases_yaml)
 from . import fixtures
 from .core import Case, Context, Result, execute
 
@@ -23,11 +24,13 @@ CLASSES = {"packs": cases_packs, "secrets": cases_secrets, "yaml": cases_yaml, "
 
 
 def all_cases() -> list[Case]:
-    return [case for module in CLASSES.values() for case in module.cases()]
+    """Every case: those of each class, then the held-out ones (ids `h-...`, written after the fixes)."""
+    return [case for module in CLASSES.values() for case in module.cases()] + cases_heldout.cases()
 
 
-def select(cases: list[Case], only: list[str], text: list[str]) -> list[Case]:
-    return [c for c in cases if (not only or c.cls in only) and (not text or any(t in c.id for t in text))]
+def select(cases: list[Case], only: list[str], text: list[str], heldout: bool = False) -> list[Case]:
+    return [c for c in cases if (not only or c.cls in only) and (not text or any(t in c.id for t in text))
+            and (not heldout or c.name.startswith("h-"))]
 
 
 def summary(results: list[Result]) -> dict:
@@ -40,7 +43,9 @@ def summary(results: list[Result]) -> dict:
                             "skipped": sum(r.cls == cls and r.skipped is not None for r in results)}
     ran = [r for r in results if r.skipped is None]
     clean = sum(r.clean for r in ran)
-    return {"classes": classes, "cases": len(ran), "clean": clean, "share": round(clean / len(ran), 4) if ran else None}
+    held = [r for r in ran if r.name.startswith("h-")]
+    return {"classes": classes, "cases": len(ran), "clean": clean, "share": round(clean / len(ran), 4) if ran else None,
+            "heldout": {"cases": len(held), "clean": sum(r.clean for r in held)}}
 
 
 def markdown(results: list[Result], totals: dict, seconds: float) -> str:
@@ -49,8 +54,11 @@ def markdown(results: list[Result], totals: dict, seconds: float) -> str:
         share = f"{row['share']:.0%}" if row["share"] is not None else "-"
         lines.append(f"| {cls} | {row['cases']} | {row['clean']} | {share} | {row['skipped']} |")
     share = f"{totals['share']:.1%}" if totals["share"] is not None else "-"
-    lines += [f"| **total** | {totals['cases']} | {totals['clean']} | **{share}** | |", "",
-              f"{seconds:.0f} s", ""]
+    lines += [f"| **total** | {totals['cases']} | {totals['clean']} | **{share}** | |", ""]
+    held = totals["heldout"]
+    if held["cases"]:
+        lines += [f"Held-out cases (`h-`, written after the fixes): {held['clean']} of {held['cases']} clean.", ""]
+    lines += [f"{seconds:.0f} s", ""]
     failed = [r for r in results if r.skipped is None and not r.clean]
     if failed:
         lines += ["## Not handled cleanly", "", "| case | exit | problems |", "|---|---:|---|"]
@@ -78,9 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=1800, help="stop starting cases after this many seconds")
     parser.add_argument("--xlatools", help="the CLI to drive (default: this interpreter's `-m xlatools`)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--heldout", action="store_true", help="only the held-out cases (h-...)")
     parser.add_argument("--reuse", action="store_true", help="reuse the fixtures of --work (made by an earlier run)")
     args = parser.parse_args(argv)
-    cases = select(all_cases(), args.only, args.filter)
+    cases = select(all_cases(), args.only, args.filter, args.heldout)
     if args.list:
         for case in cases:
             print(case.id)

@@ -217,6 +217,8 @@ def _check_packed(packed: PackedOptions, archive: Path) -> None:
     problems += [f"references {r!r} (only {', '.join(REFERENCES)})" for r in packed.references if r not in REFERENCES]
     problems += [f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
                  for f in packed.xla_flags if PATH_FLAG.search(flag_name(f))]
+    problems += [f"{name} {value!r} (a finite number, 0 or more)" for name, value in
+                 (("atol", packed.atol), ("rtol", packed.rtol)) if not 0 <= value < float("inf")]
     if problems:
         raise PackError(f"{archive}: pack.json [replay] holds what a pack may not: {'; '.join(problems)}",
                         hint="see docs/security.md: what a pack may contain")
