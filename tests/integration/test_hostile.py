@@ -1,7 +1,7 @@
 """A subset of the hostile harness (scripts/hostile, docs/hostile.md) as tests: the real CLI against bad
 input and faults, a few cases of each class, judged by the harness's own checks (exit code, no
 traceback, a message naming what and where, nothing half-written, no orphan, no secret anywhere).
-The whole harness (about 700 cases) runs by hand: `python -m scripts.hostile`.
+The whole harness (about 780 cases) runs by hand: `python -m scripts.hostile`.
 
 Cost: about 25 s of fixtures (two real runs with dumps, a repro pack, a bisect state) and 1-2 s a case.
 """
@@ -43,6 +43,8 @@ SUBSET = [
     # processes
     "processes/probe-hangs-run", "processes/sigterm-in-first-probe-run", "processes/sigint-in-first-probe-doctor",
     "processes/program-unreadable", "processes/lower-user-error", "processes/timeout-kills-setsid-children",
+    # held-out cases that found bugs after the fixes
+    "writes/h-report-o-full-device", "processes/h-probe-leaves-daemon", "packs/h-tolerance-nan",
 ]
 CASES = {case.id: case for case in all_cases()}
 
