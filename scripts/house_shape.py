@@ -23,7 +23,7 @@ from pathlib import Path
 
 CLI = {"cli", "commands", "__main__"}
 SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "vocab", "redact", "records",
-          "__init__"}
+          "yamlfile", "__init__"}
 # capability -> the capabilities it may use (besides the shared modules).
 ALLOWED = {
     "profiles": set(),

@@ -4,6 +4,7 @@ that `xlatools bazelrc --source` keeps inside a tree's `.bazelrc.user`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,10 +146,11 @@ def write_tree_block(source: Path, config_name: str, rendered: str, dry_run: boo
     `xlatools bazelrc --source` and `xlatools build` share)."""
     import difflib
 
-    from xlatools.fsutil import atomic_write_text
+    from xlatools.fsutil import atomic_write_text, read_user_text, write_failure
 
     target = Path(source) / ".bazelrc.user"
-    existing = target.read_text(encoding="utf-8") if target.exists() else ""
+    fix = "xlatools keeps everything outside its block; make the file plain text (or move it away)"
+    existing = read_user_text(target, "bazel rc file", hint=fix) if os.path.lexists(target) else ""
     update = update_block(existing, config_name, rendered, file_label=str(target))
     workspace_rc = Path(source) / ".bazelrc"
     imported = workspace_rc.is_file() and imports_user_rc(workspace_rc.read_text(encoding="utf-8", errors="replace"))
@@ -158,7 +160,7 @@ def write_tree_block(source: Path, config_name: str, rendered: str, dry_run: boo
         try:
             atomic_write_text(target, update.text)
         except OSError as exc:
-            raise UsageError(f"cannot write {target}: {exc.strerror}", hint="check the tree's permissions") from None
+            raise write_failure(exc, f"cannot write {target}: {exc.strerror}", hint="check the tree's permissions") from None
     return TreeBlockWrite(target, update.action, update.changed, imported, diff)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterator, TypeVar
 
 from xlatools.errors import EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError, exit_code_for
-from xlatools.fsutil import atomic_write_json, sha256_file
+from xlatools.fsutil import atomic_write_json, sha256_file, write_failure
 from xlatools.records.base import MANIFEST, BundleRecord, FileEntry, to_json
 from xlatools.vocab import Status
 
@@ -62,7 +62,8 @@ class Bundle:
         try:
             out_root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UsageError(f"cannot create output directory {out_root}: {exc.strerror}", hint="pick another --out") from None
+            raise write_failure(exc, f"cannot create output directory {out_root}: {exc.strerror}",
+                                hint="pick another --out") from None
         now = datetime.now(timezone.utc)
         stamp = now.strftime("%Y%m%dT%H%M%SZ")
         for _ in range(20):
@@ -73,7 +74,8 @@ class Bundle:
             except FileExistsError:
                 continue
             except OSError as exc:
-                raise UsageError(f"cannot create a bundle in {out_root}: {exc.strerror}", hint="pick another --out") from None
+                raise write_failure(exc, f"cannot create a bundle in {out_root}: {exc.strerror}",
+                                    hint="pick another --out") from None
             bundle = cls(path, kind, name, short, now.isoformat(timespec="seconds"))
             bundle._reserve()
             return bundle
@@ -81,12 +83,17 @@ class Bundle:
 
     def _reserve(self) -> None:
         """Space kept for the final manifest: when the disk fills up during a run, this file is
-        removed to make room for a manifest that says so."""
+        removed to make room for a manifest that says so. Without that much space no bundle is
+        started: the folder goes again, so no bundle without a manifest is ever left."""
         try:
             with open(self.path / RESERVE, "wb") as handle:
                 handle.write(b"\0" * RESERVE_BYTES)
-        except OSError:
-            (self.path / RESERVE).unlink(missing_ok=True)
+        except OSError as exc:
+            import shutil
+
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise write_failure(exc, f"cannot start a bundle in {self.path.parent}: {exc.strerror}",
+                                hint="pick another --out") from None
 
     def _point_latest(self) -> None:
         link = self.path.parent / "latest"

@@ -10,69 +10,47 @@ exit code, plus, when the command line asks for `--json`, the same error as JSON
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import signal
 import sys
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import typer
 from typer.core import TyperGroup
 
 from xlatools import __version__
-from xlatools.errors import EXIT_INTERRUPTED, EXIT_OK, XlaToolsError
-
-
-class Entry(NamedTuple):
-    module: str  # in xlatools.commands
-    attribute: str
-    kind: str  # "command" or "group" (a typer app of subcommands)
-    summary: str  # the first sentence of its help, for `xlatools --help` (a test keeps them equal)
-
-
-# Every command. Command modules are imported only when needed: typer reads the signature of
-# every command it is given, so a run builds only the command it invokes (about 20 ms less per start).
-COMMANDS: dict[str, Entry] = {
-    "profiles": Entry("profiles_cmd", "app", "group", "List, show, validate and describe build-and-debug profiles."),
-    "pin": Entry("pin_cmd", "app", "group", "Pin XLA (and TensorFlow for old JAX) by commit and verified sha256; "
-                 "apply the pin to a JAX tree."),
-    "bazelrc": Entry("bazelrc_cmd", "bazelrc", "command", "Render a profile's bazel settings as one named bazel config."),
-    "run": Entry("run_cmd", "run", "command", "Run a program (a smoke program, a script or a module) with XLA dump/log "
-                 "presets into a fresh bundle."),
-    "presets": Entry("presets_cmd", "app", "group", "List and show the presets `xlatools run --preset` accepts."),
-    "inspect": Entry("inspect_cmd", "inspect", "command", "The run (status, command, versions, presets, flags) and its "
-                     "modules (source line, stages, per-pass steps, instruction counts, files, bytes), or one module's passes."),
-    "lower": Entry("lower_cmd", "lower", "command", "Lower FN for the given input shapes and constants; write the IR "
-                   "and print XLA's cost analysis."),
-    "build": Entry("build_cmd", "build", "command", "Build jaxlib wheels for a profile: in a Docker container by default."),
-    "clean": Entry("clean_cmd", "clean", "command", "Remove xlatools build containers left behind (--keep-container, "
-                   "a killed client)."),
-    "doctor": Entry("doctor_cmd", "doctor", "command", "Check the target interpreter, the environment, "
-                    "native libraries and (with --profile/--source) the build side; each check says ok/warn/fail, its "
-                    "evidence and the fix."),
-    "explain": Entry("doctor_cmd", "explain", "command", "Scan a log for known failure signatures and say what each "
-                     "means and how to fix it."),
-    "diff": Entry("compare_cmd", "diff", "command", "Compare two runs: run level (versions, flags, env), modules "
-                  "(matched by name + input fingerprint), passes."),
-    "report": Entry("compare_cmd", "report", "command", "Write one self-contained HTML report: run summary, modules, "
-                    "pass timelines, logs, and the diff of two bundles."),
-    "replay": Entry("replay_cmd", "replay", "command", "Compile and run dumped HLO modules in a target interpreter; "
-                    "compare with the snapshot and references."),
-    "repro": Entry("replay_cmd", "app", "group", "Portable repro packs: pack a bundle's modules, replay a pack anywhere."),
-    "reduce": Entry("reduce_cmd", "reduce", "command", "Reduce an HLO module to a minimal one that is still "
-                    "interesting; write reduced.hlo.txt, inputs, a repro pack and ISSUE.md."),
-    "triage": Entry("triage_cmd", "triage", "command", "Triage a regression between two jax releases: bisect the "
-                    "releases, dump both sides, diff them, bisect the passes, reduce the module that differs, isolate its "
-                    "instructions and write ISSUE.md linking every finding."),
-    "bisect": Entry("bisect_cmd", "app", "group", "Find the first bad jax release, XLA/JAX commit or HLO pass "
-                    "(resumable; see docs/bisect.md)."),
-    "cache": Entry("cache_cmd", "app", "group", "Show and free cached environments (one per jax release used by "
-                   "`bisect releases`)."),
-    "debug": Entry("debug_cmd", "app", "group", "Native debugging: stop in an HLO pass under gdb, list pass entry "
-                   "points, write debugger configs."),
-}
+from xlatools.commands.registry import COMMANDS, Entry  # noqa: F401  (tests read Entry here)
+from xlatools.errors import EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, XlaToolsError
 
 
 class _State:
     debug = os.environ.get("XLATOOLS_DEBUG", "") not in ("", "0")
+    interrupted: str | None = None  # the signal that stopped the command
+
+
+def _interrupt(signum, frame) -> None:
+    _State.interrupted = signal.Signals(signum).name
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _interrupts():
+    """Ctrl-C and SIGTERM (a cancelled CI job) raise KeyboardInterrupt, so every command's clean-up runs, and
+    are noted (typer makes an interrupt a silent exit 130). An ignored SIGINT (a background job) stays so."""
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, _interrupt)
+        except ValueError:  # not the main thread (tests calling main())
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _version(value: bool) -> None:
@@ -217,16 +195,63 @@ def _failed(args: list[str], kind: str, exit_code: int, message: str, exc: XlaTo
     return exit_code
 
 
+def _standard_streams() -> None:
+    """A closed stdin, stdout or stderr (`xlatools run ... >&-`) is reopened on /dev/null first: else the
+    next file opened takes its number, and output meant for the terminal lands in that file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)
+
+
+def _flush_stdout() -> int | None:
+    """stdout written out now: a full disk becomes our message (exit 3), not Python's exit 120 at shutdown."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # what is still buffered goes there: no second error at exit
+        os.dup2(devnull, 1)
+        os.close(devnull)
+        if isinstance(exc, BrokenPipeError):
+            return None
+        sys.stderr.write(f"error: cannot write the output: {exc.strerror}\n")
+        return EXIT_MISSING
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    from xlatools.redact import RedactingStream
+
+    _standard_streams()
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)  # no credential is printed
+    try:
+        return _main(argv)
+    finally:
+        _flush_stdout()
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     from xlatools.commands.options import Invocation
 
     click_exc = typer_click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
     name = invoked_command(args)
+    _State.interrupted = None
     try:
         app = build_app(name) if name else build_app(lazy=True)
         # Commands read their command line from the click context (options.invocation), never sys.argv.
-        result = app(args=args, prog_name="xlatools", standalone_mode=False, obj=Invocation(argv=list(args)))
+        with _interrupts():
+            result = app(args=args, prog_name="xlatools", standalone_mode=False, obj=Invocation(argv=list(args)))
     except XlaToolsError as exc:
         if _State.debug:
             import traceback
@@ -246,6 +271,22 @@ def main(argv: list[str] | None = None) -> int:
         # `xlatools ... | head`: the reader left; not an error of ours.
         sys.stderr.close()
         return EXIT_OK
+    except OSError as exc:  # a full disk anywhere (the output included) is the environment's, said plainly
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        from xlatools.errors import EnvironmentMissing
+
+        error = EnvironmentMissing(f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else ""),
+                                   hint="free some space")
+        report(error)
+        _flush_stdout()
+        return _failed(args, type(error).__name__, error.exit_code, error.message, error)
+    failed = _flush_stdout()
+    if failed is not None:
+        return failed
+    if result == EXIT_INTERRUPTED and _State.interrupted:
+        sys.stderr.write(f"\ninterrupted ({_State.interrupted}): stopped; temporary files and child processes removed\n")
+        return _failed(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
     return result if isinstance(result, int) else EXIT_OK
 
 

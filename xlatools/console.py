@@ -15,6 +15,8 @@ import sys
 from functools import lru_cache
 from typing import Callable, Iterator, TextIO
 
+from xlatools.redact import redact_text
+
 
 @lru_cache(maxsize=None)
 def _console(stderr: bool):
@@ -85,7 +87,7 @@ def append_job_summary(markdown: str) -> bool:
         return False
     try:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+            handle.write(redact_text(markdown if markdown.endswith("\n") else markdown + "\n"))
     except OSError as exc:
         warn(f"could not append to the job summary {path}: {exc.strerror}")
         return False

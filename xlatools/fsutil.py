@@ -85,13 +85,69 @@ def write_output(path: Path, data: bytes | str, option: str, mode: int | None = 
             reason = f"cannot write: {culprit}: {exc.strerror}"  # a parent folder, not the file itself
         else:
             reason = f"cannot write: {exc.strerror or exc}"
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise EnvironmentMissing(f"{option} {path}: {reason}", hint="free some space") from None
-        _refuse(path, option, reason)
+        raise write_failure(exc, f"{option} {path}: {reason}") from None
+
+
+def write_failure(exc: OSError, message: str, hint: str = "pick another path"):
+    """The error for a write that failed: a full disk or quota is the environment (exit 3, free some
+    space), anything else (read-only, not writable, not a folder) is bad input (exit 2, `hint`)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EnvironmentMissing(message, hint="free some space")
+    return UsageError(message, hint=hint)
+
+
+def make_dir(path: Path, option: str = "--out") -> Path:
+    """`path` and its parents, or an error naming the option and why (read-only, full, a file in the way)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_failure(exc, f"{option} {path}: cannot create the folder: {exc.strerror}",
+                            hint=f"pick another {option}") from None
+    return path
 
 
 def _refuse(path: Path, option: str, reason: str, hint: str = "pick another path") -> None:
     raise UsageError(f"{option} {path}: {reason}", hint=hint)
+
+
+def read_user_text(path: Path, what: str, max_bytes: int = 8 << 20, hint: str | None = None) -> str:
+    """The UTF-8 text of a file a user points us at (a profile, .bazelrc.user, a log), or UsageError naming
+    it: not a regular file (a FIFO is never opened: it would block), larger than `max_bytes`, not UTF-8."""
+    import stat
+
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the {what}: {exc.strerror}", hint=hint) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{path}: the {what} is not a regular file", hint=hint)
+    if info.st_size > max_bytes:
+        raise UsageError(f"{path}: the {what} is {info.st_size} bytes, more than the {max_bytes} read here", hint=hint)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the {what}: {exc.strerror}", hint=hint) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: the {what} is not UTF-8 text (byte {exc.start})", hint=hint) from None
+
+
+def read_cache_json(path: Path, max_bytes: int = 64 << 20) -> dict[str, Any]:  # our own cache file: any JSON object
+    """A JSON object from one of our cache files, or {} when it is missing or damaged in any way
+    (not a regular file, too big, not UTF-8 or JSON, nested absurdly, not an object): a cache
+    that cannot be read only costs time. A FIFO is never opened (it would block)."""
+    import stat
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return {}
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

@@ -88,6 +88,56 @@ def end_trees(procs: list[subprocess.Popen], grace: float = GRACE_SECONDS) -> No
         proc.wait()
 
 
+MARK = "XLATOOLS_TREE"  # in a run_captured child's environment, and so in everything it starts
+
+
+def marked(token: str) -> list[int]:
+    """Live processes whose environment carries MARK=token (Linux /proc; our own processes are readable):
+    the child's descendants, those that left its session and were adopted by init included."""
+    needle = f"{MARK}={token}".encode()
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as handle:
+                    if needle in handle.read().split(b"\0") and alive(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def run_captured(argv: list[str], *, timeout: float | None, env: dict[str, str] | None = None,
+                 cwd: str | None = None, grace: float = 1.0) -> subprocess.CompletedProcess:
+    """`subprocess.run(argv, capture_output=True, text=True, timeout=...)` for a child that may start
+    children of its own (a target interpreter, its probe): the child gets its own session, and on a
+    timeout, Ctrl-C or SIGTERM its whole tree is stopped before the exception goes on; whatever it left
+    running when it ended (a daemon that left the session too) is stopped as well, found by a marker
+    in its environment. Nothing is left behind. Raises subprocess.TimeoutExpired like run."""
+    import secrets
+
+    token = secrets.token_hex(8)
+    env = {**(os.environ if env is None else env), MARK: token}
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, errors="replace", env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        end_tree(proc, grace)
+        try:
+            proc.communicate(timeout=grace)
+        except (subprocess.TimeoutExpired, ValueError, OSError):
+            pass
+        raise
+    finally:
+        for pid in marked(token):  # left behind: nothing of a probe outlives it
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """CI cancels jobs with SIGTERM: raise KeyboardInterrupt, so clean-up runs exactly as for Ctrl-C.

@@ -134,6 +134,7 @@ class BisectStatus(StrEnum):
     DONE = "done"
     STOPPED = "stopped"
     FAILED = "failed"
+    INTERRUPTED = "interrupted"  # by Ctrl-C or SIGTERM; like every status but done, it resumes
 
 
 class CheckStatus(StrEnum):

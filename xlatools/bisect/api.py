@@ -13,6 +13,7 @@ from xlatools.bisect.driver import Progress, run_ordered
 from xlatools.bisect.engine import ideal_steps
 from xlatools.bisect.state import State, folder_for, open_state
 from xlatools.errors import UsageError
+from xlatools.fsutil import make_dir
 from xlatools.records.bisect import BisectSpec, Candidate, CommitSpec, PassSpec, ReleaseSpec, TestSpec
 from xlatools.vocab import BisectStatus, Platform
 
@@ -31,7 +32,7 @@ def _resume_or_new(out: Path, title: str, spec: BisectSpec, fresh: bool, make_ca
         progress(f"continuing {folder} ({done} step{'s' if done != 1 else ''} recorded, status {state.status})")
         return state
     candidates, notes = make_candidates()
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder, "--out")
     state = State(folder=folder, kind=spec.kind, spec=spec, candidates=candidates, notes=notes)
     state.save()
     return state

@@ -11,6 +11,7 @@ step's interpreter (`xlatools.replay.repro.run_pack`).
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from xlatools.console import Reporter
     from xlatools.records.run import RunManifest
     from xlatools.run.program import Program
+
+CANNOT_RUN = "cannot run here"  # a skip whose reason starts so: this machine, not the candidate, is the problem
 
 
 @dataclass(frozen=True)
@@ -68,9 +71,19 @@ class Rule(RuleSpec):
     def validate(self) -> None:
         if self.match is not None:
             try:
-                re.compile(self.match)
+                pattern = re.compile(self.match)
             except re.error as exc:
                 raise UsageError(f"--match {self.match!r}: not a regular expression ({exc})") from None
+            if pattern.search(""):  # '', '.*', 'a?': found in any output, so every step would be bad
+                raise UsageError(f"--match {self.match!r} matches the empty text, so it is found everywhere",
+                                 hint="give a pattern that needs at least one character, e.g. 'Mismatch'")
+        for option, codes in (("--bad-exit", self.bad_exit), ("--skip-exit", self.skip_exit)):
+            wrong = [code for code in codes if not 0 <= code <= 255]
+            if wrong:
+                raise UsageError(f"{option} {wrong[0]}: an exit status is 0 to 255",
+                                 hint="a program killed by a signal N exits 128+N")
+        if self.threshold is not None and not math.isfinite(self.threshold):
+            raise UsageError(f"--threshold {self.threshold}: must be a finite number", hint="e.g. --threshold 0.5")
         if self.match_in != "output" and not (self.match_in.startswith("dump:") and len(self.match_in) > 5):
             raise UsageError(f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)")
         if (self.metric is None) != (self.threshold is None):
@@ -178,9 +191,13 @@ class ProgramTest:
         return self.opts.rule
 
     def describe(self) -> ProgramTestSpec:
+        """What identifies the test, redacted: the state file keeps it, and the folder name hashes it."""
+        from xlatools.redact import redact_argv
+
         o = self.opts
-        return ProgramTestSpec(program=self.program.label, args=list(self.program.args), rule=o.rule.spec(),
-                               presets=list(o.presets), xla_flags=list(o.xla_flags), env=list(o.env),
+        env = redact_argv([part for item in o.env for part in ("--env", item)])[1::2]
+        return ProgramTestSpec(program=self.program.label, args=redact_argv(list(self.program.args)), rule=o.rule.spec(),
+                               presets=list(o.presets), xla_flags=redact_argv(list(o.xla_flags)), env=env,
                                platform=o.platform, timeout=o.timeout)
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
@@ -201,8 +218,10 @@ class ProgramTest:
         t0 = time.monotonic()  # the target probe (once per new environment) counts as run time
         try:
             prepared = prepare(request, ProfileRun(), {}, caller_env, Path(o.cwd), self.reporter)
-        except (UsageError, EnvironmentMissing) as exc:  # e.g. a flag or preset this jaxlib lacks
-            raise SkipStep(f"cannot run here: {exc.message}") from None
+        except EnvironmentMissing as exc:  # e.g. an interpreter that does not start
+            raise SkipStep(f"{CANNOT_RUN}: {exc.message}") from None
+        except UsageError as exc:  # e.g. a flag or preset this jaxlib lacks
+            raise SkipStep(f"not runnable with these options: {exc.message}") from None
         # The program's own status decides (--bad-exit, --skip-exit), not xlatools' exit-code scheme.
         record = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env, self.reporter,
                               echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM).record

@@ -100,7 +100,7 @@ def guarded(state: State, body: Callable[[], None]) -> None:
         state.status, state.message = BisectStatus.STOPPED, exc.message
         raise
     except (KeyboardInterrupt, Interrupted):
-        state.status, state.message = BisectStatus.RUNNING, "interrupted; run the same command again to continue"
+        state.status, state.message = BisectStatus.INTERRUPTED, "interrupted; run the same command again to continue"
         state.save()
         raise
     except XlaToolsError as exc:

@@ -11,7 +11,6 @@ each read their own index configuration (uv.toml / UV_* and pip.conf / PIP_*), n
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from xlatools.bundle import utc_now
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.fsutil import atomic_write_json, cache_root
+from xlatools.fsutil import atomic_write_json, cache_root, read_cache_json
 
 MARKER = "xlatools-env.json"
 
@@ -156,13 +155,17 @@ def _tail(text: str, lines: int = 6) -> str:
     return " | ".join(kept)[-800:] or "install failed"
 
 
+def _text(value) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _touch(marker: Path) -> None:
-    try:
-        data = json.loads(marker.read_text())
-        data["last_used"] = utc_now()
-        atomic_write_json(marker, data)
-    except (OSError, ValueError):
-        pass
+    data = read_cache_json(marker)
+    if data:
+        try:
+            atomic_write_json(marker, {**data, "last_used": utc_now()})
+        except OSError:
+            pass
 
 
 @dataclass(frozen=True)
@@ -182,13 +185,11 @@ def list_envs() -> list[EnvInfo]:
     for path in sorted(root.iterdir()) if root.is_dir() else []:
         if not path.is_dir() or path.name.startswith("."):
             continue
-        try:
-            data = json.loads((path / MARKER).read_text())
-        except (OSError, ValueError):
-            data = None
-        found.append(EnvInfo(path.name, str(path), data is not None, _size(path),
-                             (data or {}).get("created"), (data or {}).get("last_used"),
-                             tuple((data or {}).get("requirements") or ())))
+        data = read_cache_json(path / MARKER)  # {} when missing or damaged (then the environment is unfinished)
+        requirements = data.get("requirements")
+        found.append(EnvInfo(path.name, str(path), bool(data), _size(path), _text(data.get("created")),
+                             _text(data.get("last_used")),
+                             tuple(map(str, requirements)) if isinstance(requirements, list) else ()))
     return found
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlatools.bisect.checks import StepEnv
+from xlatools.bisect.checks import CANNOT_RUN, StepEnv
 from xlatools.bisect.engine import EndpointProblem, NoReduction, ddmin
+from xlatools.errors import EnvironmentMissing
 from xlatools.records.bisect import BisectAnswer, Candidate, CandidateRef, ConfirmRuns, CulpritHlo, PassFound
 from xlatools.run.dumps import DumpIndex, Module, PassStep
 from xlatools.vocab import BisectStatus, StepOutcome
@@ -109,6 +110,8 @@ def check_baseline(outcome: StepOutcome, reason: str) -> None:
     if outcome == StepOutcome.GOOD:
         raise EndpointProblem(f"the test is good with every pass enabled ({reason}): there is nothing to bisect",
                               hint="the test must fail (bad) on the program as it is")
+    if outcome == StepOutcome.SKIP and reason.startswith(CANNOT_RUN):  # every step runs here: none could
+        raise EnvironmentMissing(f"the baseline run could not be made: {reason}", hint="fix the environment (see above)")
     if outcome == StepOutcome.SKIP:
         raise EndpointProblem(f"the baseline run could not be judged: {reason}", hint="check the test on its own first")
 

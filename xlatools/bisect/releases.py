@@ -95,7 +95,16 @@ def _span(versions) -> str:
     return f"{versions[0]} ... {versions[-1]} ({len(versions)})" if versions else "none"
 
 
+def check_python_version(python_version: str) -> None:
+    """3.MINOR, the form pip and uv take: anything else would only come back as "no such release"."""
+    found = re.fullmatch(r"3\.(\d{1,2})", python_version)
+    if not found or int(found.group(1)) < 7:
+        raise UsageError(f"--python-version {python_version}: expected 3.MINOR with MINOR 7 or more, e.g. 3.11",
+                         hint="jax and jaxlib publish wheels for CPython 3 only")
+
+
 def release_candidates(good: str, bad: str, python_version: str, nightly: bool = False) -> ReleasePlan:
+    check_python_version(python_version)
     check_ends(good, bad)
     jax_versions = index_versions("jax", python_version, pre=nightly)
     jaxlib_versions = index_versions("jaxlib", python_version, pre=nightly)

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import UsageError
-from xlatools.fsutil import atomic_write_json
+from xlatools.fsutil import atomic_write_json, write_failure
 from xlatools.records.base import read_json_object, to_json, validate
 from xlatools.records.bisect import SCHEMA, BisectSpec, BisectState
+from xlatools.redact import redact
 
 STATE_FILE = "bisect.json"
 
@@ -53,7 +54,11 @@ class State(BisectState):
         self.spec_hash = spec_hash(self.spec)
         self.created = self.created or utc_now()
         self.updated = utc_now()
-        atomic_write_json(self.path, to_json(self))
+        try:
+            atomic_write_json(self.path, redact(to_json(self)))  # the spec is redacted already (describe)
+        except OSError as exc:
+            raise write_failure(exc, f"cannot write the bisect state {self.path}: {exc.strerror}",
+                                hint="free some space or pick another --out; the steps done so far are kept") from None
 
 
 def load(folder: Path) -> State | None:

@@ -30,7 +30,7 @@ def diff(
     if html is not None:
         from xlatools.compare.report import write_report
 
-        write_report([a, b], html, diff=result, process=process)
+        write_report([a, b], html, diff=result, process=process, option="--html")
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:

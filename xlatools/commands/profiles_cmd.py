@@ -99,6 +99,20 @@ def _print_explain(name: str, chain, rows) -> None:
         console.err().print(console.escape(f"{label} = {folder}"))
 
 
+def _preset_problems(resolved) -> list[str]:
+    """run.define_presets checked as `run --preset` will read them (kinds, keys, flag values, levels)."""
+    from xlatools.errors import ProfileError
+    from xlatools.run.presets.catalog import Catalog
+
+    if not resolved.profile.run.define_presets:
+        return []
+    try:
+        Catalog.load(dict(resolved.profile.run.define_presets), f"{resolved.path} [run.define_presets]")
+    except ProfileError as exc:
+        return [p.render() for p in exc.problems] or [exc.message]
+    return []
+
+
 @app.command("validate")
 def validate(
     paths: Optional[List[str]] = typer.Argument(None, help="Profile names or files; default: every profile on the search path."),
@@ -128,9 +142,9 @@ def validate(
             problems = [p.render() for p in exc.problems] or [exc.message + (f" ({exc.hint})" if exc.hint else "")]
             results.append({"profile": ref, "ok": False, "problems": problems, "warnings": []})
             continue
-        results.append(
-            {"profile": resolved.profile.name, "file": str(resolved.path), "ok": True, "problems": [], "warnings": check_debug_info(resolved.profile)}
-        )
+        problems = _preset_problems(resolved)
+        results.append({"profile": resolved.profile.name, "file": str(resolved.path), "ok": not problems,
+                        "problems": problems, "warnings": check_debug_info(resolved.profile)})
     failed = [r for r in results if not r["ok"]]
     if as_json:
         typer.echo(json.dumps({"ok": not failed, "results": results}, indent=2))

@@ -78,10 +78,11 @@ def write_diff(a: Path, b: Path, out_dir: Path) -> tuple[BundleDiff, Path]:
     """The diff of two bundles written as `out_dir`/diff.json and report.html: (the diff, the report)."""
     from xlatools.compare.report import write_report
     from xlatools.fsutil import atomic_write_json
+    from xlatools.redact import redact
 
     diff = diff_bundles(a, b)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out_dir / "diff.json", diff.to_json())
+    atomic_write_json(out_dir / "diff.json", redact(diff.to_json()))
     return diff, Path(write_report([a, b], out_dir / "report.html", diff=diff))
 
 

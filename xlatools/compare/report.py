@@ -122,19 +122,18 @@ def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
 
 
 def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDiff | None = None,
-                 full: bool = False, process: int | None = None) -> Path:
-    """Render one bundle (or two, with their diff) into `out_html`, written atomically; `process`:
-    of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
+                 full: bool = False, process: int | None = None, option: str = "-o") -> Path:
+    """Render one bundle (or two, with their diff) into `out_html` (the path `option` named), written
+    atomically (a device or FIFO there is written into, never replaced); `process`: of multi-process
+    runs, whose dumps to show (default 0; every process's logs are shown)."""
     from xlatools.compare.diff import diff_sides
-    from xlatools.fsutil import atomic_write_text
+    from xlatools.fsutil import write_output
+    from xlatools.redact import redact_text
 
     sides = [open_side(Path(b), label, process) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
         diff = diff_sides(sides[0], sides[1], full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)
     out = Path(out_html)
-    try:
-        atomic_write_text(out, html)
-    except OSError as exc:
-        raise UsageError(f"cannot write the report to {out}: {exc.strerror}", hint="pick another -o/--html path") from None
+    write_output(out, redact_text(html), option)  # exit 2 naming the path and why, 3 on a full disk
     return out

@@ -43,12 +43,12 @@ def user_dir() -> Path:
 
 
 def _parse(path: Path) -> list[Signature]:
-    import yaml
+    from xlatools.yamlfile import YamlRefused, load_file
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise UsageError(f"{path}: cannot read signatures: {exc}", hint="fix the YAML, or remove the file") from None
+        data = load_file(path)
+    except YamlRefused as exc:
+        raise UsageError(f"cannot read signatures: {exc.problem.render()}", hint="fix the YAML, or remove the file") from None
     entries = data.get("signatures") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise UsageError(f"{path}: expected a mapping with a `signatures:` list", hint=f"see {SHIPPED} for the format")

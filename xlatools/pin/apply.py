@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlatools.errors import PinError, Problem
+from xlatools.fsutil import write_failure
 from xlatools.pin import edit, layouts, worktree
 from xlatools.pin.lock import Lock, LockEntry
 
@@ -166,10 +167,10 @@ def execute(plan: TreePlan, source_dir: Path) -> list[Path]:
             target = source_dir / name
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            staged.append((name, Path(tmp)))  # before writing: a full disk must not leave it behind
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
             os.chmod(tmp, (target.stat().st_mode & 0o7777) if target.exists() else 0o644)
-            staged.append((name, Path(tmp)))
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             for name, tmp in staged:
@@ -205,8 +206,16 @@ def apply_lock(lock: Lock, source_dir: Path, dry_run: bool = False, force: bool 
     if not dry_run:
         if not force:
             refuse_hand_edits(plan, source_dir)
-        changed = execute(plan, source_dir)
-        worktree.record_written(source_dir, {n: d for n, d in plan.writes.items() if n in layout_files(plan)})
+        try:
+            changed = execute(plan, source_dir)
+        except OSError as exc:
+            raise write_failure(exc, f"--source {source_dir}: cannot write the pin files ({exc.strerror}); "
+                                "nothing was changed", hint="run it on a writable tree") from None
+        try:
+            worktree.record_written(source_dir, {n: d for n, d in plan.writes.items() if n in layout_files(plan)})
+        except OSError as exc:
+            warnings.append(f"could not record what apply wrote ({exc.strerror}): the next apply may call "
+                            "these changes hand edits")
     return ApplyResult(changed, diff, plan.layout.id, warnings, dict(plan.hand_edits))
 
 

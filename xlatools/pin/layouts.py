@@ -153,6 +153,9 @@ def looked_for() -> list[str]:
 def reading(file: str):
     try:
         yield
+    except starlark.NotALiteral as exc:
+        raise PinError(f"{file}: {exc}; xlatools edits only plain literal values, so it changed nothing",
+                       hint="write the value as one string literal, or edit the file by hand") from None
     except starlark.StarlarkSyntaxError as exc:
         raise PinError(f"{file}: cannot read it ({exc})", hint="fix the file's syntax, then try again") from None
 

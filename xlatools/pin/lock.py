@@ -8,6 +8,7 @@ committed with its patches stays valid in another checkout.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -143,19 +144,24 @@ class Lock:
 
 
 def load_lock(path: Path) -> Lock:
+    from xlatools.errors import UsageError
+    from xlatools.fsutil import read_user_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    regenerate = "the lock is written by `xlatools pin resolve`; regenerate it"
+    if not os.path.lexists(path):
         raise PinError(f"lock file {path} does not exist",
-                       hint="create it with `xlatools pin resolve --profile P` (or `pin local`), or pass --lock") from None
-    except OSError as exc:
-        raise PinError(f"cannot read lock file {path}: {exc.strerror}") from None
+                       hint="create it with `xlatools pin resolve --profile P` (or `pin local`), or pass --lock")
+    try:
+        text = read_user_text(path, "lock file", hint=regenerate)
+    except UsageError as exc:
+        raise PinError(exc.message, hint=exc.hint) from None
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise PinError(f"{path}:{getattr(exc, 'lineno', '?')}: not valid JSON ({exc})",
-                       hint="the lock is written by `xlatools pin resolve`; regenerate it") from None
+        raise PinError(f"{path}:{getattr(exc, 'lineno', '?')}: not valid JSON ({exc})", hint=regenerate) from None
+    except RecursionError:
+        raise PinError(f"{path}: nested too deeply to be a lock", hint=regenerate) from None
     return parse_lock(data, path)
 
 

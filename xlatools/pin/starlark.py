@@ -22,6 +22,10 @@ class StarlarkSyntaxError(ValueError):
     pass
 
 
+class NotALiteral(StarlarkSyntaxError):
+    """A value xlatools cannot rewrite exactly (an expression, a name, a second assignment)."""
+
+
 @dataclass(frozen=True)
 class Token:
     kind: str  # name, string, number, op, comment, newline
@@ -110,14 +114,26 @@ class Span:
 
 
 def find_assignment(text: str, variable: str) -> Span | None:
-    """The value span of a module-level `VARIABLE = <one token>` (a string, usually)."""
-    tokens = [t for t in tokenize(text) if t.kind not in ("comment", "newline")]
+    """The value span of the module-level `VARIABLE = <literal>` (a string, usually); None when there is
+    none. What cannot be edited exactly is refused (NotALiteral): a value that is not one literal
+    ("a" + "b", a call, a name, "%s" % x) or a variable assigned more than once."""
+    tokens = [t for t in tokenize(text) if t.kind != "comment"]
+    found: list[tuple[Span, bool]] = []
     for index, token in enumerate(tokens[:-2]):
         if token.kind == "name" and token.text == variable and token.depth == 0:
             if tokens[index + 1].text == "=" and _starts_line(text, token.start):
                 value = tokens[index + 2]
-                return Span(value.start, value.end)
-    return None
+                after = tokens[index + 3] if index + 3 < len(tokens) else None
+                whole = value.kind in ("string", "number") and (after is None or after.kind == "newline")
+                found.append((Span(value.start, value.end), whole))
+    if len(found) > 1:
+        lines = ", ".join(str(text.count("\n", 0, span.start) + 1) for span, _ in found)
+        raise NotALiteral(f"`{variable}` is assigned {len(found)} times (lines {lines})")
+    if found and not found[0][1]:
+        span = found[0][0]
+        line = text.count("\n", 0, span.start) + 1
+        raise NotALiteral(f"`{variable}` on line {line} is not a single literal value")
+    return found[0][0] if found else None
 
 
 def _starts_line(text: str, offset: int) -> bool:

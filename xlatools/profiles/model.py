@@ -139,7 +139,7 @@ class Bazel(_Section):
         default_factory=dict, description="Platform properties of remote actions (--remote_default_exec_properties)."
     )
     remote_credentials: RemoteCredentials | None = None
-    jobs: int | None = Field(None, ge=1)
+    jobs: int | None = Field(None, ge=1, le=100_000)
     extra_options: list[Annotated[str, Field(pattern=r"^--\S")]] = Field(
         default_factory=list, description="Further bazel options, passed verbatim."
     )
@@ -238,7 +238,7 @@ class Run(_Section):
     frontend: Literal["jax", "tensorflow", "torch-xla"] | None = Field(
         None, description="The XLA frontend the program uses; absent: a frontend preset's, else detected (jax first)."
     )
-    timeout: float | None = Field(None, gt=0)
+    timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     define_presets: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Presets of this profile, by name: kind (dump, log, jax, frontend), description, xla_flags, env, "

@@ -69,30 +69,23 @@ def _convert(node: yaml.Node, file: str, problems: list[Problem], key_line: int 
     if replace:
         problems.append(Problem(f"{REPLACE_TAG} applies to lists and mappings only", file=file, line=origin.line))
         return Node(node.value, origin)
-    if node.tag.startswith("!"):
-        problems.append(Problem(f"unknown tag {node.tag}", file=file, line=origin.line, hint=f"only {REPLACE_TAG} is known"))
+    try:
+        return Node(_scalars.construct_object(node), origin)
+    except yaml.MarkedYAMLError as exc:  # e.g. a !!timestamp that is no date
+        problems.append(Problem(f"malformed value: {exc.problem}", file=file, line=origin.line))
         return Node(node.value, origin)
-    return Node(_scalars.construct_object(node), origin)
 
 
 def load_file(path: Path, display: str | None = None) -> Node | None:
-    """Parse one YAML file into a Node tree; None if the file holds no document."""
+    """Parse one YAML file into a Node tree; None if the file holds no document. The file is read
+    and checked (size, depth, aliases, tags) by `xlatools.yamlfile` before anything walks it."""
+    from xlatools.yamlfile import YamlRefused, compose, read_text
+
     file = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise YamlLoadError([Problem(f"cannot read file: {exc.strerror}", file=file)]) from None
-    except UnicodeDecodeError:
-        raise YamlLoadError([Problem("not UTF-8 text", file=file)]) from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        what = exc.problem or "malformed YAML"
-        raise YamlLoadError([Problem(f"malformed YAML: {what}", file=file, line=line)]) from None
-    except yaml.YAMLError as exc:
-        raise YamlLoadError([Problem(f"malformed YAML: {exc}", file=file)]) from None
+        root = compose(read_text(path, file), file, allowed_tags=frozenset({REPLACE_TAG}))
+    except YamlRefused as exc:
+        raise YamlLoadError([exc.problem]) from None
     if root is None:
         return None
     problems: list[Problem] = []

@@ -160,7 +160,8 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
 
 def _write_summary(bundle: Path, prepared: Prepared, status: Status, code: int, rendered: str) -> None:
     from xlatools.fsutil import atomic_write_text
+    from xlatools.redact import redact_text
 
     versions = ", ".join(f"jaxlib {t.jaxlib} ({python})" for python, t in prepared.targets.items())
-    atomic_write_text(bundle / "summary.txt", f"status: {status} (exit {code})\nsource: {prepared.plan.request.source}\n"
-                                              f"targets: {versions}\n\n{rendered}\n")
+    atomic_write_text(bundle / "summary.txt", redact_text(
+        f"status: {status} (exit {code})\nsource: {prepared.plan.request.source}\ntargets: {versions}\n\n{rendered}\n"))

@@ -8,8 +8,11 @@ script (which has numpy) puts dimensions back in logical order.
 
 from __future__ import annotations
 
+import ast
 import zipfile
 from pathlib import Path
+
+from xlatools.errors import UsageError
 
 MAGIC = b"\x93NUMPY\x01\x00"
 
@@ -44,3 +47,24 @@ def write_npz(path: Path, members: dict[str, bytes]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def check_npz(path: Path, option: str) -> None:
+    """An .npz of plain arrays, or UsageError naming it: not a zip of .npy files, or an array of Python
+    objects (loading one runs pickled code; the target loads with allow_pickle=False and would only fail)."""
+    hint = "give an .npz of numeric arrays (numpy.savez), or --inputs random|zeros|ones"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                with archive.open(info) as handle:
+                    head = handle.read(10)
+                    if not info.filename.endswith(".npy") or head[:8] not in (MAGIC, b"\x93NUMPY\x02\x00",
+                                                                             b"\x93NUMPY\x03\x00"):
+                        raise UsageError(f"{option} {path}: {info.filename} is not a .npy array", hint=hint)
+                    size = int.from_bytes(head[8:10], "little") if head[6] == 1 else int.from_bytes(
+                        head[8:10] + handle.read(2), "little")
+                    header = ast.literal_eval(handle.read(min(size, 1 << 16)).decode("latin1").strip())
+                if not isinstance(header, dict) or "O" in str(header.get("descr")):
+                    raise UsageError(f"{option} {path}: {info.filename} holds Python objects (a pickle)", hint=hint)
+    except (zipfile.BadZipFile, OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise UsageError(f"{option} {path}: not a readable .npz ({type(exc).__name__}: {exc})", hint=hint) from None

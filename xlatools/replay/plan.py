@@ -9,6 +9,7 @@ and their outputs are the expected values for the test's outputs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,10 +76,13 @@ def _check(request: ReplayRequest) -> None:
         raise UsageError(f"--platform {request.platform}: expected {choices(Platform)}")
     if request.iterations < 1:
         raise UsageError(f"--iterations {request.iterations}: must be 1 or more")
-    if request.atol < 0 or request.rtol < 0:
-        raise UsageError("--atol/--rtol must not be negative")
-    if request.timeout is not None and request.timeout <= 0:
-        raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
+    for option, value in (("--atol", request.atol), ("--rtol", request.rtol)):
+        if not 0 <= value < math.inf:  # also nan: every comparison with it is false
+            raise UsageError(f"{option} {value}: must be a finite number, 0 or more", hint=f"e.g. {option} 1e-3")
+    if request.timeout is not None and not 0 < request.timeout < math.inf:
+        raise UsageError(f"--timeout {request.timeout}: must be a finite number of seconds, more than 0")
+    if not 0 <= request.seed < 2**32:
+        raise UsageError(f"--seed {request.seed}: must be 0 to 2**32-1 (numpy's seeds)")
     for reference in request.references:
         if reference not in REFERENCES:
             raise UsageError(f"--reference {reference}: expected {' or '.join(REFERENCES)}",
@@ -86,6 +90,10 @@ def _check(request: ReplayRequest) -> None:
     mode = request.inputs
     if mode is not None and mode not in INPUT_MODES and not (mode.endswith(".npz") and Path(mode).is_file()):
         raise UsageError(f"--inputs {mode}: expected random, zeros, ones or an existing .npz file")
+    if mode is not None and mode not in INPUT_MODES:
+        from xlatools.replay.npz import check_npz
+
+        check_npz(Path(mode), "--inputs")
 
 
 def test_flags(request: ReplayRequest, dump_flags: list[tuple[str, str]]) -> FlagLayers:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from copy import copy
@@ -20,11 +21,12 @@ from typing import TYPE_CHECKING, cast
 
 from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, EnvironmentMissing, UsageError
+from xlatools.fsutil import check_output, make_dir
 from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, ModuleRecord, PackedOptions, PackIndex, PackModule,
                                      PackRun, PackVersions)
 from xlatools.records.run import RunManifest
 from xlatools.replay.execute import ReplayResult
-from xlatools.replay.pack import PackError, extract, write_pack
+from xlatools.replay.pack import Member, PackError, extract, member_path, verify, write_pack
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
@@ -37,6 +39,10 @@ FORMAT = PACK_FORMAT
 Entries = dict[tuple[int | None, str], dict[str, str]]  # module (id, name) -> form -> path inside the pack
 EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED: EXIT_OK,
               ReproOutcome.CANNOT_RUN: EXIT_MISSING}
+SOURCE_KINDS = ("text", "proto", "snapshot", "mlir")
+# XLA flags whose value names a file or folder (--xla_dump_to, --xla_gpu_cuda_data_dir, ..._from, ..._file):
+# a pack carrying one would make the replaying machine read or write where the pack says.
+PATH_FLAG = re.compile(r"_(to|dir|path|file|from|directory)$")
 
 
 @dataclass(kw_only=True)
@@ -167,12 +173,14 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
                reporter: Reporter) -> tuple[Path, ReplayResult]:
     """Replay `request.source` once (the expected outcome) and write the pack: (the pack, that replay)."""
     from xlatools.records import to_json
+    from xlatools.redact import redact
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.replay.sources import resolve
 
     inputs_file = request.inputs not in (None, *INPUT_MODES)
     if inputs_file and not Path(str(request.inputs)).is_file():
         raise UsageError(f"repro pack: --inputs {request.inputs}: no such file", hint="random, zeros, ones or an .npz")
+    check_output(out_file, "-o")  # before the replay: a pack that cannot be written is refused at once
     kind, modules = resolve(request.source, request.modules, request.include_all, request.process)
     run = run_of(request.source) if kind == "bundle" else None
     prepared = prepare(request, (kind, modules))
@@ -183,20 +191,42 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     index = _index(request, replayed, run, prepared.targets[request.python], entries)
     if inputs_file:
         index.replay.inputs = PACKED_INPUTS
-    files["pack.json"] = json.dumps(to_json(index), indent=2, sort_keys=True).encode()
+    files["pack.json"] = json.dumps(redact(to_json(index)), indent=2, sort_keys=True).encode()  # a pack travels
     return write_pack(files, out_file), replayed
 
 
-def _modules_of(index: PackIndex, root: Path) -> list[ModuleSource]:
+def _modules_of(index: PackIndex, root: Path, members: dict[str, Member], archive: Path) -> list[ModuleSource]:
+    """The modules pack.json lists, each file resolved inside the verified member list (member_path)."""
     modules = []
-    for entry in index.modules:
-        paths = {kind: root / rel for kind, rel in entry.files.items() if kind in ("text", "proto", "snapshot", "mlir")}
-        if not paths:
-            raise PackError(f"pack.json: module {entry.name} names no file")
+    for number, entry in enumerate(index.modules):
+        if not entry.files or not set(entry.files) <= set(SOURCE_KINDS):
+            raise PackError(f"{archive}: pack.json [modules[{number}].files] must map {', '.join(SOURCE_KINDS)} to "
+                            "files of the pack", hint="the pack is damaged or was not written by `xlatools repro pack`")
+        paths = {kind: member_path(root, members, rel, f"modules[{number}].files.{kind}", archive)
+                 for kind, rel in entry.files.items()}
         modules.append(ModuleSource(name=entry.name, id=entry.id, **paths))
     if not modules:
-        raise PackError("pack.json lists no module")
+        raise PackError(f"{archive}: pack.json lists no module")
     return modules
+
+
+def _check_packed(packed: PackedOptions, archive: Path) -> None:
+    """A pack may not name files or interpreters of the machine that replays it: inputs from a file (but its own), a
+    reference other than the CPU backend, XLA flags whose value is a path (see docs/security.md)."""
+    from xlatools.replay.plan import INPUT_MODES, REFERENCES
+    from xlatools.run.flags import flag_name
+
+    problems = []
+    if packed.inputs not in (None, *INPUT_MODES, PACKED_INPUTS):
+        problems.append(f"inputs {packed.inputs!r} (a pack carries random, zeros, ones or its own {PACKED_INPUTS})")
+    problems += [f"references {r!r} (only {', '.join(REFERENCES)})" for r in packed.references if r not in REFERENCES]
+    problems += [f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
+                 for f in packed.xla_flags if PATH_FLAG.search(flag_name(f))]
+    problems += [f"{name} {value!r} (a finite number, 0 or more)" for name, value in
+                 (("atol", packed.atol), ("rtol", packed.rtol)) if not 0 <= value < float("inf")]
+    if problems:
+        raise PackError(f"{archive}: pack.json [replay] holds what a pack may not: {'; '.join(problems)}",
+                        hint="see docs/security.md: what a pack may contain")
 
 
 def read_index(root: Path, archive: Path) -> PackIndex:
@@ -210,7 +240,7 @@ def read_index(root: Path, archive: Path) -> PackIndex:
     try:
         data = read_json_object(path, "pack index", hint=hint)
         if data.get("format") != FORMAT:
-            raise PackError(f"{archive}: pack format {data.get('format')!r}, this xlatools reads {FORMAT}",
+            raise PackError(f"{archive}: pack.json: pack format {data.get('format')!r}, this xlatools reads {FORMAT}",
                             hint="replay it with the xlatools version that wrote it")
         return validate(data, PackIndex, path, what="pack index", hint=hint)
     except PackError:
@@ -247,17 +277,19 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         raise UsageError(f"--match {match}: expected {choices(PackMatch)}") from None
     archive = Path(pack_path)
     out_root = Path(os.path.abspath(out_root))
-    out_root.mkdir(parents=True, exist_ok=True)
+    members = verify(archive)  # before anything is written: a damaged pack leaves no trace
+    make_dir(out_root)
     unpacked = out_root / f".unpack-{secrets.token_hex(4)}"
     try:
-        extract(archive, unpacked)
-        root = unpacked / "repro" if (unpacked / "repro").is_dir() else unpacked
-        index = read_index(root, archive)
+        extract(archive, unpacked, members)
+        index = read_index(unpacked, archive)
+        _check_packed(index.replay, archive)
+        modules = _modules_of(index, unpacked, members, archive)
         request = _request_of(index, archive, resolve_python(python))
         if request.inputs == PACKED_INPUTS:
-            request.inputs = str(root / PACKED_INPUTS)
+            request.inputs = str(member_path(unpacked, members, PACKED_INPUTS, "replay.inputs", archive))
         try:
-            prepared = prepare(request, ("pack", _modules_of(index, root)))
+            prepared = prepare(request, ("pack", modules))
         except (UnknownFlags, EnvironmentMissing) as exc:
             return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=exc.message + (f" ({exc.hint})" if exc.hint else ""))
         wanted, have = index.versions.jaxlib if index.versions else None, prepared.targets[request.python].jaxlib

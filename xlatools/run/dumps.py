@@ -231,7 +231,9 @@ def index_dump(root: Path) -> DumpIndex:
     """Index every file under `root` (an XLA dump directory)."""
     root = Path(root)
     entries: list[tuple[int, str, bool]] = []
-    listing = sorted(root.iterdir())
+    # XLA writes plain files and folders only: links (a loop, or a path out of the dump), FIFOs (a read
+    # would block) and devices are left out, so nothing outside the dump is ever read through it.
+    listing = sorted(p for p in root.iterdir() if not p.is_symlink() and (p.is_dir() or p.is_file()))
     for path in listing:
         match = _FILE.match(path.name)
         if match:
@@ -243,13 +245,14 @@ def index_dump(root: Path) -> DumpIndex:
     for path in listing:
         match = _FILE.match(path.name)
         if not match:
-            other.extend(p.relative_to(root).as_posix() for p in ([path] if path.is_file() else path.rglob("*")) if p.is_file())
+            other.extend(p.relative_to(root).as_posix() for p in ([path] if path.is_file() else path.rglob("*"))
+                         if p.is_file() and not p.is_symlink())
             continue
         module = modules[int(match["id"])]
         if path.is_dir():
             has_folders = True
             module.stages.add("module_folder")
-            inner = sorted(p for p in path.rglob("*") if p.is_file())
+            inner = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
             module.files += [p.relative_to(root).as_posix() for p in inner]
             module.bytes += sum(p.stat().st_size for p in inner)
             continue

@@ -48,6 +48,9 @@ def split_assignment(item: str, option: str, sep: str = "=") -> tuple[str, str]:
     return key.strip(), value
 
 
+MAX_VLOG = 100  # TF_CPP_MAX_VLOG_LEVEL and vmodule levels are C++ ints; XLA's VLOGs go up to about 5
+
+
 def parse_vmodule(value: str, where: str) -> dict[str, int]:
     levels: dict[str, int] = {}
     for item in (part for part in value.split(",") if part.strip()):
@@ -56,6 +59,8 @@ def parse_vmodule(value: str, where: str) -> dict[str, int]:
             levels[module] = int(level)
         except ValueError:
             raise UsageError(f"{where} {item!r}: the level must be a whole number", hint="e.g. hlo_pass_pipeline=1") from None
+        if not 0 <= levels[module] <= MAX_VLOG:
+            raise UsageError(f"{where} {item!r}: the level must be 0 to {MAX_VLOG}", hint="e.g. hlo_pass_pipeline=1")
     return levels
 
 
@@ -119,10 +124,13 @@ class EnvBuilder:
         self.flags = FlagLayers()
         self.tf_flags = FlagLayers()  # TensorFlow's TF_XLA_FLAGS: the same parser, merged the same way
         self.vmodule: dict[str, tuple[int, Source]] = {}
+        # The caller's flags get the checks of --xla-flag: a bad value is refused before launch, not by XLA's abort.
         caller_flags = caller.get("XLA_FLAGS", "")
-        self.flags.add(parse_env_flags(caller_flags) if caller_flags.strip() else [], ENVIRONMENT)
+        self.flags.add([validate_flag(f, "XLA_FLAGS in the environment") for f in parse_env_flags(caller_flags)]
+                       if caller_flags.strip() else [], ENVIRONMENT)
         caller_tf = caller.get(TF_XLA_FLAGS, "")
-        self.tf_flags.add(parse_env_flags(caller_tf, TF_XLA_FLAGS) if caller_tf.strip() else [], ENVIRONMENT)
+        self.tf_flags.add([validate_flag(f, f"{TF_XLA_FLAGS} in the environment")
+                           for f in parse_env_flags(caller_tf, TF_XLA_FLAGS)] if caller_tf.strip() else [], ENVIRONMENT)
         self.add_vmodule(parse_vmodule(caller.get("TF_CPP_VMODULE", ""), "TF_CPP_VMODULE"), ENVIRONMENT)
 
     def set(self, name: str, value: str | None, source: Source) -> None:

@@ -197,6 +197,7 @@ def _make_folders(plan: RunPlan, bundle_path: Path) -> None:
 def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group=None) -> str:
     """Index the dumps, check the log switches, write summary.txt and the final manifest; the module table."""
     from xlatools.fsutil import atomic_write_text
+    from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
     from xlatools.run.record import dump_summary, finish_record, read_smoke_results, summary_text, unmatched_vmodule
 
@@ -219,7 +220,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
 
         table = record_group(record, plan, group, session.path)
     record.status = result.status
-    atomic_write_text(session.path / "summary.txt", summary_text(record, table), durable=False)
+    atomic_write_text(session.path / "summary.txt", redact_text(summary_text(record, table)), durable=False)
     session.finish(result.status, exit_code=exit_code)
     return table
 

@@ -79,6 +79,8 @@ _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 # until XLA fails or silently ignores it (xla_cpu_max_isa warns and ignores unknown names).
 _LISTS = frozenset({"xla_disable_hlo_passes", "xla_enable_hlo_passes_only"})
 _PATHS = frozenset({"xla_dump_to", "xla_gpu_dump_autotune_results_to"})
+# Whole-number flags whose type allows what XLA cannot use (a CHECK failure or no devices at all).
+_MINIMUMS = {"xla_force_host_platform_device_count": 1}
 _ENUMS = {"xla_cpu_max_isa": ("SSE4_2", "AVX", "AVX2", "AVX512", "AVX512_VNNI", "AVX512_BF16", "AMX", "AMX_FP16",
                               "NEON", "SVE")}
 
@@ -138,6 +140,9 @@ def value_problem(flag: str) -> tuple[str, str] | None:
             number = int(value)
         except ValueError:
             return f"expects a whole number ({kind}), not {value!r}", example
+        low = max(low, _MINIMUMS.get(name, low))
+        if number < low and name in _MINIMUMS:
+            return f"must be at least {low}, not {value}", f"--{name}={low}"
         return None if low <= number <= high else (f"expects a {kind}, and {value} is out of range", example)
     if kind in ("float", "double"):
         try:

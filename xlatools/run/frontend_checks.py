@@ -63,7 +63,11 @@ def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str
     unknown, how = unknown_flags(target, to_check, variable=variable, reporter=reporter)
     if unknown:
         what = "XLA" if variable == "XLA_FLAGS" else variable
-        named = ", ".join(f"{to_check[n]} (from {sources.get(to_check[n], '?')})" for n in unknown)
+        def origin(flag: str) -> str:
+            source = sources.get(flag, "?")
+            return f"{variable} in the environment" if source == "environment" else source
+
+        named = ", ".join(f"{to_check[n]} (from {origin(to_check[n])})" for n in unknown)
         raise UnknownFlags(
             f"{target.described} at {target.python} does not know {what} flag{'s' if len(unknown) > 1 else ''} "
             f"{named}; XLA would abort at start-up",

@@ -206,6 +206,7 @@ def execute_lower(request: LowerRequest, label: str, python: str, platform: Plat
     import tempfile
 
     from xlatools.errors import TimedOut, XlaToolsError
+    from xlatools.proctree import run_captured
     from xlatools.records.base import to_json
     from xlatools.run.target import PROBES
 
@@ -221,8 +222,8 @@ def execute_lower(request: LowerRequest, label: str, python: str, platform: Plat
         with open(request_path, "w") as handle:
             json.dump(to_json(request), handle)
         try:
-            proc = subprocess.run([python, str(PROBES / "lower.py"), request_path, answer_path],
-                                  env=env, capture_output=True, text=True, timeout=timeout)
+            proc = run_captured([python, str(PROBES / "lower.py"), request_path, answer_path], env=env,
+                                timeout=timeout)
         except subprocess.TimeoutExpired:
             raise TimedOut(f"lowering {label} took longer than {timeout:g} s", hint="raise --timeout") from None
         try:

@@ -9,13 +9,14 @@ the order given) < the profile's `run:` section < command line < xlatools.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
 from xlatools.records.run import ProfileRun
-from xlatools.run.env import EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
+from xlatools.run.env import MAX_VLOG, EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
 from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
 from xlatools.run.multiprocess import ProcessPlan, plan_group
@@ -27,6 +28,8 @@ BUNDLE = "{bundle}"
 DUMP_DIR = f"{BUNDLE}/xla_dump"
 SMOKE_HOST_DEVICES = 4  # CPU devices for `collectives`, via --xla_force_host_platform_device_count
 _LOG_VARS = ("TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -177,13 +180,18 @@ def _add_layers(env: EnvBuilder, request: RunRequest, profile: ProfileRun, prese
     env.flags.add([validate_flag(f, str(from_profile)) for f in profile.xla_flags], from_profile)
     for item in request.env:
         name, value = split_assignment(item, "--env")
+        if not _ENV_NAME.fullmatch(name):
+            raise UsageError(f"--env {item!r}: {name!r} is not a variable name",
+                             hint="letters, digits and _, not starting with a digit, e.g. JAX_TRACEBACK_FILTERING=off")
         env.set(name, value, Source(Layer.COMMAND_LINE, "--env"))
     env.flags.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], Source(Layer.COMMAND_LINE, "--xla-flag"))
     for item in request.vmodule:
+        if not item.strip():
+            raise UsageError("--vmodule '': needs FILE=N", hint="e.g. --vmodule hlo_pass_pipeline=1")
         env.add_vmodule(parse_vmodule(item, "--vmodule"), Source(Layer.COMMAND_LINE, "--vmodule"))
     if request.vlog is not None:
-        if request.vlog < 0:
-            raise UsageError(f"--vlog {request.vlog}: must be 0 or more")
+        if not 0 <= request.vlog <= MAX_VLOG:
+            raise UsageError(f"--vlog {request.vlog}: must be 0 or more, at most {MAX_VLOG}")
         env.set("TF_CPP_MAX_VLOG_LEVEL", str(request.vlog), Source(Layer.COMMAND_LINE, "--vlog"))
 
 

@@ -65,11 +65,17 @@ def parse_program(program: str | None, module: str | None, args: list[str], cwd:
     path = Path(program).expanduser()
     if not path.is_absolute():
         path = cwd / path
+    hint = "give a .py file, `-m module`, or smoke:NAME (smoke:all runs every built-in smoke program)"
+    if not path.exists():
+        raise UsageError(f"program not found: {program}", hint=hint)
     if not path.is_file():
-        raise UsageError(
-            f"program not found: {program}",
-            hint="give a .py file, `-m module`, or smoke:NAME (smoke:all runs every built-in smoke program)",
-        )
+        what = "a folder" if path.is_dir() else "not a regular file"
+        raise UsageError(f"program {program} is {what}", hint=hint)
     if path.suffix != ".py":
         raise UsageError(f"program {program} is not a .py file", hint="for a module use -m NAME")
+    try:
+        with open(path, "rb") as handle:  # refused here, not after a bundle was made for it
+            handle.read(1)
+    except OSError as exc:
+        raise UsageError(f"program {program} cannot be read: {exc.strerror}", hint="check its permissions") from None
     return Program("script", str(path), tuple(args))

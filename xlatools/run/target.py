@@ -134,20 +134,30 @@ class _Answer:
         return f"(exit {self.proc.returncode})" + (": " + " | ".join(tail) if tail else "")
 
 
+def probe_timeout(default: float) -> float:
+    """The limit of one start of a target interpreter: XLATOOLS_PROBE_TIMEOUT_S when set (> 0), else `default`."""
+    try:
+        value = float(os.environ.get("XLATOOLS_PROBE_TIMEOUT_S", ""))
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
+
+
 def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float) -> _Answer:
     import tempfile  # only when probing: a cached run starts its program without it
+
+    from xlatools.proctree import run_captured
 
     with tempfile.TemporaryDirectory(prefix="xlatools-probe-") as tmp:
         out = os.path.join(tmp, "out.json")
         try:
-            proc = subprocess.run(
-                [python, str(PROBES / "target_info.py"), out, *args],
-                cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout,
-            )
+            proc = run_captured([python, str(PROBES / "target_info.py"), out, *args], cwd=tmp, env=env,
+                                timeout=probe_timeout(timeout))
         except OSError as exc:
             raise UsageError(f"--python {python}: cannot run it: {exc.strerror}", hint="give the path of a Python interpreter") from None
         except subprocess.TimeoutExpired:
-            raise EnvironmentMissing(f"probing {python} took longer than {timeout:.0f} s", hint="is its frontend importable there?") from None
+            raise EnvironmentMissing(f"probing {python} took longer than {probe_timeout(timeout):g} s (stopped)",
+                                     hint="is its frontend importable there? (XLATOOLS_PROBE_TIMEOUT_S sets the limit)") from None
         try:
             with open(out) as handle:
                 data = json.load(handle)

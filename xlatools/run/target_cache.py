@@ -5,13 +5,12 @@ jax's version.py) changes: a reinstall or a rebuild may change any of it."""
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlatools.fsutil import atomic_write_json, cache_root
+from xlatools.fsutil import atomic_write_json, cache_root, read_cache_json
 
 if TYPE_CHECKING:
     from xlatools.run.target import Target
@@ -47,11 +46,8 @@ class TargetCache:
         from xlatools.run.target import Target
 
         cache = cls(python)
-        try:
-            data = json.loads(cache.path.read_text())
-        except (OSError, ValueError):
-            return cache
-        if not isinstance(data, dict) or data.get("cache_version") != CACHE_VERSION or data.get("python") != python:
+        data = read_cache_json(cache.path)  # {} when missing or damaged (a FIFO is never opened)
+        if data.get("cache_version") != CACHE_VERSION or data.get("python") != python:
             return cache
         stamps = data.get("stamps") if isinstance(data.get("stamps"), dict) else {}
         if data.get("python_stamp") != stamp(python) or any(stamp(path) != when for path, when in stamps.items()):
@@ -60,7 +56,7 @@ class TargetCache:
             cache.targets = {key: Target.from_json(value) for key, value in data.get("targets", {}).items()}
             cache.flags = {key: {str(name): bool(ok) for name, ok in value.items()}
                            for key, value in data.get("flags", {}).items()}
-        except (AttributeError, TypeError, ValueError):  # damaged by hand: start afresh
+        except (AttributeError, TypeError, ValueError, KeyError, RecursionError):  # damaged by hand: start afresh
             return cls(python)
         cache.stamps = stamps
         return cache

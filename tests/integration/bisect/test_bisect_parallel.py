@@ -79,7 +79,7 @@ def test_an_interrupted_round_continues_with_another_k_without_repeating_a_step(
     assert code == 130
     [state_file] = states(tmp_path)
     recorded = json.loads(state_file.read_text())
-    assert recorded["status"] == "running" and "interrupted" in recorded["message"]
+    assert recorded["status"] == "interrupted" and "interrupted" in recorded["message"]
     assert len(recorded["steps"]) == 2  # the interrupted round's steps are not recorded
     stopped = [manifest(b)["status"] for b in bundles(state_file.parent / "steps")]
     assert sorted(stopped) == ["failed", "interrupted", "interrupted", "ok"]  # their programs were stopped

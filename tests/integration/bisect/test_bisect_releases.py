@@ -105,7 +105,7 @@ def test_interrupted_bisection_resumes_without_repeating_a_step(bx, tmp_path, bi
     [state_file] = states(tmp_path)
     recorded = json.loads(state_file.read_text())
     if sig == signal.SIGINT:
-        assert recorded["status"] == "running" and "interrupted" in recorded["message"]
+        assert recorded["status"] == "interrupted" and "interrupted" in recorded["message"]
     done = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--json", "--", "slow_check.py")
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)

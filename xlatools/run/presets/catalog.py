@@ -18,7 +18,8 @@ from typing import Any
 
 from xlatools.errors import Problem, ProfileError, UsageError
 from xlatools.records.run import PresetRef
-from xlatools.run.flags import flag_name, min_version
+from xlatools.run.env import MAX_VLOG
+from xlatools.run.flags import flag_name, min_version, value_problem
 from xlatools.run.frontends import FRONTENDS
 
 SHIPPED_DIR = Path(__file__).resolve().parent
@@ -103,9 +104,15 @@ def parse_preset(name: str, spec: object, source: str) -> tuple[Preset | None, l
     if not isinstance(env, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in env.values()):
         problems.append(Problem("env must map names to strings", file=source, key=f"{name}.env", hint='quote values: "0"'))
         env = {}
-    if not isinstance(vmodule, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in vmodule.values()):
-        problems.append(Problem("vmodule must map source file names to levels", file=source, key=f"{name}.vmodule"))
+    if not isinstance(vmodule, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_VLOG
+                                                for v in vmodule.values()):
+        problems.append(Problem(f"vmodule must map source file names to levels 0 to {MAX_VLOG}", file=source,
+                                key=f"{name}.vmodule"))
         vmodule = {}
+    for flag in flags:  # typed values, as --xla-flag checks them
+        problem = value_problem(flag)
+        if problem is not None:
+            problems.append(Problem(f"{flag}: {problem[0]}", file=source, key=f"{name}.xla_flags", hint=f"e.g. {problem[1]}"))
     if spec.get("frontend") is not None and spec.get("frontend") not in FRONTENDS:
         problems.append(Problem(f"frontend must be one of {', '.join(FRONTENDS)}", file=source, key=f"{name}.frontend"))
     for key in ("min_jaxlib", "max_jaxlib"):
@@ -172,17 +179,12 @@ def _shipped() -> list[tuple[str, Any]]:
 
 
 def _read_yaml(path: Path) -> tuple[Any, list[Problem]]:
-    import yaml
+    from xlatools.yamlfile import YamlRefused, load_file
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: this sits on every run's start-up path
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader) or {}, []
-    except OSError as exc:
-        return None, [Problem(f"cannot read: {exc.strerror}", file=str(path))]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark else None
-        return None, [Problem(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=str(path), line=line)]
+        return load_file(path) or {}, []
+    except YamlRefused as exc:
+        return None, [exc.problem]
 
 
 class Catalog:

@@ -140,6 +140,15 @@ def lower(request):
     return answer
 
 
+def _print_user_traceback(exc):
+    """The traceback of the user's code: frames of this script and of the import machinery are left out."""
+    here = os.path.abspath(__file__)
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if os.path.abspath(frame.filename) != here and not frame.filename.startswith("<frozen importlib")]
+    text = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
+    sys.stderr.write(("Traceback (most recent call last):\n" + text) if frames else text)
+
+
 def main():
     request_path, answer_path = sys.argv[1], sys.argv[2]
     with open(request_path) as handle:
@@ -149,7 +158,7 @@ def main():
     except Usage as exc:
         answer = {"ok": False, "kind": "usage", "message": str(exc)}
     except Exception as exc:
-        traceback.print_exc()
+        _print_user_traceback(exc)
         answer = {"ok": False, "kind": "failure", "message": "%s: %s" % (type(exc).__name__, exc)}
     with open(answer_path, "w") as handle:
         json.dump(answer, handle)

@@ -1,0 +1,73 @@
+"""A subset of the hostile harness (scripts/hostile, docs/hostile.md) as tests: the real CLI against bad
+input and faults, a few cases of each class, judged by the harness's own checks (exit code, no
+traceback, a message naming what and where, nothing half-written, no orphan, no secret anywhere).
+The whole harness (about 780 cases) runs by hand: `python -m scripts.hostile`.
+
+Cost: about 25 s of fixtures (two real runs with dumps, a repro pack, a bisect state) and 1-2 s a case.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from scripts.hostile import cases_secrets, core, fixtures
+from scripts.hostile.__main__ import _unmount_all, all_cases
+from tests.helpers import require
+
+SUBSET = [
+    # packs: paths only inside the verified members, streamed with caps, what a pack may carry
+    "packs/text-climbs-out", "packs/text-missing-member", "packs/pack-is-fifo", "packs/zero-bomb-1gib",
+    "packs/dump-flag-outside", "packs/inputs-host-file", "packs/member-climbs-out",
+    # secrets: by name and by shape, in every record and output
+    "secrets/run-env-url-userinfo", "secrets/run-args-api-key-next", "secrets/run-caller-xla-flags",
+    "secrets/bisect-env-secret", "secrets/pack-fresh-bundle", "secrets/report-planted-bundle",
+    "secrets/diff-planted-json", "secrets/profiles-show-json", "secrets/run-dry-run-json",
+    # YAML that attacks its loader
+    "yaml/profiles-show-alias-bomb", "yaml/presets-list-deep-seq", "yaml/explain-python-name",
+    "yaml/run-profile-fifo", "yaml/profiles-validate-not-utf8", "yaml/bazelrc-deep-map",
+    # records of the wrong shape
+    "records/inspect-list", "records/diff-wrong-types", "records/repro-run-null", "records/bisect-state-deep-list",
+    "records/pin-verify-fifo", "records/bazelrc-user-dir", "records/target-cache-run-list",
+    "records/dump-fifo-inspect", "records/replay-inputs-objects", "records/report-nulls",
+    # writes that fail
+    "writes/pack-o-onto-folder", "writes/pack-o-full", "writes/run-out-full", "writes/replay-out-read-only",
+    "writes/pin-apply-read-only-tree", "writes/report-o-full", "writes/stdout-closed-run",
+    "writes/stdout-full-inspect-json", "writes/pack-truncated-manifest",
+    # values that slipped through
+    "values/run-timeout-inf", "values/replay-atol-nan", "values/run-vmodule-negative",
+    "values/run-xla-flag-device-count-negative", "values/run-caller-xla-flags-device-count-negative",
+    "values/bisect-match-empty", "values/releases-python-2.7", "values/profile-preset-validate-kind-bogus",
+    "values/pin-apply-commit-concatenated", "values/lower-timeout-0",
+    # processes
+    "processes/probe-hangs-run", "processes/sigterm-in-first-probe-run", "processes/sigint-in-first-probe-doctor",
+    "processes/program-unreadable", "processes/lower-user-error", "processes/timeout-kills-setsid-children",
+    # held-out cases that found bugs after the fixes
+    "writes/h-report-o-full-device", "processes/h-probe-leaves-daemon", "packs/h-tolerance-nan",
+]
+CASES = {case.id: case for case in all_cases()}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    work = tmp_path_factory.mktemp("hostile")
+    work.chmod(0o755)  # the no-dac cases run as root without the right to ignore modes
+    ctx = core.Context(work, [sys.executable, "-m", "xlatools"], sys.executable)
+    fixtures.make(ctx)
+    cases_secrets.make_secret_run(ctx)
+    yield ctx
+    _unmount_all(work)
+
+
+def test_the_subset_names_real_cases():
+    assert not set(SUBSET) - set(CASES)
+    assert {case.split("/")[0] for case in SUBSET} == {case.cls for case in CASES.values()}
+
+
+@pytest.mark.parametrize("case_id", SUBSET)
+def test_hostile_case(hostile, case_id):
+    result = core.execute(CASES[case_id], hostile)
+    if result.skipped:
+        require("tmpfs", False, result.skipped)
+    assert result.clean, f"{case_id}: {'; '.join(result.problems)}\n--- stderr ---\n{result.stderr[-3000:]}"
