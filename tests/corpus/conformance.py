@@ -106,18 +106,38 @@ class Runner:
         return Call(rc, out, err, seconds)
 
     def run_program(self, program: Program, python: str, label: str, tag: str) -> tuple[Cell, str | None]:
-        """`xlatools run --preset dump:full --preset dump:proto`, once per (interpreter, program, tag)."""
+        """`xlatools run --preset dump:full --preset dump:proto`, once per (interpreter, program, tag). Where that
+        is refused with a reason (a dump flag this build crashes with), the run is made without snapshots."""
         key = (python, program.name, tag)
         if key not in self.runs:
-            folder = self.work / label / program.name
-            args = ["run", str(program.path), "--preset", "dump:full", "--preset", "dump:proto", "--python", python,
-                    "--out", f"runs-{tag}", "--json"] + [f"--env={k}={v}" for k, v in program.env.items()]
-            call = self.cli(folder, f"run-{tag}", *args)
-            bundle = call.json().get("bundle") if call.rc == 0 else None
-            cell = Cell("works", call.seconds) if bundle and call.json().get("status") == "ok" else \
-                Cell("tool-failure", call.seconds, call.tail())
+            call, bundle = self._run(program, python, label, tag, FULL)
+            if bundle:
+                cell = Cell("works", call.seconds)
+            elif refused_run(call):
+                again, bundle = self._run(program, python, label, f"{tag}-nosnap", WITHOUT_SNAPSHOTS)
+                cell = Cell("refused", call.seconds, refused_run(call) + ("" if bundle else f"; without: {again.tail()}"))
+            else:
+                cell = Cell("tool-failure", call.seconds, call.tail())
             self.runs[key] = (cell, bundle)
         return self.runs[key]
+
+    def _run(self, program: Program, python: str, label: str, tag: str, presets: tuple[str, ...]) -> tuple[Call, str | None]:
+        args = ["run", str(program.path), *(x for p in presets for x in ("--preset", p)), "--python", python,
+                "--out", f"runs-{tag}", "--json"] + [f"--env={k}={v}" for k, v in program.env.items()]
+        call = self.cli(self.work / label / program.name, f"run-{tag}", *args)
+        ok = call.rc == 0 and call.json().get("status") == "ok"
+        return call, call.json().get("bundle") if ok else None
+
+
+FULL = ("dump:full", "dump:proto")
+WITHOUT_SNAPSHOTS = ("dump:passes", "dump:proto")
+
+
+def refused_run(call: Call) -> str:
+    """Why a dumping run was refused or killed by a dump flag, as xlatools says it; "" when it was not."""
+    lines = (call.err + "\n" + "\n".join(call.json().get("notes") or [])).splitlines()
+    said = [line for line in lines if "this build dies using it" in line or "died in --xla_dump_hlo_snapshots" in line]
+    return said[0].strip()[:400] if said else ""
 
 
 def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle: str) -> Cell:

@@ -127,7 +127,7 @@ def _print_outcome(manifest: dict, table: str, quiet: bool) -> None:
         say(f"last lines of {manifest['bundle']}/stderr.log:")
         say(_tail(Path(manifest["bundle"]) / "stderr.log", 20))
     for note in manifest.get("notes", []):
-        if note.startswith("vmodule pattern"):
+        if note.startswith(("vmodule pattern", "the program died in")):  # the ones that explain an outcome
             say(f"note: {note}")
     dump = manifest.get("dump")
     if dump and dump["modules"]:

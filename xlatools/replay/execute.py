@@ -71,8 +71,11 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
 def _validate(modules, source_from: str, literals: bool) -> None:
     """Read every .pb once now, so a damaged file (or a missing form) is a clear error before any bundle exists."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
+    from xlatools.replay.sources import refuse_elided_text, refuse_optimised_only
 
     for module in modules:
+        refuse_optimised_only(module)
+        refuse_elided_text(module, source_from)
         if source_from != "auto" and getattr(module, source_from) is None:
             raise UsageError(f"--from {source_from}: module {module.label} has no {source_from} form",
                              hint=f"it has: {', '.join(module.files()) or 'nothing'}; --from auto uses what there is")
@@ -99,7 +102,29 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
         if run.role == "test":
             test_dir = run_dir
     record.outcome, record.failed_run = module_outcome(record.runs)
+    judge_callback(source, record)
     return record
+
+
+def judge_callback(source: ModuleSource, record: ModuleRecord) -> None:
+    """A module with a host callback calls back into the Python process that compiled it, which no replay has.
+    Dormant callbacks (equinox's runtime error checks, a debug.print in a branch not taken) never run, and the
+    module replays; a failure while running is what an executed callback does here, so no verdict: cannot-run."""
+    from xlatools.replay.sources import host_callback
+
+    target = host_callback(source)
+    if target is None:
+        return
+    failed = next((run for run in record.runs if run.failure in ("crash", "runtime-error") and run.phase == "run"), None)
+    if failed is None:
+        record.notes.append(f"the module holds a host callback ({target}) that did not run here")
+        return
+    failed.message = (f"refused by design: the module called back into the Python process that ran it (custom call "
+                      f"{target}: jax.pure_callback, io_callback, jax.debug.print or a debug callback), and a replay has "
+                      f"no such process (here: {failed.failure}{' ' + failed.signal if failed.signal else ''}: "
+                      f"{(failed.message or '')[:200]}); run the program itself (xlatools run) to reproduce it")
+    failed.failure = "cannot-run"
+    record.outcome, record.failed_run = module_outcome(record.runs)
 
 
 def _targets_json(prepared: Prepared) -> dict[str, Any]:

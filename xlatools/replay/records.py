@@ -71,14 +71,17 @@ def module_outcome(runs: list[RunRecord]) -> tuple[Outcome, str | None]:
 
 
 def exit_code(outcomes: list[str]) -> int:
-    """0 all ok; 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; else 1."""
+    """0 all ok; 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; 1 a finding
+    about a module (mismatch, compile-error, runtime-error, crash); else 3 when a module cannot run here."""
     if "interrupted" in outcomes:
         return 130
     if "input-error" in outcomes:
         return 2
     if "timeout" in outcomes:
         return 124
-    return 0 if all(o == "ok" for o in outcomes) else 1
+    if any(o not in ("ok", "cannot-run") for o in outcomes):
+        return 1
+    return 3 if "cannot-run" in outcomes else 0
 
 
 def _checks(module: ModuleRecord) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.errors import UsageError
+from xlatools.replay.hloproto import is_unoptimized
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
 FROM = ("auto", "text", "proto", "snapshot", "mlir")
@@ -93,7 +94,79 @@ def from_file(path: Path) -> ModuleSource:
         stem = path.parent.name
     match = re.match(r"^(?:\d+\.)?module_(\d+)\.(.+)$", stem)
     name = match.group(2) if match else re.sub(r"\.(txt|hlo|pb|mlir)$", "", stem)
-    return ModuleSource(name=name, id=int(match.group(1)) if match else None, **{kind: path})
+    source = ModuleSource(name=name, id=int(match.group(1)) if match else None, **{kind: path})
+    if kind == "snapshot" and match and not is_unoptimized(path):
+        _pair_with_siblings(source, path.parent, stem)
+    return source
+
+
+def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
+    """A snapshot of --xla_dump_hlo_snapshots holds the OPTIMISED module, which XLA cannot compile again
+    (final layouts, fusions with backend configs): its arguments and result go with the unoptimised
+    module the same dump wrote beside it."""
+    siblings = {"text": folder / f"{stem}.before_optimizations.txt", "proto": folder / f"{stem}.before_optimizations.hlo.pb",
+                "mlir": folder / stem / "module.mlir"}
+    for kind, sibling in siblings.items():
+        if sibling.is_file():
+            setattr(source, kind, sibling)
+
+
+def optimised_only(source: ModuleSource) -> bool:
+    """Only an optimised snapshot's module to compile: nothing XLA can compile again."""
+    return bool(source.snapshot) and not is_unoptimized(source.snapshot) and not (source.text or source.proto or source.mlir)
+
+
+def refuse_optimised_only(source: ModuleSource) -> None:
+    if optimised_only(source):
+        raise UsageError(f"{source.snapshot}: this snapshot holds module {source.label} after optimisation, which XLA "
+                         "cannot compile again (its layouts and fusions are final), and no unoptimised form of it lies beside it",
+                         hint=f"replay the dump folder or bundle it came from, or keep {source.snapshot.name.split('.snapshot.')[0]}"
+                              ".before_optimizations.txt (or .hlo.pb) beside it (dump with --preset dump:full); jaxlib >= 0.5 "
+                              "can dump unoptimised snapshots instead (--xla-flag=--xla_dump_hlo_unoptimized_snapshots)")
+
+
+ELIDED_CONSTANT = re.compile(rb"constant\(\{\.\.\.\}\)")
+
+
+def elides_constants(path: Path) -> bool:
+    """XLA prints constants of more than a few elements as `constant({...})` in its text dumps, and its parser
+    reads that back without complaint as other values: such text is not the module that ran."""
+    try:
+        return ELIDED_CONSTANT.search(Path(path).read_bytes()) is not None
+    except OSError:
+        return False
+
+
+def refuse_elided_text(source: ModuleSource, source_from: str) -> None:
+    """Text with elided constants is refused where it would be the module replayed."""
+    if source.text is None or source_from not in ("auto", "text", "snapshot"):
+        return
+    lossless = source.proto or source.mlir or (source.snapshot and is_unoptimized(source.snapshot))
+    if (source_from != "text" and lossless) or not elides_constants(source.text):
+        return
+    sibling = source.text.with_name(source.text.name.replace(".txt", ".hlo.pb"))
+    raise UsageError(f"{source.text}: this HLO text elides large constants (`constant({{...}})`, as XLA prints them), so "
+                     f"module {source.label} cannot be rebuilt from it: a replay would compute with other values",
+                     hint=(f"replay {sibling.name} beside it" if sibling.is_file() else "dump the module as a proto "
+                           "(--preset dump:proto; dump:full includes it) and replay the .hlo.pb")
+                     + ", the module folder's module.mlir (jaxlib >= 0.5), or the dump folder / bundle")
+
+
+CALLBACK_TARGET = re.compile(rb"xla_(?:ffi_)?(?:partitioned_)?python_(?:cpu|gpu|tpu)_callback")
+
+
+def host_callback(source: ModuleSource) -> str | None:
+    """The custom-call target through which the module calls back into the Python process that compiled it
+    (jax.pure_callback, io_callback, debug.print, debug callbacks), or None."""
+    for path in (source.text, source.proto, source.mlir, source.snapshot):
+        if path is not None:
+            try:
+                found = CALLBACK_TARGET.search(Path(path).read_bytes())
+            except OSError:
+                continue
+            if found:
+                return found.group(0).decode()
+    return None
 
 
 def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:

@@ -173,7 +173,7 @@ def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, 
     """Index the dumps, check the log switches, write summary.txt and the final manifest."""
     from xlatools.fsutil import atomic_write_text
     from xlatools.run.dumps import index_dump, modules_table
-    from xlatools.run.record import outcome_fields, summary_text, unmatched_vmodule
+    from xlatools.run.record import flag_fault_notes, outcome_fields, summary_text, unmatched_vmodule
 
     dump, table = None, ""
     if plan.dump_dir and Path(plan.dump_dir).is_dir():
@@ -186,6 +186,8 @@ def _finish(plan: RunPlan, bundle, base: dict[str, Any], result: ProgramResult, 
     for pattern in unmatched_vmodule(bundle.path / "stderr.log", plan.vmodule_patterns()):
         notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names without "
                      "the extension (e.g. hlo_pass_pipeline); check the name, or whether that file logs at that level")
+    if result.status != "ok":
+        notes += flag_fault_notes(bundle.path / "stderr.log", plan.xla_flags)
     final = {**base, **outcome_fields(result, exit_code), "notes": notes, "dump": dump,
              "smoke": _read_json(bundle.path / "smoke_results.json")}
     atomic_write_text(bundle.path / "summary.txt", summary_text(final, table), durable=False)

@@ -74,6 +74,30 @@ def unmatched_vmodule(stderr_log: Path, patterns: list[str]) -> list[str]:
     return [p for p in patterns if not any(fnmatch.fnmatchcase(name, p) for name in seen)]
 
 
+# Program deaths a dump flag causes, known from real runs: (flag, log text, what to say).
+FLAG_FAULTS = (
+    ("--xla_dump_hlo_snapshots", b"called on deleted or donated buffer",
+     "the program died in --xla_dump_hlo_snapshots: jaxlib 0.4.x reads an execution's arguments for its snapshot after "
+     "the run, when donated buffers (donate_argnums; Keras and many optax training steps donate) are gone. Dump without "
+     "snapshots (--preset dump:passes --preset dump:proto instead of dump:full) or use jaxlib >= 0.5"),
+)
+
+
+def flag_fault_notes(stderr_log: Path, flags: list[str]) -> list[str]:
+    """What a failed program's log says about a dump flag that killed it (FLAG_FAULTS)."""
+    wanted = [(text, note) for flag, text, note in FLAG_FAULTS if any(f.split("=")[0] == flag for f in flags)]
+    if not wanted:
+        return []
+    try:
+        with open(stderr_log, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - (1 << 20)))
+            tail = handle.read()
+    except OSError:
+        return []
+    return [note for text, note in wanted if text in tail]
+
+
 def summary_text(manifest: dict[str, Any], modules_table: str) -> str:
     lines = [
         f"status: {manifest['status']} (xlatools exit {manifest.get('exit_code')}; program {manifest.get('program_outcome')})",

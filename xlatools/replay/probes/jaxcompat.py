@@ -78,6 +78,24 @@ def load(kind, payload):
     return computation, mlir, how
 
 
+def prepare_runtime():
+    """What a real program gets from `import jax` and from lowering, set up before a module runs here.
+
+    64-bit types stay as the module declares them: without x64, jax turns f64/s64 arguments into
+    f32/s32 (RuntimeProgramInputMismatch). jaxlib's LAPACK kernels (the CPU custom calls behind
+    jnp.linalg) are initialised: jax does it lazily while it lowers a linalg op, which a replay never
+    does, and an uninitialised kernel calls through a null pointer (SIGSEGV)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    try:
+        from jax._src.lib import lapack
+
+        lapack._lapack.initialize()
+    except (ImportError, AttributeError):
+        pass  # a jaxlib without LAPACK kernels (a GPU-only build): nothing to set up
+
+
 def backend():
     from jax._src import xla_bridge
 

@@ -177,7 +177,7 @@ class Job:
                 computation, mlir, how = jaxcompat.load(source["kind"], payload)
                 self.result["loaded_from"] = {"kind": source["kind"], "path": source["path"], "how": how}
                 # As text too: an older jaxlib that cannot read this jaxlib's proto may parse the text.
-                write_atomic(self.path("module.txt"), computation.as_hlo_text())
+                write_atomic(self.path("module.txt"), computation.as_hlo_text(print_large_constants=True))
                 return computation, mlir
             except Exception as exc:
                 errors.append("%s: %s" % (source["kind"], first_line(exc)))
@@ -280,6 +280,7 @@ def main(argv):
         except ImportError as exc:
             raise Failed("cannot-run", "jax/numpy not importable here: %s" % exc)
         job.result["versions"] = versions()
+        jaxcompat.prepare_runtime()
         computation, mlir = job.load_module()
         arrays = job.inputs(computation)
         executable, device = job.compile(mlir)
