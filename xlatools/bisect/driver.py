@@ -201,6 +201,8 @@ def render(state: State) -> str:
         first = diff.get("first_divergence")
         where = f"first diverging pass {first['pass']} in {first['module']}; " if first else ""
         lines.append(f"last-good vs first-bad: {where}report {diff['report']}")
+        if diff.get("note"):
+            lines.append(f"  note: {diff['note']}")
     elif diff:
         lines.append(f"diff: {diff.get('note')}")
     ideal = f"; ceil(log2 N) + 2 ends = {numbers['ideal_steps']}" if numbers["ideal_steps"] is not None else ""

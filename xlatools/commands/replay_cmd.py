@@ -108,6 +108,7 @@ def pack(
     inputs: Optional[str] = typer.Option(None, "--inputs", help="random, zeros or ones (default: the snapshot's arguments, else random)."),
     seed: int = typer.Option(0, "--seed", help="Seed of random inputs."),
     reference: List[str] = typer.Option([], "--reference", help="cpu: also compare with the CPU backend."),
+    reference_python: List[str] = typer.Option([], "--reference-python", help="Also compare with the same module on another interpreter (another jaxlib); `repro run` needs one of that jaxlib too (repeatable)."),
     atol: float = typer.Option(1e-3, "--atol"),
     rtol: float = typer.Option(1e-3, "--rtol"),
     xla_flag: List[str] = typer.Option([], "--xla-flag", help="An XLA flag the replay uses (repeatable)."),
@@ -128,18 +129,29 @@ def pack(
     request = ReplayRequest(
         source=bundle.expanduser().absolute(), python=resolve_python(python or _run_python(bundle)), modules=list(module),
         include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
+        reference_pythons=[resolve_python(p) for p in reference_python],
         atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
         platform=platform, name=f"pack-{bundle.name}",
     )
     path, manifest, table = build_pack(request, output, out, sys.argv[1:])
-    outcomes = {m["name"]: m["outcome"] for m in manifest["modules"]}
+    # Keyed by id and name: one program may compile several modules of one name.
+    outcomes = {_label(m): m["outcome"] + (f" ({m['failed_run']})" if m.get("failed_run") not in (None, "test") else "")
+                for m in manifest["modules"]}
+    left_out = {_label(m): m["why"] for m in manifest["left_out"]}
     if as_json:
-        typer.echo(json.dumps({"pack": str(path), "replay_bundle": manifest["bundle"], "expected": outcomes}, indent=2))
+        typer.echo(json.dumps({"pack": str(path), "replay_bundle": manifest["bundle"], "expected": outcomes,
+                               "left_out": left_out}, indent=2))
     else:
         from xlatools.replay.execute import say
 
         say(table)
+        for label, why in left_out.items():
+            say(f"left out of the pack: {label}: {why}")
         say(f"\npack: {path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
+
+
+def _label(module: dict) -> str:
+    return module["name"] if module.get("id") is None else f"{module['id']:04d} {module['name']}"
 
 
 def _run_python(bundle: Path) -> Optional[str]:
@@ -160,6 +172,7 @@ def run(
     python: Optional[str] = typer.Option(None, "--python", help="Target interpreter (default: this one)."),
     match: str = typer.Option("class", "--match", help="What must equal the expected outcome: class (outcome per module), outputs (+ output digests) or fingerprint (+ optimised HLO)."),
     same_jaxlib: bool = typer.Option(False, "--same-jaxlib", help="Cannot run (exit 3) unless the target has the pack's jaxlib version."),
+    reference_python: List[str] = typer.Option([], "--reference-python", help="The reference interpreter(s) of a pack made with --reference-python (default: the paths it names, where they exist)."),
     out: Path = typer.Option(Path("artifacts"), "--out", help="Bundle root directory."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
@@ -169,7 +182,7 @@ def run(
 
     from xlatools.replay.repro import run_pack
 
-    result = run_pack(pack_file, python, out, match, sys.argv[1:], same_jaxlib)  # type: ignore[arg-type]
+    result = run_pack(pack_file, python, out, match, sys.argv[1:], same_jaxlib, list(reference_python))  # type: ignore[arg-type]
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:

@@ -54,7 +54,9 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
 
     kind, modules = resolved or resolve(request.source, request.modules, request.include_all)
     _validate(modules, request.source_from, literals=request.inputs is None)
+    request, notes = adopt_run_settings(request, kind)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
+    plan.notes += notes
     found: dict[str, Target] = {}
     checks: dict[str, dict[str, str]] = {}
     for run in plan.runs:
@@ -66,6 +68,25 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
                                      hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
         checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
     return Prepared(plan, found, checks)
+
+
+def adopt_run_settings(request: ReplayRequest, kind: str) -> tuple[ReplayRequest, list[str]]:
+    """A run bundle's compile flags and numerics variables go into the replay (the request's own win)."""
+    from dataclasses import replace
+
+    from xlatools.replay.settings import of_bundle
+    from xlatools.run.flags import flag_name
+
+    settings = of_bundle(request.source) if kind == "bundle" else None
+    if settings is None:
+        return request, []
+    own = {flag_name(f) for f in request.xla_flags}
+    flags = [f for f in settings.xla_flags if flag_name(f) not in own] + list(request.xla_flags)
+    env = {**settings.env, **request.env}
+    notes = [f"the run's {what} ({', '.join(items)}) apply here too" for what, items in
+             (("XLA flags", [f for f in settings.xla_flags if flag_name(f) not in own]),
+              ("numerics variables", [f"{k}={v}" for k, v in settings.env.items() if k not in request.env])) if items]
+    return replace(request, xla_flags=flags, env=env), notes
 
 
 def _validate(modules, source_from: str, literals: bool) -> None:

@@ -46,6 +46,7 @@ class ReplayRequest:
     print_literals: bool = False
     timeout: float | None = None
     name: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (settings.py)
 
 
 @dataclass
@@ -56,9 +57,10 @@ class RunConfig:
     platform: str  # auto, cpu or gpu
     xla_flags: list[str]
     flag_sources: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def env(self, caller: dict[str, str], gpu_platform: str, dump_dir: str | None) -> dict[str, str]:
-        env = dict(caller)
+        env = {**caller, **self.extra_env}
         flags = list(self.xla_flags) + ([f"--xla_dump_to={dump_dir}"] if dump_dir else [])
         env.pop("XLA_FLAGS", None)
         if flags:
@@ -131,15 +133,16 @@ def plan_replay(request: ReplayRequest, source_kind: str, modules: list[ModuleSo
     _check(request)
     notes = []
     layers = test_flags(request, list(dump_flags))
-    runs = [RunConfig("test", "test", request.python, request.platform, layers.final(), layers.sources())]
+    runs = [RunConfig("test", "test", request.python, request.platform, layers.final(), layers.sources(), dict(request.env))]
     ref_flags = [validate_flag(f, "--reference-xla-flag") for f in request.reference_xla_flags]
     ref_sources = {f: "--reference-xla-flag" for f in ref_flags}
     if "cpu" in request.references:
         if request.platform == "cpu":
             notes.append("--reference cpu with --platform cpu: both runs use the CPU backend")
-        runs.append(RunConfig("reference-cpu", "reference", request.python, "cpu", ref_flags, ref_sources))
+        runs.append(RunConfig("reference-cpu", "reference", request.python, "cpu", ref_flags, ref_sources, dict(request.env)))
     for i, python in enumerate(request.reference_pythons, 1):
-        runs.append(RunConfig(f"reference-python-{i}", "reference", python, request.platform, ref_flags, ref_sources))
+        runs.append(RunConfig(f"reference-python-{i}", "reference", python, request.platform, ref_flags, ref_sources,
+                              dict(request.env)))
     if request.source_from == "snapshot" and not any(m.snapshot for m in modules):
         raise UsageError("--from snapshot: no module here has a snapshot", hint="dump with --preset dump:snapshots")
     stem = request.name or (modules[0].name if len(modules) == 1 else Path(request.source).name) or "replay"

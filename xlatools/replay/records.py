@@ -70,6 +70,21 @@ def module_outcome(runs: list[RunRecord]) -> tuple[Outcome, str | None]:
     return "ok", None
 
 
+TOOL_PHASES = ("start", "load", "inputs")
+
+
+def tool_failure(module: dict[str, Any]) -> str | None:
+    """Why xlatools itself could not replay a module (a replay manifest's module entry), or None when the
+    outcome is about the module: cannot-run and input errors, and any failure before compilation began
+    (loading, converting, preparing inputs). Such an outcome is never expected, reproduced or fixed."""
+    if module.get("outcome") in ("ok", "mismatch", "interrupted"):
+        return None
+    failed = next((r for r in module.get("runs") or [] if r.get("failure")), {})
+    if module.get("outcome") in ("cannot-run", "input-error") or failed.get("phase") in TOOL_PHASES:
+        return f"{module.get('outcome')} ({failed.get('label', 'test')}, {failed.get('phase')}): {failed.get('message') or ''}"[:400]
+    return None
+
+
 def exit_code(outcomes: list[str]) -> int:
     """0 all ok; 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; 1 a finding
     about a module (mismatch, compile-error, runtime-error, crash); else 3 when a module cannot run here."""

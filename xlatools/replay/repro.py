@@ -21,6 +21,7 @@ from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.replay.pack import PackError, extract, write_pack
 from xlatools.replay.plan import ReplayRequest
+from xlatools.replay.records import tool_failure
 from xlatools.replay.sources import ModuleSource
 
 FORMAT = "xlatools.repro/1"
@@ -28,7 +29,7 @@ Match = Literal["class", "outputs", "fingerprint"]
 MATCHES = ("class", "outputs", "fingerprint")
 # Replay options a pack carries (a reference interpreter's path would not travel, so only --reference cpu).
 PACKED_OPTIONS = ("source_from", "inputs", "seed", "atol", "rtol", "xla_flags", "disable_passes", "no_opt",
-                  "platform", "references")
+                  "platform", "references", "env")
 EXIT_CODES = {"reproduced": 1, "not-reproduced": 0, "cannot-run": 3}
 
 
@@ -64,8 +65,9 @@ def _compare_module(e: dict[str, Any], g: dict[str, Any] | None, match: str) -> 
     if g is None:
         return False, [], f"{label}: was not replayed"
     got = expected_of(g)
-    if got["outcome"] == "compile-error" and got["phase"] == "load" and e["outcome"] != "compile-error":
-        return False, [], f"{label}: this jaxlib cannot load the module ({(g['runs'][0].get('message') or '')[:200]})"
+    why = tool_failure(g)
+    if why:  # never a verdict: xlatools could not do its part here
+        return False, [], f"{label}: {why}"
     diffs, same = [], True
     if got["outcome"] != e["outcome"]:
         diffs.append(f"{label}: outcome {got['outcome']}, expected {e['outcome']}")
@@ -96,8 +98,9 @@ def verdict(expected: list[dict[str, Any]], got: list[dict[str, Any]], match: st
     if all_same:
         return ReproOutcome("reproduced", f"every module gave its expected outcome (compared: {match})", differences,
                             modules=pairs)
-    return ReproOutcome("not-reproduced", "; ".join(d for d in differences) or "outcome differs", differences,
-                        modules=pairs)
+    differing = sum(1 for e in expected if not _compare_module(e, by_key.get((e["id"], e["name"])), match)[0])
+    return ReproOutcome("not-reproduced", f"{differing} of {len(expected)} module(s) did not give their expected outcome "
+                        f"(compared: {match})", differences, modules=pairs)
 
 
 def _run_manifest(source: Path) -> dict[str, Any]:
@@ -141,15 +144,26 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     run = _run_manifest(request.source) if kind == "bundle" else {}
     prepared = prepare(request, (kind, modules))
     manifest, _, rendered = execute_replay(prepared, out_root, argv)
+    left_out = {(m["id"], m["name"]): why for m in manifest["modules"] if (why := tool_failure(m))}
+    packed = [m for m in manifest["modules"] if (m["id"], m["name"]) not in left_out]
+    if not packed:
+        raise EnvironmentMissing(f"nothing to pack: xlatools cannot replay any module of {request.source} here ("
+                                 + "; ".join(f"{i:04d} {n}: {why}" for (i, n), why in left_out.items())[:1500] + ")",
+                                 hint="a pack records what a module does, never what xlatools could not do")
+    modules = [m for m in modules if (m.id, m.name) not in left_out]
+    manifest = {**manifest, "modules": packed,
+                "left_out": [{"id": i, "name": n, "why": why} for (i, n), why in left_out.items()]}
     files, entries = _pack_files(modules, request.source, run)
     target = prepared.targets[request.python]
     meta = {
         "format": FORMAT, "xlatools_version": __version__, "source": Path(request.source).name,
-        "replay": {k: getattr(request, k) for k in PACKED_OPTIONS},
+        "replay": {k: getattr(prepared.plan.request, k) for k in PACKED_OPTIONS},  # with the run's settings
         "versions": {"python": target.python_version, "jax": target.jax, "jaxlib": target.jaxlib,
                      "plugins": target.plugins, "backend": target.backend, "devices": target.devices},
         "run": {k: run.get(k) for k in ("program", "jax", "xla_flags", "env_changes", "platform", "presets")} if run else None,
         "modules": [{**expected_of(m), "files": entries[(m["id"], m["name"])]} for m in manifest["modules"]],
+        "left_out": manifest["left_out"],
+        "reference_pythons": [{"python": p, "jaxlib": prepared.targets[p].jaxlib} for p in request.reference_pythons],
     }
     files["pack.json"] = json.dumps(meta, indent=2, sort_keys=True).encode()
     return write_pack(files, out_file), manifest, rendered
@@ -167,6 +181,21 @@ def _modules_of(meta: dict[str, Any], root: Path) -> list[ModuleSource]:
     return modules
 
 
+def pack_references(meta: dict[str, Any], given: list[str]) -> tuple[list[str], str | None]:
+    """The reference interpreters of a pack made with --reference-python: those given, else the recorded paths
+    where they still exist; (interpreters, why it cannot run) when one is missing."""
+    recorded = meta.get("reference_pythons") or []
+    if given or not recorded:
+        if recorded and len(given) != len(recorded):
+            return [], f"the pack compares with {len(recorded)} reference interpreter(s); --reference-python gave {len(given)}"
+        return list(given), None
+    missing = [r for r in recorded if not os.path.exists(r["python"])]
+    if missing:
+        return [], ("the pack compares with jaxlib " + ", ".join(f"{r['jaxlib']} ({r['python']})" for r in missing)
+                    + ", not here: give --reference-python with that jaxlib")
+    return [r["python"] for r in recorded], None
+
+
 def read_meta(root: Path, archive: Path) -> dict[str, Any]:
     try:
         meta = json.loads((root / "pack.json").read_text())
@@ -179,7 +208,8 @@ def read_meta(root: Path, archive: Path) -> dict[str, Any]:
 
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
-             match: Match = "class", argv: list[str] | None = None, same_jaxlib: bool = False) -> ReproOutcome:
+             match: Match = "class", argv: list[str] | None = None, same_jaxlib: bool = False,
+             reference_pythons: list[str] | None = None) -> ReproOutcome:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
     Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
@@ -200,8 +230,11 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         root = unpacked / "repro" if (unpacked / "repro").is_dir() else unpacked
         meta = read_meta(root, archive)
         options = {k: v for k, v in meta.get("replay", {}).items() if k in PACKED_OPTIONS}
+        references, missing = pack_references(meta, reference_pythons or [])
+        if missing:
+            return ReproOutcome("cannot-run", missing)
         request = ReplayRequest(source=archive, python=resolve_python(python), name=f"repro-{archive.name.split('.')[0]}",
-                                **options)
+                                reference_pythons=[resolve_python(p) for p in references], **options)
         try:
             prepared = prepare(request, ("pack", _modules_of(meta, root)))
         except (UnknownFlags, EnvironmentMissing) as exc:

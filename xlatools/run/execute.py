@@ -126,13 +126,13 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     from xlatools.bundle import Bundle
     from xlatools.console import group
     from xlatools.run.process import execute
-    from xlatools.run.record import manifest_data
+    from xlatools.run.record import manifest_data, numerics_env
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
     bundle = Bundle.create(Path(os.path.abspath(out_root)), prepared.plan.name, "run")
     plan = prepared.plan.bind(bundle.path)
     base = manifest_data(plan, prepared.target, "running", argv, bundle=str(bundle.path),
-                         flag_checks=prepared.flag_checks)
+                         flag_checks=prepared.flag_checks, numerics_env=numerics_env(plan.child_env(caller_env)))
     try:
         _make_folders(plan, bundle.path)
 

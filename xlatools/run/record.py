@@ -51,6 +51,16 @@ def manifest_data(plan: RunPlan, target: Target, status: str, argv: list[str], *
     }
 
 
+# Variables that change a program's numbers (types, precisions, math libraries): recorded with every run.
+NUMERICS_ENV = ("JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_DEFAULT_DTYPE_BITS", "JAX_NUMPY_DTYPE_PROMOTION",
+                "NVIDIA_TF32_OVERRIDE", "TF_ENABLE_ONEDNN_OPTS", "XLA_FLAGS_FILE")
+
+
+def numerics_env(env: dict[str, str]) -> dict[str, str]:
+    """The NUMERICS_ENV variables set (non-empty) in `env`."""
+    return {name: env[name] for name in NUMERICS_ENV if env.get(name) not in (None, "")}
+
+
 def outcome_fields(result: ProgramResult, exit_code: int) -> dict[str, Any]:
     """The manifest fields of a finished program: xlatools' exit code and the program's own outcome."""
     return {"status": result.status, "exit_code": exit_code, "returncode": result.returncode,
