@@ -129,8 +129,10 @@ def judge_pack_same(program: Program, pack: Call, run: Call | None):
     if tool:
         return _cell("tool-failure", seconds, "the pack records tool failures as expected outcomes: " + "; ".join(tool))
     answer = run.json()
+    left_out = pack.json().get("left_out") or {}
     if answer.get("outcome") == "reproduced" and run.rc == 1:
-        return _cell("works", seconds, "reproduced (outputs identical)")
+        said = "; ".join(f"left out {k}: {v[:160]}" for k, v in left_out.items())
+        return _cell("works", seconds, "reproduced (outputs identical)" + (f"; {said}" if said else ""))
     if answer.get("outcome") == "not-reproduced":
         return _cell("wrong-verdict", seconds, "same jaxlib, not reproduced: " + "; ".join(answer.get("differences", [])[:3]))
     return _cell("tool-failure", seconds, f"repro run: {answer.get('outcome')}: {answer.get('reason') or run.tail()}")
