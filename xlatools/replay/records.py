@@ -79,7 +79,8 @@ def tool_failure(module: dict[str, Any]) -> str | None:
     (loading, converting, preparing inputs). Such an outcome is never expected, reproduced or fixed."""
     if module.get("outcome") in ("ok", "mismatch", "interrupted"):
         return None
-    failed = next((r for r in module.get("runs") or [] if r.get("failure")), {})
+    runs = module.get("runs") or [{}]
+    failed = next((r for r in runs if r.get("failure")), runs[0])
     if module.get("outcome") in ("cannot-run", "input-error") or failed.get("phase") in TOOL_PHASES:
         return f"{module.get('outcome')} ({failed.get('label', 'test')}, {failed.get('phase')}): {failed.get('message') or ''}"[:400]
     return None
