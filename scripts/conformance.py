@@ -44,7 +44,7 @@ def main() -> int:
     args = parser.parse_args()
     programs = by_name(args.program) if args.program else list(PROGRAMS)
     steps = [s for s in STEPS if not args.step or s in args.step or s == "run"]
-    interpreters = Interpreters(args.jaxlib, args.other, args.tf_python, args.torch_xla_python)
+    interpreters = Interpreters(args.jaxlib, args.other, args.tf_python or None, args.torch_xla_python or None)
     started = time.perf_counter()
     matrix = run_matrix(interpreters, programs, steps, fresh_work(args.work.resolve()),
                         say=lambda line: print(line, file=sys.stderr, flush=True))
