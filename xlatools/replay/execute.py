@@ -95,8 +95,6 @@ def _validate(modules, source_from: str, literals: bool) -> None:
     from xlatools.replay.sources import refuse_elided_text, refuse_optimised_only
 
     for module in modules:
-        refuse_optimised_only(module)
-        refuse_elided_text(module, source_from)
         if source_from != "auto" and getattr(module, source_from) is None:
             raise UsageError(f"--from {source_from}: module {module.label} has no {source_from} form",
                              hint=f"it has: {', '.join(module.files()) or 'nothing'}; --from auto uses what there is")
@@ -104,6 +102,8 @@ def _validate(modules, source_from: str, literals: bool) -> None:
             read_module_proto(module.proto)
         if module.snapshot:
             read_snapshot(module.snapshot, literals)
+        refuse_optimised_only(module)  # after reading: a damaged file says so first
+        refuse_elided_text(module, source_from)
 
 
 def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str]) -> ModuleRecord:

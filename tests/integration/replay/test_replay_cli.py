@@ -94,6 +94,9 @@ def test_altered_snapshot_result_is_a_mismatch(dumped, replay, tmp_path):
     snapshot.result.f32s.extend(values)
     altered = tmp_path / "module_0000.jit_fn.snapshot.1.pb"
     altered.write_bytes(snapshot.SerializeToString())
+    # The snapshot's module is the optimised one: it replays with its unoptimised sibling.
+    sibling = original.name.split(".snapshot.")[0] + ".before_optimizations.txt"
+    (tmp_path / "module_0000.jit_fn.before_optimizations.txt").write_bytes((original.parent / sibling).read_bytes())
     result = replay("replay", str(altered), "--json", "--out", "out")
     assert result.returncode == 1, result.stderr
     module = _json(result)["modules"][0]
@@ -155,6 +158,7 @@ def test_snapshot_with_a_custom_call_the_target_lacks_is_a_compile_error(replay,
     argument.shape.dimensions.append(4)
     argument.f32s.extend([1, 2, 3, 4])
     (tmp_path / "module_0000.custom.snapshot.1.pb").write_bytes(snapshot.SerializeToString())
+    (tmp_path / "module_0000.custom.before_optimizations.txt").write_text(text)  # the unoptimised sibling
     result = replay("replay", "module_0000.custom.snapshot.1.pb", "--json", "--out", "out")
     assert result.returncode == 1, result.stderr
     run = _json(result)["modules"][0]["runs"][0]
