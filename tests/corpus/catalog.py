@@ -35,7 +35,7 @@ PROGRAMS = (
     Program("x64", "float64/int64 with JAX_ENABLE_X64=1 in the environment", env={"JAX_ENABLE_X64": "1"}),
     Program("low_precision", "bf16, f16 and int8 (int32 accumulation)"),
     Program("custom_vjp", "jax.custom_vjp with its gradient"),
-    Program("sharding", "shard_map + psum and pmap + all_gather on 4 CPU devices"),
+    Program("sharding", "shard_map + psum and pmap + all_gather on 4 CPU devices", refused="devices"),
     Program("donated", "donate_argnums (output aliases input)"),
     Program("host_callback", "pure_callback + debug.print (host callbacks)", refused="callback"),
     Program("tf_keras_jit", "TensorFlow Keras model, jit_compile=True", frontend="tensorflow"),

@@ -111,6 +111,8 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
 
     plan = prepared.plan
     record = ModuleRecord(source.name, source.id, source.files())
+    if refuse_multi_device(source, record, plan.test.python):
+        return record
     materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
     test_dir = None
     for run in plan.runs:
@@ -125,6 +127,22 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     record.outcome, record.failed_run = module_outcome(record.runs)
     judge_callback(source, record)
     return record
+
+
+def refuse_multi_device(source: ModuleSource, record: ModuleRecord, python: str) -> bool:
+    """Replay compiles and runs a module on one device; one made for several is cannot-run, said before launch."""
+    from xlatools.replay.records import RunRecord
+    from xlatools.replay.sources import multi_device
+
+    counts = multi_device(source)
+    if counts is None:
+        return False
+    message = (f"the module was compiled for several devices ({counts}: shard_map/pjit partitions or pmap replicas), "
+               "and replay runs single-device modules only (a limit of xlatools' replay, not a finding about the module); "
+               "run the program itself (xlatools run) to reproduce it")
+    record.runs.append(RunRecord("test", python, failure="cannot-run", phase="load", message=message))
+    record.outcome, record.failed_run = "cannot-run", "test"
+    return True
 
 
 def judge_callback(source: ModuleSource, record: ModuleRecord) -> None:

@@ -152,6 +152,26 @@ def refuse_elided_text(source: ModuleSource, source_from: str) -> None:
                      + ", the module folder's module.mlir (jaxlib >= 0.5), or the dump folder / bundle")
 
 
+_DEVICES = re.compile(rb"(num_partitions|replica_count|mhlo\.num_partitions|mhlo\.num_replicas)\s*=\s*(\d+)")
+
+
+def multi_device(source: ModuleSource) -> str | None:
+    """Why the module needs several devices (`num_partitions=4` of shard_map/pjit, `replica_count` of pmap), or None.
+    Read from the head of the text or StableHLO, where XLA and jax print the module's configuration."""
+    for path in (source.text, source.mlir):
+        if path is None:
+            continue
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(8192)
+        except OSError:
+            continue
+        counts = {name.decode(): int(value) for name, value in _DEVICES.findall(head) if int(value) > 1}
+        if counts:
+            return ", ".join(f"{k}={v}" for k, v in counts.items())
+    return None
+
+
 CALLBACK_TARGET = re.compile(rb"xla_(?:ffi_)?(?:partitioned_)?python_(?:cpu|gpu|tpu)_callback")
 
 
