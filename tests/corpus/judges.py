@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
 from tests.corpus.catalog import Program
+from tests.helpers import BROWSERS, browse, root_attributes
 
 FORMS_PER_PROGRAM = 4  # the program's first modules, each form replayed alone
-BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 FAILURES = ("compile-error", "runtime-error", "crash", "timeout", "input-error", "cannot-run")
 
 
@@ -200,29 +198,15 @@ def judge_diff_other(call: Call, bundle_a: Path, bundle_b: Path):
     return _cell("works", call.seconds, f"{len(real)} of {len(data.get('modules', []))} modules differ after optimisation")
 
 
-class _Root(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.attributes: dict[str, str] = {}
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "html" and not self.attributes:
-            self.attributes = {k: v or "" for k, v in attrs}
-
-
 def render_page(page: Path, profile: Path) -> dict[str, str] | str:
     """The <html> attributes the page's script leaves after headless Chromium ran it, or why not."""
     browser = next((found for name in BROWSERS if (found := shutil.which(name))), None)
     if browser is None:
         return "no Chromium here"
-    argv = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", f"--user-data-dir={profile}",
-            "--window-size=1400,2400", "--virtual-time-budget=3000", "--dump-dom", page.as_uri()]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    done = browse(browser, page, profile, "--dump-dom")
     if done.returncode != 0:
         return f"chromium exit {done.returncode}: {done.stderr[-300:]}"
-    parser = _Root()
-    parser.feed(done.stdout)
-    return parser.attributes
+    return root_attributes(done.stdout)
 
 
 def judge_report(call: Call, page: Path, profile: Path):
