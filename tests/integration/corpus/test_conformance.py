@@ -18,7 +18,7 @@ from tests.helpers import REPO, interpreter_from_env
 from tests.integration.corpus.conftest import corpus_python
 
 # The subsets: what differs most between jaxlibs (LAPACK kernels, x64, callbacks as pointers on 0.4.x,
-# snapshots of donated buffers), the cheap programs; diffrax runs on every jaxlib in test_defects.
+# snapshots of donated buffers), the cheap programs; diffrax also runs in test_defects (0.10.2, 0.4.30).
 MATRICES = {  # name: (column, other, programs; None = all)
     "0.10.2": ("0.10.2", "0.12", None),
     "0.4.30-subset": ("0.4.30", "0.10.2", ("linalg", "x64", "host_callback", "donated")),
