@@ -3,7 +3,7 @@
 
     python scripts/conformance.py --jaxlib 0.10.2=PY [--jaxlib 0.4.30=PY ...] [--other 0.12=PY]
         [--tf-python PY] [--torch-xla-python PY] [--program NAME ...] [--step NAME ...]
-        [--work DIR] [--json FILE] [--markdown FILE]
+        [--work DIR] [--forms N] [--json FILE] [--markdown FILE]
 
 Each --jaxlib is a column (an interpreter made by scripts/make-corpus-venv.sh); --other is only
 "another jaxlib" for the pack-other and diff-other steps (default: the next column). Prints the
@@ -40,6 +40,7 @@ def main() -> int:
     parser.add_argument("--program", action="append", default=[], help="a corpus program (default: all)")
     parser.add_argument("--step", action="append", default=[], choices=STEPS, help="a step (default: all)")
     parser.add_argument("--work", type=Path, default=Path("conformance-work"))
+    parser.add_argument("--forms", type=int, default=4, help="modules per program replayed alone from each form")
     parser.add_argument("--json", type=Path), parser.add_argument("--markdown", type=Path)
     args = parser.parse_args()
     programs = by_name(args.program) if args.program else list(PROGRAMS)
@@ -47,7 +48,7 @@ def main() -> int:
     interpreters = Interpreters(args.jaxlib, args.other, args.tf_python or None, args.torch_xla_python or None)
     started = time.perf_counter()
     matrix = run_matrix(interpreters, programs, steps, fresh_work(args.work.resolve()),
-                        say=lambda line: print(line, file=sys.stderr, flush=True))
+                        say=lambda line: print(line, file=sys.stderr, flush=True), forms=args.forms)
     table = markdown(matrix, steps) + f"\nmatrix time: {time.perf_counter() - started:.0f} s\n"
     print(table)
     if args.markdown:

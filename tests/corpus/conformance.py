@@ -84,8 +84,8 @@ class Matrix:
 class Runner:
     """Runs the CLI for one matrix, keeping each call's output in a log beside its work folder."""
 
-    def __init__(self, work: Path, interpreters: Interpreters, say=print) -> None:
-        self.work, self.interpreters, self.say = work, interpreters, say
+    def __init__(self, work: Path, interpreters: Interpreters, say=print, forms: int = 4) -> None:
+        self.work, self.interpreters, self.say, self.forms = work, interpreters, say, forms
         self.env = {**os.environ, "XLATOOLS_CACHE_DIR": str(work / "cache"), "NO_COLOR": "1", "COLUMNS": "200",
                     "JAX_PLATFORMS": "cpu", "PYTHONPATH": ""}
         self.env.pop("XLA_FLAGS", None)
@@ -154,7 +154,8 @@ def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle
     if step in ("text", "proto", "snapshot", "mlir"):
         listing = _replayed_modules(folder)
         return judge_forms(program, step, listing, lambda path, log: runner.cli(
-            folder / f"form-{step}", log, "replay", path, "--python", python, "--json", "--out", "."), column.label)
+            folder / f"form-{step}", log, "replay", path, "--python", python, "--json", "--out", "."), column.label,
+            runner.forms)
     if step == "pack-same":
         pack = runner.cli(folder / "pack", "pack", "repro", "pack", bundle, "-o", str(folder / "repro.tar.gz"),
                           "--python", python, "--json", "--out", ".")
@@ -216,8 +217,10 @@ def _replayed_modules(folder: Path) -> list[dict]:
         return []
 
 
-def run_matrix(interpreters: Interpreters, programs: list[Program], steps: list[str], work: Path, say=print) -> Matrix:
-    runner = Runner(work, interpreters, say)
+def run_matrix(interpreters: Interpreters, programs: list[Program], steps: list[str], work: Path, say=print,
+               forms: int = 4) -> Matrix:
+    """`forms`: how many of each program's modules the text/proto/snapshot/mlir steps replay alone."""
+    runner = Runner(work, interpreters, say, forms)
     matrix = Matrix()
     for column in interpreters.columns:  # every run first: the other columns' runs serve diff-other and reports
         for program in programs:

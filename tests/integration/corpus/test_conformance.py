@@ -32,7 +32,7 @@ def test_conformance_matrix(name, tmp_path):
     out = Path(os.environ.get("XLATOOLS_CONFORMANCE_OUT") or tmp_path)
     out.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, str(REPO / "scripts" / "conformance.py"), "--jaxlib", f"{column}={corpus_python(column)}",
-            "--other", f"{other}={corpus_python(other)}", "--work", str(tmp_path / "work"),
+            "--other", f"{other}={corpus_python(other)}", "--work", str(tmp_path / "work"), "--forms", "2",
             "--json", str(out / f"conformance-{name}.json"), "--markdown", str(out / f"conformance-{name}.md")]
     if programs is None:  # the other frontends' programs too (CI has their interpreters)
         argv += [f"--tf-python={interpreter_from_env('XLATOOLS_TF_PYTHON', 'tensorflow', 'a Python with tensorflow-cpu', 'scripts/make-tf-venv.sh PATH')}",
