@@ -126,7 +126,15 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
             test_dir = run_dir
     record.outcome, record.failed_run = module_outcome(record.runs)
     judge_callback(source, record)
+    from xlatools.replay.hloproto import is_unoptimized
+
+    if materials.snapshot_args is not None and materials.snapshot_result is None and not is_unoptimized(source.snapshot):
+        record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
     return record
+
+
+NO_RESULT = ("the snapshot holds no result (XLA records none for an execution whose outputs alias donated inputs), so "
+             "the outputs were not checked: compare with --reference-python or --reference cpu")
 
 
 def refuse_multi_device(source: ModuleSource, record: ModuleRecord, python: str) -> bool:

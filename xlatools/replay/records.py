@@ -108,6 +108,8 @@ def _checks(module: ModuleRecord) -> str:
         else:
             parts.append(f"{c['against']}: {c.get('mismatches', 0)}/{c.get('elements', 0)} differ"
                          f" (max abs {c.get('max_abs_error', 0):.3g})" if "message" not in c else f"{c['against']}: {c['message']}")
+    if not parts and any(note.startswith("the snapshot holds no result") for note in module.notes):
+        return "snapshot: no result recorded (donated buffers)"
     return "; ".join(parts) or "-"
 
 
