@@ -53,7 +53,9 @@ def _cell(outcome: str, seconds: float, detail: str = "") -> Cell:
 def _refusal(program: Program, call: Call):
     """A by-design refusal: exit 3 and a message that names why."""
     if program.refused and call.rc == 3 and program.refused in (call.err + call.out).lower():
-        return _cell("refused", call.seconds, call.tail(2))
+        said = [r.get("message") for m in call.json().get("modules") or [] for r in m.get("runs") or []
+                if r.get("failure") == "cannot-run"]
+        return _cell("refused", call.seconds, (said[0] if said else call.tail(2))[:400])
     return None
 
 
@@ -97,7 +99,9 @@ def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib
         return _cell("blocked", 0.0, "the bundle replay listed no module")
     if not files:
         why = "jaxlib 0.4.x writes no module.mlir" if form == "mlir" and jaxlib.startswith("0.4.") else "not in the dump"
-        return _cell("refused", 0.0, f"no {form} form: {why}") if form == "mlir" else _cell("tool-failure", 0.0, f"no {form} form dumped")
+        if form == "mlir" or program.refused:  # XLA writes no snapshot of a multi-device module
+            return _cell("refused", 0.0, f"no {form} form: {why}")
+        return _cell("tool-failure", 0.0, f"no {form} form dumped")
     seconds, problems, wrong, refused = 0.0, [], [], []
     for i, path in enumerate(files):
         call = replay(path, f"replay-{i}")

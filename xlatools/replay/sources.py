@@ -153,23 +153,33 @@ def refuse_elided_text(source: ModuleSource, source_from: str) -> None:
 
 
 _DEVICES = re.compile(rb"(num_partitions|replica_count|mhlo\.num_partitions|mhlo\.num_replicas)\s*=\s*(\d+)")
+_MESH = re.compile(rb'#sdy\.mesh<\[([^\]]*)\]')
 
 
 def multi_device(source: ModuleSource) -> str | None:
     """Why the module needs several devices (`num_partitions=4` of shard_map/pjit, `replica_count` of pmap), or None.
-    Read from the head of the text or StableHLO, where XLA and jax print the module's configuration."""
-    for path in (source.text, source.mlir):
-        if path is None:
-            continue
-        try:
-            with open(path, "rb") as handle:
-                head = handle.read(8192)
-        except OSError:
-            continue
+    Read from the head of the text or StableHLO (the module's configuration), a proto's Shardy mesh, or the text
+    XLA dumped beside a proto."""
+    heads = [source.text, source.mlir]
+    if source.proto is not None and source.proto.name.endswith(".hlo.pb"):
+        heads.append(source.proto.with_name(source.proto.name[:-len(".hlo.pb")] + ".txt"))
+    for path in heads:
+        head = _head(path, 8192)
         counts = {name.decode(): int(value) for name, value in _DEVICES.findall(head) if int(value) > 1}
         if counts:
             return ", ".join(f"{k}={v}" for k, v in counts.items())
+    for mesh in _MESH.findall(_head(source.proto, 1 << 26)):
+        if any(int(size) > 1 for size in re.findall(rb"=(\d+)", mesh)):
+            return f"a device mesh {mesh.decode(errors='replace')}"
     return None
+
+
+def _head(path: Path | None, size: int) -> bytes:
+    try:
+        with open(path, "rb") as handle:  # type: ignore[arg-type]
+            return handle.read(size)
+    except (OSError, TypeError):
+        return b""
 
 
 CALLBACK_TARGET = re.compile(rb"xla_(?:ffi_)?(?:partitioned_)?python_(?:cpu|gpu|tpu)_callback")
