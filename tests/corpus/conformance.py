@@ -168,6 +168,8 @@ def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle
         if other is None:
             return Cell("refused", 0.0, "no other jaxlib given")
         if not (folder / "repro.tar.gz").is_file():
+            if program.refused:
+                return Cell("refused", 0.0, "no pack: every module is refused by design (see pack-same)")
             return Cell("blocked", 0.0, "no pack (pack-same did not make one)")
         return judge_pack_other(program, runner.cli(folder / "pack-other", "run", "repro", "run",
                                                     str(folder / "repro.tar.gz"), "--python", other.python, "--json",

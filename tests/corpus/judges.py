@@ -101,6 +101,8 @@ def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib
         why = "jaxlib 0.4.x writes no module.mlir" if form == "mlir" and jaxlib.startswith("0.4.") else "not in the dump"
         if form == "mlir" or program.refused:  # XLA writes no snapshot of a multi-device module
             return _cell("refused", 0.0, f"no {form} form: {why}")
+        if form == "snapshot" and program.frontend != "jax":  # TensorFlow 2.21 dies with snapshots; torch_xla writes none
+            return _cell("refused", 0.0, f"no snapshot: {program.frontend} wrote none (see its run cell)")
         return _cell("tool-failure", 0.0, f"no {form} form dumped")
     seconds, problems, wrong, refused = 0.0, [], [], []
     for i, path in enumerate(files):
