@@ -108,8 +108,9 @@ def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib
     for i, path in enumerate(files):
         call = replay(path, f"replay-{i}")
         seconds += call.seconds
-        if _refusal(program, call):
-            refused.append(call.tail(1))
+        refusal = _refusal(program, call)
+        if refusal:
+            refused.append(refusal.detail)
             continue
         bad_verdicts, failed = _module_problems(call.json().get("modules") or [])
         wrong += bad_verdicts
