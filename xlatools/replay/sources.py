@@ -26,6 +26,11 @@ HELPER_PRIMITIVES = frozenset({
     "_reduce_max", "_reduce_min", "select_n", "pad", "_pad", "full", "_full", "zeros_like", "ones_like", "copy",
     "astype", "_convert_element_type", "integer_pow", "_rem", "remainder", "_unstack", "_split", "split",
     "_cumulative_reduction", "cumsum", "sort", "argsort", "gather", "_gather", "scatter", "_scatter_impl",
+    # jax.random and jnp constructors called outside jit (model initialisation, data): jax's code, not the program's
+    "_threefry_seed", "_threefry_split", "_threefry_fold_in", "_threefry_random_bits", "_random_bits", "_uniform",
+    "_normal", "_truncated_normal", "_bernoulli", "_randint", "_gamma", "_random_split", "_random_fold_in",
+    "random_seed", "random_bits", "random_split", "random_fold_in", "random_wrap", "random_unwrap", "_linspace",
+    "_arange", "_eye", "_tri",
 })
 
 
