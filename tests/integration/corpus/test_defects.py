@@ -122,7 +122,7 @@ def test_defect5_two_runs_with_host_callbacks_do_not_differ(corpus_run, xl):
 
 def test_defect6_packs_leave_out_what_xlatools_cannot_replay_and_record_references(corpus_run, xl, tmp_path):
     bundle = corpus_run("host_callback", "0.10.2")
-    done = xl("repro", "pack", bundle, "-o", "cb.tar.gz", "--python", corpus_python("0.10.2"),
+    done = xl("repro", "pack", bundle, "--all", "-o", "cb.tar.gz", "--python", corpus_python("0.10.2"),
               "--reference-python", corpus_python("0.12"), "--json", "--out", "packs")
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(done.stdout)
@@ -133,3 +133,5 @@ def test_defect6_packs_leave_out_what_xlatools_cannot_replay_and_record_referenc
     assert meta["reference_pythons"][0]["jaxlib"].startswith("0.12") and meta["left_out"]
     run = xl("repro", "run", str(tmp_path / "cb.tar.gz"), "--python", corpus_python("0.10.2"), "--out", "again")
     assert run.returncode == 1 and "reproduced" in run.stderr, run.stderr[-2000:]
+    alone = xl("repro", "pack", bundle, "-o", "none.tar.gz", "--python", corpus_python("0.10.2"), "--out", "packs")
+    assert alone.returncode == 3 and "nothing to pack" in alone.stderr and not (tmp_path / "none.tar.gz").exists()
