@@ -150,6 +150,11 @@ def test_a_tool_failure_is_never_a_verdict_and_differences_are_said_once():
     assert answer.outcome == "not-reproduced" and answer.differences
     assert not any(d in answer.reason for d in answer.differences)  # the reason counts, the list says them
     assert exit_code(["ok", "cannot-run"]) == 3 and exit_code(["cannot-run", "mismatch"]) == 1
+    lacks = _module(outcome="compile-error", phase="compile",
+                    message="JaxRuntimeError: NOT_FOUND: No registered implementation for untyped custom call to lapack_sgetrf for Host")
+    lacks["runs"][0]["failure"] = "compile-error"
+    answer = verdict(expected, [lacks])  # a 0.4.30 module on 0.10.2: its LAPACK kernel was renamed
+    assert answer.outcome == "cannot-run" and "lapack_sgetrf" in answer.reason
 
 
 def test_helper_modules():

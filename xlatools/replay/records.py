@@ -3,6 +3,7 @@ the outcome classes, the exit code and the terminal table (pure)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -83,6 +84,19 @@ def tool_failure(module: dict[str, Any]) -> str | None:
     failed = next((r for r in runs if r.get("failure")), runs[0])
     if module.get("outcome") in ("cannot-run", "input-error") or failed.get("phase") in TOOL_PHASES:
         return f"{module.get('outcome')} ({failed.get('label', 'test')}, {failed.get('phase')}): {failed.get('message') or ''}"[:400]
+    return None
+
+
+_MISSING_TARGET = re.compile(r"No registered implementation for (?:untyped |typed )?custom call to (\S+)")
+
+
+def missing_kernel(module: dict[str, Any]) -> str | None:
+    """The custom-call target a module calls that this jaxlib does not have (kernels are renamed and removed
+    between jaxlibs: 0.4.x's lapack_sgetrf is lapack_sgetrf_ffi later): the module cannot run here."""
+    for run in module.get("runs") or []:
+        found = _MISSING_TARGET.search(run.get("message") or "") if run.get("failure") == "compile-error" else None
+        if found:
+            return found.group(1)
     return None
 
 

@@ -21,7 +21,7 @@ from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.replay.pack import PackError, extract, write_pack
 from xlatools.replay.plan import ReplayRequest
-from xlatools.replay.records import tool_failure
+from xlatools.replay.records import missing_kernel, tool_failure
 from xlatools.replay.sources import ModuleSource
 
 FORMAT = "xlatools.repro/1"
@@ -68,6 +68,9 @@ def _compare_module(e: dict[str, Any], g: dict[str, Any] | None, match: str) -> 
     why = tool_failure(g)
     if why:  # never a verdict: xlatools could not do its part here
         return False, [], f"{label}: {why}"
+    kernel = missing_kernel(g)
+    if kernel and e["outcome"] != "compile-error":
+        return False, [], f"{label}: this jaxlib has no custom-call target {kernel}, which the module calls (a kernel of the jaxlib that made it)"
     diffs, same = [], True
     if got["outcome"] != e["outcome"]:
         diffs.append(f"{label}: outcome {got['outcome']}, expected {e['outcome']}")
