@@ -153,9 +153,10 @@ def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle
                                                 "--json", "--out", "."))
     if step in ("text", "proto", "snapshot", "mlir"):
         listing = _replayed_modules(folder)
+        run_cell_ = runner.runs.get((runner.interpreters.runner(program, column), program.name, "a"), (None, None))[0]
         return judge_forms(program, step, listing, lambda path, log: runner.cli(
             folder / f"form-{step}", log, "replay", path, "--python", python, "--json", "--out", "."), column.label,
-            runner.forms)
+            runner.forms, without_snapshots=bool(run_cell_ and run_cell_.outcome == "refused"))
     if step == "pack-same":
         pack = runner.cli(folder / "pack", "pack", "repro", "pack", bundle, "-o", str(folder / "repro.tar.gz"),
                           "--python", python, "--json", "--out", ".")

@@ -92,8 +92,10 @@ def judge_replay(program: Program, call: Call):
     return _cell("works", call.seconds, f"{len(modules) - len(unchecked)} modules agree with their snapshots{said}")
 
 
-def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib: str, most: int = FORMS_PER_PROGRAM):
-    """Each of the program's first `most` modules replayed from one dumped file alone."""
+def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib: str, most: int = FORMS_PER_PROGRAM,
+                without_snapshots: bool = False):
+    """Each of the program's first `most` modules replayed from one dumped file alone. `without_snapshots`: the
+    run was refused with snapshots and made without them (its run cell says why)."""
     files = [m["files"][form] for m in modules[:most] if m.get("files", {}).get(form)]
     if not modules:
         return _cell("blocked", 0.0, "the bundle replay listed no module")
@@ -103,6 +105,8 @@ def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib
             return _cell("refused", 0.0, f"no {form} form: {why}")
         if form == "snapshot" and program.frontend != "jax":  # TensorFlow 2.21 dies with snapshots; torch_xla writes none
             return _cell("refused", 0.0, f"no snapshot: {program.frontend} wrote none (see its run cell)")
+        if form == "snapshot" and without_snapshots:
+            return _cell("refused", 0.0, "no snapshot: the run was refused with snapshots (see its run cell)")
         return _cell("tool-failure", 0.0, f"no {form} form dumped")
     seconds, problems, wrong, refused = 0.0, [], [], []
     for i, path in enumerate(files):
