@@ -31,6 +31,11 @@ HELPER_PRIMITIVES = frozenset({
     "_normal", "_truncated_normal", "_bernoulli", "_randint", "_gamma", "_random_split", "_random_fold_in",
     "random_seed", "random_bits", "random_split", "random_fold_in", "random_wrap", "random_unwrap", "_linspace",
     "_arange", "_eye", "_tri",
+    # one primitive run eagerly (outside any jit: a model's init, an optimiser's state) is compiled as jit_<primitive>
+    "add", "sub", "subtract", "multiply", "mul", "true_divide", "divide", "div", "sqrt", "rsqrt", "exp", "log",
+    "tanh", "relu", "dot_general", "matmul", "equal", "not_equal", "less", "greater", "bitwise_or", "bitwise_and",
+    "unstack", "negative", "neg", "abs", "maximum", "minimum", "square", "power", "pow",
+    "stage",  # lax.stage: a host value lifted into jax (newer jax, e.g. jnp.asarray)
 })
 
 
