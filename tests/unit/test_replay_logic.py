@@ -133,6 +133,31 @@ def test_verdicts():
     assert verdict(expected, [_module()]).exit_code == 1
 
 
+def test_a_tool_failure_is_never_a_verdict_and_differences_are_said_once():
+    """Issue 19: a crash in loading or a host callback that ran is cannot-run, whatever was expected."""
+    from xlatools.replay.records import tool_failure
+
+    expected = [_expected(outcome="ok")]
+    refused = _module(outcome="cannot-run", phase="run", message="refused by design: a host callback ran")
+    refused.runs[0].failure = "cannot-run"
+    assert tool_failure(refused) and verdict(expected, [refused]).outcome == "cannot-run"
+    crash_in_load = _module(outcome="crash", phase="load")
+    crash_in_load.runs[0].failure = "crash"
+    assert verdict(expected, [crash_in_load]).exit_code == 3
+    compiled_crash = _module(outcome="crash", phase="compile")
+    compiled_crash.runs[0].failure = "crash"
+    assert tool_failure(compiled_crash) is None  # a compiler crash is about the module
+    answer = verdict(expected, [_module(outcome="mismatch")])
+    assert answer.outcome == "not-reproduced" and answer.differences
+    assert not any(d in answer.reason for d in answer.differences)  # the reason counts, the list says them
+    assert exit_code(["ok", "cannot-run"]) == 3 and exit_code(["cannot-run", "mismatch"]) == 1
+    lacks = _module(outcome="compile-error", phase="compile",
+                    message="JaxRuntimeError: NOT_FOUND: No registered implementation for untyped custom call to lapack_sgetrf for Host")
+    lacks.runs[0].failure = "compile-error"
+    answer = verdict(expected, [lacks])  # a 0.4.30 module on 0.10.2: its LAPACK kernel was renamed
+    assert answer.outcome == "cannot-run" and "lapack_sgetrf" in answer.reason
+
+
 def test_helper_modules():
     assert is_helper("jit_iota") and is_helper("jit_convert_element_type") and is_helper("jit__where")
     assert not is_helper("jit_fn") and not is_helper("jit_train_step")

@@ -122,15 +122,15 @@ def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
 
 
 def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDiff | None = None,
-                 full: bool = False, process: int | None = None) -> Path:
-    """Render one bundle (or two, with their diff) into `out_html`, written atomically; `process`:
-    of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
+                 full: bool = False, process: int | None = None, modules: list[str] | None = None) -> Path:
+    """Render one bundle (or two, with their diff, restricted to `modules` when given) into `out_html`, written
+    atomically; `process`: of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
     from xlatools.compare.diff import diff_sides
     from xlatools.fsutil import atomic_write_text
 
     sides = [open_side(Path(b), label, process) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
-        diff = diff_sides(sides[0], sides[1], full=full)
+        diff = diff_sides(sides[0], sides[1], modules=modules, full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)
     out = Path(out_html)
     try:

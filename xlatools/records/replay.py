@@ -46,6 +46,7 @@ class ReplayRequest:
     print_literals: bool = False
     timeout: float | None = None
     name: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (replay/settings.py)
 
 
 @dataclass(kw_only=True)
@@ -65,6 +66,7 @@ class PlannedRun:
     platform: Platform
     xla_flags: list[str] = field(default_factory=list)
     flag_sources: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)  # the request's numerics variables, over the caller's
 
 
 @dataclass(kw_only=True)
@@ -229,6 +231,7 @@ class PackedOptions:
     no_opt: bool = False
     platform: Platform = Platform.AUTO
     references: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # numerics variables of the run (JAX_ENABLE_X64, ...)
 
 
 @dataclass(kw_only=True)
@@ -275,6 +278,27 @@ class PackModule:
 
 
 @dataclass(kw_only=True)
+class LeftOut:
+    """A module a pack leaves out: xlatools could not replay it (a tool failure is never an expected outcome)."""
+
+    name: str
+    id: int | None = None
+    why: str
+
+    @property
+    def label(self) -> str:
+        return self.name if self.id is None else f"{self.id:04d} {self.name}"
+
+
+@dataclass(kw_only=True)
+class PackReference:
+    """An interpreter the pack's replay compared with (--reference-python): `repro run` needs one of that jaxlib."""
+
+    python: str
+    jaxlib: str | None = None
+
+
+@dataclass(kw_only=True)
 class PackIndex:
     format: str = PACK_FORMAT
     xlatools_version: str | None = None
@@ -283,3 +307,5 @@ class PackIndex:
     versions: PackVersions | None = None
     run: PackRun | None = None
     modules: list[PackModule] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+    reference_pythons: list[PackReference] = field(default_factory=list)

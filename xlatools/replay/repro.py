@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, cast
 
 from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, EnvironmentMissing, UsageError
-from xlatools.records.replay import (PACK_FORMAT, ModuleRecord, PackedOptions, PackIndex, PackModule, PackRun,
-                                     PackVersions)
+from xlatools.records.replay import (PACK_FORMAT, LeftOut, ModuleRecord, PackedOptions, PackIndex, PackModule,
+                                     PackReference, PackRun, PackVersions)
 from xlatools.records.run import RunManifest
-from xlatools.replay.execute import ReplayResult
+from xlatools.replay.execute import Prepared, ReplayResult
 from xlatools.replay.pack import PackError, extract, write_pack
 from xlatools.replay.plan import ReplayRequest
+from xlatools.replay.records import missing_kernel, tool_failure
 from xlatools.replay.sources import ModuleSource
-from xlatools.run.target import Target
 from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome, choices
 
 if TYPE_CHECKING:
@@ -43,6 +43,15 @@ EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED:
 class ModulePair:
     expected: PackModule
     got: PackModule | None  # None: the module was not replayed
+
+
+@dataclass(kw_only=True)
+class PackResult:
+    """What `repro pack` made: the pack, the replay that recorded its expected outcomes, its index."""
+
+    path: Path
+    replayed: ReplayResult
+    index: PackIndex
 
 
 @dataclass(kw_only=True)
@@ -74,9 +83,13 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
     if g is None:
         return False, [], f"{label}: was not replayed"
     got = expected_of(g)
-    if got.outcome == ReplayOutcome.COMPILE_ERROR and got.phase == "load" and e.outcome != ReplayOutcome.COMPILE_ERROR:
-        message = (g.test.message if g.test else None) or ""
-        return False, [], f"{label}: this jaxlib cannot load the module ({message[:200]})"
+    why = tool_failure(g)
+    if why:  # never a verdict: xlatools could not do its part here
+        return False, [], f"{label}: {why}"
+    kernel = missing_kernel(g)
+    if kernel and e.outcome != ReplayOutcome.COMPILE_ERROR:
+        return False, [], (f"{label}: this jaxlib has no custom-call target {kernel}, which the module calls (a kernel "
+                            "of the jaxlib that made it)")
     diffs, same = [], True
     if got.outcome != e.outcome:
         diffs.append(f"{label}: outcome {got.outcome}, expected {e.outcome}")
@@ -93,23 +106,25 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
 def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatch = PackMatch.CLASS) -> ReproResult:
     """Pure: the pack's expected modules against a replay's modules."""
     by_key = {(m.id, m.name): m for m in got}
-    differences, cannot, all_same = [], [], True
+    differences, cannot, differing = [], [], 0
     pairs = []
     for e in expected:
         replayed = by_key.get((e.id, e.name))
         same, diffs, why = _compare_module(e, replayed, match)
         differences += diffs
-        all_same = all_same and same
+        differing += not same
         if why:
             cannot.append(why)
         pairs.append(ModulePair(expected=e, got=expected_of(replayed) if replayed else None))
     if cannot:
         return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason="; ".join(cannot), differences=differences, modules=pairs)
-    if all_same:
+    if not differing:
         return ReproResult(outcome=ReproOutcome.REPRODUCED, differences=differences, modules=pairs,
                            reason=f"every module gave its expected outcome (compared: {match})")
-    return ReproResult(outcome=ReproOutcome.NOT_REPRODUCED, reason="; ".join(differences) or "outcome differs",
-                       differences=differences, modules=pairs)
+    # The differences are listed once, beside the answer; the reason counts them.
+    return ReproResult(outcome=ReproOutcome.NOT_REPRODUCED, differences=differences, modules=pairs,
+                       reason=f"{differing} of {len(expected)} module(s) did not give their expected outcome "
+                              f"(compared: {match})")
 
 
 def run_of(source: Path) -> RunManifest | None:
@@ -147,8 +162,9 @@ def _pack_files(modules: list[ModuleSource], source: Path, run: RunManifest | No
     return files, entries
 
 
-def _index(request: ReplayRequest, replayed: ReplayResult, run: RunManifest | None, target: Target,
-           entries: Entries) -> PackIndex:
+def _index(prepared: Prepared, replayed: ReplayResult, run: RunManifest | None, entries: Entries) -> PackIndex:
+    request = prepared.plan.request
+    target = prepared.targets[request.python]
     options = PackedOptions(**{f.name: copy(getattr(request, f.name)) for f in fields(PackedOptions)})
     versions = PackVersions(python=target.python_version, jax=target.jax, jaxlib=target.jaxlib,
                             plugins=list(target.plugins), backend=target.backend, devices=list(target.devices))
@@ -156,16 +172,19 @@ def _index(request: ReplayRequest, replayed: ReplayResult, run: RunManifest | No
                          platform=run.platform, presets=list(run.presets)) if run else None
     modules = []
     for module in replayed.record.modules:
+        if (module.id, module.name) not in entries:  # left out
+            continue
         expected = expected_of(module)
         expected.files = entries[(module.id, module.name)]
         modules.append(expected)
+    references = [PackReference(python=p, jaxlib=prepared.targets[p].jaxlib) for p in request.reference_pythons]
     return PackIndex(format=FORMAT, xlatools_version=__version__, source=Path(request.source).name, replay=options,
-                     versions=versions, run=packed_run, modules=modules)
+                     versions=versions, run=packed_run, modules=modules, reference_pythons=references)
 
 
-def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str],
-               reporter: Reporter) -> tuple[Path, ReplayResult]:
-    """Replay `request.source` once (the expected outcome) and write the pack: (the pack, that replay)."""
+def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str], reporter: Reporter) -> PackResult:
+    """Replay `request.source` once (the expected outcome) and write the pack. Modules xlatools could not
+    replay are left out and named (a pack with none left is cannot-run, exit 3)."""
     from xlatools.records import to_json
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.replay.sources import resolve
@@ -176,10 +195,17 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     run = run_of(request.source) if kind == "bundle" else None
     prepared = prepare(request, (kind, modules))
     replayed = execute_replay(prepared, out_root, argv, reporter)
-    files, entries = _pack_files(modules, request.source, run)
-    index = _index(request, replayed, run, prepared.targets[request.python], entries)
+    left_out = [LeftOut(name=m.name, id=m.id, why=why) for m in replayed.record.modules if (why := tool_failure(m))]
+    if len(left_out) == len(replayed.record.modules):
+        raise EnvironmentMissing(f"nothing to pack: xlatools cannot replay any module of {request.source} here ("
+                                 + "; ".join(f"{m.label}: {m.why}" for m in left_out)[:1500] + ")",
+                                 hint="a pack records what a module does, never what xlatools could not do")
+    skipped = {(m.id, m.name) for m in left_out}
+    files, entries = _pack_files([m for m in modules if (m.id, m.name) not in skipped], request.source, run)
+    index = _index(prepared, replayed, run, entries)  # with the run's settings the replay adopted
+    index.left_out = left_out
     files["pack.json"] = json.dumps(to_json(index), indent=2, sort_keys=True).encode()
-    return write_pack(files, out_file), replayed
+    return PackResult(path=write_pack(files, out_file), replayed=replayed, index=index)
 
 
 def _modules_of(index: PackIndex, root: Path) -> list[ModuleSource]:
@@ -192,6 +218,21 @@ def _modules_of(index: PackIndex, root: Path) -> list[ModuleSource]:
     if not modules:
         raise PackError("pack.json lists no module")
     return modules
+
+
+def pack_references(index: PackIndex, given: list[str]) -> tuple[list[str], str | None]:
+    """The reference interpreters of a pack made with --reference-python: those given, else the recorded paths
+    where they still exist; (interpreters, why it cannot run) when one is missing."""
+    recorded = index.reference_pythons
+    if given or not recorded:
+        if recorded and len(given) != len(recorded):
+            return [], f"the pack compares with {len(recorded)} reference interpreter(s); --reference-python gave {len(given)}"
+        return list(given), None
+    missing = [r for r in recorded if not os.path.exists(r.python)]
+    if missing:
+        return [], ("the pack compares with jaxlib " + ", ".join(f"{r.jaxlib} ({r.python})" for r in missing)
+                    + ", not here: give --reference-python with that jaxlib")
+    return [r.python for r in recorded], None
 
 
 def read_index(root: Path, archive: Path) -> PackIndex:
@@ -215,16 +256,17 @@ def read_index(root: Path, archive: Path) -> PackIndex:
                         problems=[replace(p, file=shown) for p in exc.problems]) from None
 
 
-def _request_of(index: PackIndex, archive: Path, python: str) -> ReplayRequest:
-    """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest)."""
+def _request_of(index: PackIndex, archive: Path, python: str, references: list[str]) -> ReplayRequest:
+    """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest),
+    with the reference interpreters of that jaxlib found here."""
     packed = index.replay
     return ReplayRequest(source=archive, python=python, name=f"repro-{archive.name.split('.')[0]}",
-                         **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
+                         reference_pythons=references, **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
 
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
              match: PackMatch | str = PackMatch.CLASS, argv: list[str] | None = None, same_jaxlib: bool = False,
-             reporter: Reporter | None = None) -> ReproResult:
+             reporter: Reporter | None = None, reference_pythons: list[str] | None = None) -> ReproResult:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
     Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
@@ -248,7 +290,10 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         extract(archive, unpacked)
         root = unpacked / "repro" if (unpacked / "repro").is_dir() else unpacked
         index = read_index(root, archive)
-        request = _request_of(index, archive, resolve_python(python))
+        references, missing = pack_references(index, reference_pythons or [])
+        if missing:
+            return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=missing)
+        request = _request_of(index, archive, resolve_python(python), [resolve_python(p) for p in references])
         try:
             prepared = prepare(request, ("pack", _modules_of(index, root)))
         except (UnknownFlags, EnvironmentMissing) as exc:

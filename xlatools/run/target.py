@@ -139,6 +139,11 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
 
     with tempfile.TemporaryDirectory(prefix="xlatools-probe-") as tmp:
         out = os.path.join(tmp, "out.json")
+        flags = env.get("XLA_FLAGS", "")
+        if "--xla_dump" in flags and "--xla_dump_to" not in flags:
+            # Dump flags alone send dumps to stdout, where TensorFlow 2.21's XLA segfaults with snapshots on:
+            # a probe of flags must not fail for that, so the probe dumps into its own folder.
+            env = {**env, "XLA_FLAGS": f"{flags} --xla_dump_to={os.path.join(tmp, 'dump')}"}
         try:
             proc = subprocess.run(
                 [python, str(PROBES / "target_info.py"), out, *args],
@@ -288,18 +293,36 @@ def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeo
         cache.remember_flags(_flag_cache_key(target, variable), {name: True for name in flags}, target.stamp_files)
 
 
+def _refuse_crashing(target: Target, flags: dict[str, str], returncode: int, crashes, variable: str) -> None:
+    """The frontend died by a signal with these flags: name the flags it dies with, one start each (XLA knows
+    them; the build crashes using them, e.g. TensorFlow 2.21 with --xla_dump_hlo_snapshots)."""
+    import signal
+
+    culprits = [flag for flag in flags.values() if crashes({"one": flag})] if len(flags) > 1 else list(flags.values())
+    if not culprits:
+        return  # only together: left to the caller's general message
+    try:
+        how = signal.Signals(-returncode).name
+    except ValueError:
+        how = f"signal {-returncode}"
+    raise UsageError(f"{target.described} at {target.python} crashes ({how}) at start-up with {variable} "
+                     f"{', '.join(culprits)}: XLA knows the flag, this build dies using it",
+                     hint="leave it out (a preset without it, e.g. --preset dump:passes --preset dump:proto instead of "
+                          "dump:full), or use another --python")
+
+
 def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:
     """Start the frontend's XLA backend on the CPU with `flags` in `variable` and read which ones XLA refuses."""
     python = target.python
 
-    def attempt(subset: dict[str, str]) -> tuple[bool, list[str] | None, str]:
+    def attempt(subset: dict[str, str]) -> tuple[bool, list[str] | None, str, int]:
         env = _probe_env("cpu", target.frontend, {variable: list(subset.values())})
         proc = _run_probe(python, ["--devices", "--frontend", target.frontend], env, timeout).proc
         if proc.returncode == 0:
-            return True, [], ""
-        return False, unknown_from_abort(proc.stderr, variable), proc.stderr
+            return True, [], "", 0
+        return False, unknown_from_abort(proc.stderr, variable), proc.stderr, proc.returncode
 
-    ok, unknown, stderr = attempt(flags)
+    ok, unknown, stderr, returncode = attempt(flags)
     if ok:
         return {name: True for name in flags}
     refused = bad_value_from_abort(stderr)
@@ -309,6 +332,8 @@ def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable
         raise UsageError(f"XLA refuses the value of {flag}: {value!r} is not a{' ' + kind if kind else ' valid value'}"
                          f" for --{name}", hint=f"fix the value (`{variable}=--help` and starting {target.frontend} "
                          "prints the flags XLA knows, with their types)")
+    if unknown is None and returncode < 0:
+        _refuse_crashing(target, flags, returncode, lambda subset: attempt(subset)[3] < 0, variable)
     if unknown is None:
         lines = [line for line in stderr.strip().splitlines() if not line.startswith("\t--")]  # no flag table
         tail = " | ".join(lines[-2:])[:500]
