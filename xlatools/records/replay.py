@@ -20,6 +20,17 @@ PACK_FORMAT = "xlatools.repro/1"
 DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
 
 
+class Labelled:
+    """A module as messages name it: `0003 jit_f` (id and name), or the name alone."""
+
+    name: str
+    id: int | None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.id is None else f"{self.id:04d} {self.name}"
+
+
 @dataclass(kw_only=True)
 class ReplayRequest:
     """What was asked of a replay (the command's options, or a pack's)."""
@@ -179,7 +190,7 @@ class RunRecord:
 
 
 @dataclass(kw_only=True)
-class ModuleRecord:
+class ModuleRecord(Labelled):
     """One module replayed: every run, and the outcome they add up to."""
 
     name: str
@@ -197,10 +208,6 @@ class ModuleRecord:
     @property
     def test(self) -> RunRecord | None:
         return self.runs[0] if self.runs else None
-
-    @property
-    def label(self) -> str:
-        return self.name if self.id is None else f"{self.id:04d} {self.name}"
 
 
 @dataclass(kw_only=True)
@@ -259,7 +266,7 @@ class PackRun:
 
 
 @dataclass(kw_only=True)
-class PackModule:
+class PackModule(Labelled):
     """A module's expected outcome (in a pack), or the outcome a replay of it gave."""
 
     name: str
@@ -272,22 +279,14 @@ class PackModule:
     outputs: list[str] = field(default_factory=list)  # output digests (sha256)
     files: dict[str, str] = field(default_factory=dict)  # form -> path inside the pack
 
-    @property
-    def label(self) -> str:
-        return self.name if self.id is None else f"{self.id:04d} {self.name}"
-
 
 @dataclass(kw_only=True)
-class LeftOut:
+class LeftOut(Labelled):
     """A module a pack leaves out: xlatools could not replay it (a tool failure is never an expected outcome)."""
 
     name: str
     id: int | None = None
     why: str
-
-    @property
-    def label(self) -> str:
-        return self.name if self.id is None else f"{self.id:04d} {self.name}"
 
 
 @dataclass(kw_only=True)
