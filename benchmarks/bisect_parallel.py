@@ -147,8 +147,9 @@ def main() -> None:
     result = {"synthetic": synthetic(args.jobs)}
     if not args.synthetic_only:
         warm = args.cache or Path(tempfile.mkdtemp(prefix="xlatools-bench-warm-"))
+        uv_cache = "an empty" if args.cold_uv_cache else "this machine's"
         print(f"\nrelease bisection jax {GOOD}..{BAD} (4 candidates), warm cache {warm}, "
-              f"{os.cpu_count()} CPUs; cold runs with {'an empty' if args.cold_uv_cache else 'this machine's'} uv cache")
+              f"{os.cpu_count()} CPUs; cold runs with {uv_cache} uv cache")
         runs = real(args.jobs, args.repeats, warm, args.cold_uv_cache)
         result.update(runs=runs, table=table(runs, args.jobs))
     if args.json:

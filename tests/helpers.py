@@ -8,6 +8,7 @@ reason, or fails when CI sets XLATOOLS_REQUIRE_<NAME>=1, so CI cannot pass by sk
 from __future__ import annotations
 
 import json
+from html.parser import HTMLParser
 import os
 import signal
 import subprocess
@@ -98,3 +99,35 @@ def build_versioned_lib(directory: Path, soname: str, versions: list[str], consu
         subprocess.run([gcc, "-shared", "-fPIC", "-o", str(directory / "libconsumer.so"), str(directory / "consumer.c"),
                         f"-L{directory}", f"-l:{soname}", *consumer_flags], check=True)
     return lib
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+def browse(browser: str, page: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess:
+    argv = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
+            f"--user-data-dir={profile}", "--window-size=1400,2400", "--virtual-time-budget=3000", *mode, page.as_uri()]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+class _RootAttributes(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attributes: dict[str, str] = {}
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "html" and not self.attributes:
+            self.attributes = {k: v or "" for k, v in attrs}
+
+
+def root_attributes(html: str) -> dict[str, str]:
+    """The attributes of a page's <html> element (where the report's script leaves what it checked)."""
+    parser = _RootAttributes()
+    parser.feed(html)
+    return parser.attributes
+
+
+def rendered(browser: str, page: Path, profile: Path) -> dict[str, str]:
+    done = browse(browser, page, profile, "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return root_attributes(done.stdout)

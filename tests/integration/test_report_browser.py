@@ -6,14 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
-from tests.helpers import require, run_cli
-
-BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+from tests.helpers import BROWSERS, browse, rendered, require, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -21,30 +16,6 @@ def chromium() -> str:
     path = next((found for name in BROWSERS if (found := shutil.which(name))), None)
     require("chromium", path is not None, "install Debian's chromium (apt-get install -y chromium)")
     return path
-
-
-def browse(browser: str, page: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess:
-    argv = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
-            f"--user-data-dir={profile}", "--window-size=1400,2400", "--virtual-time-budget=3000", *mode, page.as_uri()]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
-
-
-class _RootAttributes(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.attributes: dict[str, str] = {}
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "html" and not self.attributes:
-            self.attributes = {k: v or "" for k, v in attrs}
-
-
-def rendered(browser: str, page: Path, profile: Path) -> dict[str, str]:
-    done = browse(browser, page, profile, "--dump-dom")
-    assert done.returncode == 0, done.stderr[-2000:]
-    parser = _RootAttributes()
-    parser.feed(done.stdout)
-    return parser.attributes
 
 
 def test_report_renders_without_errors(chromium, compare_runs, tmp_path):

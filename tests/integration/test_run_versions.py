@@ -17,7 +17,8 @@ from packaging.version import Version
 from tests.helpers import bundles, manifest
 from xlatools.run.flags import KNOWN_FLAGS, table_verdict
 from xlatools.run.presets.catalog import Catalog
-from xlatools.run.target import probe, unknown_flags
+from xlatools.run.flag_probe import unknown_flags
+from xlatools.run.target import probe
 
 JAXLIBS = ("old", "current", "new")
 

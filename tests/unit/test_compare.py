@@ -226,3 +226,18 @@ def test_bundles_without_dumps_are_compared_at_run_level(tmp_path):
     assert {c.key for c in result.run.fields} == {"status", "exit code"}
     assert result.modules == [] and len(result.notes) == 2 and result.a.kind == "replay"
     assert "status: ok -> failed" in render_text(result)
+
+
+def test_a_diff_without_dumps_says_which_preset_gives_the_answer(tmp_path):
+    """Issue 19 (7): bisect's last-good vs first-bad of runs without dumps said modules_differ: false and nothing."""
+    from xlatools.compare.diff import bisect_diff
+
+    sides = []
+    for name in ("good", "bad"):
+        bundle = tmp_path / name
+        bundle.mkdir()
+        (bundle / "manifest.json").write_text(json.dumps({"schema_version": 1, "kind": "run", "status": "ok", "exit_code": 0}))
+        sides.append(bundle)
+    summary = bisect_diff(sides[0], sides[1], tmp_path / "diff")
+    assert "--preset hlo" in summary["note"] and "dump:passes" in summary["note"]
+    assert summary["note"] in json.loads((tmp_path / "diff" / "diff.json").read_text())["notes"]

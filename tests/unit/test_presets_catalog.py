@@ -29,7 +29,7 @@ def test_shipped_presets_exist():
 def test_full_is_the_classic_recipe():
     full = Catalog.load().get("full")
     assert set(full.xla_flags) == {"--xla_dump_hlo_pass_re=.*", "--xla_dump_hlo_as_text", "--xla_dump_hlo_as_html",
-                                   "--xla_dump_hlo_snapshots"}
+                                   "--xla_dump_hlo_snapshots", "--xla_dump_hlo_as_proto"}
 
 
 def test_llvm_is_newer_only():

@@ -110,3 +110,27 @@ def test_latest_link_and_manifest_path_both_read(tmp_path):
     shutil.copytree(FIXTURES / "run-crash", tmp_path / "run")
     os.symlink("run", tmp_path / "latest")
     assert read_bundle(tmp_path / "latest").id == read_bundle(tmp_path / "run" / "manifest.json").id
+
+
+def test_numerics_env_is_typed_and_older_runs_fall_back_to_their_env_changes(tmp_path):
+    """Issue 19: a run records the variables that change numbers; replays and packs restore them."""
+    from xlatools.replay.settings import of_bundle
+
+    old = read_bundle(FIXTURES / "run-seed-full")
+    assert old.numerics_env is None and "numerics_env" not in to_json(old)  # older runs: absent, and kept so
+    data = _base()
+    data["numerics_env"] = {"JAX_ENABLE_X64": "1"}
+    data["xla_flags"] = ["--xla_dump_to=/x", "--xla_cpu_enable_fast_math=false"]
+    bundle = _bundle_with(tmp_path, json.dumps(data))
+    settings = of_bundle(bundle)
+    assert settings.env == {"JAX_ENABLE_X64": "1"} and settings.xla_flags == ["--xla_cpu_enable_fast_math=false"]
+    data.pop("numerics_env")
+    data["env_changes"] = [{"name": "JAX_ENABLE_X64", "value": "1"}, {"name": "XLA_FLAGS", "value": "--x"},
+                           {"name": "JAX_DEFAULT_MATMUL_PRECISION", "value": None}]
+    (bundle / "manifest.json").write_text(json.dumps(data))
+    assert of_bundle(bundle).env == {"JAX_ENABLE_X64": "1"}  # what xlatools itself set, numerics only
+    data["numerics_env"] = ["JAX_ENABLE_X64"]
+    (bundle / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError) as caught:
+        of_bundle(bundle)
+    assert "numerics_env" in {problem.key for problem in caught.value.problems} and caught.value.exit_code == 2

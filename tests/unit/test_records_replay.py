@@ -14,7 +14,7 @@ from xlatools.errors import UsageError
 from xlatools.records import read_bundle, to_json
 from xlatools.records.replay import Comparison, PackIndex, ReplayManifest, Timings
 from xlatools.replay.pack import PackError, extract
-from xlatools.replay.repro import read_index
+from xlatools.replay.pack_index import read_index
 from xlatools.vocab import Platform, ReplayOutcome, SourceForm, Status
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "bundles-v1"
@@ -192,3 +192,36 @@ def test_the_targets_answer_reads_as_a_run_record_and_a_foreign_one_is_cannot_ru
     assert odd.failure == ReplayOutcome.CANNOT_RUN and "[failure]" in odd.message and "[run_s]" in odd.message
     (tmp_path / "test" / "result.json").unlink()
     assert read_answer(tmp_path / "test", run) is None  # no answer: the target died
+
+
+def test_a_pack_index_records_what_it_left_out_its_references_and_numerics(pack_root):
+    """Issue 19: packs carry the run's numerics variables, the modules left out (tool failures) and the
+    reference interpreters; older packs have none of them, and wrong shapes are named."""
+    from xlatools.replay.pack_index import pack_references
+
+    index = read_index(pack_root, PACK)
+    assert (index.left_out, index.reference_pythons, index.replay.env) == ([], [], {})
+
+    def newer(data):
+        data["replay"]["env"] = {"JAX_ENABLE_X64": "1"}
+        data["left_out"] = [{"id": 3, "name": "jit_f", "why": "cannot-run (test, run): refused by design"}]
+        data["reference_pythons"] = [{"python": "/nowhere/bin/python", "jaxlib": "0.12.0"}]
+
+    _index_with(pack_root, newer)
+    index = read_index(pack_root, PACK)
+    assert index.replay.env == {"JAX_ENABLE_X64": "1"} and index.left_out[0].label == "0003 jit_f"
+    assert pack_references(index, []) == ([], "the pack compares with 1 reference interpreter(s) (jaxlib 0.12.0, made "
+                                               "with /nowhere/bin/python); --reference-python gave 0: give one "
+                                               "interpreter with that jaxlib for each")
+    assert pack_references(index, ["/a", "/b"])[1].startswith("the pack compares with 1 reference interpreter(s)")
+    assert pack_references(index, ["/here/python"]) == (["/here/python"], None)
+
+    def wrong(data):
+        data["left_out"] = [{"id": 3, "name": "jit_f", "why": ["x"]}]
+        data["reference_pythons"] = [{"jaxlib": "0.12.0"}]
+        data["replay"]["env"] = ["JAX_ENABLE_X64"]
+
+    _index_with(pack_root, wrong)
+    with pytest.raises(PackError) as caught:
+        read_index(pack_root, PACK)
+    assert {p.key for p in caught.value.problems} >= {"left_out[0].why", "reference_pythons[0].python", "replay.env"}

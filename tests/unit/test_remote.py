@@ -93,7 +93,7 @@ def test_resolve_reads_env_and_files_and_names_what_is_missing(tmp_path):
     rc = private_rc_text(creds, "xlatools", google_path="/in/container.json")
     assert "build:xlatools '--remote_header=Authorization=Bearer abc 123'" in rc  # quoted for bazel's rc parser
     assert "build:xlatools --google_credentials=/in/container.json" in rc
-    line = f"INFO: rc: --remote_cache=https://me:p%40ss%2Fw@cache.example/jax '--remote_header=Authorization=Bearer abc 123'"
+    line = "INFO: rc: --remote_cache=https://me:p%40ss%2Fw@cache.example/jax '--remote_header=Authorization=Bearer abc 123'"
     cleaned = redact_values(line, creds.secrets)
     assert "p@ss" not in cleaned and "p%40ss" not in cleaned and "abc 123" not in cleaned, cleaned
     assert f"--remote_cache={REDACTED}" in cleaned  # the URL with its password hidden whole

@@ -14,6 +14,7 @@ from xlatools.replay.plan import ReplayRequest, plan_replay
 from xlatools.replay.records import RunRecord, exit_code, module_outcome
 from xlatools.replay.repro import verdict
 from xlatools.replay.sources import ModuleSource, is_helper
+from xlatools.run import flag_probe
 from xlatools.run import target as targets
 from xlatools.run.target import Target
 
@@ -25,7 +26,7 @@ MODULE = ModuleSource("jit_fn", 0, text=Path("/d/module_0000.jit_fn.before_optim
 
 @pytest.fixture
 def fake_target(monkeypatch):
-    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags, **_: ([], {n: "table" for n in flags}))
+    monkeypatch.setattr(flag_probe, "unknown_flags", lambda target, flags, **_: ([], {n: "table" for n in flags}))
 
     def use(target):
         monkeypatch.setattr(targets, "probe", lambda python, platform, *_, **__: target)
@@ -131,6 +132,31 @@ def test_verdicts():
     assert verdict(expected, [unloadable]).outcome == "cannot-run"
     assert verdict(expected, []).outcome == "cannot-run"
     assert verdict(expected, [_module()]).exit_code == 1
+
+
+def test_a_tool_failure_is_never_a_verdict_and_differences_are_said_once():
+    """Issue 19: a crash in loading or a host callback that ran is cannot-run, whatever was expected."""
+    from xlatools.replay.records import tool_failure
+
+    expected = [_expected(outcome="ok")]
+    refused = _module(outcome="cannot-run", phase="run", message="refused by design: a host callback ran")
+    refused.runs[0].failure = "cannot-run"
+    assert tool_failure(refused) and verdict(expected, [refused]).outcome == "cannot-run"
+    crash_in_load = _module(outcome="crash", phase="load")
+    crash_in_load.runs[0].failure = "crash"
+    assert verdict(expected, [crash_in_load]).exit_code == 3
+    compiled_crash = _module(outcome="crash", phase="compile")
+    compiled_crash.runs[0].failure = "crash"
+    assert tool_failure(compiled_crash) is None  # a compiler crash is about the module
+    answer = verdict(expected, [_module(outcome="mismatch")])
+    assert answer.outcome == "not-reproduced" and answer.differences
+    assert not any(d in answer.reason for d in answer.differences)  # the reason counts, the list says them
+    assert exit_code(["ok", "cannot-run"]) == 3 and exit_code(["cannot-run", "mismatch"]) == 1
+    lacks = _module(outcome="compile-error", phase="compile",
+                    message="JaxRuntimeError: NOT_FOUND: No registered implementation for untyped custom call to lapack_sgetrf for Host")
+    lacks.runs[0].failure = "compile-error"
+    answer = verdict(expected, [lacks])  # a 0.4.30 module on 0.10.2: its LAPACK kernel was renamed
+    assert answer.outcome == "cannot-run" and "lapack_sgetrf" in answer.reason
 
 
 def test_helper_modules():

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from xlatools.run import flag_probe
 from xlatools.run import target as targets
 from xlatools.errors import EnvironmentMissing
 from xlatools.run.plan import ProfileRun, RunRequest
@@ -19,7 +20,7 @@ CPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices
 @pytest.fixture
 def fake_target(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.setattr(targets, "unknown_flags", lambda target, flags, variable="XLA_FLAGS", **_: ([], {name: "table" for name in flags}))
+    monkeypatch.setattr(flag_probe, "unknown_flags", lambda target, flags, variable="XLA_FLAGS", **_: ([], {name: "table" for name in flags}))
     monkeypatch.setattr(targets, "resolve_python", lambda spec: spec)  # the mocked interpreter has no file
 
     def use(target):

@@ -275,6 +275,8 @@ def _answer_lines(result: BisectAnswer) -> list[str]:
         first = diff.first_divergence
         where = f"first diverging pass {first.pass_} in {first.module}; " if first else ""
         lines.append(f"last-good vs first-bad: {where}report {diff.report}")
+        if diff.note:
+            lines.append(f"  note: {diff.note}")
     elif diff is not None:
         lines.append(f"diff: {diff.note}")
     return lines

@@ -47,6 +47,7 @@ def report(
     out: Path = typer.Option(..., "--out", "-o", help="The HTML file to write (self-contained; open it from anywhere)."),
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs in the diff section."),
     process: ProcessOption = None,
+    module: List[str] = typer.Option([], "--module", "-m", help="With two bundles: only these modules in the diff (name or id; repeatable)."),
 ) -> None:
     """Write one self-contained HTML report: run summary, modules, pass timelines, logs, and the diff of two bundles."""
     from xlatools import console
@@ -55,5 +56,7 @@ def report(
 
     if len(bundles) > 2:
         raise UsageError(f"report takes one or two bundles, got {len(bundles)}", hint="xlatools report A [B] -o report.html")
-    write_report(list(bundles), out, full=full, process=process)
+    if module and len(bundles) != 2:
+        raise UsageError("--module picks modules of the diff: give two bundles", hint="xlatools report A B --module NAME -o report.html")
+    write_report(list(bundles), out, full=full, process=process, modules=list(module))
     console.info(f"report: {out}")

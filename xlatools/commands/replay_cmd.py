@@ -130,6 +130,7 @@ def pack(
     inputs: InputsOption = None,
     seed: SeedOption = 0,
     reference: List[str] = typer.Option([], "--reference", help="cpu: also compare with the CPU backend."),
+    reference_python: List[str] = typer.Option([], "--reference-python", help="Also compare with the same module on another interpreter (another jaxlib); `repro run` needs one of that jaxlib too (repeatable)."),
     atol: float = typer.Option(1e-3, "--atol"),
     rtol: float = typer.Option(1e-3, "--rtol"),
     xla_flag: XlaFlagOption = [],
@@ -158,17 +159,24 @@ def pack(
     request = ReplayRequest(
         source=bundle.expanduser().absolute(), python=resolve_python(python), modules=list(module),
         include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
+        reference_pythons=[resolve_python(p) for p in reference_python],
         atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
         platform=platform or Platform.AUTO, name=f"pack-{bundle.name}",
     )
     reporter = Reporter()
-    path, replayed = build_pack(request, output, out, invocation().argv, reporter)
-    outcomes = {m.name: str(m.outcome) for m in replayed.record.modules}
+    made = build_pack(request, output, out, invocation().argv, reporter)
+    # Keyed by id and name: one program may compile several modules of one name.
+    outcomes = {m.label: str(m.outcome) + (f" ({m.failed_run})" if m.failed_run not in (None, "test") else "")
+                for m in made.index.modules}
+    left_out = {m.label: m.why for m in made.index.left_out}
     if as_json:
-        typer.echo(json.dumps({"pack": str(path), "replay_bundle": replayed.record.bundle, "expected": outcomes}, indent=2))
+        typer.echo(json.dumps({"pack": str(made.path), "replay_bundle": made.replayed.record.bundle, "expected": outcomes,
+                               "left_out": left_out}, indent=2))
     else:
-        reporter.info(replayed.table)
-        reporter.result(f"\npack: {path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
+        reporter.info(made.replayed.table)
+        for label, why in left_out.items():
+            reporter.warn(f"left out of the pack: {label}: {why}")
+        reporter.result(f"\npack: {made.path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
 
 
 @app.command("run")
@@ -177,6 +185,7 @@ def run(
     python: PythonOption = None,
     match: PackMatchOption = PackMatch.CLASS,
     same_jaxlib: bool = typer.Option(False, "--same-jaxlib", help="Cannot run (exit 3) unless the target has the pack's jaxlib version."),
+    reference_python: List[str] = typer.Option([], "--reference-python", help="The reference interpreter(s) of a pack made with --reference-python (default: the paths it names, where they exist)."),
     out: OutOption = Path("artifacts"),
     as_json: JsonOption = False,
 ) -> None:
@@ -188,7 +197,7 @@ def run(
     from xlatools.replay.repro import run_pack
 
     reporter = Reporter()
-    result = run_pack(pack_file, python, out, match, invocation().argv, same_jaxlib, reporter)
+    result = run_pack(pack_file, python, out, match, invocation().argv, same_jaxlib, reporter, list(reference_python))
     if as_json:
         typer.echo(json.dumps({**to_json(result), "exit_code": result.exit_code}, indent=2))
     else:

@@ -122,7 +122,7 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
         first = "  (failed first)" if process.first_failure else ""
         reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
     for note in record.notes:
-        if note.startswith(("vmodule pattern", "native backtrace")):
+        if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):  # the ones that explain an outcome
             reporter.result(f"note: {note}")
     dump = record.dump
     if dump and dump.modules:

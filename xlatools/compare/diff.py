@@ -33,7 +33,9 @@ def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, ful
         canon_b = canonical_file(b.index.root / module_b.after_file) if module_b.after_file else None
         text = text_diff("optimised HLO (canonical)", canon_a, canon_b, f"A {module_a.name}", f"B {module_b.name}",
                          full, limit)
-    passes = align_passes((a.index, module_a), (b.index, module_b), full, prints)
+    same_output = ref_a.digest_after == ref_b.digest_after or (
+        ref_a.fingerprint_after is not None and ref_a.fingerprint_after == ref_b.fingerprint_after)
+    passes = align_passes((a.index, module_a), (b.index, module_b), full, prints, same_output)
     return ModuleDiff(kind, ref_a, ref_b, text, passes)
 
 
@@ -81,6 +83,9 @@ def write_diff(a: Path, b: Path, out_dir: Path) -> tuple[BundleDiff, Path]:
     from xlatools.redact import redact
 
     diff = diff_bundles(a, b)
+    note = depth_note(diff)
+    if note:
+        diff.notes.append(note)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "diff.json", redact(diff.to_json()))
     return diff, Path(write_report([a, b], out_dir / "report.html", diff=diff))
@@ -97,4 +102,14 @@ def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:  # JSO
         summary = {"module": module.a.name if module.a else module.b.name, "pass": divergence.label,
                    "pipeline": divergence.pipeline}
     return {"json": str(out_dir / "diff.json"), "report": str(report), "modules_differ": diff.modules_differ,
-            "first_divergence": summary}
+            "first_divergence": summary, "note": depth_note(diff)}
+
+
+def depth_note(diff: BundleDiff) -> str | None:
+    """What a diff without dumps (or without per-pass dumps) cannot say, and the preset that makes it say it."""
+    if diff.a.dump_dir is None or diff.b.dump_dir is None:
+        return ("the steps ran without XLA dumps, so modules and passes were not compared (modules_differ says "
+                "nothing): bisect with --preset hlo for the modules, or --preset dump:passes for the first diverging pass")
+    if diff.modules and all(m.passes is None or m.passes.note for m in diff.modules):
+        return "no per-pass dumps: bisect with --preset dump:passes for the first diverging pass"
+    return None

@@ -169,9 +169,13 @@ class BundleDiff:
         return bool(self.only_a or self.only_b) or any(not m.same_output for m in self.modules)
 
     def first_divergence(self) -> tuple[ModuleDiff, Divergence] | None:
-        """The divergence of the first module whose optimised HLO differs (else of any module)."""
-        candidates = [m for m in self.modules if m.passes and m.passes.divergence]
-        for module in sorted(candidates, key=lambda m: m.same_output):  # stable: id order within each group
+        """The headline: the divergence of the module that matters. Only modules whose optimised HLO differs
+        diverge; among them the program's own jitted functions come before jax's helper modules (jit_iota,
+        jit_convert_element_type, ...), then id order."""
+        from xlatools.replay.sources import is_helper
+
+        candidates = [m for m in self.modules if m.passes and m.passes.divergence and not m.same_output]
+        for module in sorted(candidates, key=lambda m: is_helper(m.a.name)):  # stable: id order within each group
             return module, module.passes.divergence
         return None
 
@@ -187,4 +191,8 @@ class BundleDiff:
             if module.passes and module.passes.divergence:
                 raw["passes"]["divergence"]["label"] = module.passes.divergence.label
         data["modules_differ"] = self.modules_differ
+        first = self.first_divergence()
+        data["headline"] = None if first is None else {
+            "module": first[0].a.name, "id_a": first[0].a.id, "id_b": first[0].b.id, "pass": first[1].label,
+            "pipeline": first[1].pipeline, "same_output": first[0].same_output}
         return data

@@ -70,31 +70,58 @@ def _mark_moved(rows: list[PassRow]) -> None:
             row.kind = "moved"
 
 
+def _states(rows: list[PassRow], first_a: str, first_b: str) -> list[tuple[str, str] | None]:
+    """The module on each side after each row; None for a row that cannot diverge: a step on one side only
+    that did not change the module (a pipeline-start one jaxlib dumps and the other does not)."""
+    states: list[tuple[str, str] | None] = []
+    state_a, state_b = first_a, first_b
+    for row in rows:
+        one_sided = row.a is None or row.b is None
+        step = row.a or row.b
+        if one_sided and step is not None and step.changed is False:
+            states.append(None)
+            continue
+        state_a = row.a.file if row.a else state_a
+        state_b = row.b.file if row.b else state_b
+        states.append((state_a, state_b))
+    return states
+
+
 def find_divergence(rows: list[PassRow], a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full: bool,
-                    prints: Fingerprints) -> Divergence | None:
-    """Walk the aligned rows; raw digests decide where they agree, canonical fingerprints elsewhere."""
+                    prints: Fingerprints, same_output: bool = False) -> Divergence | None:
+    """The pass after which the two modules part for good: the first row after the last one where their HLO
+    agrees. None when the optimised modules are the same: passes that differ on the way and converge again
+    (one jaxlib dumps an extra scheduling step, prints a module another way) are no divergence."""
     (index_a, module_a), (index_b, module_b) = a, b
     by_file_a = {s.file: s.digest for s in module_a.steps}
     by_file_b = {s.file: s.digest for s in module_b.steps}
-    state_a, state_b = module_a.before_file, module_b.before_file
-    if state_a is None or state_b is None:
+    if module_a.before_file is None or module_b.before_file is None or same_output:
         return None
-    first_a, first_b = hlo_file_stats(index_a.root / state_a), hlo_file_stats(index_b.root / state_b)
+    first_a, first_b = hlo_file_stats(index_a.root / module_a.before_file), hlo_file_stats(index_b.root / module_b.before_file)
     raw_equal = first_a is not None and first_b is not None and first_a.digest == first_b.digest
-    if not raw_equal and prints.of(index_a.root / state_a) != prints.of(index_b.root / state_b):
-        return _divergence(-1, None, (index_a, state_a, state_a), (index_b, state_b, state_b), full)
-    for number, row in enumerate(rows):
-        prev_a, prev_b = state_a, state_b
-        state_a = row.a.file if row.a else state_a
-        state_b = row.b.file if row.b else state_b
-        raw_a, raw_b = by_file_a.get(state_a), by_file_b.get(state_b)
-        if raw_a is not None and raw_a == raw_b:
-            row.same_hlo = True
-            continue
-        row.same_hlo = prints.of(index_a.root / state_a, raw_a) == prints.of(index_b.root / state_b, raw_b)
-        if not row.same_hlo:
-            return _divergence(number, row, (index_a, prev_a, state_a), (index_b, prev_b, state_b), full)
-    return None
+    if not raw_equal and prints.of(index_a.root / module_a.before_file) != prints.of(index_b.root / module_b.before_file):
+        files = (index_a, module_a.before_file, module_a.before_file), (index_b, module_b.before_file, module_b.before_file)
+        return _divergence(-1, None, *files, full)
+
+    def agree(number: int, pair: tuple[str, str]) -> bool:
+        raw_a, raw_b = by_file_a.get(pair[0]), by_file_b.get(pair[1])
+        same = (raw_a is not None and raw_a == raw_b) or \
+            prints.of(index_a.root / pair[0], raw_a) == prints.of(index_b.root / pair[1], raw_b)
+        rows[number].same_hlo = same
+        return same
+
+    states = _states(rows, module_a.before_file, module_b.before_file)
+    counted = [number for number, pair in enumerate(states) if pair is not None]
+    agreeing = [n for n in counted if agree(n, states[n])]  # every row: the report shows where they agree
+    last_agreement = agreeing[-1] if agreeing else None
+    after = [n for n in counted if last_agreement is None or n > last_agreement]
+    if not after:
+        return None
+    number = after[0]
+    previous = max((n for n in counted if n < number), default=None)
+    before = states[previous] if previous is not None else (module_a.before_file, module_b.before_file)
+    return _divergence(number, rows[number], (index_a, before[0], states[number][0]), (index_b, before[1], states[number][1]),
+                       full)
 
 
 def _divergence(number: int, row: PassRow | None, a: tuple[DumpIndex, str, str], b: tuple[DumpIndex, str, str],
@@ -118,11 +145,11 @@ def _divergence(number: int, row: PassRow | None, a: tuple[DumpIndex, str, str],
 
 
 def align_passes(a: tuple[DumpIndex, Module], b: tuple[DumpIndex, Module], full: bool = False,
-                 prints: Fingerprints | None = None) -> PassAlignment:
+                 prints: Fingerprints | None = None, same_output: bool = False) -> PassAlignment:
     (index_a, module_a), (index_b, module_b) = a, b
     missing = [label for label, m in (("A", module_a), ("B", module_b)) if not m.steps]
     if missing:
         return PassAlignment([], None, note=f"no per-pass dumps on {' and '.join(missing)} (run with --preset dump:passes)")
     rows = align(step_infos(index_a, module_a), step_infos(index_b, module_b))
-    divergence = find_divergence(rows, (index_a, module_a), (index_b, module_b), full, prints or Fingerprints())
+    divergence = find_divergence(rows, (index_a, module_a), (index_b, module_b), full, prints or Fingerprints(), same_output)
     return PassAlignment(rows, divergence)

@@ -12,7 +12,6 @@ from xlatools.compare.passes import step_infos
 from xlatools.compare.sides import Side, open_side
 from xlatools.compare.text import describe_side, memory
 from xlatools.compare.modules import Fingerprints, fill_fingerprints, module_refs
-from xlatools.errors import UsageError
 from xlatools.records.run import RunManifest
 
 MAX_CHARTS = 40  # per bundle; a dump with thousands of modules gets the first ones and a note
@@ -122,17 +121,18 @@ def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
 
 
 def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDiff | None = None,
-                 full: bool = False, process: int | None = None, option: str = "-o") -> Path:
-    """Render one bundle (or two, with their diff) into `out_html` (the path `option` named), written
-    atomically (a device or FIFO there is written into, never replaced); `process`: of multi-process
-    runs, whose dumps to show (default 0; every process's logs are shown)."""
+                 full: bool = False, process: int | None = None, modules: list[str] | None = None,
+                 option: str = "-o") -> Path:
+    """Render one bundle (or two, with their diff, restricted to `modules` when given) into `out_html` (the
+    path `option` named), written atomically (a device or FIFO there is written into, never replaced);
+    `process`: of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
     from xlatools.compare.diff import diff_sides
     from xlatools.fsutil import write_output
     from xlatools.redact import redact_text
 
     sides = [open_side(Path(b), label, process) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
-        diff = diff_sides(sides[0], sides[1], full=full)
+        diff = diff_sides(sides[0], sides[1], modules=modules, full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)
     out = Path(out_html)
     write_output(out, redact_text(html), option)  # exit 2 naming the path and why, 3 on a full disk

@@ -115,7 +115,7 @@ def _env_checks(target: Target, env: Mapping[str, str]) -> list[Check]:
     from xlatools.doctor import checks_env as e
 
     def unknown(names_to_flags: dict[str, str]) -> list[str]:
-        from xlatools.run.target import unknown_flags
+        from xlatools.run.flag_probe import unknown_flags
 
         if not target.jaxlib:
             from xlatools.errors import EnvironmentMissing

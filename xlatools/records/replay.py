@@ -21,6 +21,17 @@ PACKED_INPUTS = "inputs.npz"  # an --inputs FILE, inside a pack (reduce's minima
 DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
 
 
+class Labelled:
+    """A module as messages name it: `0003 jit_f` (id and name), or the name alone."""
+
+    name: str
+    id: int | None
+
+    @property
+    def label(self) -> str:
+        return self.name if self.id is None else f"{self.id:04d} {self.name}"
+
+
 @dataclass(kw_only=True)
 class ReplayRequest:
     """What was asked of a replay (the command's options, or a pack's)."""
@@ -47,6 +58,7 @@ class ReplayRequest:
     print_literals: bool = False
     timeout: float | None = None
     name: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (replay/settings.py)
 
 
 @dataclass(kw_only=True)
@@ -66,6 +78,7 @@ class PlannedRun:
     platform: Platform
     xla_flags: list[str] = field(default_factory=list)
     flag_sources: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)  # the request's numerics variables, over the caller's
 
 
 @dataclass(kw_only=True)
@@ -179,7 +192,7 @@ class RunRecord:
 
 
 @dataclass(kw_only=True)
-class ModuleRecord:
+class ModuleRecord(Labelled):
     """One module replayed: every run, and the outcome they add up to."""
 
     name: str
@@ -197,10 +210,6 @@ class ModuleRecord:
     @property
     def test(self) -> RunRecord | None:
         return self.runs[0] if self.runs else None
-
-    @property
-    def label(self) -> str:
-        return self.name if self.id is None else f"{self.id:04d} {self.name}"
 
 
 @dataclass(kw_only=True)
@@ -262,6 +271,7 @@ class PackedOptions:
     no_opt: bool = False
     platform: Platform = Platform.AUTO
     references: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # numerics variables of the run (JAX_ENABLE_X64, ...)
 
 
 @dataclass(kw_only=True)
@@ -289,7 +299,7 @@ class PackRun:
 
 
 @dataclass(kw_only=True)
-class PackModule:
+class PackModule(Labelled):
     """A module's expected outcome (in a pack), or the outcome a replay of it gave."""
 
     name: str
@@ -302,9 +312,22 @@ class PackModule:
     outputs: list[str] = field(default_factory=list)  # output digests (sha256)
     files: dict[str, str] = field(default_factory=dict)  # form -> path inside the pack
 
-    @property
-    def label(self) -> str:
-        return self.name if self.id is None else f"{self.id:04d} {self.name}"
+
+@dataclass(kw_only=True)
+class LeftOut(Labelled):
+    """A module a pack leaves out: xlatools could not replay it (a tool failure is never an expected outcome)."""
+
+    name: str
+    id: int | None = None
+    why: str
+
+
+@dataclass(kw_only=True)
+class PackReference:
+    """An interpreter the pack's replay compared with (--reference-python): `repro run` needs one of that jaxlib."""
+
+    python: str
+    jaxlib: str | None = None
 
 
 @dataclass(kw_only=True)
@@ -316,3 +339,5 @@ class PackIndex:
     versions: PackVersions | None = None
     run: PackRun | None = None
     modules: list[PackModule] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
+    reference_pythons: list[PackReference] = field(default_factory=list)

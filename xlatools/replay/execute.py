@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from xlatools import __version__
-from xlatools.errors import EXIT_OK, EXIT_TIMEOUT, EnvironmentMissing, Interrupted, UsageError
+from xlatools.errors import EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EnvironmentMissing, Interrupted, UsageError
 from xlatools.records.replay import ModuleRecord, ReplayManifest, TargetVersions
 from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
-from xlatools.replay.records import exit_code, finish_module, table
+from xlatools.replay.records import NO_RESULT, exit_code, finish_module, table
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
 from xlatools.vocab import Platform, SourceForm, Status
@@ -60,12 +60,15 @@ def check_flags(target: Target, flags: list[str], sources: dict[str, str]) -> di
 
 def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> Prepared:
     """`resolved`: (source kind, modules) when the caller already has them (a repro pack)."""
+    from xlatools.replay.settings import adopt_run_settings, of_bundle
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
     kind, modules = resolved or resolve(request.source, request.modules, request.include_all, request.process)
     _validate(modules, request.source_from, literals=request.inputs is None)
+    request, notes = adopt_run_settings(request, of_bundle(request.source) if kind == "bundle" else None)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
+    plan.notes += notes
     found: dict[str, Target] = {}
     checks: dict[str, dict[str, str]] = {}
     for run in plan.runs:
@@ -82,6 +85,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
 def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bool) -> None:
     """Read every .pb once now, so a damaged file (or a missing form) is a clear error before any bundle exists."""
     from xlatools.replay.hloproto import read_module_proto, read_snapshot
+    from xlatools.replay.refusals import refuse_elided_text, refuse_optimised_only
 
     for module in modules:
         if source_from != "auto" and getattr(module, str(source_from)) is None:
@@ -91,14 +95,20 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
             read_module_proto(module.proto)
         if module.snapshot:
             read_snapshot(module.snapshot, literals)
+        refuse_optimised_only(module)  # after reading: a damaged file says so first
+        refuse_elided_text(module, source_from)
 
 
 def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
                   reporter: Reporter) -> ModuleRecord:
+    from xlatools.replay.hloproto import is_unoptimized
     from xlatools.replay.jobs import prepare_materials, run_job
+    from xlatools.replay.refusals import judge_callback, refuse_multi_device
 
     plan = prepared.plan
     record = ModuleRecord(name=source.name, id=source.id, files=source.files())
+    if refuse_multi_device(source, record, plan.test.python):
+        return finish_module(record)
     materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
     test_dir = None
     for run in plan.runs:
@@ -109,6 +119,9 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
         record.runs.append(run_job(plan.request, materials, run, run_dir, test_dir, env))
         if run.role == "test":
             test_dir = run_dir
+    judge_callback(source, record)
+    if materials.snapshot_args is not None and materials.snapshot_result is None and not is_unoptimized(source.snapshot):
+        record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
     return finish_module(record)
 
 
@@ -151,7 +164,7 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
             _write_summary(session.path, prepared, Status.INTERRUPTED, Interrupted.exit_code, table(record.modules))
             raise Interrupted(f"interrupted; partial replay bundle: {session.path}") from None
         code = exit_code([m.outcome for m in record.modules])
-        status = Status.OK if code == EXIT_OK else (Status.TIMEOUT if code == EXIT_TIMEOUT else Status.FAILED)
+        status = {EXIT_OK: Status.OK, EXIT_TIMEOUT: Status.TIMEOUT, EXIT_MISSING: Status.ERROR}.get(code, Status.FAILED)
         rendered = table(record.modules)
         _write_summary(session.path, prepared, status, code, rendered)
         session.finish(status, exit_code=code)

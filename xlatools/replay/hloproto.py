@@ -178,7 +178,7 @@ def _module(serialized: bytes, path: Path) -> HloModule:
 
 def is_unoptimized(path: Path) -> bool:
     """`*.hlo_unoptimized_snapshot.pb` (--xla_dump_hlo_unoptimized_snapshots): the module before
-    optimisation and each partition's arguments, no result."""
+    optimisation and each partition's arguments, no result. Any other snapshot holds the optimised module."""
     return "unoptimized_snapshot" in Path(path).name
 
 

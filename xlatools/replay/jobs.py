@@ -52,23 +52,26 @@ def _arrays_npz(arrays, path: Path) -> ArraysFile:
 
 def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Path, literals: bool = True) -> Materials:
     """Write what the target needs for `source` into `folder` (UsageError for unreadable files)."""
-    from xlatools.replay.hloproto import read_module_proto, read_snapshot
+    from xlatools.replay.hloproto import is_unoptimized, read_module_proto, read_snapshot
+    from xlatools.replay.refusals import elides_constants, refuse_optimised_only
 
     folder.mkdir(parents=True, exist_ok=True)
     snapshot = read_snapshot(source.snapshot, literals) if source.snapshot else None
+    # --from snapshot: the snapshot's arguments and result, with the module in an unoptimised form.
+    forms = ("text", "proto", "mlir") if source_from in (SourceForm.AUTO, SourceForm.SNAPSHOT) else (source_from,)
     candidates: list[dict[str, str]] = []
-    if source.text and source_from in ("auto", "text"):
-        candidates.append({"kind": "text", "path": str(source.text)})
-    if source.proto and source_from in ("auto", "proto"):
+    if source.text and "text" in forms and not (source_from != SourceForm.TEXT and elides_constants(source.text)):
+        candidates.append({"kind": "text", "path": str(source.text)})  # text that lost constants only when asked
+    if source.proto and "proto" in forms:
         atomic_write_bytes(folder / "module.pb", read_module_proto(source.proto).serialized)
         candidates.append({"kind": "proto", "path": str(folder / "module.pb")})
-    if source.mlir and source_from in ("auto", "mlir"):
+    if source.mlir and "mlir" in forms:
         candidates.append({"kind": "mlir", "path": str(source.mlir)})
-    if snapshot and (source_from == "snapshot" or (source_from == "auto" and not candidates)):
-        # The snapshot holds the optimised module: new jaxlibs compile it again, 0.4.x cannot.
+    if snapshot and is_unoptimized(source.snapshot) and (source_from == SourceForm.SNAPSHOT or not candidates):
         atomic_write_bytes(folder / "snapshot-module.pb", snapshot.module.serialized)
         candidates.insert(0, {"kind": "proto", "path": str(folder / "snapshot-module.pb")})
     if not candidates:
+        refuse_optimised_only(source)
         from xlatools.errors import UsageError
 
         raise UsageError(f"module {source.label}: nothing to replay with --from {source_from}",

@@ -31,7 +31,7 @@ class RunConfig(PlannedRun):
     """A planned target run, and the environment it runs in."""
 
     def env(self, caller: dict[str, str], gpu_platform: str, dump_dir: str | None) -> dict[str, str]:
-        env = dict(caller)
+        env = {**caller, **self.extra_env}
         flags = list(self.xla_flags) + ([f"--xla_dump_to={dump_dir}"] if dump_dir else [])
         env.pop("XLA_FLAGS", None)
         if flags:
@@ -117,17 +117,17 @@ def plan_replay(request: ReplayRequest, source_kind: str, modules: list[ModuleSo
     layers = test_flags(request, list(dump_flags))
     platform = Platform(request.platform)
     runs = [RunConfig(label="test", role="test", python=request.python, platform=platform,
-                      xla_flags=layers.final(), flag_sources=layers.sources())]
+                      xla_flags=layers.final(), flag_sources=layers.sources(), extra_env=dict(request.env))]
     ref_flags = [validate_flag(f, "--reference-xla-flag") for f in request.reference_xla_flags]
     ref_sources = {f: "--reference-xla-flag" for f in ref_flags}
     if "cpu" in request.references:
         if platform == Platform.CPU:
             notes.append("--reference cpu with --platform cpu: both runs use the CPU backend")
         runs.append(RunConfig(label="reference-cpu", role="reference", python=request.python, platform=Platform.CPU,
-                              xla_flags=ref_flags, flag_sources=ref_sources))
+                              xla_flags=ref_flags, flag_sources=ref_sources, extra_env=dict(request.env)))
     for i, python in enumerate(request.reference_pythons, 1):
         runs.append(RunConfig(label=f"reference-python-{i}", role="reference", python=python, platform=platform,
-                              xla_flags=ref_flags, flag_sources=ref_sources))
+                              xla_flags=ref_flags, flag_sources=ref_sources, extra_env=dict(request.env)))
     if request.source_from == SourceForm.SNAPSHOT and not any(m.snapshot for m in modules):
         raise UsageError("--from snapshot: no module here has a snapshot", hint="dump with --preset dump:snapshots")
     stem = request.name or (modules[0].name if len(modules) == 1 else Path(request.source).name) or "replay"

@@ -5,12 +5,15 @@ xlatools.records.replay; they are re-exported here for the replay capability's o
 
 from __future__ import annotations
 
+import re
+
 from xlatools.console import columns
-from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
 from xlatools.records.replay import ModuleRecord, RunRecord
 from xlatools.vocab import ReplayOutcome
 
-__all__ = ["ModuleRecord", "RunRecord", "exit_code", "finish_module", "module_outcome", "table"]
+__all__ = ["ModuleRecord", "RunRecord", "exit_code", "finish_module", "missing_kernel", "module_outcome", "table",
+           "tool_failure"]
 
 
 def module_outcome(runs: list[RunRecord]) -> tuple[ReplayOutcome, str | None]:
@@ -36,15 +39,54 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
     return module
 
 
+TOOL_PHASES = ("start", "load", "inputs")
+ABOUT_THE_MODULE = (ReplayOutcome.OK, ReplayOutcome.MISMATCH, ReplayOutcome.INTERRUPTED)
+
+
+def tool_failure(module: ModuleRecord) -> str | None:
+    """Why xlatools itself could not replay a module, or None when the outcome is about the module:
+    cannot-run and input errors, and any failure before compilation began (loading, converting,
+    preparing inputs). Such an outcome is never expected, reproduced or fixed."""
+    if module.outcome in ABOUT_THE_MODULE:
+        return None
+    failed = next((run for run in module.runs if run.failure), module.test)
+    phase = failed.phase if failed else None
+    if module.outcome in (ReplayOutcome.CANNOT_RUN, ReplayOutcome.INPUT_ERROR) or phase in TOOL_PHASES:
+        label, message = (failed.label, failed.message or "") if failed else ("test", "")
+        return f"{module.outcome} ({label}, {phase}): {message}"[:400]
+    return None
+
+
+_MISSING_TARGET = re.compile(r"No registered implementation for (?:untyped |typed )?custom call to (\S+)")
+
+
+def missing_kernel(module: ModuleRecord) -> str | None:
+    """The custom-call target a module calls that this jaxlib does not have (kernels are renamed and removed
+    between jaxlibs: 0.4.x's lapack_sgetrf is lapack_sgetrf_ffi later): the module cannot run here."""
+    for run in module.runs:
+        found = _MISSING_TARGET.search(run.message or "") if run.failure == ReplayOutcome.COMPILE_ERROR else None
+        if found:
+            return found.group(1)
+    return None
+
+
 def exit_code(outcomes: list[ReplayOutcome]) -> int:
-    """0 all ok; 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; else 1."""
+    """0 all ok; 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; 1 a finding
+    about a module (mismatch, compile-error, runtime-error, crash); else 3 when a module cannot run here."""
     if ReplayOutcome.INTERRUPTED in outcomes:
         return EXIT_INTERRUPTED
     if ReplayOutcome.INPUT_ERROR in outcomes:
         return EXIT_USAGE
     if ReplayOutcome.TIMEOUT in outcomes:
         return EXIT_TIMEOUT
-    return EXIT_OK if all(o == ReplayOutcome.OK for o in outcomes) else EXIT_FAILED
+    if any(o not in (ReplayOutcome.OK, ReplayOutcome.CANNOT_RUN) for o in outcomes):
+        return EXIT_FAILED
+    return EXIT_MISSING if ReplayOutcome.CANNOT_RUN in outcomes else EXIT_OK
+
+
+NO_RESULT_START = "the snapshot holds no result"
+NO_RESULT = (f"{NO_RESULT_START} (XLA records none for an execution whose outputs alias donated inputs), so the outputs "
+             "were not checked: compare with --reference-python or --reference cpu")
 
 
 def _checks(module: ModuleRecord) -> str:
@@ -56,6 +98,8 @@ def _checks(module: ModuleRecord) -> str:
             parts.append(f"{c.against}: {c.message}")
         else:
             parts.append(f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})")
+    if not parts and any(note.startswith(NO_RESULT_START) for note in module.notes):
+        return "snapshot: no result recorded (donated buffers)"
     return "; ".join(parts) or "-"
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 from copy import copy
@@ -22,14 +21,15 @@ from typing import TYPE_CHECKING, cast
 from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, EnvironmentMissing, UsageError
 from xlatools.fsutil import check_output, make_dir
-from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, ModuleRecord, PackedOptions, PackIndex, PackModule,
-                                     PackRun, PackVersions)
+from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, LeftOut, ModuleRecord, PackedOptions, PackIndex,
+                                     PackModule, PackReference, PackRun, PackVersions)
 from xlatools.records.run import RunManifest
-from xlatools.replay.execute import ReplayResult
-from xlatools.replay.pack import Member, PackError, extract, member_path, verify, write_pack
+from xlatools.replay.execute import Prepared, ReplayResult
+from xlatools.replay.pack import extract, member_path, verify, write_pack
+from xlatools.replay.pack_index import check_packed, modules_of, pack_references, read_index
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest
+from xlatools.replay.records import missing_kernel, tool_failure
 from xlatools.replay.sources import ModuleSource
-from xlatools.run.target import Target
 from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome, choices
 
 if TYPE_CHECKING:
@@ -39,16 +39,21 @@ FORMAT = PACK_FORMAT
 Entries = dict[tuple[int | None, str], dict[str, str]]  # module (id, name) -> form -> path inside the pack
 EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED: EXIT_OK,
               ReproOutcome.CANNOT_RUN: EXIT_MISSING}
-SOURCE_KINDS = ("text", "proto", "snapshot", "mlir")
-# XLA flags whose value names a file or folder (--xla_dump_to, --xla_gpu_cuda_data_dir, ..._from, ..._file):
-# a pack carrying one would make the replaying machine read or write where the pack says.
-PATH_FLAG = re.compile(r"_(to|dir|path|file|from|directory)$")
 
 
 @dataclass(kw_only=True)
 class ModulePair:
     expected: PackModule
     got: PackModule | None  # None: the module was not replayed
+
+
+@dataclass(kw_only=True)
+class PackResult:
+    """What `repro pack` made: the pack, the replay that recorded its expected outcomes, its index."""
+
+    path: Path
+    replayed: ReplayResult
+    index: PackIndex
 
 
 @dataclass(kw_only=True)
@@ -80,9 +85,13 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
     if g is None:
         return False, [], f"{label}: was not replayed"
     got = expected_of(g)
-    if got.outcome == ReplayOutcome.COMPILE_ERROR and got.phase == "load" and e.outcome != ReplayOutcome.COMPILE_ERROR:
-        message = (g.test.message if g.test else None) or ""
-        return False, [], f"{label}: this jaxlib cannot load the module ({message[:200]})"
+    why = tool_failure(g)
+    if why:  # never a verdict: xlatools could not do its part here
+        return False, [], f"{label}: {why}"
+    kernel = missing_kernel(g)
+    if kernel and e.outcome != ReplayOutcome.COMPILE_ERROR:
+        return False, [], (f"{label}: this jaxlib has no custom-call target {kernel}, which the module calls (a kernel "
+                            "of the jaxlib that made it)")
     diffs, same = [], True
     if got.outcome != e.outcome:
         diffs.append(f"{label}: outcome {got.outcome}, expected {e.outcome}")
@@ -99,23 +108,25 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
 def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatch = PackMatch.CLASS) -> ReproResult:
     """Pure: the pack's expected modules against a replay's modules."""
     by_key = {(m.id, m.name): m for m in got}
-    differences, cannot, all_same = [], [], True
+    differences, cannot, differing = [], [], 0
     pairs = []
     for e in expected:
         replayed = by_key.get((e.id, e.name))
         same, diffs, why = _compare_module(e, replayed, match)
         differences += diffs
-        all_same = all_same and same
+        differing += not same
         if why:
             cannot.append(why)
         pairs.append(ModulePair(expected=e, got=expected_of(replayed) if replayed else None))
     if cannot:
         return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason="; ".join(cannot), differences=differences, modules=pairs)
-    if all_same:
+    if not differing:
         return ReproResult(outcome=ReproOutcome.REPRODUCED, differences=differences, modules=pairs,
                            reason=f"every module gave its expected outcome (compared: {match})")
-    return ReproResult(outcome=ReproOutcome.NOT_REPRODUCED, reason="; ".join(differences) or "outcome differs",
-                       differences=differences, modules=pairs)
+    # The differences are listed once, beside the answer; the reason counts them.
+    return ReproResult(outcome=ReproOutcome.NOT_REPRODUCED, differences=differences, modules=pairs,
+                       reason=f"{differing} of {len(expected)} module(s) did not give their expected outcome "
+                              f"(compared: {match})")
 
 
 def run_of(source: Path) -> RunManifest | None:
@@ -153,8 +164,9 @@ def _pack_files(modules: list[ModuleSource], source: Path, run: RunManifest | No
     return files, entries
 
 
-def _index(request: ReplayRequest, replayed: ReplayResult, run: RunManifest | None, target: Target,
-           entries: Entries) -> PackIndex:
+def _index(prepared: Prepared, replayed: ReplayResult, run: RunManifest | None, entries: Entries) -> PackIndex:
+    request = prepared.plan.request
+    target = prepared.targets[request.python]
     options = PackedOptions(**{f.name: copy(getattr(request, f.name)) for f in fields(PackedOptions)})
     versions = PackVersions(python=target.python_version, jax=target.jax, jaxlib=target.jaxlib,
                             plugins=list(target.plugins), backend=target.backend, devices=list(target.devices))
@@ -162,16 +174,19 @@ def _index(request: ReplayRequest, replayed: ReplayResult, run: RunManifest | No
                          platform=run.platform, presets=list(run.presets)) if run else None
     modules = []
     for module in replayed.record.modules:
+        if (module.id, module.name) not in entries:  # left out
+            continue
         expected = expected_of(module)
         expected.files = entries[(module.id, module.name)]
         modules.append(expected)
+    references = [PackReference(python=p, jaxlib=prepared.targets[p].jaxlib) for p in request.reference_pythons]
     return PackIndex(format=FORMAT, xlatools_version=__version__, source=Path(request.source).name, replay=options,
-                     versions=versions, run=packed_run, modules=modules)
+                     versions=versions, run=packed_run, modules=modules, reference_pythons=references)
 
 
-def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str],
-               reporter: Reporter) -> tuple[Path, ReplayResult]:
-    """Replay `request.source` once (the expected outcome) and write the pack: (the pack, that replay)."""
+def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str], reporter: Reporter) -> PackResult:
+    """Replay `request.source` once (the expected outcome) and write the pack. Modules xlatools could not
+    replay are left out and named (a pack with none left is cannot-run, exit 3)."""
     from xlatools.records import to_json
     from xlatools.redact import redact
     from xlatools.replay.execute import execute_replay, prepare
@@ -185,81 +200,34 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     run = run_of(request.source) if kind == "bundle" else None
     prepared = prepare(request, (kind, modules))
     replayed = execute_replay(prepared, out_root, argv, reporter)
-    files, entries = _pack_files(modules, request.source, run)
+    left_out = [LeftOut(name=m.name, id=m.id, why=why) for m in replayed.record.modules if (why := tool_failure(m))]
+    if len(left_out) == len(replayed.record.modules):
+        raise EnvironmentMissing(f"nothing to pack: xlatools cannot replay any module of {request.source} here ("
+                                 + "; ".join(f"{m.label}: {m.why}" for m in left_out)[:1500] + ")",
+                                 hint="a pack records what a module does, never what xlatools could not do")
+    skipped = {(m.id, m.name) for m in left_out}
+    files, entries = _pack_files([m for m in modules if (m.id, m.name) not in skipped], request.source, run)
     if inputs_file:  # travels inside the pack (reduce's minimal modules need their exact inputs)
         files[PACKED_INPUTS] = Path(str(request.inputs)).read_bytes()
-    index = _index(request, replayed, run, prepared.targets[request.python], entries)
+    index = _index(prepared, replayed, run, entries)  # with the run's settings the replay adopted
+    index.left_out = left_out
     if inputs_file:
         index.replay.inputs = PACKED_INPUTS
     files["pack.json"] = json.dumps(redact(to_json(index)), indent=2, sort_keys=True).encode()  # a pack travels
-    return write_pack(files, out_file), replayed
+    return PackResult(path=write_pack(files, out_file), replayed=replayed, index=index)
 
 
-def _modules_of(index: PackIndex, root: Path, members: dict[str, Member], archive: Path) -> list[ModuleSource]:
-    """The modules pack.json lists, each file resolved inside the verified member list (member_path)."""
-    modules = []
-    for number, entry in enumerate(index.modules):
-        if not entry.files or not set(entry.files) <= set(SOURCE_KINDS):
-            raise PackError(f"{archive}: pack.json [modules[{number}].files] must map {', '.join(SOURCE_KINDS)} to "
-                            "files of the pack", hint="the pack is damaged or was not written by `xlatools repro pack`")
-        paths = {kind: member_path(root, members, rel, f"modules[{number}].files.{kind}", archive)
-                 for kind, rel in entry.files.items()}
-        modules.append(ModuleSource(name=entry.name, id=entry.id, **paths))
-    if not modules:
-        raise PackError(f"{archive}: pack.json lists no module")
-    return modules
-
-
-def _check_packed(packed: PackedOptions, archive: Path) -> None:
-    """A pack may not name files or interpreters of the machine that replays it: inputs from a file (but its own), a
-    reference other than the CPU backend, XLA flags whose value is a path (see docs/security.md)."""
-    from xlatools.replay.plan import INPUT_MODES, REFERENCES
-    from xlatools.run.flags import flag_name
-
-    problems = []
-    if packed.inputs not in (None, *INPUT_MODES, PACKED_INPUTS):
-        problems.append(f"inputs {packed.inputs!r} (a pack carries random, zeros, ones or its own {PACKED_INPUTS})")
-    problems += [f"references {r!r} (only {', '.join(REFERENCES)})" for r in packed.references if r not in REFERENCES]
-    problems += [f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
-                 for f in packed.xla_flags if PATH_FLAG.search(flag_name(f))]
-    problems += [f"{name} {value!r} (a finite number, 0 or more)" for name, value in
-                 (("atol", packed.atol), ("rtol", packed.rtol)) if not 0 <= value < float("inf")]
-    if problems:
-        raise PackError(f"{archive}: pack.json [replay] holds what a pack may not: {'; '.join(problems)}",
-                        hint="see docs/security.md: what a pack may contain")
-
-
-def read_index(root: Path, archive: Path) -> PackIndex:
-    """The pack's pack.json: a damaged, foreign or newer index is bad input naming the pack and each key."""
-    from dataclasses import replace
-
-    from xlatools.records.base import read_json_object, validate
-
-    path, shown = root / "pack.json", f"pack.json in {archive}"
-    hint = "give a .tar.gz written by `xlatools repro pack`"
-    try:
-        data = read_json_object(path, "pack index", hint=hint)
-        if data.get("format") != FORMAT:
-            raise PackError(f"{archive}: pack.json: pack format {data.get('format')!r}, this xlatools reads {FORMAT}",
-                            hint="replay it with the xlatools version that wrote it")
-        return validate(data, PackIndex, path, what="pack index", hint=hint)
-    except PackError:
-        raise
-    except UsageError as exc:  # name the pack, not the folder it was unpacked into (removed afterwards)
-        raise PackError(shown + exc.message.removeprefix(str(path)), hint=exc.hint,
-                        problems=[replace(p, file=shown) for p in exc.problems]) from None
-
-
-def _request_of(index: PackIndex, archive: Path, python: str) -> ReplayRequest:
-    """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest)."""
+def _request_of(index: PackIndex, archive: Path, python: str, references: list[str]) -> ReplayRequest:
+    """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest),
+    with the reference interpreters of that jaxlib found here."""
     packed = index.replay
     return ReplayRequest(source=archive, python=python, name=f"repro-{archive.name.split('.')[0]}",
-                         **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
+                         reference_pythons=references, **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
 
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
              match: PackMatch | str = PackMatch.CLASS, argv: list[str] | None = None, same_jaxlib: bool = False,
-             reporter: Reporter | None = None) -> ReproResult:
+             reporter: Reporter | None = None, reference_pythons: list[str] | None = None) -> ReproResult:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
     Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
@@ -283,9 +251,12 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
     try:
         extract(archive, unpacked, members)
         index = read_index(unpacked, archive)
-        _check_packed(index.replay, archive)
-        modules = _modules_of(index, unpacked, members, archive)
-        request = _request_of(index, archive, resolve_python(python))
+        check_packed(index.replay, archive)
+        modules = modules_of(index, unpacked, members, archive)
+        references, missing = pack_references(index, reference_pythons or [])
+        if missing:
+            return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=missing)
+        request = _request_of(index, archive, resolve_python(python), [resolve_python(p) for p in references])
         if request.inputs == PACKED_INPUTS:
             request.inputs = str(member_path(unpacked, members, PACKED_INPUTS, "replay.inputs", archive))
         try:

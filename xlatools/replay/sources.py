@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.errors import UsageError
+from xlatools.replay.hloproto import is_unoptimized
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
 # jax compiles these small modules for its own helpers (jnp.arange -> jit_iota, astype, where, ...).
@@ -24,6 +25,16 @@ HELPER_PRIMITIVES = frozenset({
     "_reduce_max", "_reduce_min", "select_n", "pad", "_pad", "full", "_full", "zeros_like", "ones_like", "copy",
     "astype", "_convert_element_type", "integer_pow", "_rem", "remainder", "_unstack", "_split", "split",
     "_cumulative_reduction", "cumsum", "sort", "argsort", "gather", "_gather", "scatter", "_scatter_impl",
+    # jax.random and jnp constructors called outside jit (model initialisation, data): jax's code, not the program's
+    "_threefry_seed", "_threefry_split", "_threefry_fold_in", "_threefry_random_bits", "_random_bits", "_uniform",
+    "_normal", "_truncated_normal", "_bernoulli", "_randint", "_gamma", "_random_split", "_random_fold_in",
+    "random_seed", "random_bits", "random_split", "random_fold_in", "random_wrap", "random_unwrap", "_linspace",
+    "_arange", "_eye", "_tri",
+    # one primitive run eagerly (outside any jit: a model's init, an optimiser's state) is compiled as jit_<primitive>
+    "add", "sub", "subtract", "multiply", "mul", "true_divide", "divide", "div", "sqrt", "rsqrt", "exp", "log",
+    "tanh", "relu", "dot_general", "matmul", "equal", "not_equal", "less", "greater", "bitwise_or", "bitwise_and",
+    "unstack", "negative", "neg", "abs", "maximum", "minimum", "square", "power", "pow",
+    "stage",  # lax.stage: a host value lifted into jax (newer jax, e.g. jnp.asarray)
 })
 
 
@@ -92,7 +103,21 @@ def from_file(path: Path) -> ModuleSource:
         stem = path.parent.name
     match = re.match(r"^(?:\d+\.)?module_(\d+)\.(.+)$", stem)
     name = match.group(2) if match else re.sub(r"\.(txt|hlo|pb|mlir)$", "", stem)
-    return ModuleSource(name=name, id=int(match.group(1)) if match else None, **{kind: path})
+    source = ModuleSource(name=name, id=int(match.group(1)) if match else None, **{kind: path})
+    if kind == "snapshot" and match and not is_unoptimized(path):
+        _pair_with_siblings(source, path.parent, stem)
+    return source
+
+
+def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
+    """A snapshot of --xla_dump_hlo_snapshots holds the OPTIMISED module, which XLA cannot compile again
+    (final layouts, fusions with backend configs): its arguments and result go with the unoptimised
+    module the same dump wrote beside it."""
+    siblings = {"text": folder / f"{stem}.before_optimizations.txt", "proto": folder / f"{stem}.before_optimizations.hlo.pb",
+                "mlir": folder / stem / "module.mlir"}
+    for kind, sibling in siblings.items():
+        if sibling.is_file():
+            setattr(source, kind, sibling)
 
 
 def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:
@@ -135,8 +160,8 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
 
 def resolve(source: Path, refs: list[str], include_all: bool, process: int | None = None) -> tuple[str, list[ModuleSource]]:
     """("file" | "dump" | "bundle", modules) for SOURCE; of a multi-process run, the modules of one
-    process's dump (`process`, default 0) that one process can replay (run/process_dumps.py)."""
-    from xlatools.run.process_dumps import choose_dump, devices_of, process_rows, refuse_group_modules
+    process's dump (`process`, default 0; run/process_dumps.py)."""
+    from xlatools.run.process_dumps import choose_dump
 
     path = Path(os.path.abspath(Path(source).expanduser()))  # the target runs in another directory
     if path.is_file():
@@ -145,7 +170,4 @@ def resolve(source: Path, refs: list[str], include_all: bool, process: int | Non
         return "file", [from_file(path)]
     choice = choose_dump(path, process)
     modules = from_dump(choice.root, refs, include_all)
-    if choice.process is not None:
-        devices = devices_of(process_rows(choice.bundle), choice.process)
-        modules = refuse_group_modules(choice, modules, bool(refs), devices)
     return ("bundle" if choice.root != path else "dump"), modules

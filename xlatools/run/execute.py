@@ -127,12 +127,14 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
     from xlatools.bundle import bundle_session
     from xlatools.run.process import execute
-    from xlatools.run.record import finish_record, run_record
+    from xlatools.run.record import finish_record, numerics_env, run_record
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
     with bundle_session(out_root, RunManifest(), name=prepared.plan.name, write_running=False) as session:
         plan = prepared.plan.bind(session.path)
-        session.adopt(run_record(plan, prepared.target, argv, prepared.flag_checks))
+        record = run_record(plan, prepared.target, argv, prepared.flag_checks)
+        record.numerics_env = numerics_env(plan.child_env(caller_env))  # replays and packs restore them
+        session.adopt(record)
         if plan.processes:
             from xlatools.run.group_record import bind_coordinator, make_process_folders
 
@@ -199,7 +201,8 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
-    from xlatools.run.record import dump_summary, finish_record, read_smoke_results, summary_text, unmatched_vmodule
+    from xlatools.run.record import (dump_summary, finish_record, flag_fault_notes, read_smoke_results, summary_text,
+                                      unmatched_vmodule)
 
     record: RunManifest = session.record
     table = ""
@@ -212,6 +215,8 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
         record.notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "
                             "without the extension (e.g. hlo_pass_pipeline); check the name, or whether that file "
                             "logs at that level")
+    if result.status != Status.OK:
+        record.notes += flag_fault_notes(stderr_log, plan.xla_flags)
     finish_record(record, result, exit_code)
     _name_backtrace(record, session.path)
     record.smoke = read_smoke_results(session.path / "smoke_results.json")

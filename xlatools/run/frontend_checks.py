@@ -56,7 +56,7 @@ def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str
                    variable: str = "XLA_FLAGS", reporter: "Reporter | None" = None) -> dict[str, str]:
     """How each flag in `to_check` (name -> flag) was found acceptable ("table", "cache", "probe");
     UnknownFlags naming each unknown flag and where it came from (`sources`: flag -> origin)."""
-    from xlatools.run.target import unknown_flags
+    from xlatools.run.flag_probe import unknown_flags
 
     if not to_check:
         return {}
@@ -79,7 +79,7 @@ def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str
 
 def check_flags(target: "Target", plan: "RunPlan", reporter: "Reporter | None" = None) -> dict[str, str]:
     """How each flag of the plan was found acceptable; UnknownFlags for unknown ones."""
-    from xlatools.run.target import probe_together
+    from xlatools.run.flag_probe import probe_together
 
     how: dict[str, str] = {}
     layers = [("XLA_FLAGS", plan.xla_flags, plan.xla_flag_sources)]

@@ -7,8 +7,9 @@ Handles both printer styles seen in dumps: jaxlib 0.4.x (`add.15 = f32[] add(Arg
 and FileNames/FunctionNames/FileLocations/StackFrames tables before the computations).
 
 What is dropped: the module name, `metadata={...}` (op names, source files and lines,
-stack frame ids), the stack-frame tables, `} // name` trailers and computation signatures
-(their parameter instructions carry the same shapes; 0.4.x prints none). What is renamed:
+stack frame ids), the stack-frame tables, `} // name` trailers, `/*index=N*/` tuple comments,
+computation signatures (their parameter instructions carry the same shapes; 0.4.x prints none)
+and the process pointers jaxlib 0.4.x passes to host callbacks. What is renamed:
 every computation (c0, c1, ...) and every instruction (v0, v1, ...), numbered in order of
 definition. Everything else (opcodes, shapes, layouts, attributes) is kept, so the same
 program gives the same fingerprint on jaxlib 0.4.30 and 0.12.
@@ -74,8 +75,30 @@ def _body_lines(text: str) -> list[str]:
             continue
         if line.startswith("}"):
             line = "}"  # `} // main.23`
-        lines.append(_strip_attribute(line, "metadata"))
-    return lines
+        # `/*index=5*/` marks long tuples; its '=' would also hide a computation's signature from _COMPUTATION.
+        lines.append(_INDEX_COMMENT.sub("", _strip_attribute(line, "metadata")))
+    return _neutral_callbacks(lines)
+
+
+_INDEX_COMMENT = re.compile(r"/\*index=\d+\*/")
+_CALLBACK_CALL = re.compile(r'custom-call\(%?(?P<descriptor>[\w.\-]+)[,)].*custom_call_target="xla_python_\w+_callback"')
+
+
+def _neutral_callbacks(lines: list[str]) -> list[str]:
+    """jaxlib 0.4.x passes a host callback's descriptor, a pointer into the process, as the constant first operand
+    of its custom call: another value in every run. It says nothing about the computation."""
+    descriptors = {found["descriptor"] for line in lines if (found := _CALLBACK_CALL.search(line))}
+    if not descriptors:
+        return lines
+    out = []
+    for line in lines:
+        definition = _DEFINITION.match(line)
+        if definition and definition["name"] in descriptors:
+            line = re.sub(r"constant\(-?\d+\)", "constant(<python callback>)", line)
+        elif _CALLBACK_CALL.search(line):  # the same pointer again as the call's backend_config
+            line = re.sub(r'backend_config="-?\d+"', 'backend_config="<python callback>"', line)
+        out.append(line)
+    return out
 
 
 def _names(lines: list[str]) -> tuple[dict[str, str], dict[str, str]]:

@@ -3,8 +3,8 @@
 XLA names dump files without a process index, so each process dumps into its own folder. Readers
 (inspect, diff, report, replay) address one process's dump: a bundle or its xla_dump/ means process 0
 unless `--process N` says otherwise; `BUNDLE/xla_dump/pN` names process N itself and keeps its
-bundle's record. A module compiled for the devices of several processes (its `num_partitions` x
-`replica_count` is more than one process has) cannot be replayed by one process: said, not tried.
+bundle's record. A module compiled for several devices cannot be replayed alone: replay refuses it
+(replay/refusals.py), naming the processes of the run.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.errors import UsageError
 
 PROCESS_DIR = re.compile(r"^p(\d+)$")
-_HEADER_COUNT = re.compile(r"\b(num_partitions|replica_count)=(\d+)")
 
 
 @dataclass(frozen=True)
@@ -75,45 +74,14 @@ def choose_dump(path: Path, process: int | None = None) -> DumpChoice:
     return DumpChoice(folders[chosen], bundle or _bundle_of(root.parent), chosen, len(folders))
 
 
-def devices_needed(before_file: Path) -> int:
-    """num_partitions x replica_count from an HLO module's header line (1 when absent)."""
-    try:
-        with open(before_file, encoding="utf-8", errors="replace") as handle:
-            header = next((line for line in handle if line.startswith("HloModule")), "")
-    except OSError:
-        return 1
-    counts = {name: int(value) for name, value in _HEADER_COUNT.findall(header)}
-    return counts.get("num_partitions", 1) * counts.get("replica_count", 1)
-
-
-def group_module_reason(choice: DumpChoice, before_file: Path | None, devices_per_process: int | None) -> str | None:
-    """Why one process cannot replay this module of a per-process dump (None: it can try)."""
-    if choice.process is None or before_file is None:
-        return None
-    needed = devices_needed(before_file)
-    local = devices_per_process or 1
-    if needed <= local:
-        return None
-    return (f"it was compiled for {needed} devices across the {choice.processes} processes of a multi-process run "
-            f"(num_partitions x replica_count = {needed}; {local} per process), and a replay runs one process")
-
-
-def refuse_group_modules(choice: DumpChoice, modules: list, explicit: bool, devices_per_process: int | None) -> list:
-    """Modules (replay.sources.ModuleSource) one process can replay. A module asked for by name that needs
-    several processes is refused (exit 3, cannot run here); others are left out, and when none is left,
-    that is refused too."""
-    kept, refused = [], []
-    for module in modules:
-        reason = group_module_reason(choice, module.text, devices_per_process)
-        (refused if reason else kept).append((module, reason))
-    if refused and (explicit or not kept):
-        module, reason = refused[0]
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise EnvironmentMissing(
-            f"cannot replay module {module.label}{more} alone: {reason}",
-            hint=f"reproduce it with the program: xlatools run --processes {choice.processes} PROGRAM "
-                 "(its bundle keeps every process's dump and logs)")
-    return [module for module, _ in kept]
+def process_of(path: Path) -> tuple[int, int] | None:
+    """(process, how many processes) when `path` lies in a per-process dump folder `xla_dump/pN/` (or in a
+    module folder there); None otherwise."""
+    for folder in (path.parent, path.parent.parent):
+        own = PROCESS_DIR.match(folder.name)
+        if own and folder.parent.name == "xla_dump":
+            return int(own[1]), len(process_dirs(folder.parent))
+    return None
 
 
 def differing_modules(folders: dict[int, Path]) -> list[str]:
@@ -151,7 +119,3 @@ def process_lines(rows: list, choice: DumpChoice) -> list[str]:
         lines.append(f"process {row.id}: {row.status} ({row.outcome}), {row.devices or '?'} device(s); logs "
                      f"{row.stdout}, {row.stderr}{dump}{'  <- ' + ', '.join(marks) if marks else ''}")
     return lines
-
-
-def devices_of(rows: list, process: int | None) -> int | None:
-    return next((row.devices for row in rows if row.id == process), None)

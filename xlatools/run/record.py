@@ -56,6 +56,16 @@ def run_record(plan: RunPlan, target: Target, argv: list[str], flag_checks: dict
     )
 
 
+# Variables that change a program's numbers (types, precisions, math libraries): recorded with every run.
+NUMERICS_ENV = ("JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_DEFAULT_DTYPE_BITS", "JAX_NUMPY_DTYPE_PROMOTION",
+                "NVIDIA_TF32_OVERRIDE", "TF_ENABLE_ONEDNN_OPTS", "XLA_FLAGS_FILE")
+
+
+def numerics_env(env: dict[str, str]) -> dict[str, str]:
+    """The NUMERICS_ENV variables set (non-empty) in `env`."""
+    return {name: env[name] for name in NUMERICS_ENV if env.get(name) not in (None, "")}
+
+
 def finish_record(record: RunManifest, result: ProgramResult, exit_code: int) -> None:
     """The fields of a finished program: xlatools' exit code and the program's own outcome."""
     record.exit_code, record.returncode, record.signal = exit_code, result.returncode, result.signal_name
@@ -96,6 +106,30 @@ def unmatched_vmodule(stderr_log: Path, patterns: list[str]) -> list[str]:
     except OSError:
         return []
     return [p for p in patterns if not any(fnmatch.fnmatchcase(name, p) for name in seen)]
+
+
+# Program deaths a dump flag causes, known from real runs: (flag, log text, what to say).
+FLAG_FAULTS = (
+    ("--xla_dump_hlo_snapshots", b"called on deleted or donated buffer",
+     "the program died in --xla_dump_hlo_snapshots: jaxlib 0.4.x reads an execution's arguments for its snapshot after "
+     "the run, when donated buffers (donate_argnums; Keras and many optax training steps donate) are gone. Dump without "
+     "snapshots (--preset dump:passes --preset dump:proto instead of dump:full) or use jaxlib >= 0.5"),
+)
+
+
+def flag_fault_notes(stderr_log: Path, flags: list[str]) -> list[str]:
+    """What a failed program's log says about a dump flag that killed it (FLAG_FAULTS)."""
+    wanted = [(text, note) for flag, text, note in FLAG_FAULTS if any(f.split("=")[0] == flag for f in flags)]
+    if not wanted:
+        return []
+    try:
+        with open(stderr_log, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - (1 << 20)))
+            tail = handle.read()
+    except OSError:
+        return []
+    return [note for text, note in wanted if text in tail]
 
 
 def summary_text(record: RunManifest, modules_table: str) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.records.run import Device
-from xlatools.run.flags import bad_value_from_abort, join_flags, table_verdict, unknown_from_abort
+from xlatools.run.flags import join_flags
 from xlatools.run.frontends import SPECS, probe_env
 from xlatools.run.target_cache import TargetCache
 
@@ -150,6 +150,11 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
 
     with tempfile.TemporaryDirectory(prefix="xlatools-probe-") as tmp:
         out = os.path.join(tmp, "out.json")
+        flags = env.get("XLA_FLAGS", "")
+        if "--xla_dump" in flags and "--xla_dump_to" not in flags:
+            # Dump flags alone send dumps to stdout, where TensorFlow 2.21's XLA segfaults with snapshots on:
+            # a probe of flags must not fail for that, so the probe dumps into its own folder.
+            env = {**env, "XLA_FLAGS": f"{flags} --xla_dump_to={os.path.join(tmp, 'dump')}"}
         try:
             proc = run_captured([python, str(PROBES / "target_info.py"), out, *args], cwd=tmp, env=env,
                                 timeout=probe_timeout(timeout))
@@ -230,104 +235,3 @@ def _missing_frontend(target: Target) -> str:
     if spec.name == "torch-xla" and not target.versions.get("torch"):
         missing = "torch and torch_xla" if missing else "torch"
     return missing
-
-
-def _flag_cache_key(target: Target, variable: str) -> str:
-    return "flags" if (target.frontend, variable) == ("jax", "XLA_FLAGS") else f"flags:{target.frontend}:{variable}"
-
-
-def _known_verdict(target: Target, known: dict[str, bool], variable: str, name: str) -> tuple[bool | None, str]:
-    """The verdict on `name` from the table (jaxlib's XLA_FLAGS only) or the cache, if either decides."""
-    if SPECS[target.frontend].uses_flag_table and variable == "XLA_FLAGS":
-        verdict = table_verdict(name, target.jaxlib)
-        if verdict is not None:
-            return verdict, "table"
-    return known.get(name), "cache"
-
-
-def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float = 120,
-                  variable: str = "XLA_FLAGS", reporter: Reporter | None = None) -> tuple[list[str], dict[str, str]]:
-    """The flag names `target` does not accept in `variable`, and how each verdict was reached ("table", "probe", "cache").
-
-    The flag table covers jaxlib's XLA_FLAGS only; other frontends' flags are probed once and cached."""
-    cache = TargetCache.load(target.python)
-    verdicts: dict[str, bool] = {}
-    how: dict[str, str] = {}
-    unsure: dict[str, str] = {}
-    cache_key = _flag_cache_key(target, variable)
-    known = cache.flags.get(cache_key, {})
-    for name, flag in names_to_flags.items():
-        verdict, source = _known_verdict(target, known, variable, name)
-        if verdict is not None:
-            verdicts[name], how[name] = verdict, source
-        else:
-            unsure[name] = flag
-    if unsure:
-        if reporter:
-            reporter.step(f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} "
-                          "(not decided by the table)")
-        probed = _probe_flags(target, unsure, timeout, variable)
-        for name, verdict in probed.items():
-            verdicts[name], how[name] = verdict, "probe"
-        if target.stamp_origin:
-            cache.remember_flags(cache_key, probed, target.stamp_files)
-    return sorted(name for name, ok in verdicts.items() if not ok), how
-
-
-def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeout: float = 120,
-                   reporter: Reporter | None = None) -> None:
-    """One frontend start for the undecided flags of several variables (TensorFlow: XLA_FLAGS and
-    TF_XLA_FLAGS): if it starts with all of them, each is cached as accepted. If not, nothing is
-    cached and unknown_flags sorts them out variable by variable. Saves a start (seconds) per run."""
-    cache = TargetCache.load(target.python)
-    undecided = {}
-    for variable, flags in by_variable.items():
-        known = cache.flags.get(_flag_cache_key(target, variable), {})
-        rest = {name: flag for name, flag in flags.items() if _known_verdict(target, known, variable, name)[0] is None}
-        if rest:
-            undecided[variable] = rest
-    if len(undecided) < 2 or not target.stamp_origin:
-        return
-    listed = "; ".join(f"{variable} {', '.join(flags.values())}" for variable, flags in undecided.items())
-    if reporter:
-        reporter.step(f"checking {listed} with {target.described} (one start for all)")
-    env = _probe_env("cpu", target.frontend, {variable: list(flags.values()) for variable, flags in undecided.items()})
-    if _run_probe(target.python, ["--devices", "--frontend", target.frontend], env, timeout).proc.returncode != 0:
-        return
-    for variable, flags in undecided.items():
-        cache.remember_flags(_flag_cache_key(target, variable), {name: True for name in flags}, target.stamp_files)
-
-
-def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:
-    """Start the frontend's XLA backend on the CPU with `flags` in `variable` and read which ones XLA refuses."""
-    python = target.python
-
-    def attempt(subset: dict[str, str]) -> tuple[bool, list[str] | None, str]:
-        env = _probe_env("cpu", target.frontend, {variable: list(subset.values())})
-        proc = _run_probe(python, ["--devices", "--frontend", target.frontend], env, timeout).proc
-        if proc.returncode == 0:
-            return True, [], ""
-        return False, unknown_from_abort(proc.stderr, variable), proc.stderr
-
-    ok, unknown, stderr = attempt(flags)
-    if ok:
-        return {name: True for name in flags}
-    refused = bad_value_from_abort(stderr)
-    if unknown is None and refused is not None:
-        name, value, kind = refused
-        flag = flags.get(name, f"--{name}={value}")
-        raise UsageError(f"XLA refuses the value of {flag}: {value!r} is not a{' ' + kind if kind else ' valid value'}"
-                         f" for --{name}", hint=f"fix the value (`{variable}=--help` and starting {target.frontend} "
-                         "prints the flags XLA knows, with their types)")
-    if unknown is None:
-        lines = [line for line in stderr.strip().splitlines() if not line.startswith("\t--")]  # no flag table
-        tail = " | ".join(lines[-2:])[:500]
-        raise EnvironmentMissing(
-            f"cannot tell whether {python} accepts {', '.join(flags.values())}: the probe failed: {tail}",
-            hint=f"run it by hand: {variable}=... {python} (start {target.frontend} and compile something)",
-        )
-    verdicts = {name: name not in unknown for name in flags}
-    rest = {name: flag for name, flag in flags.items() if verdicts[name]}
-    if rest and not attempt(rest)[0]:  # confirm the others really start
-        raise EnvironmentMissing(f"{python} refuses {variable} flags {', '.join(rest.values())} for a reason other than an unknown flag")
-    return verdicts

@@ -44,7 +44,8 @@ def test_replay_gives_the_programs_own_outputs(three_ways, dumped, how):
     for name, key in (("jit_fn", "fn"), ("jit_clean", "clean")):
         module = modules[name]
         assert module["outcome"] == "ok", module
-        assert module["runs"][0]["loaded_from"]["kind"] == {"snapshot": "proto"}.get(how, how)
+        # --from snapshot: its arguments and result, with the unoptimised module (the snapshot's own is optimised)
+        assert module["runs"][0]["loaded_from"]["kind"] == {"snapshot": "text"}.get(how, how)
         assert [c["against"] for c in module["comparisons"]] == ["snapshot"] and module["comparisons"][0]["ok"]
         with np.load(run_dir(module) / "outputs.npz") as out:
             np.testing.assert_array_equal(out["a0"], expected[key])
@@ -94,6 +95,9 @@ def test_altered_snapshot_result_is_a_mismatch(dumped, replay, tmp_path):
     snapshot.result.f32s.extend(values)
     altered = tmp_path / "module_0000.jit_fn.snapshot.1.pb"
     altered.write_bytes(snapshot.SerializeToString())
+    # The snapshot's module is the optimised one: it replays with its unoptimised sibling.
+    sibling = original.name.split(".snapshot.")[0] + ".before_optimizations.txt"
+    (tmp_path / "module_0000.jit_fn.before_optimizations.txt").write_bytes((original.parent / sibling).read_bytes())
     result = replay("replay", str(altered), "--json", "--out", "out")
     assert result.returncode == 1, result.stderr
     module = _json(result)["modules"][0]
@@ -159,6 +163,7 @@ def test_snapshot_with_a_custom_call_the_target_lacks_is_a_compile_error(replay,
     argument.shape.dimensions.append(4)
     argument.f32s.extend([1, 2, 3, 4])
     (tmp_path / "module_0000.custom.snapshot.1.pb").write_bytes(snapshot.SerializeToString())
+    (tmp_path / "module_0000.custom.before_optimizations.txt").write_text(text)  # the unoptimised sibling
     result = replay("replay", "module_0000.custom.snapshot.1.pb", "--json", "--out", "out")
     assert result.returncode == 1, result.stderr
     run = _json(result)["modules"][0]["runs"][0]

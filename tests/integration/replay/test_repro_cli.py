@@ -28,7 +28,7 @@ def packed(dumped, tmp_path_factory, replay_env):
 def test_pack_is_deterministic_and_lists_its_hashes(packed):
     work, results = packed
     assert (work / "a.tar.gz").read_bytes() == (work / "b.tar.gz").read_bytes()
-    assert results[0]["expected"] == {"jit_fn": "ok"}
+    assert results[0]["expected"] == {"0000 jit_fn": "ok"}  # keyed by id and name
     with tarfile.open(work / "a.tar.gz") as tar:
         names = tar.getnames()
         files = [n for n in names if tar.getmember(n).isfile()]

@@ -78,17 +78,65 @@ def load(kind, payload):
     return computation, mlir, how
 
 
+def prepare_runtime():
+    """What a real program gets from `import jax` and from lowering, set up before a module runs here.
+
+    64-bit types stay as the module declares them: without x64, jax turns f64/s64 arguments into
+    f32/s32 (RuntimeProgramInputMismatch). jaxlib's LAPACK kernels (the CPU custom calls behind
+    jnp.linalg) are initialised: jax does it lazily while it lowers a linalg op, which a replay never
+    does, and an uninitialised kernel calls through a null pointer (SIGSEGV)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    try:
+        from jax._src.lib import lapack
+
+        lapack._lapack.initialize()
+    except (ImportError, AttributeError):
+        pass  # a jaxlib without LAPACK kernels (a GPU-only build): nothing to set up
+
+
 def backend():
     from jax._src import xla_bridge
 
     return xla_bridge.get_backend()
 
 
-def compile_mlir(client, mlir):
-    options = _client().CompileOptions()
-    if hasattr(client, "compile_and_load"):
-        return client.compile_and_load(mlir, client.local_devices()[:1], options)
-    return client.compile(mlir, options)
+CALLBACK_RAN = "xlatools-replay: a host callback of the module ran"
+_CALLBACK_INDEX = re.compile(r"index = (\d+) : ui64")
+
+
+def callback_count(hlo_text):
+    """How many host callbacks jax registered for the module (FFI callbacks carry their index), 0 if none."""
+    if "_callback" not in hlo_text:
+        return 0
+    return 1 + max([int(i) for i in _CALLBACK_INDEX.findall(hlo_text)] or [0])
+
+
+def _refuse_callback(*args):
+    raise RuntimeError(CALLBACK_RAN)
+
+
+def compile_mlir(client, mlir, callbacks=0):
+    """Compile for one device. A module with host callbacks gets stand-ins that fail with CALLBACK_RAN when one
+    runs (the program's Python functions are not here; without stand-ins it would call through a stale index)."""
+    xc = _client()
+    options = xc.CompileOptions()
+    if not hasattr(client, "compile_and_load"):
+        return client.compile(mlir, options)  # jaxlib 0.4.x: callbacks are raw pointers in the module itself
+    devices = client.local_devices()[:1]
+    if callbacks:
+        try:
+            from jax._src.interpreters import mlir as jax_mlir
+            from jax._src.lib.mlir import ir
+
+            with jax_mlir.make_ir_context():
+                module = ir.Module.parse(mlir)
+                return client.compile_and_load(module, xc.DeviceList(tuple(devices)), options,
+                                               host_callbacks=[_refuse_callback] * callbacks)
+        except (ImportError, AttributeError, TypeError):
+            pass  # an API without stand-ins: the callback's failure says it
+    return client.compile_and_load(mlir, devices, options)
 
 
 def optimized_text(executable):

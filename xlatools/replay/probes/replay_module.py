@@ -156,6 +156,7 @@ class Job:
             self.spec = json.load(handle)
         self.out = self.spec["out_dir"]
         self.result = {"phase": "start", "failure": None}
+        self.callbacks = 0
 
     def path(self, name):
         return os.path.join(self.out, name)
@@ -177,7 +178,9 @@ class Job:
                 computation, mlir, how = jaxcompat.load(source["kind"], payload)
                 self.result["loaded_from"] = {"kind": source["kind"], "path": source["path"], "how": how}
                 # As text too: an older jaxlib that cannot read this jaxlib's proto may parse the text.
-                write_atomic(self.path("module.txt"), computation.as_hlo_text())
+                text = computation.as_hlo_text(print_large_constants=True)
+                write_atomic(self.path("module.txt"), text)
+                self.callbacks = jaxcompat.callback_count(text)
                 return computation, mlir
             except Exception as exc:
                 errors.append("%s: %s" % (source["kind"], first_line(exc)))
@@ -203,7 +206,7 @@ class Job:
         client = jaxcompat.backend()
         started = time.perf_counter()
         try:
-            executable = jaxcompat.compile_mlir(client, mlir)
+            executable = jaxcompat.compile_mlir(client, mlir, self.callbacks)
         except Exception as exc:
             raise Failed("compile-error", first_line(exc))
         self.result["compile_s"] = round(time.perf_counter() - started, 6)
@@ -232,6 +235,10 @@ class Job:
                 times.append(time.perf_counter() - started)
             results = [np.asarray(o) for o in outputs]
         except Exception as exc:
+            if jaxcompat.CALLBACK_RAN in str(exc):
+                raise Failed("cannot-run", "refused by design: a host callback of the module ran (jax.pure_callback, "
+                             "io_callback, jax.debug.print or a debug callback), and the Python functions it calls live "
+                             "only in the program that compiled it; run the program itself (xlatools run) to reproduce it")
             raise Failed("runtime-error", first_line(exc))
         self.result["run_s"] = {"count": len(times), "min": round(min(times), 6),
                                 "median": round(statistics.median(times), 6), "first": round(times[0], 6)}
@@ -282,6 +289,7 @@ def main(argv):
         # 64-bit inputs must reach the module as they are: with x64 off, device_put makes them 32-bit.
         jax.config.update("jax_enable_x64", True)
         job.result["versions"] = versions()
+        jaxcompat.prepare_runtime()
         computation, mlir = job.load_module()
         arrays = job.inputs(computation)
         executable, device = job.compile(mlir)

@@ -1,0 +1,237 @@
+"""The oracles of the conformance matrix: from one CLI call (and the files it left), the cell's outcome.
+
+Each judge says what a correct answer must look like, independently of how xlatools got it:
+a module replayed on the jaxlib that dumped it agrees with its own snapshot; a pack reproduces on
+its own jaxlib; two runs of one program do not diverge; a pass divergence is only claimed where
+the optimised HLO really differs; the report page runs without a console error.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.corpus.catalog import Program
+from tests.helpers import BROWSERS, browse, root_attributes
+
+FORMS_PER_PROGRAM = 4  # the program's first modules, each form replayed alone
+FAILURES = ("compile-error", "runtime-error", "crash", "timeout", "input-error", "cannot-run")
+
+
+@dataclass
+class Call:
+    rc: int
+    out: str
+    err: str
+    seconds: float
+
+    def json(self) -> dict:
+        try:
+            data = json.loads(self.out)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def tail(self, lines: int = 4) -> str:
+        text = "\n".join((self.err.strip() or self.out.strip()).splitlines()[-lines:])
+        return f"exit {self.rc}: {text}"[:800]
+
+
+@dataclass
+class Cell:
+    outcome: str  # works, refused, tool-failure, wrong-verdict or blocked
+    seconds: float = 0.0
+    detail: str = ""
+
+
+def _cell(outcome: str, seconds: float, detail: str = "") -> Cell:
+    return Cell(outcome, round(seconds, 2), detail)
+
+
+def _refusal(program: Program, call: Call):
+    """A by-design refusal: exit 3 and a message that names why."""
+    if program.refused and call.rc == 3 and program.refused in (call.err + call.out).lower():
+        said = [r.get("message") for m in call.json().get("modules") or [] for r in m.get("runs") or []
+                if r.get("failure") == "cannot-run"]
+        return _cell("refused", call.seconds, (said[0] if said else call.tail(2))[:400])
+    return None
+
+
+def _module_problems(modules: list[dict]) -> tuple[list[str], list[str]]:
+    """(wrong verdicts, tool failures) among replayed modules of the jaxlib that dumped them."""
+    wrong, failed = [], []
+    for m in modules:
+        label = f"{m.get('id')} {m.get('name')}"
+        if m.get("outcome") == "mismatch":
+            worst = max((c.get("max_abs_error", 0) for c in m.get("comparisons", []) if not c.get("ok")), default=0)
+            wrong.append(f"{label}: mismatch with its own snapshot (max abs {worst:.3g})")
+        elif m.get("outcome") != "ok":
+            run = (m.get("runs") or [{}])[0]
+            failed.append(f"{label}: {m.get('outcome')}: {(run.get('message') or '')[:300]}")
+    return wrong, failed
+
+
+def judge_replay(program: Program, call: Call):
+    refused = _refusal(program, call)
+    if refused:
+        return refused
+    modules = call.json().get("modules") or []
+    wrong, failed = _module_problems(modules)
+    if wrong:
+        return _cell("wrong-verdict", call.seconds, "; ".join(wrong))
+    if failed or call.rc != 0 or not modules:
+        return _cell("tool-failure", call.seconds, "; ".join(failed) or call.tail())
+    unchecked = [m for m in modules if m.get("files", {}).get("snapshot")
+                 and not any(c.get("against") == "snapshot" for c in m.get("comparisons", []))]
+    unsaid = [m["name"] for m in unchecked if not any("holds no result" in n for n in m.get("notes", []))]
+    if unsaid:
+        return _cell("tool-failure", call.seconds, f"not compared with their snapshots, without a word: {', '.join(unsaid)}")
+    said = f"; {len(unchecked)} without a recorded result (donated buffers), said so" if unchecked else ""
+    return _cell("works", call.seconds, f"{len(modules) - len(unchecked)} modules agree with their snapshots{said}")
+
+
+def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib: str, most: int = FORMS_PER_PROGRAM,
+                without_snapshots: bool = False):
+    """Each of the program's first `most` modules replayed from one dumped file alone. `without_snapshots`: the
+    run was refused with snapshots and made without them (its run cell says why)."""
+    files = [m["files"][form] for m in modules[:most] if m.get("files", {}).get(form)]
+    if not modules:
+        return _cell("blocked", 0.0, "the bundle replay listed no module")
+    if not files:
+        why = "jaxlib 0.4.x writes no module.mlir" if form == "mlir" and jaxlib.startswith("0.4.") else "not in the dump"
+        if form == "mlir" or program.refused:  # XLA writes no snapshot of a multi-device module
+            return _cell("refused", 0.0, f"no {form} form: {why}")
+        if form == "snapshot" and program.frontend != "jax":  # TensorFlow 2.21 dies with snapshots; torch_xla writes none
+            return _cell("refused", 0.0, f"no snapshot: {program.frontend} wrote none (see its run cell)")
+        if form == "snapshot" and without_snapshots:
+            return _cell("refused", 0.0, "no snapshot: the run was refused with snapshots (see its run cell)")
+        return _cell("tool-failure", 0.0, f"no {form} form dumped")
+    seconds, problems, wrong, refused = 0.0, [], [], []
+    for i, path in enumerate(files):
+        call = replay(path, f"replay-{i}")
+        seconds += call.seconds
+        refusal = _refusal(program, call)
+        if refusal:
+            refused.append(refusal.detail)
+            continue
+        if call.rc == 2 and "elides large constants" in call.err:  # refused with the file to use instead
+            refused.append(call.tail(2))
+            continue
+        bad_verdicts, failed = _module_problems(call.json().get("modules") or [])
+        wrong += bad_verdicts
+        problems += failed or ([f"{Path(path).name}: {call.tail()}"] if call.rc != 0 and not bad_verdicts else [])
+    if wrong:
+        return _cell("wrong-verdict", seconds, "; ".join(wrong))
+    if problems:
+        return _cell("tool-failure", seconds, "; ".join(problems))
+    if refused:
+        return _cell("refused", seconds, refused[0])
+    return _cell("works", seconds, f"{len(files)} of {len(modules)} modules")
+
+
+def judge_pack_same(program: Program, pack: Call, run: Call | None):
+    refused = _refusal(program, pack)
+    if refused:
+        return refused
+    seconds = pack.seconds + (run.seconds if run else 0.0)
+    expected = pack.json().get("expected") or {}
+    tool = [f"{k}: {v}" for k, v in (expected.items() if isinstance(expected, dict) else []) if v in FAILURES]
+    if pack.rc != 0 or run is None:
+        return _cell("tool-failure", seconds, "pack: " + pack.tail())
+    if tool:
+        return _cell("tool-failure", seconds, "the pack records tool failures as expected outcomes: " + "; ".join(tool))
+    answer = run.json()
+    left_out = pack.json().get("left_out") or {}
+    if answer.get("outcome") == "reproduced" and run.rc == 1:
+        said = "; ".join(f"left out {k}: {v[:160]}" for k, v in left_out.items())
+        return _cell("works", seconds, "reproduced (outputs identical)" + (f"; {said}" if said else ""))
+    if answer.get("outcome") == "not-reproduced":
+        return _cell("wrong-verdict", seconds, "same jaxlib, not reproduced: " + "; ".join(answer.get("differences", [])[:3]))
+    return _cell("tool-failure", seconds, f"repro run: {answer.get('outcome')}: {answer.get('reason') or run.tail()}")
+
+
+def judge_pack_other(program: Program, call: Call):
+    answer = call.json()
+    outcome = answer.get("outcome")
+    if outcome == "reproduced" and call.rc == 1:
+        return _cell("works", call.seconds, "reproduced on the other jaxlib")
+    if outcome == "cannot-run" and call.rc == 3 and answer.get("reason"):
+        return _cell("refused", call.seconds, "cannot run: " + answer["reason"][:300])
+    if outcome == "not-reproduced":
+        got = [pair.get("got") or {} for pair in answer.get("modules", [])]
+        if any(g.get("outcome") in FAILURES for g in got):
+            return _cell("wrong-verdict", call.seconds, "a tool failure answered as not-reproduced: "
+                         + "; ".join(answer.get("differences", [])[:3]))
+        return _cell("works", call.seconds, "differs on the other jaxlib: " + "; ".join(answer.get("differences", [])[:3]))
+    return _cell("tool-failure", call.seconds, call.tail())
+
+
+def judge_diff_same(call: Call, run_seconds: float):
+    data = call.json()
+    seconds = call.seconds + run_seconds
+    if call.rc != 0 or not data:
+        return _cell("tool-failure", seconds, call.tail())
+    diverging = [f"{m['a']['name']}" for m in data.get("modules", []) if (m.get("passes") or {}).get("divergence")]
+    if data.get("modules_differ") or diverging or data.get("only_a") or data.get("only_b"):
+        return _cell("wrong-verdict", seconds, f"two runs of one program differ: {', '.join(diverging[:5])} "
+                     f"(only A {len(data.get('only_a', []))}, only B {len(data.get('only_b', []))})")
+    return _cell("works", seconds, f"{len(data.get('modules', []))} modules, no divergence")
+
+
+def _after_text(root: Path, files: dict, ref: dict) -> bytes | None:
+    """A module's optimised HLO as dumped, without its first line (the module name carries the id)."""
+    for name in files:
+        if name.startswith(f"module_{ref['id']:04d}.") and name.endswith("after_optimizations.txt"):
+            data = (root / name).read_bytes()
+            return data.split(b"\n", 1)[-1]
+    return None
+
+
+def judge_diff_other(call: Call, bundle_a: Path, bundle_b: Path):
+    """No divergence claimed for a module whose optimised HLO is byte-identical; the headline is a module whose
+    optimised HLO differs."""
+    data = call.json()
+    if call.rc != 0 or not data:
+        return _cell("tool-failure", call.seconds, call.tail())
+    files_a = {p.name for p in (bundle_a / "xla_dump").glob("*after_optimizations.txt")}
+    files_b = {p.name for p in (bundle_b / "xla_dump").glob("*after_optimizations.txt")}
+    false, real = [], []
+    for m in data.get("modules", []):
+        divergence = (m.get("passes") or {}).get("divergence")
+        same_bytes = _after_text(bundle_a / "xla_dump", files_a, m["a"]) == _after_text(bundle_b / "xla_dump", files_b, m["b"])
+        if divergence and (m.get("same_output") or same_bytes):
+            false.append(f"{m['a']['name']} ({divergence.get('label')})")
+        elif not m.get("same_output"):
+            real.append(m["a"]["name"])
+    headline = data.get("headline")
+    if headline and headline.get("same_output"):
+        false.append(f"headline {headline.get('module')} has identical optimised HLO")
+    if false:
+        return _cell("wrong-verdict", call.seconds, f"divergence claimed where the optimised HLO is the same: {', '.join(false[:6])}"
+                     f" ({len(false)} of {len(data.get('modules', []))})")
+    return _cell("works", call.seconds, f"{len(real)} of {len(data.get('modules', []))} modules differ after optimisation")
+
+
+def render_page(page: Path, profile: Path) -> dict[str, str] | str:
+    """The <html> attributes the page's script leaves after headless Chromium ran it, or why not."""
+    browser = next((found for name in BROWSERS if (found := shutil.which(name))), None)
+    if browser is None:
+        return "no Chromium here"
+    done = browse(browser, page, profile, "--dump-dom")
+    if done.returncode != 0:
+        return f"chromium exit {done.returncode}: {done.stderr[-300:]}"
+    return root_attributes(done.stdout)
+
+
+def judge_report(call: Call, page: Path, profile: Path):
+    if call.rc != 0 or not page.is_file():
+        return _cell("tool-failure", call.seconds, call.tail())
+    root = render_page(page, profile)
+    if isinstance(root, str):
+        return _cell("tool-failure", call.seconds, root)
+    errors = json.loads(root.get("data-console-errors") or "null")
+    if root.get("data-ready") != "1" or errors:
+        return _cell("tool-failure", call.seconds, f"page not ready or console errors: {errors}")
+    return _cell("works", call.seconds, f"{page.stat().st_size // 1024} KiB, no console error")

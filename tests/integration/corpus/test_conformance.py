@@ -1,0 +1,45 @@
+"""The conformance matrix in CI: every corpus program x every step on jaxlib 0.10.2 (another jaxlib: 0.12),
+and a subset on 0.4.30 and 0.12 (another: 0.10.2). Every cell must work or be refused by design.
+
+The tables land in $XLATOOLS_CONFORMANCE_OUT (default: the test's temp folder) as Markdown and JSON.
+Cost on CI's 2-core machine: see docs/conformance.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, interpreter_from_env
+from tests.integration.corpus.conftest import corpus_python
+
+# The subsets: what differs most between jaxlibs (LAPACK kernels, x64, callbacks as pointers on 0.4.x,
+# snapshots of donated buffers), the cheap programs; diffrax also runs in test_defects (0.10.2, 0.4.30).
+MATRICES = {  # name: (column, other, programs; None = all)
+    "0.10.2": ("0.10.2", "0.12", None),
+    "0.4.30-subset": ("0.4.30", "0.10.2", ("linalg", "x64", "host_callback", "donated")),
+    "0.12-subset": ("0.12", "0.10.2", ("linalg", "x64", "custom_vjp")),
+}
+
+
+@pytest.mark.parametrize("name", list(MATRICES))
+def test_conformance_matrix(name, tmp_path):
+    column, other, programs = MATRICES[name]
+    out = Path(os.environ.get("XLATOOLS_CONFORMANCE_OUT") or tmp_path)
+    out.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, str(REPO / "scripts" / "conformance.py"), "--jaxlib", f"{column}={corpus_python(column)}",
+            "--other", f"{other}={corpus_python(other)}", "--work", str(tmp_path / "work"), "--forms", "2",
+            "--json", str(out / f"conformance-{name}.json"), "--markdown", str(out / f"conformance-{name}.md")]
+    if programs is None:  # the other frontends' programs too (CI has their interpreters)
+        argv += [f"--tf-python={interpreter_from_env('XLATOOLS_TF_PYTHON', 'tensorflow', 'a Python with tensorflow-cpu', 'scripts/make-tf-venv.sh PATH')}",
+                 f"--torch-xla-python={interpreter_from_env('XLATOOLS_TORCH_XLA_PYTHON', 'torch_xla', 'a Python with torch_xla', 'scripts/make-torch-xla-venv.sh PATH')}"]
+    argv += [x for p in programs or () for x in ("--program", p)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+    print(done.stdout)
+    data = json.loads((out / f"conformance-{name}.json").read_text())
+    bad = {k: v for k, v in data["totals"].items() if k not in ("works", "refused")}
+    assert done.returncode == 0 and not bad, done.stdout[-6000:] + done.stderr[-3000:]
