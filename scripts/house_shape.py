@@ -36,7 +36,7 @@ ALLOWED = {
     "compare": {"run", "replay"},
     "doctor": {"run", "builder", "pin", "profiles", "remote", "debug"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
-    "reduce": {"run", "replay", "bisect"},
+    "reduce": {"run", "replay", "bisect", "debug"},  # debug.crash: the reduced module's native backtrace
     "triage": {"run", "replay", "compare", "bisect", "reduce"},
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile

@@ -100,3 +100,35 @@ def test_doctors_gdb_and_ptrace_verdicts_from_the_facts():
     assert (check_ptrace("2", None).status, check_ptrace("3", None).status) == (CheckStatus.WARN, CheckStatus.FAIL)
     denied = check_ptrace("0", "Operation not permitted")
     assert denied.status == CheckStatus.FAIL and "--cap-add=SYS_PTRACE" in denied.fix
+
+
+# Lines of a real native-backtrace.txt (a reduce of a module that jaxlib 0.10.2 aborts on), paths shortened.
+_CRASH = """== native frames (gdb) ==
+Thread 16 (Thread 0x7fde3b1f86c0 (LWP 6107) "python3"):
+#0  syscall () at ../sysdeps/unix/sysv/linux/x86_64/syscall.S:38
+#5  0x00007fde566deb35 in xla::SlowOperationAlarm::AlarmLoop() () from /v/jaxlib/libjax_common.so
+
+Thread 8 (Thread 0x7fe5cb7fe6c0 (LWP 2604) "python3"):
+#2  0x00007fe5f2097d8a in __sleep (seconds=0) at ../sysdeps/posix/sleep.c:55
+#3  <signal handler called>
+#4  __pthread_kill_implementation (threadid=<optimized out>, signo=signo@entry=6, no_tid=no_tid@entry=0) at ./nptl/pthread_kill.c:44
+#7  <signal handler called>
+#10 0x00007fe5f1ffffb2 in __GI_raise (sig=sig@entry=6) at ../sysdeps/posix/raise.c:26
+#11 0x00007fe5f1fea472 in __GI_abort () at ./stdlib/abort.c:79
+#12 0x00007fe5f0a9d919 in ?? () from /lib/x86_64-linux-gnu/libstdc++.so.6
+#16 0x00007fe5f0aa01e9 in std::__throw_length_error(char const*) () from /lib/x86_64-linux-gnu/libstdc++.so.6
+#18 0x00007fe5ea0e4a59 in xla::cpu::ExecutionEngine::AllocateDylibs(unsigned long) () from /v/jaxlib/libjax_common.so
+
+== Python traceback (faulthandler) ==
+Thread 0x00007fe5cb7fe6c0 (most recent call first):
+"""
+
+
+def test_crashing_frames_are_the_crashed_threads_below_its_signal_handler():
+    from xlatools.debug.crash import crashing_frames
+
+    assert crashing_frames(_CRASH) == [
+        "#16 std::__throw_length_error(char const*) () from libstdc++.so.6",
+        "#18 xla::cpu::ExecutionEngine::AllocateDylibs(unsigned long) () from libjax_common.so"]
+    assert crashing_frames(_CRASH, count=1) == ["#16 std::__throw_length_error(char const*) () from libstdc++.so.6"]
+    assert crashing_frames("gdb was not found when the program started: no native frames") == []

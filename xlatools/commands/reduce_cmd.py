@@ -86,7 +86,8 @@ def reduce(
                         f"{result.oracle_calls} oracle calls, {result.seconds:.1f} s"
                         + (f" (stopped: {result.stopped})" if result.stopped else ""))
         reporter.result(f"result: {result.verdict}" + ("  FLAKY: not interesting on every re-check" if result.flaky else ""))
-        reporter.result(f"bundle: {record.bundle}  (ISSUE.md, reduced.hlo.txt, inputs.npz, repro.tar.gz)")
+        crash = ", native-backtrace.txt" if record.native_backtrace else ""
+        reporter.result(f"bundle: {record.bundle}  (ISSUE.md, reduced.hlo.txt, inputs.npz, repro.tar.gz{crash})")
     raise typer.Exit(done.exit_code)
 
 

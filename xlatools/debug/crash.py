@@ -41,3 +41,32 @@ def backtrace_note(folder: Path) -> str | None:
     """A line for summaries and notes when the program left a native backtrace in `folder`."""
     path = Path(folder) / FILE
     return f"native backtrace of the crash: {path}" if path.is_file() else None
+
+
+_UNTELLING = ("__pthread_kill", "pthread_kill", "__GI_raise", "raise ", "__GI_abort", "abort ", "?? ")  # libc's raise/abort, unnamed frames
+
+
+def crashing_frames(text: str, count: int = 8) -> list[str]:
+    """The top native frames of the thread that crashed, from a FILE's gdb part: those below its last
+    `<signal handler called>` (above it sits the hook's sleep), without libc's raise/abort and unnamed
+    frames, each shortened (for a report's few lines; the file has them all)."""
+    import re
+
+    native = text.split("== Python traceback", 1)[0]
+    for block in re.split(r"^Thread ", native, flags=re.M)[1:]:
+        lines = [line for line in block.splitlines() if re.match(r"#\d+\s", line)]
+        marks = [i for i, line in enumerate(lines) if "<signal handler called>" in line]
+        if marks:
+            break
+    else:
+        return []
+    shown = []
+    for line in lines[marks[-1] + 1:]:
+        number, _, rest = line.partition(" ")
+        rest = re.sub(r"^\s*0x[0-9a-f]+ in ", "", rest.strip())
+        if rest.startswith(_UNTELLING):
+            continue
+        shown.append(f"{number} " + re.sub(r" from (\S*/)?(\S+)$", r" from \2", rest)[:200])
+        if len(shown) == count:
+            break
+    return shown

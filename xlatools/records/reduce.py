@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from xlatools.records.base import BundleRecord
+from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.replay import DEFAULT_TOLERANCE, Comparison, PlannedModule, PlannedRun, TargetSeen, TargetVersions
 from xlatools.records.run import Device
 from xlatools.vocab import Interest, OracleKind, Platform, ReduceStrategy, ReplayOutcome
@@ -160,6 +160,7 @@ class ReduceManifest(BundleRecord):
     test: RanWith | None = None
     reference: RanWith | None = None
     result: ReduceResult | None = None
+    native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)  # the reduced module's crash: every thread's frames
 
 
 @dataclass(kw_only=True)

@@ -28,6 +28,7 @@ class IssueFacts:
     test_outputs_text: str
     reference_outputs_text: str
     rechecks: str
+    native_frames: list[str] = field(default_factory=list)  # the top frames of native-backtrace.txt (a crash)
     commands: list[tuple[str, str]] = field(default_factory=list)  # (what, command)
 
 
@@ -84,6 +85,9 @@ def render_issue(f: IssueFacts) -> str:
                 f.test_outputs_text.rstrip() or "-", "```", ""]
     else:
         out += ["## Failure", "", *_figures(f.verdict), ""]
+        if f.native_frames:
+            out += ["Top native frames of the crashing thread (every thread's: [native-backtrace.txt](native-backtrace.txt)):",
+                    "", "```", *f.native_frames, "```", ""]
     out += ["## Reproduce", ""]
     for what, command in f.commands:
         out += [f"{what}:", "", "```sh", command, "```", ""]

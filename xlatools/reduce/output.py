@@ -26,7 +26,7 @@ from xlatools.vocab import Status
 if TYPE_CHECKING:
     from xlatools.console import Reporter
 
-RESULT_FILES = ("reduced.hlo.txt", "inputs.npz", "ISSUE.md", "rounds.json", "repro.tar.gz")
+RESULT_FILES = ("reduced.hlo.txt", "inputs.npz", "ISSUE.md", "rounds.json", "repro.tar.gz", "native-backtrace.txt")
 
 
 @dataclass
@@ -58,7 +58,7 @@ def _copy(src: Path, dest: Path) -> None:
         shutil.copyfile(src, dest)
 
 
-def _facts(outcome: Outcome, reduced: str, pack: Path | None, pack_outcome: str) -> IssueFacts:
+def _facts(outcome: Outcome, reduced: str, pack: Path | None, pack_outcome: str, frames: list[str]) -> IssueFacts:
     plan, request, recheck = outcome.plan, outcome.plan.request, outcome.recheck_dir
     device = outcome.test.device
     reference = "cpu" if request.references else ("python" if request.reference_pythons else None)
@@ -71,7 +71,7 @@ def _facts(outcome: Outcome, reduced: str, pack: Path | None, pack_outcome: str)
         inputs_text=_literals(recheck / "test" / "literals.txt", "input"),
         test_outputs_text=_literals(recheck / "test" / "literals.txt", "output"),
         reference_outputs_text=_literals(recheck / "reference" / "literals.txt", "output"),
-        rechecks=", ".join(v.interest for v in outcome.rechecks),
+        rechecks=", ".join(v.interest for v in outcome.rechecks), native_frames=frames,
         commands=commands(plan.test.xla_flags, plan.test.platform if plan.test.platform != "auto" else "cpu", reference,
                           "repro.tar.gz" if pack else "(no pack)", pack_outcome))
 
@@ -88,8 +88,8 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
     _copy(recheck / "test" / "outputs.npz", folder / "outputs-test.npz")
     _copy(recheck / "reference" / "outputs.npz", folder / "outputs-reference.npz")
     atomic_write_json(folder / "rounds.json", {"rounds": to_json(outcome.rounds), "counters": to_json(outcome.counters)})
-    pack, pack_outcome = _pack(outcome, folder, argv, reporter)
-    facts = _facts(outcome, reduced, pack, pack_outcome)
+    pack, pack_outcome, crash = _pack(outcome, folder, argv, reporter)
+    facts = _facts(outcome, reduced, pack, pack_outcome, _keep_backtrace(outcome, crash, folder))
     atomic_write_text(folder / "ISSUE.md", render_issue(facts))
     counters = outcome.counters
     return ReduceResult(
@@ -101,21 +101,40 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
         files={name: str(folder / name) for name in RESULT_FILES if (folder / name).is_file()})
 
 
-def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -> tuple[Path | None, str]:
-    """A repro pack of the reduced module with its inputs (its expected outcome recorded by one replay)."""
+def _keep_backtrace(outcome: Outcome, crash: Path | None, folder: Path) -> list[str]:
+    """native-backtrace.txt of the reduced module when the re-checks saw it die by a signal; its top frames.
+
+    It comes from the pack's replay: a one-shot replay job (replay.jobs.run_job, crash capture on) of the
+    reduced module with the same interpreter, flags and inputs as the re-checks. The re-checks and the
+    search run in long-lived workers without capture, so a crashing candidate never waits for gdb and
+    no reduction pays an extra jax start-up for a capturing worker."""
+    from xlatools.debug.crash import FILE, crashing_frames
+
+    seen = outcome.rechecks[-1].failure
+    if crash is None or seen is None or not seen.signal or not crash.is_file():
+        return []
+    shutil.copyfile(crash, folder / FILE)
+    return crashing_frames(_read(folder / FILE))
+
+
+def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -> tuple[Path | None, str, Path | None]:
+    """A repro pack of the reduced module with its inputs (its expected outcome recorded by one replay),
+    and the native backtrace that replay left if the module crashed."""
     from xlatools.replay.plan import ReplayRequest
     from xlatools.replay.repro import build_pack
 
     plan, request = outcome.plan, outcome.plan.request
     if not (folder / "inputs.npz").is_file():
-        return None, "-"
+        return None, "-", None
     replay = ReplayRequest(source=folder / "reduced.hlo.txt", python=plan.test.python, inputs=str(folder / "inputs.npz"),
                            references=list(request.references), atol=request.atol, rtol=request.rtol,
                            xla_flags=list(request.xla_flags), disable_passes=list(request.disable_passes),
                            platform=request.platform, name="reduced")
     reporter.step("packing the reduced module (one replay records its expected outcome)")
-    path, replayed = build_pack(replay, folder / "repro.tar.gz", folder / "replays", argv + ["(repro pack)"], reporter)
-    return path, ", ".join(str(m.outcome) for m in replayed.record.modules)
+    made = build_pack(replay, folder / "repro.tar.gz", folder / "replays", argv + ["(repro pack)"], reporter)
+    modules = made.replayed.record.modules
+    crash = next((run.native_backtrace for m in modules for run in m.runs if run.native_backtrace), None)
+    return made.path, ", ".join(str(m.outcome) for m in modules), Path(crash) if crash else None
 
 
 def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
@@ -135,6 +154,7 @@ def execute_reduce(prepared: Prepared, out_root: Path, argv: list[str], reporter
                    caller_env: dict[str, str] | None = None) -> ReduceRun:
     """Reduce into a fresh bundle. Exit 1 when the result is flaky (not interesting on every re-check)."""
     from xlatools.bundle import bundle_session
+    from xlatools.debug.crash import FILE
     from xlatools.fsutil import atomic_write_text
 
     with Reduction.start(prepared, out_root, reporter, fresh, caller_env) as reduction:
@@ -147,6 +167,7 @@ def execute_reduce(prepared: Prepared, out_root: Path, argv: list[str], reporter
             record: ReduceManifest = session.record
             record.rounds, record.test, record.reference = outcome.rounds, outcome.test, outcome.reference
             record.result = write_results(outcome, session.path, argv, reporter)
+            record.native_backtrace = FILE if (session.path / FILE).is_file() else None
             atomic_write_text(session.path / "summary.json", json.dumps(to_json(record.result), indent=2) + "\n")
             if outcome.flaky:
                 session.finish(Status.FAILED, exit_code=EXIT_FAILED,

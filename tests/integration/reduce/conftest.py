@@ -50,8 +50,8 @@ def solve_bundle(tmp_path_factory, probe_cache) -> Path:
 def xl(tmp_path, probe_cache):
     """Run `xlatools ARGS` in tmp_path."""
 
-    def call(*args: str, timeout: float = 600):
-        return run_cli(*args, cwd=tmp_path, env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"},
+    def call(*args: str, timeout: float = 600, env: dict[str, str] | None = None):
+        return run_cli(*args, cwd=tmp_path, env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu", **(env or {})},
                        timeout=timeout)
 
     return call

@@ -1,5 +1,6 @@
 """`xlatools reduce` for real: a float64 miscompile of jaxlib 0.6.2 against jaxlib 0.10.2, an --error and a
---script oracle, a refused input, resuming. Cost: about 60-90 s on 2 cores (two dumping runs, three reductions)."""
+--script oracle, a refused input, resuming, a crash's native backtrace. Cost: about 80-110 s on 2 cores (two dumping
+runs, four reductions; the crash's, about 20 s, is mostly the reduced module's one replay under gdb)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,33 @@ def test_error_oracle_keeps_the_failing_custom_call(xl, solve_bundle, old_jax_py
     summary = json.loads(result.stdout)
     assert summary["instructions_after"] <= 3 < summary["instructions_before"]
     assert "lapack_" in open(summary["files"]["reduced.hlo.txt"]).read()
+
+
+def test_a_crashing_module_leaves_its_native_backtrace(xl, solve_bundle):
+    import shutil
+
+    from tests.helpers import require
+
+    require("gdb", shutil.which("gdb") is not None, "apt-get install gdb (native backtraces of crashes)")
+    # jaxlib 0.10.x aborts (std::length_error) compiling any module with this flag; elsewhere the target aborts on purpose.
+    version = manifest(solve_bundle)["jax"]["jaxlib"]
+    args, env = (["--xla-flag=--xla_cpu_parallel_codegen_split_count=-5"], {}) if version.startswith("0.10.") \
+        else ([], {"XLATOOLS_REPLAY_INJECT_ABORT": "compile"})
+    result = xl("reduce", str(solve_bundle), "--module", "jit_f", *args, "--error", "SIGABRT", "--out", "out", "--json",
+                env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    bundle = Path(summary["bundle"])
+    assert manifest(bundle)["native_backtrace"] == "native-backtrace.txt"
+    assert summary["files"]["native-backtrace.txt"] == str(bundle / "native-backtrace.txt")
+    text = (bundle / "native-backtrace.txt").read_text()
+    assert "(SIGABRT)" in text and "thread apply all bt" in text and "Fatal Python error: Aborted" in text
+    issue = (bundle / "ISSUE.md").read_text()
+    assert "[native-backtrace.txt](native-backtrace.txt)" in issue
+    frames = issue.split("Top native frames", 1)[1].split("```")[1].strip().splitlines()
+    assert frames and all(line.startswith("#") for line in frames)
+    if version.startswith("0.10."):  # the compiler's own frames, symbolized from jaxlib's symbol table
+        assert "libjax_common.so" in text and any("xla::cpu::" in line for line in frames)
 
 
 def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
