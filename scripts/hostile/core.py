@@ -278,6 +278,14 @@ def _command(run: Run) -> list[str]:
     return argv
 
 
+def _default_sigint() -> None:
+    """The CLI as a terminal starts it: a harness started in the background (`cmd &` in a script)
+    passes SIGINT on ignored, and xlatools rightly leaves an ignored SIGINT ignored."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait(proc: subprocess.Popen, deadline: float) -> tuple[int | None, float | None]:
     """(exit code or None after a hang, peak RSS in MiB of the CLI and its reaped children)."""
     while True:
@@ -316,7 +324,7 @@ def execute(case: Case, ctx: Context) -> Result:
         started = time.monotonic()
         with open(out_log, "wb") as out, open(err_log, "wb") as err:
             proc = subprocess.Popen(_command(run), cwd=run.dir, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err, start_new_session=True)
+                                    stderr=err, start_new_session=True, preexec_fn=_default_sigint)
             if case.action:
                 case.action(run, proc)
             code, rss = _wait(proc, started + case.timeout)

@@ -75,9 +75,10 @@ def test_repro_pack_refuses_a_damaged_run_manifest(damaged, tmp_path):
 
 
 def test_repro_run_refuses_a_pack_index_of_the_wrong_shape(tmp_path):
-    from xlatools.replay.pack import read_members, write_pack
+    from xlatools.replay.pack import extract, write_pack
 
-    files = read_members(FIXTURES / "pack-seed.tar.gz")
+    root = extract(FIXTURES / "pack-seed.tar.gz", tmp_path / "seed")
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     files.pop("SHA256SUMS")
     index = json.loads(files["pack.json"])
     index["modules"][0]["id"] = "eight"

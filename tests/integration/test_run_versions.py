@@ -126,7 +126,7 @@ def test_flag_table_matches_every_jaxlib(tmp_path, monkeypatch, any_jax_python):
               "xla_dump_hlo_module_re": ".*", "xla_dump_emitter_re": ".*"}  # string flags need a value
     target = probe(any_jax_python, "cpu")
     flags = {name: f"--{name}" + (f"={values[name]}" if name in values else "") for name in KNOWN_FLAGS}
-    monkeypatch.setattr("xlatools.run.target.table_verdict", lambda name, version: None)  # force probing
+    monkeypatch.setattr("xlatools.run.flag_probe.table_verdict", lambda name, version: None)  # force probing
     refused, how = unknown_flags(target, flags)
     monkeypatch.undo()
     assert set(how.values()) == {"probe"}
