@@ -114,8 +114,8 @@ def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -
                            xla_flags=list(request.xla_flags), disable_passes=list(request.disable_passes),
                            platform=request.platform, name="reduced")
     reporter.step("packing the reduced module (one replay records its expected outcome)")
-    path, replayed = build_pack(replay, folder / "repro.tar.gz", folder / "replays", argv + ["(repro pack)"], reporter)
-    return path, ", ".join(str(m.outcome) for m in replayed.record.modules)
+    made = build_pack(replay, folder / "repro.tar.gz", folder / "replays", argv + ["(repro pack)"], reporter)
+    return made.path, ", ".join(str(m.outcome) for m in made.replayed.record.modules)
 
 
 def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
