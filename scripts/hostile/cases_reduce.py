@@ -15,11 +15,11 @@ from .cases_processes import _signal_when
 from .cases_secrets import FLAG, SECRET, URL
 from .core import Case, Run
 
-# Interesting (exit 1) while the candidate still computes a sine: a real reduction in a few seconds.
-STILL_SINE = "#!/bin/sh\ngrep -q ' sine(' \"$1\" && exit 1\nexit 0\n"
+# Interesting (exit 1) while the candidate (the last argument) still computes a sine: a real reduction in seconds.
+STILL_SINE = "#!/bin/sh\nfor hlo; do :; done\ngrep -q ' sine(' \"$hlo\" && exit 1\nexit 0\n"
 # The same oracle, but from its second call on it waits (signals arrive while the reduction runs).
-SLOW_SINE = "#!/bin/sh\nn=$(cat \"$0.calls\" 2>/dev/null || echo 0)\necho $((n + 1)) > \"$0.calls\"\n" \
-            "[ \"$n\" -ge 1 ] && sleep 300\ngrep -q ' sine(' \"$1\" && exit 1\nexit 0\n"
+SLOW_SINE = "#!/bin/sh\nn=$(cat {calls} 2>/dev/null || echo 0)\necho $((n + 1)) > {calls}\n" \
+            "[ \"$n\" -ge 1 ] && sleep 300\nfor hlo; do :; done\ngrep -q ' sine(' \"$hlo\" && exit 1\nexit 0\n"
 STAGES = ("releases", "dumps", "diff", "passes", "reduce", "isolate")
 SKIP_ALL = [word for stage in STAGES for word in ("--skip", stage)]
 ENDS = ["--good", "0.4.30", "--bad", "0.4.31"]
@@ -132,7 +132,7 @@ def _record_cases() -> list[Case]:
         add(f"reduce-state-{shape}", reduce_argv("out"), _spoiled("reduce_root", "out", "{reduce_state}", shape),
             mention=("state.json",), max_seconds=30)
         add(f"reduce-source-bundle-{shape}", ["reduce", "b", "--script", "{still_sine}", "--dry-run"],
-            _spoiled("reduce_bundle", "b", "manifest.json", shape), expect=(0, 2), mention=("manifest.json",))
+            _spoiled("reduce_bundle", "b", "manifest.json", shape), expect=(0, 2), mention=("{dir}/b",))
         add(f"triage-state-{shape}", triage_argv("tri"), _spoiled("triage_root", "tri", "{triage_folder}/triage.json",
                                                                    shape), mention=("triage.json",))
         add(f"triage-state-dry-run-{shape}", triage_argv("tri", "--dry-run"),
@@ -164,7 +164,7 @@ def _value_cases() -> list[Case]:
         add(f"reduce-atol-{value}", ["reduce", "{hlo}", "--reference", "cpu", "--out", "out", "--atol", value], "--atol")
         add(f"triage-rtol-{value}", triage_argv("tri", "--rtol", value), "--rtol")
     add("reduce-rechecks-0", reduce_argv("out", "--rechecks", "0"), "--rechecks")
-    for name, regex in {"broken": "(", "empty": "", "nested-quantifier-huge": "a{99999999}"}.items():
+    for name, regex in {"broken": "(", "empty": "", "repeat-too-large": "a{{99999999999}}"}.items():
         add(f"reduce-error-{name}", ["reduce", "{hlo}", "--error", regex, "--out", "out"], "--error")
     add("reduce-script-missing", ["reduce", "{hlo}", "--script", "/no/such/script.sh", "--out", "out"],
         "/no/such/script.sh")
@@ -172,7 +172,8 @@ def _value_cases() -> list[Case]:
         lambda r: r.write("s.sh", "#!/bin/sh\nexit 1\n", mode=0o644))
     add("reduce-script-empty", ["reduce", "{hlo}", "--script", "", "--out", "out"], "--script")
     add("reduce-script-unbalanced-quote", ["reduce", "{hlo}", "--script", "sh -c 'exit 1", "--out", "out"], "--script")
-    add("reduce-module-unknown", reduce_argv("out", "--module", "no_such_module_zz"), "no_such_module_zz")
+    add("reduce-module-unknown", ["reduce", "{run}", "--script", "{still_sine}", "--out", "out", "--module",
+                                  "no_such_module_zz"], "no_such_module_zz")
     add("reduce-inputs-missing", reduce_argv("out", "--inputs", "nothere.npz"), "nothere.npz")
     add("reduce-two-oracles", [*reduce_argv("out"), "--error", "x"], "oracle")
     for name, (good, bad) in {"garbage": ("abc", "0.4.31"), "climbs-out": ("../../../x", "0.4.31"),
@@ -234,7 +235,7 @@ def _triage_folder_is_file(run: Run) -> None:
 
 
 def _calls_seen(run: Run) -> None:
-    run.write("slow.sh", SLOW_SINE, mode=0o755)
+    run.write("slow.sh", SLOW_SINE.replace("{calls}", str(run.path("calls"))), mode=0o755)
 
 
 def _process_cases() -> list[Case]:

@@ -15,7 +15,7 @@ import typer
 from xlatools.debug.api import DebugOutcome, DebugRequest
 from xlatools.debug.breaks import PassCatalog
 from xlatools.debug.session import ProgramSpec
-from xlatools.errors import UsageError
+from xlatools.errors import REGEX_ERRORS, UsageError
 from xlatools.records.debug import DebugManifest
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def check_stops(stops: Stops) -> None:
         raise UsageError("--hlo-module needs --break-pass (and the module dumps --no-module turns off)")
     try:
         re.compile(stops.module_re)
-    except re.error as exc:
+    except REGEX_ERRORS as exc:
         raise UsageError(f"--hlo-module {stops.module_re}: not a regular expression ({exc})") from None
 
 
