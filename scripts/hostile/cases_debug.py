@@ -88,6 +88,9 @@ def _secret_cases() -> list[Case]:
     env = ["--env", f"API_TOKEN={SECRET}", "--env", f"DB_URL={URL}", FLAG]
     return [
         case("debug-run-env-and-args", [*debug_argv("{ok}", *env), "--", f"--token={SECRET}", URL]),
+        # env and arguments only: XLA writes its flags into its own dump (debug_options), the program's output
+        case("debug-run-stops-in-pass", ["debug", "run", "{prog}", "--break-pass", "algsimp", "--out", "out", *env[:4],
+                                         "--", f"--token={SECRET}", URL], expect=(0,)),
         case("debug-run-dry-run-json", [*debug_argv("{ok}", *env, "--dry-run", "--json"), "--", f"--token={SECRET}"],
              expect=(0,)),
         case("debug-run-caller-env", debug_argv("{ok}"), env={"API_TOKEN": SECRET, "DATABASE_URL": URL,
