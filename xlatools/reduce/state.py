@@ -64,8 +64,9 @@ class StateStore:
             shutil.rmtree(folder)
         make_dir(folder, "--out")
         path = folder / STATE_FILE
+        state = _load(path, key) if os.path.lexists(path) else ReduceState(key=key)
         check_output(path, "--out")  # saved after every improvement: refuse now what could not be saved then
-        return cls(folder, _load(path, key) if os.path.lexists(path) else ReduceState(key=key))
+        return cls(folder, state)
 
     @property
     def resumed(self) -> bool:

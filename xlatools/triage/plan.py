@@ -64,7 +64,7 @@ def check_request(request: TriageRequest) -> None:
         raise UsageError(f"--jobs {request.jobs}: must be 1 to {MAX_JOBS}")
 
 
-def spec_record(spec: TriageSpec) -> dict:
+def spec_record(spec: TriageSpec) -> dict:  # the JSON form, for comparing and hashing
     """The spec as triage.json records it (redacted: the test's --env, flags and arguments may carry credentials)."""
     from xlatools.redact import redact
 
