@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -158,21 +157,11 @@ def read_json_object(path: Path, what: str, hint: str | None = None) -> dict[str
     not UTF-8, not JSON, nested too deep, not an object) is bad input naming the file."""
     import json
 
+    from xlatools.fsutil import read_user_text
+
+    text = read_user_text(Path(path), what, max_bytes=MAX_RECORD_BYTES, hint=hint)
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the {what}: {exc.strerror}", hint=hint) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"{path}: the {what} is not a regular file", hint=hint)
-    if info.st_size > MAX_RECORD_BYTES:
-        raise UsageError(f"{path}: the {what} is {info.st_size} bytes; records are at most {MAX_RECORD_BYTES}", hint=hint)
-    try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read().decode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the {what}: {exc.strerror}", hint=hint) from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: the {what} is not UTF-8 text (byte {exc.start})", hint=hint) from None
+        data = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{path}: the {what} is not valid JSON ({exc})", hint=hint) from None
     except RecursionError:
