@@ -1,7 +1,7 @@
 """A subset of the hostile harness (scripts/hostile, docs/hostile.md) as tests: the real CLI against bad
 input and faults, a few cases of each class, judged by the harness's own checks (exit code, no
 traceback, a message naming what and where, nothing half-written, no orphan, no secret anywhere).
-The whole harness (about 780 cases) runs by hand: `python -m scripts.hostile`.
+The whole harness (about 1,000 cases) runs by hand: `python -m scripts.hostile`.
 
 Cost: about 30 s of fixtures (two real runs with dumps, a repro pack, a bisect state, a reduction, a
 triage folder) and 1-2 s a case.
