@@ -119,7 +119,7 @@ class Evaluator:
             return list(pool.map(work, items))
         except BaseException:
             interrupt_running()
-            stop_all(self.tests + self.references)
+            stop_all(self.tests + self.references, retire=True)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
