@@ -240,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = streams
 
 
+# A path that cannot be read or written as asked (read-only, a file in the way, no permission): bad input
+# wherever a reader or writer did not say so itself, never a traceback.
+_PATH_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP)
+
+
 def _main(argv: list[str] | None) -> int:
     from xlatools.commands.options import Invocation
 
@@ -272,12 +277,14 @@ def _main(argv: list[str] | None) -> int:
         sys.stderr.close()
         return EXIT_OK
     except OSError as exc:  # a full disk anywhere (the output included) is the environment's, said plainly
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, *_PATH_ERRORS):
             raise
-        from xlatools.errors import EnvironmentMissing
+        from xlatools.errors import EnvironmentMissing, UsageError
 
-        error = EnvironmentMissing(f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else ""),
-                                   hint="free some space")
+        where = f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
+        error = (EnvironmentMissing(where, hint="free some space") if exc.errno in (errno.ENOSPC, errno.EDQUOT) else
+                 UsageError(f"cannot use a path: {where}", hint="check the path (a read-only file system, a file where "
+                                                              "a folder goes, permissions) or pick another --out"))
         report(error)
         _flush_stdout()
         return _failed(args, type(error).__name__, error.exit_code, error.message, error)

@@ -7,9 +7,14 @@ Exit codes: 0 ok, 1 the program or build under our control failed, 2 bad input,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from xlatools.vocab import Status
+
+# What compiling a user's regular expression can raise: a syntax error, a repeat count over the limit
+# (`a{99999999999}`), nesting deeper than the parser recurses.
+REGEX_ERRORS = (re.error, OverflowError, RecursionError)
 
 EXIT_OK = 0
 EXIT_FAILED = 1

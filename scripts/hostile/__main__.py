@@ -14,18 +14,21 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import (cases_heldout, cases_packs, cases_processes, cases_records, cases_secrets, cases_values, cases_writes,
-               cases_yaml)
+from . import (cases_debug, cases_heldout, cases_packs, cases_processes, cases_records, cases_reduce, cases_secrets,
+               cases_values, cases_writes, cases_yaml)
 from . import fixtures
 from .core import Case, Context, Result, execute
 
 CLASSES = {"packs": cases_packs, "secrets": cases_secrets, "yaml": cases_yaml, "records": cases_records,
            "writes": cases_writes, "values": cases_values, "processes": cases_processes}
+# reduce, triage and debug (issues 20 and 21): cases of every class, in modules of their own
+COMMANDS = (cases_reduce, cases_debug)
 
 
 def all_cases() -> list[Case]:
     """Every case: those of each class, then the held-out ones (ids `h-...`, written after the fixes)."""
-    return [case for module in CLASSES.values() for case in module.cases()] + cases_heldout.cases()
+    return ([case for module in (*CLASSES.values(), *COMMANDS) for case in module.cases()]
+            + cases_heldout.cases())
 
 
 def select(cases: list[Case], only: list[str], text: list[str], heldout: bool = False) -> list[Case]:
@@ -111,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"==> fixtures in {work}", file=sys.stderr)
             fixtures.make(ctx)
             cases_secrets.make_secret_run(ctx)
+            cases_reduce.make_fixtures(ctx)
             saved.write_text(json.dumps(ctx.paths))
         print(f"==> {len(cases)} cases, {args.jobs} at a time", file=sys.stderr)
         results = run_all(cases, ctx, args.jobs, started + args.budget)

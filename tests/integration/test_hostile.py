@@ -1,18 +1,21 @@
 """A subset of the hostile harness (scripts/hostile, docs/hostile.md) as tests: the real CLI against bad
 input and faults, a few cases of each class, judged by the harness's own checks (exit code, no
 traceback, a message naming what and where, nothing half-written, no orphan, no secret anywhere).
-The whole harness (about 780 cases) runs by hand: `python -m scripts.hostile`.
+The whole harness (about 1,000 cases) runs by hand: `python -m scripts.hostile`.
 
-Cost: about 25 s of fixtures (two real runs with dumps, a repro pack, a bisect state) and 1-2 s a case.
+Cost: about 30 s of fixtures (two real runs with dumps, a repro pack, a bisect state, a reduction, a
+triage folder) and 1-2 s a case.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 
 import pytest
 
-from scripts.hostile import cases_secrets, core, fixtures
+from scripts.hostile import cases_reduce, cases_secrets, core, fixtures
 from scripts.hostile.__main__ import _unmount_all, all_cases
 from tests.helpers import require
 
@@ -45,6 +48,17 @@ SUBSET = [
     "processes/program-unreadable", "processes/lower-user-error", "processes/timeout-kills-setsid-children",
     # held-out cases that found bugs after the fixes
     "writes/h-report-o-full-device", "processes/h-probe-leaves-daemon", "packs/h-tolerance-nan",
+    # reduce, triage and debug (issues 20 and 21), every class
+    "secrets/reduce-xla-flag-url", "secrets/triage-env-secret", "secrets/debug-run-env-and-args",
+    "secrets/debug-setup-program-args",
+    "records/reduce-state-deep-list", "records/reduce-hlo-cyclic", "records/reduce-hlo-fifo",
+    "records/triage-state-fifo", "records/debug-setup-launch-fifo", "records/debug-setup-launch-deep",
+    "records/debug-setup-gdbinit-huge", "records/debug-passes-library-fifo",
+    "values/reduce-max-time-nan", "values/reduce-script-missing", "values/reduce-error-repeat-too-large",
+    "values/reduce-jobs-99999999999", "values/triage-ends-climbs-out", "values/triage-rtol-nan",
+    "values/debug-break-newline",
+    "writes/reduce-out-is-file", "writes/triage-out-is-file", "writes/debug-setup-vscode-is-file",
+    "processes/sigterm-in-reduce-jobs-2", "processes/sigint-in-debug-session",
 ]
 CASES = {case.id: case for case in all_cases()}
 
@@ -56,6 +70,7 @@ def hostile(tmp_path_factory):
     ctx = core.Context(work, [sys.executable, "-m", "xlatools"], sys.executable)
     fixtures.make(ctx)
     cases_secrets.make_secret_run(ctx)
+    cases_reduce.make_fixtures(ctx)
     yield ctx
     _unmount_all(work)
 
@@ -67,6 +82,9 @@ def test_the_subset_names_real_cases():
 
 @pytest.mark.parametrize("case_id", SUBSET)
 def test_hostile_case(hostile, case_id):
+    if "debug-run" in case_id or "debug-session" in case_id:
+        require("gdb", shutil.which(os.environ.get("XLATOOLS_GDB") or "gdb") is not None,
+                "apt-get install gdb (xlatools debug)")
     result = core.execute(CASES[case_id], hostile)
     if result.skipped:
         require("tmpfs", False, result.skipped)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from xlatools.bisect.engine import Verdict
-from xlatools.errors import EnvironmentMissing, Interrupted, UsageError, XlaToolsError
+from xlatools.errors import REGEX_ERRORS, EnvironmentMissing, Interrupted, UsageError, XlaToolsError
 from xlatools.records.bisect import ProgramTestSpec, ReplayTestSpec, RuleSpec, StepDetail, TestSpec
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import ExitCodeMode, Platform, ReproOutcome, Status, StepOutcome
@@ -72,7 +72,7 @@ class Rule(RuleSpec):
         if self.match is not None:
             try:
                 pattern = re.compile(self.match)
-            except re.error as exc:
+            except REGEX_ERRORS as exc:
                 raise UsageError(f"--match {self.match!r}: not a regular expression ({exc})") from None
             if pattern.search(""):  # '', '.*', 'a?': found in any output, so every step would be bad
                 raise UsageError(f"--match {self.match!r} matches the empty text, so it is found everywhere",

@@ -71,6 +71,9 @@ def check_ends(good: str, bad: str):
     from packaging.version import InvalidVersion, Version
 
     for option, value in (("--good", good), ("--bad", bad)):
+        if value != value.strip() or len(value) > 64:  # the ends name folders: no spaces around, no 5,000 digits
+            raise UsageError(f"{option} {value[:70]!r}: not a release version as the index spells one",
+                             hint="e.g. --good 0.4.28 --bad 0.4.31")
         try:
             Version(value)
         except InvalidVersion:

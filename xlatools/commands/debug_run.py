@@ -15,7 +15,7 @@ import typer
 from xlatools.debug.api import DebugOutcome, DebugRequest
 from xlatools.debug.breaks import PassCatalog
 from xlatools.debug.session import ProgramSpec
-from xlatools.errors import UsageError
+from xlatools.errors import REGEX_ERRORS, UsageError
 from xlatools.records.debug import DebugManifest
 
 if TYPE_CHECKING:
@@ -52,13 +52,19 @@ def check_stops(stops: Stops) -> None:
 
     if not stops.passes and not stops.symbols:
         raise UsageError("nothing to stop at", hint="give --break-pass NAME (see `xlatools debug passes`) or --break SYMBOL")
+    for option, values in (("--break-pass", stops.passes), ("--break", stops.symbols)):
+        for value in values:
+            # each becomes one line of gdb's script: an empty one, or one with a line break, is another command
+            if not value.strip() or any(ord(char) < 32 for char in value):
+                raise UsageError(f"{option} {value!r}: expected a pass name or a function (one line, not empty)",
+                                 hint="e.g. --break-pass algsimp, --break 'xla::HloPassPipeline::Run'")
     if stops.module_re is None:
         return
     if not (stops.passes and stops.dump_module):
         raise UsageError("--hlo-module needs --break-pass (and the module dumps --no-module turns off)")
     try:
         re.compile(stops.module_re)
-    except re.error as exc:
+    except REGEX_ERRORS as exc:
         raise UsageError(f"--hlo-module {stops.module_re}: not a regular expression ({exc})") from None
 
 
@@ -71,6 +77,20 @@ def dump_flags(stops: Stops) -> list[str]:
     return [f"--xla_dump_hlo_pass_re={dump_pass_regex(stops.passes)}", "--xla_dump_hlo_as_text"]
 
 
+def _library(path: str) -> Path:
+    """A --library: a regular file (a FIFO would block the ELF reader, a folder or a missing file would end in a traceback)."""
+    import os
+    import stat
+
+    try:
+        is_file = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError as exc:
+        raise UsageError(f"--library {path}: {exc.strerror}") from None
+    if not is_file:
+        raise UsageError(f"--library {path}: not a regular file", hint="name a shared object (.so)")
+    return Path(path).resolve()
+
+
 def catalog(python: str | None, libraries: list[str], reporter: Reporter, target: Target | None = None) -> PassCatalog:
     """The pass maps of `libraries`, else of the target's own shared objects (cached per file)."""
     from xlatools.debug.breaks import catalog_for, package_dirs, pass_libraries
@@ -78,7 +98,7 @@ def catalog(python: str | None, libraries: list[str], reporter: Reporter, target
     from xlatools.run.target import probe, resolve_python
 
     cache = cache_root() / "debug"
-    paths = [Path(p).resolve() for p in libraries]
+    paths = [_library(p) for p in libraries]
     if not paths:
         target = target or probe(resolve_python(python), "auto", reporter=reporter)
         origin = target.jaxlib_origin if target.frontend == "jax" else target.frontend_origin
@@ -161,7 +181,9 @@ def print_outcome(outcome: DebugOutcome, as_json: bool, reporter: Reporter) -> N
                 "error", "breakpoints", "libraries", "duration_s")
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
         return
-    for line in summary_lines(record):
+    lines = summary_lines(record)
+    lines[0] = lines[0].removeprefix("status: ")  # as `run` says it: "timeout (...)", "interrupted (...)"
+    for line in lines:
         reporter.result(line)
     reporter.result(f"bundle: {record.bundle}")
 

@@ -68,8 +68,9 @@ def strip(text: str, label: str) -> str:
 def loads(text: str, label: str):
     try:
         return json.loads(strip(text, label))
-    except ValueError as exc:
-        raise UsageError(f"{label}: not valid JSON with comments ({exc})",
+    except (ValueError, RecursionError) as exc:
+        why = exc if isinstance(exc, ValueError) else "nested too deeply"
+        raise UsageError(f"{label}: not valid JSON with comments ({why})",
                          hint="fix the file (VS Code shows where), or move it away and run again") from None
 
 
@@ -111,8 +112,9 @@ def merge_configurations(text: str | None, configurations: list[dict], label: st
     if text is None or not text.strip():
         return json.dumps({"version": "0.2.0", "configurations": configurations}, indent=4) + "\n"
     data = loads(text, label)
-    if not isinstance(data, dict) or not isinstance(data.get("configurations", []), list):
-        raise UsageError(f"{label}: expected an object with a \"configurations\" list",
+    listed = data.get("configurations", []) if isinstance(data, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(item, dict) for item in listed):
+        raise UsageError(f"{label}: expected an object with a \"configurations\" list of objects",
                          hint="fix the file, or move it away and run again")
     layout = _layout(text, label)
     if layout.array_open is None:  # no list yet: add one before the closing brace

@@ -8,10 +8,13 @@ a ProgramSpec, already bound to the bundle.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xlatools.debug.crash import hook_env
@@ -119,11 +122,20 @@ def execute_session(plan: SessionPlan, bundle: Path) -> SessionResult:
     """Run gdb to its end (or the timeout, or Ctrl-C) and read what its script recorded."""
     from xlatools.fsutil import atomic_write_json
     from xlatools.records.base import to_json
+    from xlatools.redact import redact
 
     (bundle / "stops").mkdir(exist_ok=True)
-    atomic_write_json(bundle / "gdb-plan.json", to_json(plan.script), durable=False)
-    started = time.monotonic()
-    ended = _run_gdb(plan, bundle)
+    # gdb's script needs the program's real argv and environment; the bundle keeps them redacted, and the
+    # real plan lives in a private file outside it for as long as gdb runs.
+    atomic_write_json(bundle / "gdb-plan.json", redact(to_json(plan.script)), durable=False)
+    handle, private = tempfile.mkstemp(prefix="xlatools-gdb-plan-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(to_json(plan.script), file)
+        started = time.monotonic()
+        ended = _run_gdb(replace(plan, gdb_env={**plan.gdb_env, "XLATOOLS_GDB_PLAN": private}), bundle)
+    finally:
+        os.unlink(private)
     result = _read_result(bundle, ended)
     result.duration_s = round(time.monotonic() - started, 3)
     return result

@@ -132,23 +132,66 @@ def _configurations(request: SetupRequest, plan: SetupPlan) -> list[dict]:
     return [python, attach]
 
 
+MAX_CONFIG_BYTES = 8 << 20  # a launch.json or gdb init file larger than this is not one a person keeps
+
+
+def _existing(path: Path, what: str) -> str | None:
+    """The text of a config file we merge into, None when there is none; anything that is not a
+    regular UTF-8 file of sane size (a folder, a FIFO, a link loop) is refused before anything is written."""
+    import os
+
+    from xlatools.fsutil import read_user_text
+
+    if not os.path.lexists(path):
+        return None
+    return read_user_text(path, what, MAX_CONFIG_BYTES, hint="fix the file, or move it away and run again")
+
+
 def write_setup(plan: SetupPlan) -> list[str]:
-    """Merge the configurations into launch.json and the block into the gdb init file; what was written."""
+    """Merge the configurations into launch.json and the block into the gdb init file; what was written.
+    Both are read and merged before either is written; when the second write fails, the first is undone."""
     from xlatools.bazelrc import update_block
     from xlatools.debug.jsonc import merge_configurations
-    from xlatools.fsutil import write_output
+    from xlatools.redact import redact, redact_text
 
-    written = []
-    existing = plan.gdbinit_path.read_text(encoding="utf-8") if plan.gdbinit_path.is_file() else ""
-    update = update_block(existing, BLOCK, plan.gdbinit_block(), file_label=str(plan.gdbinit_path),
+    gdbinit = _existing(plan.gdbinit_path, "gdb init file")
+    launch = _existing(plan.launch_path, "launch.json")
+    update = update_block(gdbinit or "", BLOCK, redact_text(plan.gdbinit_block()), file_label=str(plan.gdbinit_path),
                           owner="xlatools debug setup")
-    launch = plan.launch_path.read_text(encoding="utf-8") if plan.launch_path.is_file() else None
-    merged = merge_configurations(launch, plan.configurations, str(plan.launch_path))  # refuses before any write
-    if update.changed:
-        write_output(plan.gdbinit_path, update.text, "--workspace")
-        written.append(str(plan.gdbinit_path))
-    if merged != launch:
-        write_output(plan.launch_path, merged, "--workspace")
-        written.append(str(plan.launch_path))
-    return written
+    merged = merge_configurations(launch, redact(plan.configurations), str(plan.launch_path))  # refuses before any write
+    writes = [(plan.launch_path, merged, launch)] if merged != launch else []
+    writes += [(plan.gdbinit_path, update.text, gdbinit)] if update.changed else []
+    _write_all(writes)
+    return [str(path) for path, _, _ in writes]
 
+
+def _write_all(writes: list[tuple[Path, str, str | None]]) -> None:
+    """Write each (path, text, previous text); if one fails, put back what the earlier ones replaced."""
+    from xlatools.fsutil import check_output, write_output
+
+    for path, _, _ in writes:
+        check_output(path, "--workspace")
+    done: list[tuple[Path, str | None, bool]] = []
+    try:
+        for path, text, previous in writes:
+            made_folder = not path.parent.exists()
+            write_output(path, text, "--workspace")
+            done.append((path, previous, made_folder))
+    except BaseException:
+        for path, previous, made_folder in reversed(done):
+            _undo(path, previous, made_folder)
+        raise
+
+
+def _undo(path: Path, previous: str | None, made_folder: bool) -> None:
+    from xlatools.fsutil import atomic_write_text
+
+    try:
+        if previous is None:
+            path.unlink()
+            if made_folder:
+                path.parent.rmdir()
+        else:
+            atomic_write_text(path, previous)
+    except OSError:
+        pass  # the error being raised says what failed; this file keeps what was written

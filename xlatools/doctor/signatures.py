@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlatools.errors import UsageError
+from xlatools.errors import REGEX_ERRORS, UsageError
 
 SHIPPED = Path(__file__).resolve().parent / "signatures.yaml"
 FIELDS = ("id", "regex", "explanation", "fix", "link")
@@ -60,7 +60,7 @@ def _parse(path: Path) -> list[Signature]:
                              hint=f"see {SHIPPED}")
         try:
             pattern = re.compile(entry["regex"])
-        except re.error as exc:
+        except REGEX_ERRORS as exc:
             raise UsageError(f"{where}: bad regex {entry['regex']!r}: {exc}") from None
         found.append(Signature(entry["id"], pattern, entry["explanation"], entry["fix"], str(entry.get("link") or ""),
                                str(path)))

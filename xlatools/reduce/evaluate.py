@@ -96,8 +96,7 @@ class Evaluator:
         runnable = self._parsed(todo, verdicts)
         if runnable:
             self.counters.oracle_calls += len(runnable)
-            with ThreadPoolExecutor(max_workers=self.plan.request.jobs) as pool:
-                results = list(pool.map(lambda item: self._on_slot(cands[item[0]], item[1]), runnable))
+            results = self._in_slots(lambda item: self._on_slot(cands[item[0]], item[1]), runnable)
             for (index, path), verdict in zip(runnable, results):
                 verdicts[index] = verdict
                 if not verdict.interesting:
@@ -108,6 +107,22 @@ class Evaluator:
             self.cache[key] = verdict
             out.append(verdict)
         return out
+
+    def _in_slots(self, work, items: list) -> list:
+        """`work` over `items`, --jobs at a time. Ctrl-C and SIGTERM reach the main thread only, while the slots'
+        scripts and workers run in sessions of their own: they are stopped here, or the pool would wait for them."""
+        from xlatools.reduce.workers import stop_all
+        from xlatools.run.process import interrupt_running
+
+        pool = ThreadPoolExecutor(max_workers=self.plan.request.jobs)
+        try:
+            return list(pool.map(work, items))
+        except BaseException:
+            interrupt_running()
+            stop_all(self.tests + self.references, retire=True)
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _parsed(self, todo: list[tuple[int, Path]], verdicts: list[Verdict | None]) -> list[tuple[int, Path]]:
         """The candidates the target's HLO parser accepts; the others get their verdict here."""

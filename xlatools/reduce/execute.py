@@ -92,8 +92,13 @@ def _original(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> tuple[str
     if record.failure == ReplayOutcome.INPUT_ERROR:
         raise UsageError(f"the inputs do not fit module {plan.module.label}: {record.message}")
     if not (folder / "test" / "module.txt").is_file() or not (folder / "test" / "inputs.npz").is_file():
-        raise EnvironmentMissing(f"{plan.test.python} cannot load module {plan.module.label}: {record.message}",
-                                 hint="replay it first: xlatools replay SOURCE")
+        if record.failure in (ReplayOutcome.TIMEOUT, ReplayOutcome.INTERRUPTED):
+            raise EnvironmentMissing(f"{plan.test.python} cannot load module {plan.module.label}: {record.message}",
+                                     hint="replay it first: xlatools replay SOURCE")
+        # the interpreter was probed and runs jax: a module its parser refuses (or dies on) is the input's fault
+        files = ", ".join(str(path) for path in plan.module.files().values()) or str(request.source)
+        raise UsageError(f"{files}: {plan.test.python} cannot load module {plan.module.label}: {record.message}",
+                         hint="reduce needs a module the target's HLO parser reads; check it with `xlatools replay`")
     evaluator.values.arguments = folder / "test" / "inputs.npz"
     if materials.snapshot_result:
         evaluator.values.expected = Path(materials.snapshot_result.path)

@@ -79,6 +79,7 @@ def _facts(outcome: Outcome, reduced: str, pack: Path | None, pack_outcome: str,
 def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -> ReduceResult:
     """Every result file into the bundle folder; the result the manifest and --json carry."""
     from xlatools.fsutil import atomic_write_json, atomic_write_text
+    from xlatools.redact import redact_text
 
     reduced = print_module(outcome.best.module, metadata=False)
     atomic_write_text(folder / "reduced.hlo.txt", reduced)
@@ -90,7 +91,7 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
     atomic_write_json(folder / "rounds.json", {"rounds": to_json(outcome.rounds), "counters": to_json(outcome.counters)})
     pack, pack_outcome, crash = _pack(outcome, folder, argv, reporter)
     facts = _facts(outcome, reduced, pack, pack_outcome, _keep_backtrace(outcome, crash, folder))
-    atomic_write_text(folder / "ISSUE.md", render_issue(facts))
+    atomic_write_text(folder / "ISSUE.md", redact_text(render_issue(facts)))  # flags and commands may carry credentials
     counters = outcome.counters
     return ReduceResult(
         instructions_before=facts.instructions_before, instructions_after=facts.instructions_after,

@@ -13,17 +13,19 @@ Oracles, one per reduction:
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
-from xlatools.errors import UsageError
+from xlatools.errors import REGEX_ERRORS, UsageError
 from xlatools.records.reduce import OracleSpec, ReducePlanRecord, ReduceRequest
 from xlatools.records.replay import PlannedModule, PlannedRun
 from xlatools.replay.plan import ReplayRequest, RunConfig, plan_replay
 from xlatools.replay.sources import ModuleSource
 from xlatools.vocab import OracleKind, ReduceStrategy, choices
 
-__all__ = ["OracleSpec", "ReducePlan", "ReduceRequest", "oracle_of", "plan_reduce"]
+__all__ = ["MAX_JOBS", "OracleSpec", "ReducePlan", "ReduceRequest", "oracle_of", "plan_reduce"]
+MAX_JOBS = 64  # candidates side by side; each keeps a test (and reference) process of its own
 
 
 @dataclass
@@ -55,11 +57,11 @@ def oracle_of(request: ReduceRequest, has_recorded_result: bool) -> OracleSpec:
     if request.error:
         try:
             re.compile(request.error)
-        except re.error as exc:
+        except REGEX_ERRORS as exc:
             raise UsageError(f"--error {request.error!r}: not a regular expression ({exc})") from None
         return OracleSpec(kind=OracleKind.ERROR, error_regex=request.error)
     if request.script:
-        return OracleSpec(kind=OracleKind.SCRIPT, script=request.script)
+        return OracleSpec(kind=OracleKind.SCRIPT, script=checked_script(request.script))
     if len(request.references) + len(request.reference_pythons) > 1:
         raise UsageError("reduce compares with one reference: give --reference cpu or one --reference-python")
     if chosen[0]:
@@ -71,16 +73,46 @@ def oracle_of(request: ReduceRequest, has_recorded_result: bool) -> OracleSpec:
                           "(or a source with a snapshot that recorded its result)")
 
 
+def checked_script(script: str) -> str:
+    """`--script CMD`, its program made absolute (it runs in each candidate's work folder). A missing or
+    unexecutable program would exit 127 or 126 on every candidate, which `git bisect run` semantics read as
+    "interesting", and reduce everything away: refused here."""
+    import os
+    import shlex
+    import shutil
+
+    try:
+        words = shlex.split(script)
+    except ValueError as exc:
+        raise UsageError(f"--script {script!r}: not a command line ({exc})") from None
+    if not words:
+        raise UsageError("--script is empty", hint="give a command; the candidate's HLO file is its last argument")
+    program, text = words[0], script.lstrip()
+    if "=" in program:  # VAR=value cmd ...: the shell's business
+        return script
+    if os.sep in program:
+        if not os.path.isfile(program):
+            raise UsageError(f"--script {program}: no such file")
+        if not os.access(program, os.X_OK):
+            raise UsageError(f"--script {program}: not executable", hint=f"chmod +x {program}, or run it through sh")
+        if text.startswith(program) and not os.path.isabs(program):
+            return shlex.quote(os.path.abspath(program)) + text[len(program):]
+    elif shutil.which(program) is None:
+        raise UsageError(f"--script {program}: no such command on PATH")
+    return script
+
+
 def _check(request: ReduceRequest) -> None:
-    if request.jobs < 1:
-        raise UsageError(f"--jobs {request.jobs}: must be 1 or more")
+    if not 1 <= request.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs {request.jobs}: must be 1 to {MAX_JOBS}",
+                         hint="each job keeps its own target processes (a jax import each): about one per core")
     if request.rechecks < 1:
         raise UsageError(f"--rechecks {request.rechecks}: must be 1 or more")
     if str(request.strategy) not in {member.value for member in ReduceStrategy}:
         raise UsageError(f"--strategy {request.strategy}: expected {choices(ReduceStrategy)}")
     for option, value in (("--timeout", request.timeout), ("--max-time", request.max_time)):
-        if value is not None and value <= 0:
-            raise UsageError(f"{option} {value:g}: must be more than 0 seconds")
+        if value is not None and not 0 < value < math.inf:  # also nan: every comparison with it is false
+            raise UsageError(f"{option} {value:g}: must be a finite number of seconds, more than 0")
 
 
 def plan_reduce(request: ReduceRequest, modules: list[ModuleSource], source_kind: str) -> ReducePlan:

@@ -57,12 +57,16 @@ class StateStore:
     @classmethod
     def open(cls, out_root: Path, name: str, identity: object, fresh: bool) -> "StateStore":
         key = state_key(identity)
+        from xlatools.fsutil import check_output, make_dir
+
         folder = Path(os.path.abspath(out_root)) / ".reduce-state" / f"{safe_name(name)}-{key}"
         if fresh and folder.exists():
             shutil.rmtree(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dir(folder, "--out")
         path = folder / STATE_FILE
-        return cls(folder, _load(path, key) if os.path.lexists(path) else ReduceState(key=key))
+        state = _load(path, key) if os.path.lexists(path) else ReduceState(key=key)
+        check_output(path, "--out")  # saved after every improvement: refuse now what could not be saved then
+        return cls(folder, state)
 
     @property
     def resumed(self) -> bool:

@@ -45,6 +45,7 @@ class Worker:
     env: dict[str, str]
     log: Path
     proc: subprocess.Popen | None = None
+    retired: bool = False  # stopped for good (Ctrl-C): a slot thread still running must not start it again
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -91,6 +92,8 @@ class Worker:
     def request(self, op: str, timeout: float | None = None, **fields: object):
         """Send one request (see probes/oracle_worker.py) and return its reply."""
         if self.proc is None:
+            if self.retired:
+                raise Interrupted(f"interrupted ({self.run.label} worker stopped)")
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
         try:
@@ -159,6 +162,7 @@ def make_worker(run: RunConfig, caller: dict[str, str], gpu_platform: str, folde
     return Worker(run, worker_env(run, caller, gpu_platform), folder / f"{run.label}-{slot}.log")
 
 
-def stop_all(workers: list[Worker]) -> None:
+def stop_all(workers: list[Worker], retire: bool = False) -> None:
     for worker in workers:
+        worker.retired = worker.retired or retire
         worker.stop()

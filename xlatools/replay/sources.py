@@ -168,6 +168,9 @@ def resolve(source: Path, refs: list[str], include_all: bool, process: int | Non
         if refs or process is not None:
             raise UsageError(f"{'--module' if refs else '--process'} picks from a bundle or dump folder, not a single file")
         return "file", [from_file(path)]
+    if path.exists() and not path.is_dir():  # a FIFO or a device: never opened (a FIFO would block)
+        raise UsageError(f"{path}: not a regular file or a folder",
+                         hint="give a run bundle, a dump folder, HLO text/proto, a snapshot or a repro pack")
     choice = choose_dump(path, process)
     modules = from_dump(choice.root, refs, include_all)
     return ("bundle" if choice.root != path else "dump"), modules

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
-from xlatools.errors import UsageError
+from xlatools.errors import REGEX_ERRORS, UsageError
 
 # flag name -> (oldest jaxlib seen accepting it, newest jaxlib seen refusing it).
 # Measured on jaxlib 0.4.30, 0.10.2 and 0.12.0.1 (every flag probed on each;
@@ -155,7 +155,7 @@ def value_problem(flag: str) -> tuple[str, str] | None:
 
         try:
             re.compile(value)
-        except re.error as exc:
+        except REGEX_ERRORS as exc:
             return f"is a regular expression, and {value!r} does not compile ({exc})", example
     return None
 

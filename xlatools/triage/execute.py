@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 
 def _test(request: TriageRequest, reporter: Reporter) -> ProgramTest:
     from xlatools.bisect.checks import ProgramTest, build_test
+    from xlatools.triage.plan import check_request
 
+    check_request(request)
     test = build_test(request.test, reporter)
     if not isinstance(test, ProgramTest):
         raise UsageError("triage runs a program (after --), not a repro pack",
                          hint="its dumping runs and pass bisection need the program itself")
-    if request.jobs < 1:
-        raise UsageError(f"--jobs {request.jobs}: must be 1 or more")
     return test
 
 
@@ -70,12 +70,13 @@ def plan_triage(request: TriageRequest, reporter: Reporter) -> tuple[TriageState
 def _report(state: TriageState, program: str, argv: list[str]) -> Callable[[], str]:
     def write() -> str:
         from xlatools.fsutil import atomic_write_text
+        from xlatools.redact import redact_text
         from xlatools.triage.report import ISSUE, render
 
         issue = state.reduce.issue if state.reduce else None
         text = Path(issue).read_text() if issue and Path(issue).is_file() else None
         path = Path(state.folder or ".") / ISSUE
-        atomic_write_text(path, render(state, program, argv, text))
+        atomic_write_text(path, redact_text(render(state, program, argv, text)))
         state.issue = str(path)
         return f"{path}"
 

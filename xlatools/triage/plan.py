@@ -47,8 +47,32 @@ class TriageRequest:
         return "gpu" if self.test.platform == Platform.GPU else "cpu"
 
 
+def check_request(request: TriageRequest) -> None:
+    """Every value checked before anything runs or is written, whichever stages run this time: the ends
+    name the triage's folder, and a stage skipped now may run with them later."""
+    import math
+
+    from xlatools.bisect.releases import check_ends, check_python_version
+    from xlatools.reduce.plan import MAX_JOBS
+
+    check_python_version(request.python_version)
+    check_ends(request.good, request.bad)
+    for option, value in (("--atol", request.atol), ("--rtol", request.rtol)):
+        if not 0 <= value < math.inf:  # also nan: every comparison with it is false
+            raise UsageError(f"{option} {value}: must be a finite number, 0 or more", hint=f"e.g. {option} 1e-3")
+    if not 1 <= request.jobs <= MAX_JOBS:
+        raise UsageError(f"--jobs {request.jobs}: must be 1 to {MAX_JOBS}")
+
+
+def spec_record(spec: TriageSpec) -> dict:  # the JSON form, for comparing and hashing
+    """The spec as triage.json records it (redacted: the test's --env, flags and arguments may carry credentials)."""
+    from xlatools.redact import redact
+
+    return redact(to_json(spec))
+
+
 def spec_hash(spec: TriageSpec) -> str:
-    return hashlib.sha256(json.dumps(to_json(spec), sort_keys=True).encode()).hexdigest()[:10]
+    return hashlib.sha256(json.dumps(spec_record(spec), sort_keys=True).encode()).hexdigest()[:10]
 
 
 def folder_for(out_root: Path, spec: TriageSpec) -> Path:
@@ -76,7 +100,9 @@ def save(state: TriageState) -> None:
     state.created = state.created or utc_now()
     state.updated = utc_now()
     assert state.folder is not None
-    atomic_write_json(Path(state.folder) / STATE_FILE, to_json(state))
+    from xlatools.redact import redact
+
+    atomic_write_json(Path(state.folder) / STATE_FILE, redact(to_json(state)))
 
 
 def open_state(out_root: Path, spec: TriageSpec, fresh: bool, create: bool = True) -> TriageState:
@@ -86,11 +112,14 @@ def open_state(out_root: Path, spec: TriageSpec, fresh: bool, create: bool = Tru
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         os.replace(folder, folder.with_name(f"{folder.name}.{stamp}"))
     state = None if fresh else load(folder)
-    if state is not None and to_json(state.spec) != to_json(spec):
+    if state is not None and spec_record(state.spec) != spec_record(spec):
         raise UsageError(f"{folder / STATE_FILE} records another triage", hint="use another --out, or --fresh")
     if state is None:
         state = TriageState(spec=spec, folder=folder)
         if create:
-            folder.mkdir(parents=True, exist_ok=True)
+            from xlatools.fsutil import check_output, make_dir
+
+            make_dir(folder, "--out")
+            check_output(folder / STATE_FILE, "--out")
             save(state)
     return state
