@@ -244,8 +244,22 @@ class ReplayTest:
         return ReplayTestSpec(pack=str(self.pack))
 
     def validate(self) -> None:
+        """Before any step: the pack is whole (a damaged one is bad input once, not a skip per step) and needs
+        no reference interpreter (`repro run` takes those from --reference-python, which bisect has not)."""
+        import tempfile
+
+        from xlatools.replay.pack import extract
+        from xlatools.replay.pack_index import read_index
+
         if not self.pack.is_file():
             raise UsageError(f"--replay {self.pack}: no such repro pack", hint="make one with `xlatools repro pack BUNDLE`")
+        with tempfile.TemporaryDirectory(prefix="xlatools-pack-") as folder:
+            index = read_index(extract(self.pack, Path(folder) / "pack"), self.pack)
+        if index.reference_pythons:
+            jaxlibs = ", ".join(r.jaxlib for r in index.reference_pythons)
+            raise UsageError(f"--replay {self.pack}: the pack compares with reference interpreter(s) (jaxlib {jaxlibs}); "
+                             "a bisection replays it in each step's interpreter against its expected outcome only",
+                             hint="make the pack without --reference-python (`xlatools repro pack BUNDLE -o PACK`)")
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
         from xlatools.replay.repro import run_pack
