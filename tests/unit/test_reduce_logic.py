@@ -161,3 +161,12 @@ def test_disabled_passes_reach_every_test_run_and_the_culprit_comes_from_a_bisec
     state.save()
     with pytest.raises(UsageError, match="no culprit"):
         culprit_of(folder)
+
+
+def test_split_top_level_reads_strings_as_closing_bracket_does():
+    """An escaped backslash ends with the string's closing quote (a Windows path in metadata), so the
+    comma after it splits; an escaped quote does not end the string."""
+    from xlatools.reduce.hlo_text import split_top_level
+
+    assert split_top_level(r'a="C:\\", b={x, y}, c="say \"hi, there\""') == [
+        r'a="C:\\"', "b={x, y}", r'c="say \"hi, there\""']

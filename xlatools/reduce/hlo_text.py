@@ -133,10 +133,12 @@ def _scan_balanced(text: str, start: int, open_char: str, close_char: str) -> in
 
 def split_top_level(text: str) -> list[str]:
     """Split at commas outside brackets and quotes."""
-    parts, depth, quoted, current = [], 0, False, []
-    for index, char in enumerate(text):
-        if quoted:
-            quoted = not (char == '"' and text[index - 1] != "\\")
+    parts, depth, quoted, escaped, current = [], 0, False, False, []
+    for char in text:
+        if escaped:  # the character after a backslash in a string, as closing_bracket reads it
+            escaped = False
+        elif quoted:
+            escaped, quoted = char == "\\", char != '"'
         elif char == '"':
             quoted = True
         elif char in "({[":
