@@ -1,0 +1,1 @@
+"""GPU checks of xlatools (run through scripts/gpu-check.sh)."""
