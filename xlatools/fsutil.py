@@ -63,6 +63,20 @@ def check_output(path: Path, option: str) -> None:
         _refuse(path, option, f"cannot write: {ancestor} is {'on a read-only file system' if readonly else 'not writable'}")
 
 
+def refuse_links(path: Path, below: Path, what: str) -> None:
+    """Refuse to write `path` when it, or a folder between `below` (which the user named) and it, is a
+    symbolic link: a file xlatools places itself is never written through a link the user did not name."""
+    path, below = Path(path), Path(below)
+    current = path
+    while current != below and current != current.parent:
+        if current.is_symlink():
+            raise UsageError(f"{what} {path}: {current} is a symbolic link (to {os.readlink(current)}); "
+                             "xlatools does not write through a link it was not given",
+                             hint=f"replace the link with a real {'file' if current == path else 'folder'}, "
+                                  "or point the option at where the link leads")
+        current = current.parent
+
+
 def write_output(path: Path, data: bytes | str, option: str, mode: int | None = None) -> None:
     """Write a file the user named (`-o`, `--ir-dest`, `--lock`) atomically. Any OSError becomes an
     XlaToolsError naming the option, the path and the reason: exit 2 (pick another path), or exit 3
