@@ -100,6 +100,8 @@ def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | No
 
     plan, request = prepared.plan, prepared.request
     credentials = resolve_credentials(plan.credentials, plan.remote_cache)  # a missing secret: exit 3, nothing written
+    for note in credentials.warnings:
+        reporter.warn(note)
     client = None
     if plan.mode == "container":
         from xlatools.builder.engine import connect
