@@ -40,7 +40,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None, durable: bool = True) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode, durable)
+    # backslashreplace: a path that is not UTF-8 (os.fsdecode gives surrogates) is shown escaped, never a crash
+    atomic_write_bytes(path, text.encode("utf-8", "backslashreplace"), mode, durable)
 
 
 def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
@@ -61,6 +62,20 @@ def check_output(path: Path, option: str) -> None:
     if not os.access(ancestor, os.W_OK):
         readonly = bool(os.statvfs(ancestor).f_flag & os.ST_RDONLY)
         _refuse(path, option, f"cannot write: {ancestor} is {'on a read-only file system' if readonly else 'not writable'}")
+
+
+def refuse_links(path: Path, below: Path, what: str) -> None:
+    """Refuse to write `path` when it, or a folder between `below` (which the user named) and it, is a
+    symbolic link: a file xlatools places itself is never written through a link the user did not name."""
+    path, below = Path(path), Path(below)
+    current = path
+    while current != below and current != current.parent:
+        if current.is_symlink():
+            raise UsageError(f"{what} {path}: {current} is a symbolic link (to {os.readlink(current)}); "
+                             "xlatools does not write through a link it was not given",
+                             hint=f"replace the link with a real {'file' if current == path else 'folder'}, "
+                                  "or point the option at where the link leads")
+        current = current.parent
 
 
 def write_output(path: Path, data: bytes | str, option: str, mode: int | None = None) -> None:
@@ -148,6 +163,25 @@ def read_cache_json(path: Path, max_bytes: int = 64 << 20) -> dict[str, Any]:  #
     except (OSError, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def keep_ends(path: Path, head: int = 32 << 10, tail: int = 32 << 10) -> int:
+    """Cut a log kept on disk to its first `head` and last `tail` bytes, with a line saying how much was
+    dropped between them; the number of bytes dropped (0 when it was small enough). Missing file: 0."""
+    try:
+        size = os.path.getsize(path)
+        if size <= head + tail:
+            return 0
+        with open(path, "rb") as handle:
+            first = handle.read(head)
+            handle.seek(size - tail)
+            last = handle.read(tail)
+    except OSError:
+        return 0
+    dropped = size - head - tail
+    atomic_write_bytes(path, first + f"\n[... {dropped} bytes dropped by xlatools ...]\n".encode() + last,
+                       durable=False)
+    return dropped
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:

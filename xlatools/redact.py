@@ -28,6 +28,8 @@ _ENV_KEYS = frozenset({"env", "environment", "repo_env", "action_env"})
 _SECRET_WORD = (r"token|passw(?:or)?d|passphrase|pwd|secret|api[_-]?key|[_-]key|credentials?|auth|authorization"
                 r"|signature|sig|cookie")
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
+# user:password@host without a scheme (a flag value, an scp-like address): the password part
+_BARE_USERINFO = re.compile(r"(?<![\w.%+/:-])([A-Za-z0-9._%+-]+):(?!\d+@)[^\s:@/'\"]+@(?=[A-Za-z0-9])")
 _SECRET_PAIR = re.compile(rf"(?i)((?<![\w.-])[\w.-]*?(?:{_SECRET_WORD}))=(?!{re.escape(REDACTED)})[^\s&;,\"'<>]+")
 _SECRET_HEADER = re.compile(r"(?i)\b(authorization|proxy-authorization|cookie|set-cookie|x-[\w-]*(?:token|key|auth)[\w-]*)"
                             rf"\s*:\s*(?!{re.escape(REDACTED)})[^\r\n\"'<>]+")
@@ -81,6 +83,7 @@ def redact_text(text: str) -> str:
     if not isinstance(text, str) or ("@" not in text and "=" not in text and ":" not in text and " " not in text):
         return text  # no credential without one of these: paths and digests (most of a manifest) skip the rules
     text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _BARE_USERINFO.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
     text = _SECRET_JSON_FIELD.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
     text = _SECRET_YAML_FIELD.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     text = _SECRET_PAIR.sub(lambda m: f"{m.group(1)}={REDACTED}", text)

@@ -59,6 +59,14 @@ SUBSET = [
     "values/debug-break-newline",
     "writes/reduce-out-is-file", "writes/triage-out-is-file", "writes/debug-setup-vscode-is-file",
     "processes/sigterm-in-reduce-jobs-2", "processes/sigint-in-debug-session",
+    # round 3 (issue 33): links, state, leftovers, growth, tracebacks, waits, messages, leaks
+    "links/debug-setup-launch-json-is-a-link", "links/debug-setup-vscode-folder-is-a-link",
+    "links/debug-setup-twice-is-idempotent", "state/reduce-fresh-starts-over", "state/triage-json-empty",
+    "state/triage-refused-python-leaves-no-folder", "leftovers/debug-setup-leaves-no-bazel-server",
+    "leftovers/reduce-oracle-leaves-a-daemon", "growth/reduce-oracle-prints-megabytes",
+    "tracebacks/run-program-name-not-utf8", "tracebacks/replay-module-name-not-utf8",
+    "tracebacks/pin-verify-lock-urls-string", "waits/doctor-python-hangs", "messages/reduce-oracle-killed-by-a-signal",
+    "messages/debug-gdb-not-a-debugger", "leaks/build-refused-writes-nothing", "leaks/repro-pack-flag-with-machine-path",
 ]
 CASES = {case.id: case for case in all_cases()}
 

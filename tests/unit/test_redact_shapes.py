@@ -22,6 +22,7 @@ from xlatools.redact import REDACTED, RedactingStream, redact, redact_argv, reda
     ("curl -H 'Authorization: Basic czNjcmV0OnBhc3M='", "czNjcmV0OnBhc3M="),
     ('{"API_TOKEN": "s3cret", "plain": "x"}', "s3cret"),
     ("env:\n  DB_PASSWORD: s3cret\n", "s3cret"),
+    ("--xla_dump_hlo_module_re=bob:s3cret@cache.internal", "s3cret"),  # user:password@ without a scheme
 ])
 def test_credentials_are_hidden_by_their_shape(text, secret):
     out = redact_text(text)
@@ -32,6 +33,7 @@ def test_credentials_are_hidden_by_their_shape(text, secret):
     "/tmp/out/20260101T000000Z-prog-abcdef/xla_dump/module_0001.jit_f.before_optimizations.txt",
     "--xla_dump_hlo_pass_re=.*", "GIT_AUTHOR_NAME=bob", "author=bob", '"signature": "libstdcxx-old"',
     '"key": "run.env.DB_PASSWORD"', "description: a token-based scheme", "user@example.com",
+    "git@github.com:org/repo.git", "at 12:30@noon",
 ])
 def test_ordinary_text_stays(text):
     assert redact_text(text) == text

@@ -100,6 +100,14 @@ def test_resolve_reads_env_and_files_and_names_what_is_missing(tmp_path):
     with pytest.raises(EnvironmentMissing, match="cannot read"):
         resolve_credentials(CredentialRefs(headers=(("A", SecretRef(file=str(tmp_path / "none"))),)), None, env={})
     assert resolve_credentials(None, None).options == ()
+    os.mkfifo(tmp_path / "fifo")  # never opened (it would block): refused by name
+    with pytest.raises(UsageError, match="fifo is not a regular file"):
+        resolve_credentials(CredentialRefs(headers=(("A", SecretRef(file=str(tmp_path / "fifo"))),)), None, env={})
+    (tmp_path / "token").chmod(0o644)  # others may read it: a warning naming the file, never the secret
+    [note] = resolve_credentials(refs, "https://cache.example/jax", env={"TEAM_AUTH": "me:pw"}).warnings
+    assert "token can be read by others (mode 644)" in note and "abc" not in note
+    (tmp_path / "token").chmod(0o600)
+    assert resolve_credentials(refs, "https://cache.example/jax", env={"TEAM_AUTH": "me:pw"}).warnings == ()
 
 
 def test_basic_auth_url():

@@ -142,6 +142,24 @@ def find_python(version: str) -> str | None:
     return None
 
 
+def check_python_available(version: str) -> None:
+    """Refuse, before anything is made, a Python version that is neither on this machine nor one uv knows
+    how to get (`uv python list` names installed interpreters and downloadable builds alike)."""
+    if find_python(version):
+        return
+    uv = find_uv()
+    if uv is None:
+        return  # pip's path: _base_python says what is missing when an environment is made
+    try:
+        listed = subprocess.run([uv, "python", "list", version], capture_output=True, text=True, timeout=30,
+                                stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return  # uv could not say: the environment's own making will
+    if listed.returncode == 0 and not listed.stdout.strip():
+        raise UsageError(f"--python-version {version}: no such Python here, and uv knows no build of it",
+                         hint="pick a CPython that jax publishes wheels for, e.g. --python-version 3.11")
+
+
 def _base_python(version: str) -> str:
     found = find_python(version)
     if not found:

@@ -76,6 +76,37 @@ def ensure_image(client, spec, rebuild: bool, sink: LineSink) -> ImageResult:
     return ImageResult(_build(client, spec, sink, no_cache=rebuild), spec.ref, built=True)
 
 
+def check_base_image(client, spec, rebuild: bool) -> None:
+    """Refuse, before the tree or a bundle is touched, a build whose image must be built from a base image
+    this engine does not have (images are built with pull=False: a missing base would fail later, in the bundle)."""
+    import re
+
+    from docker.errors import DockerException, ImageNotFound
+
+    if spec.prebuilt:
+        return  # ensure_image says so when the ready image is missing
+    try:
+        if not rebuild:
+            try:
+                client.images.get(spec.ref)
+                return  # reused as it is: no base needed
+            except ImageNotFound:
+                pass
+        declared = re.search(r"^ARG BASE_IMAGE=(\S+)", Path(spec.dockerfile).read_text(), re.M)
+        base = spec.build_args.get("BASE_IMAGE") or (declared.group(1) if declared else None)
+        if base is None:
+            return
+        try:
+            client.images.get(base)
+        except ImageNotFound:
+            raise EnvironmentMissing(
+                f"image {spec.ref} must be built from the base image {base}, which this Docker engine does not have",
+                hint="load or pull it (docker load / docker pull), or set build.container.base_image to one you have",
+            ) from None
+    except (DockerException, OSError):
+        return  # the engine's own answer comes when the image is built
+
+
 def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
     from docker.errors import APIError, DockerException
     from requests import RequestException

@@ -100,11 +100,16 @@ def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | No
 
     plan, request = prepared.plan, prepared.request
     credentials = resolve_credentials(plan.credentials, plan.remote_cache)  # a missing secret: exit 3, nothing written
+    for note in credentials.warnings:
+        reporter.warn(note)
     client = None
     if plan.mode == "container":
         from xlatools.builder.engine import connect
 
+        from xlatools.builder.engine import check_base_image
+
         client = connect()  # exit 3 before anything is written
+        check_base_image(client, plan.image, request.rebuild_image)  # likewise: a base image that is not there
     pin_changed: tuple[str, ...] = ()
     if prepared.lock is not None:  # first: a tree that cannot be pinned is refused before anything else changes
         pin_changed, _ = apply_pin(prepared.lock, Path(plan.source), dry_run=False)

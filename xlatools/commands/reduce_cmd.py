@@ -74,7 +74,7 @@ def reduce(
     from xlatools.reduce.output import execute_reduce
 
     reporter = Reporter(quiet=bool(quiet))
-    done = execute_reduce(prepared, out, invocation().argv, reporter)
+    done = execute_reduce(prepared, out, invocation().argv, reporter, fresh=fresh)
     record, result = done.record, done.record.result
     append_job_summary(f"### xlatools reduce\n\n- {result.instructions_before} -> {result.instructions_after} "
                        f"instructions, {result.oracle_calls} oracle calls: {record.status}\n- bundle: `{record.bundle}`\n")

@@ -29,7 +29,20 @@ def require_gdb() -> str:
     if gdb is None:
         raise EnvironmentMissing("gdb was not found", hint="install Debian's gdb (apt-get install gdb), or point "
                                  "XLATOOLS_GDB at one; `xlatools doctor` checks it")
+    if not is_gdb(gdb):  # e.g. XLATOOLS_GDB=/bin/true: say so now, not "gdb did not run the session" later
+        named = " (XLATOOLS_GDB)" if os.environ.get("XLATOOLS_GDB") else ""
+        raise EnvironmentMissing(f"{gdb}{named} is not a working gdb: `{gdb} --version` does not say GNU gdb",
+                                 hint="point XLATOOLS_GDB at gdb or cuda-gdb, or unset it to use gdb from PATH")
     return gdb
+
+
+def is_gdb(gdb: str) -> bool:
+    """gdb and cuda-gdb both name themselves GNU gdb in their --version text."""
+    try:
+        done = subprocess.run([gdb, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "GNU gdb" in done.stdout
 
 
 def gdb_version(gdb: str) -> str | None:

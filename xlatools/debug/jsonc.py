@@ -49,15 +49,23 @@ def _tokens(text: str, label: str):
             at += 1
 
 
-def strip(text: str, label: str) -> str:
-    """The text as strict JSON: comments blanked, trailing commas dropped."""
+def _blank_comments(text: str, label: str) -> str:
+    """The text with every comment replaced by spaces: same length, so indices still point into `text`."""
     out = list(text)
-    previous_comma = None
     for at, token in _tokens(text, label):
         if token in ("//", "/*"):
             end = text.find("\n", at) if token == "//" else text.find("*/", at) + 2
             end = len(text) if end < 0 else end
             out[at:end] = [" "] * (end - at)
+    return "".join(out)
+
+
+def strip(text: str, label: str) -> str:
+    """The text as strict JSON: comments blanked, trailing commas dropped."""
+    out = list(_blank_comments(text, label))
+    previous_comma = None
+    for at, token in _tokens(text, label):
+        if token in ("//", "/*"):
             continue
         if token in "}]" and previous_comma is not None and not "".join(out[previous_comma + 1:at]).strip():
             out[previous_comma] = " "
@@ -117,11 +125,13 @@ def merge_configurations(text: str | None, configurations: list[dict], label: st
         raise UsageError(f"{label}: expected an object with a \"configurations\" list of objects",
                          hint="fix the file, or move it away and run again")
     layout = _layout(text, label)
-    if layout.array_open is None:  # no list yet: add one before the closing brace
+    code = _blank_comments(text, label)  # where the JSON itself ends: a comma after a // comment would vanish in it
+    if layout.array_open is None:  # no list yet: add one after the object's last member
         items = ",\n        ".join(_indented(c, "        ") for c in configurations)
-        before = text[: layout.object_close].rstrip()
+        before = code[: layout.object_close].rstrip()
         comma = "" if before.endswith(("{", ",")) else ","
-        return before + comma + '\n    "configurations": [\n        ' + items + "\n    ]\n" + text[layout.object_close:]
+        at = len(before)
+        return text[:at] + comma + '\n    "configurations": [\n        ' + items + "\n    ]" + text[at:]
     by_name = {c["name"]: c for c in configurations}
     edits, placed = [], set()  # (start, end exclusive, replacement)
     for start, end in layout.elements:
@@ -132,11 +142,11 @@ def merge_configurations(text: str | None, configurations: list[dict], label: st
             placed.add(name)
     new = [c for c in configurations if c["name"] not in placed]
     if new:
-        last = text[: layout.array_close].rstrip()
+        last = code[: layout.array_close].rstrip()
         comma = "" if last.endswith(("[", ",")) else ","
-        insert_at = len(last)
-        addition = comma + "".join("\n        " + _indented(c, "        ") + "," for c in new)[:-1] + "\n    "
-        edits.append((insert_at, layout.array_close, addition))
+        insert_at = len(last)  # after the last element (or `[`); comments and spacing after it stay as written
+        addition = comma + "".join("\n        " + _indented(c, "        ") + "," for c in new)[:-1]
+        edits.append((insert_at, insert_at, addition))
     for start, end, replacement in sorted(edits, reverse=True):
         text = text[:start] + replacement + text[end:]
     return text

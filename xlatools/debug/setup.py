@@ -45,7 +45,7 @@ class SetupPlan:
     warnings: list[str] = field(default_factory=list)
 
     def gdbinit_block(self) -> str:
-        return "".join(f"set substitute-path {old} {new}\n" for old, new in self.substitutions)
+        return "".join(f"set substitute-path {gdb_quoted(old)} {gdb_quoted(new)}\n" for old, new in self.substitutions)
 
     def describe(self) -> list[str]:
         lines = [f"output base: {self.output_base} ({self.output_base_from})"]
@@ -53,6 +53,11 @@ class SetupPlan:
         lines += [f"launch.json: {self.launch_path} ({', '.join(c['name'] for c in self.configurations)})",
                   f"gdb init:    {self.gdbinit_path} (gdb -x {self.gdbinit_path} ...)"]
         return lines
+
+
+def gdb_quoted(argument: str) -> str:
+    """One argument as gdb's argument splitter reads it back whole: spaces, quotes and backslashes kept."""
+    return '"' + argument.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def debug_info_warnings(profile_name: str) -> list[str]:
@@ -84,7 +89,9 @@ def ask_bazel(tree: Path, env: Mapping[str, str]) -> Path | None:
     if bazel is None:
         return None
     try:
-        done = subprocess.run([bazel, "info", "output_base"], cwd=tree, capture_output=True, text=True, timeout=120)
+        # --batch: answer without starting a bazel server that would outlive this command
+        done = subprocess.run([bazel, "--batch", "info", "output_base"], cwd=tree, capture_output=True, text=True,
+                              timeout=120)
     except (OSError, subprocess.SubprocessError):
         return None
     line = done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else ""
@@ -152,8 +159,12 @@ def write_setup(plan: SetupPlan) -> list[str]:
     Both are read and merged before either is written; when the second write fails, the first is undone."""
     from xlatools.bazelrc import update_block
     from xlatools.debug.jsonc import merge_configurations
+    from xlatools.fsutil import refuse_links
     from xlatools.redact import redact, redact_text
 
+    workspace = plan.launch_path.parent.parent
+    refuse_links(plan.launch_path, workspace, "--workspace: launch.json")
+    refuse_links(plan.gdbinit_path, workspace, "--workspace: gdb init file")
     gdbinit = _existing(plan.gdbinit_path, "gdb init file")
     launch = _existing(plan.launch_path, "launch.json")
     update = update_block(gdbinit or "", BLOCK, redact_text(plan.gdbinit_block()), file_label=str(plan.gdbinit_path),

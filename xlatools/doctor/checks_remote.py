@@ -42,7 +42,7 @@ def remote_checks(profile, plan: BuildPlan, env: Mapping[str, str]) -> list[Chec
         return [fail("remote credentials", exc.message, exc.hint or "fix bazel.remote_credentials")]
     ca = next((m.source for m in plan.mounts if m.target == C_CA_BUNDLE), None) or plan.env.get("SSL_CERT_FILE")
     instance = profile.bazel.remote_instance_name
-    checks = []
+    checks = [warn("remote credentials", note, "chmod 600 the file") for note in credentials.warnings]
     for name, url, executor in (("remote cache", plan.remote_cache, False),
                                 ("remote executor", plan.remote_executor, True)):
         if url:

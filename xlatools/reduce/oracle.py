@@ -79,14 +79,26 @@ def script_verdict(returncode: int | None, status: Status, timeout: float | None
         return Verdict(interest=SKIP, reason="the script exited 125 (skip)", script_exit=125)
     if returncode is not None and 1 <= returncode <= 127:
         return Verdict(interest=INTERESTING, reason=f"the script exited {returncode}", script_exit=returncode)
-    raise EnvironmentMissing(f"the check script ended with status {returncode} (not 0-127)",
+    raise EnvironmentMissing(f"the check script ended with status {returncode} (not 0-127){_killed_by(returncode)}",
                              hint="like git bisect run: 0 = not interesting, 1-127 = interesting, 125 = skip")
+
+
+def _killed_by(returncode: int | None) -> str:
+    """`: killed by SIGKILL` when the status says a signal ended the script (-N from Python, 128+N from a shell)."""
+    import signal
+
+    number = -returncode if returncode is not None and returncode < 0 else (returncode or 0) - 128
+    try:
+        return f": killed by {signal.Signals(number).name}" if number > 0 else ""
+    except ValueError:
+        return ""
 
 
 def run_script(spec: OracleSpec, module: Path, inputs: Path | None, folder: Path, env: dict[str, str],
                timeout: float | None) -> Verdict:
     """Run the script on one candidate: its HLO file is the last argument; XLATOOLS_REDUCE_HLO / _INPUTS name them."""
     from xlatools.errors import Interrupted
+    from xlatools.fsutil import keep_ends
     from xlatools.run.process import execute
 
     argv = ["/bin/sh", "-c", f"{spec.script} {shlex.quote(str(module))}"]
@@ -95,6 +107,8 @@ def run_script(spec: OracleSpec, module: Path, inputs: Path | None, folder: Path
         env["XLATOOLS_REDUCE_INPUTS"] = str(inputs)
     result = execute(argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout,
                      None, None)
+    for log in ("script.stdout.log", "script.stderr.log"):  # one per candidate: a loud script must not fill the disk
+        keep_ends(folder / log)
     if result.status == Status.INTERRUPTED:
         raise Interrupted("interrupted while the check script ran")
     return script_verdict(result.returncode, result.status, timeout)

@@ -31,6 +31,7 @@ class Credentials:
     secrets: tuple[str, ...] = ()
     basic_auth: tuple[str, str] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # e.g. a secret file others may read (never the secret itself)
 
 
 def _absolute(value: str, origin_file: str | None) -> str:
@@ -62,18 +63,29 @@ def credential_refs(resolved) -> CredentialRefs | None:
     )
 
 
-def _read(ref: SecretRef, what: str, env: Mapping[str, str]) -> str:
+def _read(ref: SecretRef, what: str, env: Mapping[str, str], warnings: list[str]) -> str:
+    import stat
+
     if ref.env:
         value = env.get(ref.env, "")
         if not value:
             raise EnvironmentMissing(f"{what}: the environment variable {ref.env} is not set (or empty)",
                                      hint=f"export {ref.env}=... before running xlatools (CI: from a secret)")
         return value.strip()
+    fix = "create the file (mode 600) or fix bazel.remote_credentials"
     try:
-        lines = Path(ref.file).read_text(encoding="utf-8").splitlines()
+        info = os.stat(str(ref.file))
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block the read
+            raise UsageError(f"{what}: {ref.file} is not a regular file", hint=fix)
+        with open(str(ref.file), "rb") as handle:
+            lines = handle.read(64 << 10).decode("utf-8").splitlines()
     except OSError as exc:
-        raise EnvironmentMissing(f"{what}: cannot read {ref.file}: {exc.strerror}",
-                                 hint="create the file (mode 600) or fix bazel.remote_credentials") from None
+        raise EnvironmentMissing(f"{what}: cannot read {ref.file}: {exc.strerror}", hint=fix) from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{what}: {ref.file} is not UTF-8 text", hint="its first line must hold the secret") from None
+    if info.st_mode & 0o077:
+        warnings.append(f"{what}: {ref.file} can be read by others (mode {stat.S_IMODE(info.st_mode):o}): "
+                        f"chmod 600 {ref.file}")
     value = lines[0].strip() if lines else ""
     if not value:
         raise UsageError(f"{what}: {ref.file} is empty", hint="its first line must hold the secret")
@@ -96,9 +108,10 @@ def resolve_credentials(refs: CredentialRefs | None, remote_cache: str | None,
     env = os.environ if env is None else env
     options: list[str] = []
     secrets: list[str] = []
+    warnings: list[str] = []
     basic = None
     if refs.basic_auth:
-        value = _read(refs.basic_auth, "bazel.remote_credentials.basic_auth", env)
+        value = _read(refs.basic_auth, "bazel.remote_credentials.basic_auth", env, warnings)
         if ":" not in value:
             raise UsageError(f"bazel.remote_credentials.basic_auth from {refs.basic_auth.describe()} is not user:password",
                              hint="give it as user:password")
@@ -109,7 +122,7 @@ def resolve_credentials(refs: CredentialRefs | None, remote_cache: str | None,
         secrets += [password, quote(password, safe=""), authed]
     headers = {}
     for name, ref in refs.headers:
-        headers[name] = _read(ref, f"bazel.remote_credentials.headers.{name}", env)
+        headers[name] = _read(ref, f"bazel.remote_credentials.headers.{name}", env, warnings)
         options.append(f"--remote_header={name}={headers[name]}")
         # The whole value, and its long words alone ("Bearer <token>": the token may be printed by itself).
         secrets += [headers[name]] + [word for word in headers[name].split() if len(word) >= 8]
@@ -119,7 +132,7 @@ def resolve_credentials(refs: CredentialRefs | None, remote_cache: str | None,
                                      hint="create it, or fix the path (relative to the profile file)")
         options.append(f"--google_credentials={refs.google_credentials}")
     hidden = tuple(sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True))  # shorter would hide words
-    return Credentials(tuple(options), hidden, basic, headers)
+    return Credentials(tuple(options), hidden, basic, headers, tuple(warnings))
 
 
 def private_rc_text(credentials: Credentials, config_name: str, google_path: str | None = None) -> str:

@@ -195,6 +195,13 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     inputs_file = request.inputs not in (None, *INPUT_MODES)
     if inputs_file and not Path(str(request.inputs)).is_file():
         raise UsageError(f"repro pack: --inputs {request.inputs}: no such file", hint="random, zeros, ones or an .npz")
+    from xlatools.replay.pack_index import PATH_FLAG
+    from xlatools.run.flags import flag_name
+
+    for flag in request.xla_flags:  # what the pack's own `repro run` would refuse: refused now, before any work
+        if PATH_FLAG.search(flag_name(flag)):
+            raise UsageError(f"repro pack: --xla-flag {flag}: names a path of this machine, which a pack may not carry",
+                             hint="drop the flag (docs/security.md: what a pack may contain)")
     check_output(out_file, "-o")  # before the replay: a pack that cannot be written is refused at once
     kind, modules = resolve(request.source, request.modules, request.include_all, request.process)
     run = run_of(request.source) if kind == "bundle" else None
@@ -213,6 +220,7 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     index.left_out = left_out
     if inputs_file:
         index.replay.inputs = PACKED_INPUTS
+    check_packed(index.replay, out_file)  # never write a pack that its own `repro run` would refuse
     files["pack.json"] = json.dumps(redact(to_json(index)), indent=2, sort_keys=True).encode()  # a pack travels
     return PackResult(path=write_pack(files, out_file), replayed=replayed, index=index)
 

@@ -87,7 +87,10 @@ def triage(request: TriageRequest, argv: list[str], reporter: Reporter) -> Triag
     """Run (or continue) the triage; the state says what each stage found and how it ended."""
     from xlatools.triage.runners import RUNNERS, Context
 
+    from xlatools.bisect.envs import check_python_available
+
     test = _test(request, reporter)
+    check_python_available(request.python_version)  # every stage makes release environments of it
     state = open_state(request.out, spec_of(request, test), request.fresh)
     reporter.step(f"triage of {test.program.label}: jax {request.good} (good) .. {request.bad} (bad) in {state.folder}")
     context = Context(request, state, test, reporter, argv)

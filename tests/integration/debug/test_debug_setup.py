@@ -43,7 +43,7 @@ def _gdb_source_line(gdb, library, cwd, extra):
 def test_gdb_finds_sources_through_the_written_substitute_paths(xl, gdb, tmp_path):
     gcc = shutil.which("gcc")
     require("gcc", gcc is not None, "apt-get install gcc (builds the debug C library)")
-    tree, elsewhere = tmp_path / "tree", tmp_path / "elsewhere"
+    tree, elsewhere = tmp_path / 'the "jax" tree', tmp_path / "elsewhere"  # gdb reads quotes and spaces back whole
     (tree / "lib").mkdir(parents=True)
     elsewhere.mkdir()
     (tree / "lib" / "probe.c").write_text(LIBRARY)
@@ -89,3 +89,25 @@ def test_doctor_reports_gdb_and_ptrace(xl, gdb):
     checks = {c["name"]: c for c in json.loads(xl("doctor", "--json").stdout)["checks"]}
     assert checks["gdb"]["status"] == "ok" and "GNU gdb" in checks["gdb"]["evidence"]
     assert checks["ptrace (debugger attach)"]["status"] in ("ok", "warn")
+
+
+def test_setup_never_writes_through_a_link_and_merges_after_comments(xl, tmp_path):
+    tree, outside = tmp_path / "tree", tmp_path / "outside.json"
+    (tree / ".vscode").mkdir(parents=True)
+    outside.write_text('{"configurations": []}')
+    (tree / ".vscode" / "launch.json").symlink_to(outside)
+    done = xl("debug", "setup", "--source", str(tree), "--output-base", str(tmp_path / "ob"))
+    assert done.returncode == 2 and "is a symbolic link" in done.stderr and "Traceback" not in done.stderr
+    assert outside.read_text() == '{"configurations": []}' and not (tree / ".xlatools").exists()
+    # A list whose last element is followed by a // comment: the comma must not land inside the comment.
+    (tree / ".vscode" / "launch.json").unlink()
+    (tree / ".vscode" / "launch.json").write_text('{"configurations": [ {"name": "x // y", "a": "]}"} // end ]\n]}\n')
+    for _ in range(2):  # the second run changes nothing
+        done = xl("debug", "setup", "--source", str(tree), "--output-base", str(tmp_path / "ob"))
+        assert done.returncode == 0, done.stderr
+    from xlatools.debug.jsonc import loads
+
+    launch = (tree / ".vscode" / "launch.json").read_text()
+    assert [c["name"] for c in loads(launch, "launch.json")["configurations"]] == [
+        "x // y", "xlatools: Python (jaxlib dbg-cpu)", "xlatools: (gdb) Attach (jaxlib dbg-cpu)"]
+    assert "// end ]" in launch
