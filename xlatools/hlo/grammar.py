@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 
 from xlatools.hlo.values import STRING, called_computations, metadata_fields
 
@@ -30,7 +31,7 @@ NAME = r"[\w.\-]+"  # an instruction or computation name, without its '%'
 _START = rf"[ \t]*(?:ROOT[ \t]+)?%?{NAME}[ \t]*=[ \t]*"
 INSTRUCTION_START = re.compile("^" + _START)
 INSTRUCTION_START_BYTES = re.compile(b"\n" + _START.encode())
-_INSTRUCTION = re.compile(rf"^[ \t]*(?P<root>ROOT[ \t]+)?%?(?P<name>{NAME})[ \t]*=[ \t]*(?P<rest>.*?)[ \t\r\n]*$")
+_INSTRUCTION = re.compile(rf"[ \t]*(?P<root>ROOT[ \t]+)?%?(?P<name>{NAME})[ \t]*=[ \t]*")  # then the shape
 _OPCODE = re.compile(r"[ \t]*(?P<opcode>[a-z][\w\-]*)\(")
 _COMPUTATION = re.compile(rf"^(?P<entry>ENTRY\s+)?%?(?P<name>{NAME})\s*(?:\(.*\)\s*->.*)?\{{\s*$")
 INDEX_COMMENT = re.compile(r"/\*index=\d+\*/")  # `/*index=5*/` marks long tuples
@@ -54,50 +55,45 @@ class LineKind(StrEnum):
     OTHER = "other"
 
 
+@lru_cache(maxsize=8)
+def _specials(separator: str) -> re.Pattern:
+    # A whole quoted string (skipped), a bracket, the separator, or a quote that opens a string never closed.
+    return re.compile(STRING + r'|[(){}\[\]]' + (f"|{re.escape(separator)}" if separator else "") + '|"', re.S)
+
+
+def _scan(text: str, start: int, separator: str = "") -> tuple[list[int], int | None]:
+    """One scanner of brackets and strings over `text` from `start`, outside quoted strings (an unclosed string
+    runs to the end), jumping from one special character to the next (a regex search). Without a separator:
+    ([], index just past the bracket closing the one at `start`, or None). With one: (its indexes at depth 0,
+    None)."""
+    depth, index, cuts = 0, start, []
+    search = _specials(separator).search
+    while (found := search(text, index)) is not None:
+        at, index = found.start(), found.end()
+        token = text[at]
+        if token == '"':
+            if index - at == 1:  # never closed
+                break
+        elif token in "({[":
+            depth += 1
+        elif token in ")}]":
+            depth -= 1
+            if depth == 0 and not separator:
+                return cuts, index
+        elif depth == 0 and (len(separator) == 1 or found.group() == separator):
+            cuts.append(at)
+    return cuts, None
+
+
 def closing_bracket(text: str, start: int) -> int | None:
     """Index just past the bracket that closes the one at `start` (any of ({[, nested; quoted strings
     respected); None when it is never closed."""
-    depth, index, quoted = 0, start, False
-    while index < len(text):
-        char = text[index]
-        if quoted:
-            if char == "\\":
-                index += 1
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-        elif char in "({[":
-            depth += 1
-        elif char in ")}]":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-        index += 1
-    return None
+    return _scan(text, start)[1]
 
 
-def _top_level_cuts(text: str, separator: str) -> Iterator[int]:
+def _top_level_cuts(text: str, separator: str) -> list[int]:
     """Indexes of `separator` outside brackets and quoted strings."""
-    depth, index, quoted = 0, 0, False
-    while index < len(text):
-        char = text[index]
-        if quoted:
-            if char == "\\":
-                index += 1
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-        elif char in "({[":
-            depth += 1
-        elif char in ")}]":
-            depth -= 1
-        elif depth == 0 and text.startswith(separator, index):
-            yield index
-            index += len(separator)
-            continue
-        index += 1
+    return _scan(text, 0, separator)[0]
 
 
 def split_top_level(text: str, separator: str = ",") -> list[str]:
@@ -201,11 +197,21 @@ class Instruction:
     is_root: bool
     payload: str = ""  # inside the parentheses: a constant's literal, a parameter's number, the operand list
     tail: str = ""  # everything after the closing parenthesis, as printed (", dimensions={0}, to_apply=%add")
+    # (key, start of its ", key=", end of its value) in `tail`: where each attribute is printed
+    spans: tuple[tuple[str, int, int], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def called(self) -> list[str]:
         """The computations the instruction calls (to_apply=, calls=, branch_computations={...}, ...)."""
         return called_computations(self.attributes)
+
+    def tail_without(self, key: str) -> str:
+        """`tail` without `, key=value` (every other byte kept)."""
+        tail = self.tail
+        for name, start, end in reversed(self.spans):
+            if name == key:
+                tail = tail[:start] + tail[end:]
+        return tail
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -217,7 +223,7 @@ def _spans(line: str) -> tuple[re.Match, int, int, int, int]:
     found = _INSTRUCTION.match(line)
     if not found:
         raise HloSyntaxError(f"not an instruction: {line.strip()[:200]}")
-    rest = found.start("rest")
+    rest = found.end()
     if line.startswith("(", rest):
         shape_end = closing_bracket(line, rest)
         if shape_end is None:
@@ -252,9 +258,11 @@ def parse_instruction_strict(line: str) -> Instruction:
     opcode = line[shape_end:open_at].strip()
     inside = line[open_at + 1:close - 1]
     operands = [] if opcode in LITERAL_OPCODES else [p.split()[-1].lstrip("%") for p in split_top_level(inside) if p]
-    attributes = {key: line[value:end].strip() for key, _, value, end in _attribute_spans(line, close)}
-    return Instruction(found["name"], line[rest:shape_end].strip(), opcode, operands, attributes,
-                       bool(found["root"]), inside, line[close:len(line.rstrip(" \t\r\n"))])
+    spans = _attribute_spans(line, close)
+    attributes = {key: line[value:end].strip() for key, _, value, end in spans}
+    return Instruction(found["name"], line[rest:shape_end].strip(), opcode, operands, attributes, bool(found["root"]),
+                       inside, line[close:len(line.rstrip(" \t\r\n"))],
+                       tuple((key, start - close, end - close) for key, start, _, end in spans))
 
 
 def parse_instruction(line: str) -> Instruction | None:
@@ -284,6 +292,8 @@ def set_attribute(line: str, key: str, value: str) -> str:
 
 def remove_attribute(line: str, key: str) -> str:
     """The line without `, key=value` (every occurrence); the line itself when it has none."""
+    if f"{key}=" not in line:
+        return line
     try:
         _, _, _, close, _ = _spans(line)
     except HloSyntaxError:

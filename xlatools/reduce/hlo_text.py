@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from xlatools.hlo.grammar import (
-    LITERAL_OPCODES, HloSyntaxError, LineKind, computation_header, drop_attribute, module_header, parse_instruction_strict,
+    LITERAL_OPCODES, HloSyntaxError, LineKind, computation_header, module_header, parse_instruction_strict,
     scan_lines, split_top_level,
 )
 from xlatools.hlo.values import called_computations
@@ -118,7 +118,7 @@ def parse_instruction(line: str) -> Instruction:
     """The reducer's record of one instruction line (HloSyntaxError when it is not one)."""
     inst = parse_instruction_strict(line)
     metadata = inst.attributes.get("metadata")
-    attributes = drop_attribute(inst.tail, "metadata") if metadata is not None else inst.tail
+    attributes = inst.tail_without("metadata") if metadata is not None else inst.tail
     return Instruction(inst.name, inst.shape, inst.opcode, inst.operands,
                        inst.payload if inst.opcode in LITERAL_OPCODES else "", attributes.rstrip(),
                        f"metadata={metadata}" if metadata is not None else "", inst.is_root)

@@ -52,7 +52,7 @@ _NUMBER_STRING = re.compile(r'"-?\d+"')
 
 def _callback_descriptor(line: str) -> str | None:
     """The first operand of a host-callback custom call (jaxlib 0.4.x: a pointer constant)."""
-    inst = parse_instruction(line)
+    inst = parse_instruction(line) if "_callback" in line else None
     if inst is None or inst.opcode != "custom-call" or not inst.operands:
         return None
     return inst.operands[0] if _CALLBACK_TARGET.fullmatch(inst.attributes.get("custom_call_target", "")) else None
