@@ -10,7 +10,8 @@ import pytest
 
 from tests.unit.test_bisect_engine import history, search
 from xlatools.bisect.engine import EndpointProblem, Oracle, Verdict
-from xlatools.bisect.kary import bisect_kary, cut_points, narrow, one_at_a_time
+from xlatools.bisect.kary import bisect_kary, narrow, one_at_a_time
+from xlatools.search import cut_points
 
 
 def kary(n, step, jobs, steps=None, confirm=0, runner=None):

@@ -12,7 +12,7 @@ from xlatools.reduce.hlo_text import HloSyntaxError, parse_module, print_module
 from xlatools.reduce.issue import IssueFacts, commands, render_issue
 from xlatools.reduce.oracle import script_verdict
 from xlatools.reduce.plan import ReduceRequest, oracle_of
-from xlatools.reduce.search import ddmin, largest_interesting, smallest_interesting
+from xlatools.search import ddmin, largest_interesting, smallest_interesting
 
 HLO = Path(__file__).resolve().parent.parent / "fixtures" / "hlo"
 SUMMARY = HLO / "jaxlib-0.6.2.jit_summary.before_optimizations.txt"  # real: tests/integration/reduce/student_t.py

@@ -13,6 +13,7 @@ the whole resume mechanism.
   bad, like `git bisect skip`) and `confirm` re-runs of the two boundary steps.
 - `ddmin`: delta debugging (Zeller's ddmin) for the smallest set of items whose
   removal turns bad into good; used for HLO passes.
+The search procedures themselves (ddmin, the middle of a range) are xlatools/search.py, shared with reduce.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from xlatools import search
 from xlatools.errors import UsageError, XlaToolsError
 from xlatools.records.bisect import StepDetail, StepRecord
 from xlatools.records.build import BazelProcesses
@@ -97,12 +99,6 @@ class BisectResult:
     flaky: bool
 
 
-def pick_middle(lo: int, hi: int, usable: Sequence[int]) -> int:
-    """The usable index closest to the middle of (lo, hi); ties go to the lower one."""
-    middle = (lo + hi) / 2
-    return min(usable, key=lambda i: (abs(i - middle), i))
-
-
 def check_end(oracle: Oracle, keys: Sequence[str], labels: Sequence[str], index: int, role: str,
               outcome: StepOutcome) -> None:
     """An end that is not what it claims (or cannot be tested) stops the search (EndpointProblem)."""
@@ -132,7 +128,7 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
         usable = [i for i in range(lo + 1, hi) if i not in skipped]
         if not usable:
             break
-        mid = pick_middle(lo, hi, usable)
+        [mid] = search.cut_points(lo, hi, usable, 1)  # the usable index closest to the middle, ties to the lower
         outcome = oracle.ask(keys[mid], labels[mid], "search")
         if outcome == StepOutcome.GOOD:
             lo = mid
@@ -168,38 +164,7 @@ class NoReduction(XlaToolsError):
 
 
 def ddmin(items: Sequence[str], interesting: Callable[[tuple[str, ...]], bool | None]) -> tuple[str, ...]:
-    """A 1-minimal subset of `items` for which `interesting` is True (None: unresolved, e.g. a skip).
-
-    `interesting(items)` must be True. Subsets keep the original order, so the keys the oracle
-    sees are stable across resumed runs."""
-    current = tuple(items)
-    granularity = 2
-    while len(current) >= 2:
-        chunks = _split(current, granularity)
-        reduced = False
-        for chunk in chunks:
-            if interesting(chunk) is True:
-                current, granularity, reduced = chunk, 2, True
-                break
-        if not reduced:
-            for chunk in chunks:
-                complement = tuple(x for x in current if x not in chunk)
-                if complement and interesting(complement) is True:
-                    current, granularity, reduced = complement, max(granularity - 1, 2), True
-                    break
-        if not reduced:
-            if granularity >= len(current):
-                break
-            granularity = min(len(current), granularity * 2)
-    return current
-
-
-def _split(items: tuple[str, ...], parts: int) -> list[tuple[str, ...]]:
-    size, extra = divmod(len(items), parts)
-    chunks, start = [], 0
-    for i in range(parts):
-        end = start + size + (1 if i < extra else 0)
-        if end > start:
-            chunks.append(items[start:end])
-        start = end
-    return chunks
+    """A 1-minimal subset of `items` for which `interesting` is True (None: unresolved, e.g. a skip), one
+    question at a time. `interesting(items)` must be True. Subsets keep the original order, so the keys the
+    oracle sees are stable across resumed runs."""
+    return tuple(search.ddmin(list(items), lambda tries: [interesting(tuple(t)) for t in tries]))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from xlatools import search
 from xlatools.bisect.engine import (BisectResult, Oracle, StepFunction, Verdict, bisect_ordered, check_end,
                                     search_result)
 from xlatools.errors import UsageError
@@ -71,30 +72,10 @@ def ask_batch(oracle: Oracle, asks: list[tuple[str, str, str, int]], run_batch: 
     return [answers[position] for position in range(len(asks))]
 
 
-def cut_points(lo: int, hi: int, usable: Sequence[int], k: int) -> list[int]:
-    """K usable indices cutting (lo, hi) into K+1 near-equal parts (all of them when there are no
-    more); for K = 1 the one closest to the middle, ties to the lower (engine.pick_middle)."""
-    left = list(usable)
-    if len(left) <= k:
-        return left
-    chosen = []
-    for j in range(1, k + 1):
-        target = lo + (hi - lo) * j / (k + 1)
-        best = min(left, key=lambda i: (abs(i - target), i))
-        chosen.append(best)
-        left.remove(best)
-    return sorted(chosen)
-
-
 def narrow(lo: int, hi: int, skipped: set[int], found: Iterable[tuple[int, StepOutcome]]) -> tuple[int, int]:
-    """The open range after a round: the oldest bad bounds it above, the newest good below that
-    bounds it below (a good above a bad, only possible when the test is flaky, is not believed);
-    skips join `skipped`."""
-    found = list(found)
-    skipped.update(i for i, outcome in found if outcome == StepOutcome.SKIP)
-    hi = min((i for i, outcome in found if outcome == StepOutcome.BAD and lo < i < hi), default=hi)
-    lo = max((i for i, outcome in found if outcome == StepOutcome.GOOD and lo < i < hi), default=lo)
-    return lo, hi
+    """search.narrow over step outcomes: bad is the interesting side, a skip unresolved."""
+    answers = [(i, None if outcome == StepOutcome.SKIP else outcome == StepOutcome.BAD) for i, outcome in found]
+    return search.narrow(lo, hi, skipped, answers)
 
 
 def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_batch: BatchRunner, jobs: int,
@@ -112,7 +93,7 @@ def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_
         outcomes = ask_batch(oracle, [(keys[i], labels[i], role, 0) for i, role in zip(indices, roles)], run_batch)
         return list(zip(indices, outcomes))
 
-    interior = cut_points(0, n - 1, range(1, n - 1), jobs - 2)
+    interior = search.cut_points(0, n - 1, range(1, n - 1), jobs - 2)
     first = ask([0, n - 1, *interior], ["good end", "bad end", *["search"] * len(interior)])
     for (index, outcome), role in zip(first, ("good end", "bad end")):
         check_end(oracle, keys, labels, index, role, outcome)
@@ -122,7 +103,7 @@ def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_
         usable = [i for i in range(lo + 1, hi) if i not in skipped]
         if not usable:
             break
-        points = cut_points(lo, hi, usable, jobs)
+        points = search.cut_points(lo, hi, usable, jobs)
         lo, hi = narrow(lo, hi, skipped, ask(points, ["search"] * len(points)))
     for attempt in range(1, confirm + 1):  # one attempt of each boundary at a time: records stay in attempt order
         ask_batch(oracle, [(keys[i], labels[i], "confirm", attempt) for i in (lo, hi)], run_batch)

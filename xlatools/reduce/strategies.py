@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
-from xlatools.reduce.search import ddmin, largest_interesting, smallest_interesting
+from xlatools.search import ddmin, largest_interesting, smallest_interesting
 from xlatools.vocab import OracleKind, ReduceStrategy
 
 if TYPE_CHECKING:
