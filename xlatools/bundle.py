@@ -12,7 +12,8 @@ happened, through the disk-full reserve when it must. One failure policy for eve
 - Ctrl-C / SIGTERM: `interrupted` (exit 130); a TimedOut: `timeout` (124);
 - an OSError (a record that cannot be written, a full disk): `error`, exit 3, with the reason;
 - any other XlaToolsError: the status its exit code stands for (1 failed, 2/3 error), its message;
-- anything else (a bug): `error` with the exception named, then it propagates as it is.
+- anything else (a bug): `error`, exit 70, with the exception named, then it propagates as it is
+  (cli.main writes the crash log).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, TypeVar
 
-from xlatools.errors import EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError, exit_code_for
+from xlatools.errors import (EXIT_INTERNAL, EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError,
+                             exit_code_for)
 from xlatools.fsutil import atomic_write_json, sha256_file, write_failure
 from xlatools.records.base import MANIFEST, BundleRecord, FileEntry, to_json
 from xlatools.vocab import Status
@@ -226,7 +228,7 @@ class BundleSession:
         if isinstance(exc, XlaToolsError):
             self.record_failure(_STATUS_OF_EXIT.get(exc.exit_code, Status.ERROR), exc.exit_code, exc.message)
             return None
-        self.record_failure(Status.ERROR, 1, f"internal error: {type(exc).__name__}: {exc}")
+        self.record_failure(Status.ERROR, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         return None
 
 
