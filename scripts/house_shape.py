@@ -24,6 +24,7 @@ from pathlib import Path
 CLI = {"cli", "commands", "__main__"}
 SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "vocab", "redact", "records",
           "yamlfile", "__init__"}
+SHARED |= {"gitcmd", "crashlog"}  # the one git runner; the crash log of a bug of ours
 # capability -> the capabilities it may use (besides the shared modules).
 ALLOWED = {
     "profiles": set(),

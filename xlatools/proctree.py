@@ -17,6 +17,17 @@ from typing import Iterator
 GRACE_SECONDS = 3.0
 
 
+def signal_name(returncode: int | None) -> str | None:
+    """The signal a child died by, from its Popen return code (-11 -> "SIGSEGV"); None for an exit.
+    The one spelling every record, message and verdict uses."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
 def descendants(pid: int) -> list[int]:
     """Every live descendant of `pid` (Linux /proc; empty elsewhere)."""
     children: dict[int, list[int]] = {}

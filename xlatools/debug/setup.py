@@ -84,7 +84,10 @@ def ask_bazel(tree: Path, env: Mapping[str, str]) -> Path | None:
     if bazel is None:
         return None
     try:
-        done = subprocess.run([bazel, "info", "output_base"], cwd=tree, capture_output=True, text=True, timeout=120)
+        # subprocess.run, not proctree.run_captured: the bazel server this starts is meant to outlive the
+        # client (the user's next build reuses it), so only the client is bounded by the timeout
+        done = subprocess.run([bazel, "info", "output_base"], cwd=tree, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
     line = done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else ""
