@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, TypeVar
+from typing import Generic, Iterator, TypeVar
 
 from xlatools.errors import (EXIT_INTERNAL, EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError,
                              exit_code_for)
@@ -160,10 +160,10 @@ class Bundle:
         return target
 
 
-class BundleSession:
-    """A bundle being written: its record, the running manifest, and how it ends (once)."""
+class BundleSession(Generic[Record]):
+    """A bundle being written: its record (of one kind), the running manifest, and how it ends (once)."""
 
-    def __init__(self, bundle: Bundle, record: BundleRecord):
+    def __init__(self, bundle: Bundle, record: Record):
         self.bundle = bundle
         self.record = record
         self.finished = False
@@ -172,7 +172,7 @@ class BundleSession:
     def path(self) -> Path:
         return self.bundle.path
 
-    def adopt(self, record: BundleRecord) -> None:
+    def adopt(self, record: Record) -> None:
         """Take `record` as this bundle's record from now on (one that needed the bundle's path to be made)."""
         record.bundle, record.started = self.record.bundle, record.started or self.record.started
         self.record = record
@@ -181,7 +181,7 @@ class BundleSession:
         """(Re)write the running manifest, e.g. once the program has started."""
         self.bundle.write_manifest(self.record)
 
-    def finish(self, status: Status, exit_code: int | None = None, error: str | None = None) -> BundleRecord:
+    def finish(self, status: Status, exit_code: int | None = None, error: str | None = None) -> Record:
         """The final manifest: the outcome, the time, the file index. `exit_code` defaults to the status's."""
         record = self.record
         record.status = status
@@ -233,7 +233,7 @@ class BundleSession:
 
 
 @contextlib.contextmanager
-def bundle_session(out_root: Path, record: Record, *, name: str, write_running: bool = True) -> Iterator[BundleSession]:
+def bundle_session(out_root: Path, record: Record, *, name: str, write_running: bool = True) -> Iterator[BundleSession[Record]]:
     """Create a fresh bundle for `record` under `out_root` and see it through to its final manifest.
 
     `write_running=False`: the body writes the running manifest itself (`session.save()`), e.g.

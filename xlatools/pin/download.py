@@ -10,6 +10,7 @@ goes wrong (including Ctrl-C), the partial file is removed before the error leav
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import tempfile
@@ -79,8 +80,8 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
                       event_hooks={"response": [_refuse_odd_redirect]}) as client:
         for url in urls:
             try:
-                fetched = _with_retries(delay, failures, url, lambda: _fetch_once(
-                    client, url, tmp_dir, prefix, commit, label, max_bytes, reporter))
+                fetched = _with_retries(delay, failures, url, functools.partial(
+                    _fetch_once, client, url, tmp_dir, prefix, commit, label, max_bytes, reporter))
             except (_Transient, _SkipUrl):
                 continue  # recorded in `failures`; the next mirror
             if expected_sha256 and fetched.sha256 != expected_sha256:
@@ -164,7 +165,7 @@ def _refuse_odd_redirect(response) -> None:
 
 def _has_request(exc) -> bool:
     try:
-        exc.request  # httpx raises RuntimeError when the exception carries no request
+        _ = exc.request  # httpx raises RuntimeError when the exception carries no request
     except RuntimeError:
         return False
     return True

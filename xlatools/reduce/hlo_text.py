@@ -202,7 +202,7 @@ def parse_module(text: str) -> Module:
             continue
         if stripped.startswith("HloModule"):
             head = stripped[len("HloModule"):].strip()
-            name = re.split(r"[\s,]", head, 1)[0]
+            name = re.split(r"[\s,]", head, maxsplit=1)[0]
             extra = "".join(f", {m}" for m in _HEADER_KEEP.findall(head))
             continue
         if stripped in _TABLE_HEADERS:
