@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -59,3 +60,33 @@ def test_a_bad_git_timeout_setting_is_bad_input(monkeypatch):
     monkeypatch.setenv("XLATOOLS_GIT_TIMEOUT", "soon")
     with pytest.raises(UsageError, match="XLATOOLS_GIT_TIMEOUT='soon'"):
         run_git("--version")
+
+
+def test_the_shipped_presets_have_the_shape_user_presets_are_checked_against():
+    """Runs trust the shipped presets (no pydantic on a run's path); this is where they are checked."""
+    from xlatools.run.presets.catalog import shape_problems, shipped_definitions
+
+    definitions = shipped_definitions()
+    assert len(definitions) >= 4  # dump, frontends, jax, log
+    for path, data in definitions:
+        for name, spec in data.items():
+            assert shape_problems(name, spec, str(path)) == [], (path, name)
+
+
+def test_a_user_preset_of_the_wrong_type_is_named_by_its_key_path():
+    from xlatools.run.presets.catalog import parse_preset
+
+    preset, problems = parse_preset("mine", {"kind": "log", "vmodule": {"gpu_compiler": "2"}}, "my.yaml")
+    assert preset is None and [p.key for p in problems] == ["mine.vmodule.gpu_compiler"], problems
+
+
+def test_a_lock_file_of_the_wrong_shape_is_refused_with_key_paths(tmp_path):
+    from xlatools.errors import PinError
+    from xlatools.pin.lock import load_lock
+
+    lock = tmp_path / "xlatools.lock"
+    entry = {"kind": "archive", "commit": "a" * 40, "sha256": "b" * 64, "urls": "https://example.invalid/x.tar.gz"}
+    lock.write_text(json.dumps({"lock_version": 2, "dependencies": {"xla": entry}}))
+    with pytest.raises(PinError, match="does not have the expected shape") as caught:
+        load_lock(lock)  # a string where a list goes: once read character by character
+    assert [p.key for p in caught.value.problems] == ["dependencies.xla.urls"] and caught.value.exit_code == 2
