@@ -145,23 +145,17 @@ class Lock:
 
 def load_lock(path: Path) -> Lock:
     from xlatools.errors import UsageError
-    from xlatools.fsutil import read_user_text
+    from xlatools.records.base import read_json_object
 
     path = Path(path)
     regenerate = "the lock is written by `xlatools pin resolve`; regenerate it"
     if not os.path.lexists(path):
         raise PinError(f"lock file {path} does not exist",
                        hint="create it with `xlatools pin resolve --profile P` (or `pin local`), or pass --lock")
-    try:
-        text = read_user_text(path, "lock file", hint=regenerate)
+    try:  # the records reader's JSON: a regular file, bounded, UTF-8, an object
+        data = read_json_object(path, "lock file", hint=regenerate)
     except UsageError as exc:
         raise PinError(exc.message, hint=exc.hint) from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise PinError(f"{path}:{getattr(exc, 'lineno', '?')}: not valid JSON ({exc})", hint=regenerate) from None
-    except RecursionError:
-        raise PinError(f"{path}: nested too deeply to be a lock", hint=regenerate) from None
     return parse_lock(data, path)
 
 
