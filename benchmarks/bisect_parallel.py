@@ -49,7 +49,7 @@ def synthetic(jobs: list[int]) -> list[dict]:
                 def step(key: str, label: str, first_bad=first_bad) -> Verdict:
                     return Verdict("bad" if int(key) >= first_bad else "good")
 
-                def run_batch(calls, step=step):
+                def run_batch(calls, step=step, batches=batches):
                     batches.append(len(calls))
                     yield from one_at_a_time(step)(calls)
 

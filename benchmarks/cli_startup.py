@@ -15,7 +15,7 @@ import sys
 
 from _bench import installed_env, timed
 
-HEAVY = ("jax", "docker", "httpx", "pydantic", "rich", "yaml", "numpy")
+HEAVY = ("jax", "docker", "httpx", "pydantic", "rich", "yaml", "numpy", "psutil", "tenacity")
 GOAL = 1.4
 
 

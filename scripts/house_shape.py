@@ -24,6 +24,7 @@ from pathlib import Path
 CLI = {"cli", "commands", "__main__"}
 SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "vocab", "redact", "records",
           "yamlfile", "hlo", "search", "__init__"}  # hlo: HLO text and dump-name grammars; search: ddmin, K-ary (pure)
+SHARED |= {"gitcmd", "crashlog"}  # the one git runner; the crash log of a bug of ours
 # capability -> the capabilities it may use (besides the shared modules).
 ALLOWED = {
     "profiles": set(),

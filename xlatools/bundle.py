@@ -12,7 +12,8 @@ happened, through the disk-full reserve when it must. One failure policy for eve
 - Ctrl-C / SIGTERM: `interrupted` (exit 130); a TimedOut: `timeout` (124);
 - an OSError (a record that cannot be written, a full disk): `error`, exit 3, with the reason;
 - any other XlaToolsError: the status its exit code stands for (1 failed, 2/3 error), its message;
-- anything else (a bug): `error` with the exception named, then it propagates as it is.
+- anything else (a bug): `error`, exit 70, with the exception named, then it propagates as it is
+  (cli.main writes the crash log).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, TypeVar
+from typing import Generic, Iterator, TypeVar
 
-from xlatools.errors import EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError, exit_code_for
+from xlatools.errors import (EXIT_INTERNAL, EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError,
+                             exit_code_for)
 from xlatools.fsutil import atomic_write_json, sha256_file, write_failure
 from xlatools.records.base import MANIFEST, BundleRecord, FileEntry, to_json
 from xlatools.vocab import Status
@@ -158,10 +160,10 @@ class Bundle:
         return target
 
 
-class BundleSession:
-    """A bundle being written: its record, the running manifest, and how it ends (once)."""
+class BundleSession(Generic[Record]):
+    """A bundle being written: its record (of one kind), the running manifest, and how it ends (once)."""
 
-    def __init__(self, bundle: Bundle, record: BundleRecord):
+    def __init__(self, bundle: Bundle, record: Record):
         self.bundle = bundle
         self.record = record
         self.finished = False
@@ -170,7 +172,7 @@ class BundleSession:
     def path(self) -> Path:
         return self.bundle.path
 
-    def adopt(self, record: BundleRecord) -> None:
+    def adopt(self, record: Record) -> None:
         """Take `record` as this bundle's record from now on (one that needed the bundle's path to be made)."""
         record.bundle, record.started = self.record.bundle, record.started or self.record.started
         self.record = record
@@ -179,7 +181,7 @@ class BundleSession:
         """(Re)write the running manifest, e.g. once the program has started."""
         self.bundle.write_manifest(self.record)
 
-    def finish(self, status: Status, exit_code: int | None = None, error: str | None = None) -> BundleRecord:
+    def finish(self, status: Status, exit_code: int | None = None, error: str | None = None) -> Record:
         """The final manifest: the outcome, the time, the file index. `exit_code` defaults to the status's."""
         record = self.record
         record.status = status
@@ -226,12 +228,12 @@ class BundleSession:
         if isinstance(exc, XlaToolsError):
             self.record_failure(_STATUS_OF_EXIT.get(exc.exit_code, Status.ERROR), exc.exit_code, exc.message)
             return None
-        self.record_failure(Status.ERROR, 1, f"internal error: {type(exc).__name__}: {exc}")
+        self.record_failure(Status.ERROR, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         return None
 
 
 @contextlib.contextmanager
-def bundle_session(out_root: Path, record: Record, *, name: str, write_running: bool = True) -> Iterator[BundleSession]:
+def bundle_session(out_root: Path, record: Record, *, name: str, write_running: bool = True) -> Iterator[BundleSession[Record]]:
     """Create a fresh bundle for `record` under `out_root` and see it through to its final manifest.
 
     `write_running=False`: the body writes the running manifest itself (`session.save()`), e.g.

@@ -233,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     _standard_streams()
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)  # no credential is printed
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _main(argv)
+        return _main(args)
+    except Exception as exc:  # a bug of ours: never exit 1 (a verdict), never a bare traceback
+        return _crashed(args, exc)
     finally:
         _flush_stdout()
         sys.stdout, sys.stderr = streams
@@ -245,11 +248,35 @@ def main(argv: list[str] | None = None) -> int:
 _PATH_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP)
 
 
-def _main(argv: list[str] | None) -> int:
+def _crashed(args: list[str], exc: Exception) -> int:
+    """An exception no error class names: a bug in xlatools. Exit EXIT_INTERNAL, a crash log
+    (versions, command, traceback) whose path is printed, the JSON twin, the traceback under --debug."""
+    from xlatools.crashlog import record_crash
+    from xlatools.errors import EXIT_INTERNAL
+
+    crash = record_crash(exc, args)
+    if _State.debug:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    where = f"the crash log is {crash.log}" if crash.log else "no crash log could be written; here it is:\n" + crash.text
+    message = f"internal error (a bug in xlatools, not in your program): {crash.kind}: {crash.message}"
+    try:
+        sys.stderr.write(f"error: {message}\n  {where}\n  please report it to the xlatools maintainers with that log"
+                         f"{'' if _State.debug else ' (--debug shows the traceback here)'}\n")
+    except OSError:
+        pass
+    from xlatools.errors import XlaToolsError
+
+    error = XlaToolsError(message, hint=f"crash log: {crash.log}" if crash.log else None)
+    _failed(args, "InternalError", EXIT_INTERNAL, message, error)
+    return EXIT_INTERNAL
+
+
+def _main(args: list[str]) -> int:
     from xlatools.commands.options import Invocation
 
     click_exc = typer_click_exceptions()
-    args = sys.argv[1:] if argv is None else list(argv)
     name = invoked_command(args)
     _State.interrupted = None
     try:

@@ -13,7 +13,7 @@ import io
 import os
 import sys
 from functools import lru_cache
-from typing import Callable, Iterator, TextIO
+from typing import Callable, Iterator, Sequence, TextIO
 
 from xlatools.redact import redact_text
 
@@ -71,7 +71,7 @@ def group(title: str, announce: bool = True) -> contextlib.AbstractContextManage
     return COMMAND.group(title, announce)
 
 
-def columns(rows: list[tuple[str, ...]]) -> str:
+def columns(rows: Sequence[tuple[str, ...]]) -> str:
     """Rows as plain left-aligned columns (the first row is the header). No rich: it sits on
     the run path, whose start-up cost matters."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

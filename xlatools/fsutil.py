@@ -184,6 +184,26 @@ def keep_ends(path: Path, head: int = 32 << 10, tail: int = 32 << 10) -> int:
     return dropped
 
 
+TAIL_BYTES = 64 * 1024
+
+
+def tail_bytes(path: Path, max_bytes: int = TAIL_BYTES) -> bytes:
+    """The last `max_bytes` of a file, read from its end (logs can be gigabytes); b"" when unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - max_bytes))
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def tail_lines(path: Path, lines: int, max_bytes: int = TAIL_BYTES) -> list[str]:
+    """The last `lines` lines of a log (from its last `max_bytes`); [] when it is missing or unreadable.
+    The one log-tail reader: run summaries, replay jobs, gdb sessions, reduce workers."""
+    return tail_bytes(path, max_bytes).decode("utf-8", "replace").splitlines()[-lines:] if lines > 0 else []
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     import hashlib  # here: the run path reaches this module before its program starts, hashing after
 

@@ -2,7 +2,8 @@
 
 Shared by runs (the program under test) and local builds (build.py, bazel client):
 a child runs in its own session, so its process group can be signalled whole;
-descendants that left the group are found through /proc (Linux).
+descendants that left the group are found by psutil (imported when first needed, never at
+start-up: a run that ends by itself never pays for it).
 """
 
 from __future__ import annotations
@@ -17,38 +18,34 @@ from typing import Iterator
 GRACE_SECONDS = 3.0
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid` (Linux /proc; empty elsewhere)."""
-    children: dict[int, list[int]] = {}
+def signal_name(returncode: int | None) -> str | None:
+    """The signal a child died by, from its Popen return code (-11 -> "SIGSEGV"); None for an exit.
+    The one spelling every record, message and verdict uses."""
+    if returncode is None or returncode >= 0:
+        return None
     try:
-        entries = os.listdir("/proc")
-    except OSError:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (empty when it is gone)."""
+    import psutil
+
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
         return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: fields start after the last ')'.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def alive(pid: int) -> bool:
+    """`pid` runs (a zombie is gone, only not reaped)."""
+    import psutil
+
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return b") Z " not in handle.read()  # a zombie is gone, only not reaped
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return False
 
 
@@ -92,18 +89,17 @@ MARK = "XLATOOLS_TREE"  # in a run_captured child's environment, and so in every
 
 
 def marked(token: str) -> list[int]:
-    """Live processes whose environment carries MARK=token (Linux /proc; our own processes are readable):
+    """Live processes whose environment carries MARK=token (our own processes are readable):
     the child's descendants, those that left its session and were adopted by init included."""
-    needle = f"{MARK}={token}".encode()
+    import psutil
+
     found = []
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as handle:
-                    if needle in handle.read().split(b"\0") and alive(int(entry)):
-                        found.append(int(entry))
-            except OSError:
-                continue
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get(MARK) == token and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc.pid)
+        except psutil.Error:  # gone, or another user's
+            continue
     return found
 
 

@@ -32,7 +32,8 @@ def _packs() -> list[Case]:
         return Case("packs", f"h-{name}", ["repro", "run", "p.tar.gz", "--out", "out"], frozenset(expect), setup,
                     mention=("p.tar.gz",), **kw)
 
-    two = lambda m, f, r: m["modules"].append({**m["modules"][0], "id": 99, "files": {"text": "modules/nope.txt"}})
+    def two(m, f, r):
+        m["modules"].append({**m["modules"][0], "id": 99, "files": {"text": "modules/nope.txt"}})
     return [
         case("snapshot-is-pack-json", _pack(lambda m, f, r: m["modules"][0]["files"].update(snapshot="pack.json"))),
         case("member-dot-segment", _pack(extra=[("repro/./modules/x.txt", {"size": 1}, b"x")])),
@@ -65,7 +66,8 @@ def _secrets() -> list[Case]:
         data["program"]["args"] = ["--token", SECRET]
         path.write_text(json.dumps(data))
 
-    profile = lambda r: r.write("p.yaml", f"description: x\nrun:\n  env:\n    DB_DSN: postgres://u:{SECRET}@db/x\n")
+    def profile(r):
+        return r.write("p.yaml", f"description: x\nrun:\n  env:\n    DB_DSN: postgres://u:{SECRET}@db/x\n")
     return [
         case("run-env-proxy-url", [*run, "--env", f"HTTP_PROXY=http://u:{SECRET}@proxy.test:3128"]),
         case("run-env-npm-token", [*run, "--env", f"NPM_TOKEN={SECRET}"]),
@@ -175,8 +177,11 @@ def _writes() -> list[Case]:
     def case(name, argv, expect, setup=None, root=False, **kw):
         return Case("writes", f"h-{name}", argv, frozenset(expect), setup, needs_root=root, timeout=90, **kw)
 
-    ro = lambda r: r.mount("ro", readonly=True)
-    lowerme = lambda r: r.write("lowerme.py", "def f(x):\n    return x * 2\n")
+    def ro(r):
+        return r.mount("ro", readonly=True)
+
+    def lowerme(r):
+        return r.write("lowerme.py", "def f(x):\n    return x * 2\n")
     return [
         case("schema-o-read-only", ["profiles", "schema", "-o", "ro/s.json"], (2,), ro, root=True),
         # a private full device (never /dev/full itself: a writer that replaced it would break the machine)

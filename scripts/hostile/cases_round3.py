@@ -16,7 +16,7 @@ from pathlib import Path
 from . import fixtures
 from .cases_debug import _tree, setup_argv
 from .cases_processes import _signal_when
-from .cases_reduce import SKIP_ALL, reduce_argv, triage_argv
+from .cases_reduce import reduce_argv, triage_argv
 from .core import Case, Run
 
 CLASSES = ("links", "state", "leftovers", "growth", "tracebacks", "waits", "messages", "leaks")

@@ -53,7 +53,7 @@ def test_profiles_show_json_and_explain(cli, tmp_path):
 def test_profiles_show_explain_table(cli, tmp_path):
     result = cli("profiles", "show", "dbg-cpu", "--explain", cwd=tmp_path)
     assert result.returncode == 0
-    line = next(l for l in result.stdout.splitlines() if l.startswith("bazel.strip"))
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("bazel.strip"))
     assert '"never"' in line and "dbg-cpu.yaml:6" in line
 
 
@@ -205,9 +205,9 @@ def test_explain_never_cuts_the_origin(tmp_path, columns):
         file, line = row["origin"].rsplit(":", 1)
         label = "<path>" if (tmp_path / file).resolve().parent == deep.resolve() else "<shipped>"
         short = f"{label}/{Path(file).name}:{line}"
-        assert any(l.startswith(row["key"] + " ") and l.endswith("  " + short) for l in lines), (row, result.stdout)
+        assert any(ln.startswith(row["key"] + " ") and ln.endswith("  " + short) for ln in lines), (row, result.stdout)
     assert f"<path> = {deep}" in result.stderr and "<shipped> = " in result.stderr
     if columns:
-        assert max(len(l) for l in lines) <= 80, result.stdout
+        assert max(len(ln) for ln in lines) <= 80, result.stdout
     else:
-        assert len(next(l for l in lines if l.startswith("description "))) > 180, "no terminal: whole lines"
+        assert len(next(ln for ln in lines if ln.startswith("description "))) > 180, "no terminal: whole lines"

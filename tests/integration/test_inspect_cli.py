@@ -39,9 +39,9 @@ def test_inspect_shows_the_run_and_where_each_module_came_from(xl, tmp_path):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("run:       ok (exit 0)")
-    assert "command:   xlatools run prog.py --dump" in lines and any(l.startswith("jax:       jax 0.") for l in lines)
-    assert "presets:   dump:hlo" in lines and any(l.startswith("XLA_FLAGS: --xla_dump_hlo_as_text") for l in lines)
-    assert "source" in next(l for l in lines if l.startswith("id "))
+    assert "command:   xlatools run prog.py --dump" in lines and any(ln.startswith("jax:       jax 0.") for ln in lines)
+    assert "presets:   dump:hlo" in lines and any(ln.startswith("XLA_FLAGS: --xla_dump_hlo_as_text") for ln in lines)
+    assert "source" in next(ln for ln in lines if ln.startswith("id "))
     stages = _stages(lines)
     assert [row[2] for row in stages] == ["prog.py:13", "prog.py:14", "prog.py:15"], result.stdout
 

@@ -93,7 +93,12 @@ def test_bad_user_files_are_bad_input(tmp_path):
     with pytest.raises(UsageError, match="bad regex"):
         load_signatures([user])
     bad.write_text("signatures:\n  - id: x\n")
-    with pytest.raises(UsageError, match="needs id, regex"):
+    with pytest.raises(UsageError, match="does not have the expected shape") as caught:
+        load_signatures([user])  # each missing field named by its key path, as every input file's are
+    assert [p.key for p in caught.value.problems] == ["signatures[0].regex", "signatures[0].explanation",
+                                                      "signatures[0].fix"]
+    bad.write_text("signatures:\n  - {id: x, regex: a, explanation: ' ', fix: f}\n")
+    with pytest.raises(UsageError, match=r"signatures\[0\]\]: explanation must not be empty"):
         load_signatures([user])
 
 

@@ -9,7 +9,8 @@ import pytest
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.records.replay import Comparison, ModuleRecord, OutputDigest
 from xlatools.replay import execute as replay_execute
-from xlatools.replay.jobs import Materials, job_spec, signal_name
+from xlatools.proctree import signal_name
+from xlatools.replay.jobs import Materials, job_spec
 from xlatools.replay.plan import ReplayRequest, plan_replay
 from xlatools.replay.records import RunRecord, exit_code, module_outcome
 from xlatools.replay.repro import verdict

@@ -43,7 +43,9 @@ def test_gpu_platform_uses_the_gpu_and_no_fake_cpu_devices(fake_target):
 def test_auto_platform_on_a_gpu_host_leaves_jax_to_choose(fake_target):
     fake_target(GPU)
     plan = prepare(request(platform="auto"), ProfileRun(), {}, {}, Path("/w")).plan
-    assert "JAX_PLATFORMS" not in plan.child_env({})
+    chosen = prepare(request(platform="gpu"), ProfileRun(), {}, {}, Path("/w")).plan
+    # expected: no platform pinned for auto, where a chosen platform on the same host pins one
+    assert "JAX_PLATFORMS" not in plan.child_env({}) and chosen.child_env({})["JAX_PLATFORMS"] == "cuda"
 
 
 def test_gpu_platform_without_gpu_is_environment_missing(fake_target):

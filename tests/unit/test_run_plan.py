@@ -138,5 +138,7 @@ def test_parse_program(tmp_path):
 
 
 def test_bind_replaces_every_placeholder(catalog):
-    p = plan(catalog, dump=True, presets=["ir"], program=Program("smoke", "dot")).bind(Path("/b"))
-    assert "{bundle}" not in repr(p.to_json())
+    unbound = plan(catalog, dump=True, presets=["ir"], program=Program("smoke", "dot"))
+    bound = repr(unbound.bind(Path("/b")).to_json())
+    # expected: every placeholder the plan had is now the bundle's path
+    assert "{bundle}" in repr(unbound.to_json()) and "{bundle}" not in bound and "/b/" in bound

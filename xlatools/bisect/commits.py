@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlatools.bisect.checks import SkipStep, StepEnv
-from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.errors import UsageError
 from xlatools.records.bisect import Candidate
 
 if TYPE_CHECKING:
@@ -23,11 +23,9 @@ if TYPE_CHECKING:
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    git = shutil.which("git")
-    if git is None:
-        raise EnvironmentMissing("git is not installed", hint="apt-get install git")
-    done = subprocess.run([git, "-C", str(repo), *args], capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    from xlatools.gitcmd import run_git
+
+    done = run_git(*args, repo=repo, needed_for="bisect commits reads and checks out commits")
     if check and done.returncode != 0:
         raise UsageError(f"git {' '.join(args)} in {repo}: {done.stderr.strip() or 'failed'}")
     return done
@@ -101,8 +99,12 @@ class CommitSource:
             return
         bazel = shutil.which("bazel")
         if self.which == "jax" and self.local and bazel:
-            subprocess.run([bazel, "shutdown"], cwd=self.work, capture_output=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
+            from xlatools.proctree import run_captured
+
+            try:
+                run_captured([bazel, "shutdown"], cwd=str(self.work), timeout=120)
+            except subprocess.TimeoutExpired:
+                pass  # stopped with its tree; the checkout goes anyway
         _git(self.repo, "worktree", "remove", "--force", str(self.work), check=False)
         shutil.rmtree(self.work, ignore_errors=True)
         _git(self.repo, "worktree", "prune", check=False)
@@ -142,7 +144,11 @@ def _install(wheels: list[Path], site: Path, python: str) -> None:
     # The wheels' tags must suit the test's interpreter, so it is the target of the install.
     argv = ([uv, "pip", "install", "--quiet", "--python", python] if uv
             else [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-    done = subprocess.run([*argv, "--no-deps", "--target", str(site), *map(str, wheels)], capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL)
+    from xlatools.proctree import run_captured
+
+    try:
+        done = run_captured([*argv, "--no-deps", "--target", str(site), *map(str, wheels)], timeout=900)
+    except subprocess.TimeoutExpired:
+        raise SkipStep(f"installing {', '.join(w.name for w in wheels)} did not finish in 900 s; stopped") from None
     if done.returncode != 0:
         raise SkipStep(f"installing {', '.join(w.name for w in wheels)} failed: {done.stderr.strip()[-400:]}")

@@ -109,9 +109,25 @@ def find_uv() -> str | None:
     return shutil.which("uv") or (str(beside) if beside.exists() else None)
 
 
+INSTALL_TIMEOUT_S = 1800  # one venv or install step (jax + jaxlib over a slow index); then it is stopped, tree and all
+
+
+def _run(argv: list[str]) -> None:
+    """One install step with a timeout; a failure or a timeout is a CalledProcessError (an InstallFailed above)."""
+    from xlatools.proctree import run_captured
+
+    try:
+        done = run_captured(argv, timeout=INSTALL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise subprocess.CalledProcessError(-9, argv, "", f"{argv[0]}: did not finish in {INSTALL_TIMEOUT_S} s; "
+                                            "stopped") from None
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
+
+
 def _make(spec: EnvSpec, path: Path, log) -> str:
     uv = find_uv()
-    run = lambda argv: subprocess.run(argv, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL)  # noqa: E731
+    run = _run
     if uv:
         if log:
             log(f"uv: making {spec.name}: {' '.join(spec.requirements)}")
@@ -137,8 +153,14 @@ def find_python(version: str) -> str | None:
     if builds:
         return str(builds[-1])
     found = shutil.which(f"python{version}")
-    if found and subprocess.run([found, "-c", "pass"], capture_output=True).returncode == 0:
-        return found
+    if found:
+        from xlatools.proctree import run_captured
+
+        try:
+            if run_captured([found, "-c", "pass"], timeout=60).returncode == 0:
+                return found
+        except (OSError, subprocess.TimeoutExpired):
+            pass
     return None
 
 

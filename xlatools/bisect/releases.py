@@ -22,7 +22,9 @@ def index_versions(package: str, python_version: str, pre: bool = False) -> list
     if pre:
         argv.append("--pre")
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        from xlatools.proctree import run_captured
+
+        done = run_captured(argv, timeout=180)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentMissing(f"cannot ask the package index for {package} versions: {exc}") from None
     found = re.search(r"^Available versions:\s*(.+)$", done.stdout, re.M)

@@ -137,13 +137,8 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
 
 
 def _tail(path, lines: int) -> str:
-    """The last `lines` lines of a log, read from its end (logs can be gigabytes)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - 64 * 1024))
-            text = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
+    from xlatools.fsutil import tail_lines
+
+    return "\n".join(tail_lines(path, lines)) or "(no log)"
+
+

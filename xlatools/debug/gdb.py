@@ -47,7 +47,9 @@ def is_gdb(gdb: str) -> bool:
 
 def gdb_version(gdb: str) -> str | None:
     try:
-        done = subprocess.run([gdb, "--version"], capture_output=True, text=True, timeout=30)
+        from xlatools.proctree import run_captured
+
+        done = run_captured([gdb, "--version"], timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     first = done.stdout.splitlines()[0] if done.stdout else ""

@@ -149,6 +149,7 @@ def _run_gdb(plan: SessionPlan, bundle: Path) -> Status | str:
         # gdb owns the terminal: Ctrl-C is gdb's (it stops the program), not ours.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
+            # no timeout on purpose: the user drives this gdb and ends it (the one such child xlatools starts)
             subprocess.run(plan.gdb_argv, env=plan.gdb_env, cwd=plan.cwd, check=False)
         finally:
             signal.signal(signal.SIGINT, previous)
@@ -192,11 +193,9 @@ def _read_result(bundle: Path, ended: Status | str) -> SessionResult:
 
 
 def _tail(path: Path, lines: int = 8) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    kept = [line for line in text.splitlines() if line.strip() and not line.startswith("[New Thread")]
+    from xlatools.fsutil import tail_lines
+
+    kept = [line for line in tail_lines(path, 400) if line.strip() and not line.startswith("[New Thread")]
     return " | ".join(kept[-lines:])
 
 

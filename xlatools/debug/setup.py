@@ -89,9 +89,10 @@ def ask_bazel(tree: Path, env: Mapping[str, str]) -> Path | None:
     if bazel is None:
         return None
     try:
-        # --batch: answer without starting a bazel server that would outlive this command
+        # --batch: answer without starting a bazel server that would outlive this command (the hostile harness
+        # found one left running); subprocess.run bounds the client, and in batch mode the client is all there is
         done = subprocess.run([bazel, "--batch", "info", "output_base"], cwd=tree, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=120, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
     line = done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else ""

@@ -81,18 +81,19 @@ def bazel_version(binary: str) -> str | None:
     """`bazel --version`; a distribution's bazel may say `no_version`: then ask dpkg who installed it."""
     import subprocess
 
+    from xlatools.proctree import run_captured
+
     try:
-        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = run_captured([binary, "--version"], timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = re.search(r"\b(\d+\.\d+\.\d+)", out)
     if match:
         return match.group(1)
     try:
-        owner = subprocess.run(["dpkg-query", "-S", os.path.realpath(binary)], capture_output=True, text=True, timeout=30)
+        owner = run_captured(["dpkg-query", "-S", os.path.realpath(binary)], timeout=30)
         package = owner.stdout.split(":", 1)[0].strip() if owner.returncode == 0 else ""
-        version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
-                                 timeout=30).stdout if package else ""
+        version = run_captured(["dpkg-query", "-W", "-f=${Version}", package], timeout=30).stdout if package else ""
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = re.match(r"(?:\d+:)?(\d+\.\d+\.\d+)", version)

@@ -42,28 +42,44 @@ def user_dir() -> Path:
     return Path(user_config_dir("xlatools")) / "signatures"
 
 
+@dataclass
+class SignatureShape:
+    """One entry of a signatures file as YAML has it (checked by the records reader)."""
+
+    id: str
+    regex: str
+    explanation: str
+    fix: str
+    link: str | None = None
+
+
+@dataclass
+class SignaturesShape:
+    signatures: list[SignatureShape]
+
+
 def _parse(path: Path) -> list[Signature]:
+    from xlatools.records.base import validate
     from xlatools.yamlfile import YamlRefused, load_file
 
     try:
         data = load_file(path)
     except YamlRefused as exc:
         raise UsageError(f"cannot read signatures: {exc.problem.render()}", hint="fix the YAML, or remove the file") from None
-    entries = data.get("signatures") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
+    if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a mapping with a `signatures:` list", hint=f"see {SHIPPED} for the format")
+    shape = validate(data, SignaturesShape, path, "signatures file", hint=f"see {SHIPPED} for the format")
     found = []
-    for index, entry in enumerate(entries):
+    for index, entry in enumerate(shape.signatures):
         where = f"{path} [signatures[{index}]]"
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(k), str) and entry.get(k) for k in FIELDS[:4]):
-            raise UsageError(f"{where}: each signature needs id, regex, explanation and fix (strings)",
-                             hint=f"see {SHIPPED}")
+        empty = [name for name in FIELDS[:4] if not getattr(entry, name).strip()]
+        if empty:
+            raise UsageError(f"{where}: {', '.join(empty)} must not be empty", hint=f"see {SHIPPED}")
         try:
-            pattern = re.compile(entry["regex"])
+            pattern = re.compile(entry.regex)
         except REGEX_ERRORS as exc:
-            raise UsageError(f"{where}: bad regex {entry['regex']!r}: {exc}") from None
-        found.append(Signature(entry["id"], pattern, entry["explanation"], entry["fix"], str(entry.get("link") or ""),
-                               str(path)))
+            raise UsageError(f"{where}: bad regex {entry.regex!r}: {exc}") from None
+        found.append(Signature(entry.id, pattern, entry.explanation, entry.fix, entry.link or "", str(path)))
     return found
 
 

@@ -1,14 +1,16 @@
 """Streamed archive download: hash, safety check and write in one pass over the bytes.
 
 Mirrors are tried in order (like bazel's url list). Per URL: bounded retries with
-back-off for transient failures (connection errors, timeouts, 5xx, 429), none for
-4xx. Only http(s) URLs and redirects. A size cap stops runaway downloads. Whatever
+exponential back-off for transient failures (connection errors, timeouts, 5xx, 429), none for
+4xx, by tenacity (imported only when a download starts). Redirects are httpx's own, capped;
+one to anything but http(s) is refused. A size cap stops runaway downloads. Whatever
 goes wrong (including Ctrl-C), the partial file is removed before the error leaves.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import tempfile
@@ -74,31 +76,46 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
     from xlatools import __version__
 
     headers = {"Accept-Encoding": "identity", "User-Agent": f"xlatools/{__version__}"}
-    with httpx.Client(timeout=timeout, headers=headers, follow_redirects=False) as client:
+    with httpx.Client(timeout=timeout, headers=headers, follow_redirects=True, max_redirects=MAX_REDIRECTS,
+                      event_hooks={"response": [_refuse_odd_redirect]}) as client:
         for url in urls:
-            for attempt in range(1, ATTEMPTS_PER_URL + 1):
-                try:
-                    fetched = _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, reporter)
-                except _Transient as exc:
-                    failures.append(f"{url} (attempt {attempt}): {exc}")
-                    if attempt < ATTEMPTS_PER_URL:
-                        time.sleep(delay * 2 ** (attempt - 1))
-                    continue
-                except _SkipUrl as exc:
-                    failures.append(f"{url}: {exc}")
-                    break
-                if expected_sha256 and fetched.sha256 != expected_sha256:
-                    fetched.path.unlink(missing_ok=True)
-                    raise PinError(
-                        f"sha256 mismatch for {label} from {fetched.url}",
-                        hint="the profile's `sha256` and the archive disagree; nothing was written. If the new "
-                             "archive is right, update `sha256` (or drop it to trust what is downloaded)",
-                        problems=[Problem(f"expected {expected_sha256}"), Problem(f"actual   {fetched.sha256}")],
-                    )
-                return fetched
+            try:
+                fetched = _with_retries(delay, failures, url, functools.partial(
+                    _fetch_once, client, url, tmp_dir, prefix, commit, label, max_bytes, reporter))
+            except (_Transient, _SkipUrl):
+                continue  # recorded in `failures`; the next mirror
+            if expected_sha256 and fetched.sha256 != expected_sha256:
+                fetched.path.unlink(missing_ok=True)
+                raise PinError(
+                    f"sha256 mismatch for {label} from {fetched.url}",
+                    hint="the profile's `sha256` and the archive disagree; nothing was written. If the new "
+                         "archive is right, update `sha256` (or drop it to trust what is downloaded)",
+                    problems=[Problem(f"expected {expected_sha256}"), Problem(f"actual   {fetched.sha256}")],
+                )
+            return fetched
     raise FetchError(f"could not download {label} from any of {len(urls)} URL(s)",
                      hint="check the network or add a mirror to `urls:`; `--offline` uses the cache only",
                      problems=[Problem(failure) for failure in failures])
+
+
+def _with_retries(delay: float, failures: list[str], url: str, attempt_once):
+    """attempt_once() up to ATTEMPTS_PER_URL times while it fails transiently, waiting delay, 2*delay, ...
+    between tries; every failure is noted in `failures`. Raises the last _Transient, or a _SkipUrl at once."""
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+    retrying = Retrying(stop=stop_after_attempt(ATTEMPTS_PER_URL), wait=wait_exponential(multiplier=delay, max=60),
+                        retry=retry_if_exception_type(_Transient), reraise=True)
+    for attempt in retrying:
+        with attempt:
+            try:
+                return attempt_once()
+            except _Transient as exc:
+                failures.append(f"{url} (attempt {attempt.retry_state.attempt_number}): {exc}")
+                raise
+            except _SkipUrl as exc:
+                failures.append(f"{url}: {exc}")
+                raise
+    raise AssertionError("unreachable: tenacity returns or re-raises")  # pragma: no cover
 
 
 def remove_stale_partials(tmp_dir: Path, max_age_s: float = 24 * 3600) -> None:
@@ -115,30 +132,43 @@ def remove_stale_partials(tmp_dir: Path, max_age_s: float = 24 * 3600) -> None:
 
 
 def _open(client, url: str):
-    """Send GET, following only http(s) redirects; returns a streaming response."""
+    """Send GET; httpx follows redirects (at most MAX_REDIRECTS), refusing any to a non-http(s) URL.
+    Returns a streaming response and the URL it came from."""
     import httpx
 
-    for _ in range(MAX_REDIRECTS + 1):
-        try:
-            response = client.send(client.build_request("GET", url), stream=True)
-        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-            raise _Transient(f"{type(exc).__name__}: {exc}") from None
-        if response.is_redirect:
-            location = response.headers.get("location", "")
-            response.close()
-            target = urljoin(url, location)
-            if urlsplit(target).scheme not in ("http", "https"):
-                raise _SkipUrl(f"refused redirect to non-http(s) URL '{target}'")
-            url = target
-            continue
-        if response.status_code == 429 or response.status_code >= 500:
-            response.close()
-            raise _Transient(f"HTTP {response.status_code}")
-        if response.status_code != 200:
-            response.close()
-            raise _SkipUrl(f"HTTP {response.status_code}")
-        return response, url
-    raise _SkipUrl(f"more than {MAX_REDIRECTS} redirects")
+    try:
+        response = client.send(client.build_request("GET", url), stream=True)
+    except httpx.UnsupportedProtocol as exc:  # a redirect to file://, ftp://, ...
+        target = exc.request.url if _has_request(exc) else "?"
+        raise _SkipUrl(f"refused redirect to non-http(s) URL '{target}'") from None
+    except httpx.TooManyRedirects:
+        raise _SkipUrl(f"more than {MAX_REDIRECTS} redirects") from None
+    except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+        raise _Transient(f"{type(exc).__name__}: {exc}") from None
+    if response.status_code == 429 or response.status_code >= 500:
+        response.close()
+        raise _Transient(f"HTTP {response.status_code}")
+    if response.status_code != 200:
+        response.close()
+        raise _SkipUrl(f"HTTP {response.status_code}")
+    return response, str(response.url)
+
+
+def _refuse_odd_redirect(response) -> None:
+    """httpx calls this for every response, each redirect included: one to a non-http(s) URL stops here,
+    named as the server sent it (httpx would fill in a missing host before refusing it itself)."""
+    if response.is_redirect:
+        target = urljoin(str(response.url), response.headers.get("location", ""))
+        if urlsplit(target).scheme not in ("http", "https"):
+            raise _SkipUrl(f"refused redirect to non-http(s) URL '{target}'")
+
+
+def _has_request(exc) -> bool:
+    try:
+        _ = exc.request  # httpx raises RuntimeError when the exception carries no request
+    except RuntimeError:
+        return False
+    return True
 
 
 def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, reporter: Reporter | None) -> Fetched:

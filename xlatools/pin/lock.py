@@ -145,68 +145,59 @@ class Lock:
 
 def load_lock(path: Path) -> Lock:
     from xlatools.errors import UsageError
-    from xlatools.fsutil import read_user_text
+    from xlatools.records.base import read_json_object
 
     path = Path(path)
     regenerate = "the lock is written by `xlatools pin resolve`; regenerate it"
     if not os.path.lexists(path):
         raise PinError(f"lock file {path} does not exist",
                        hint="create it with `xlatools pin resolve --profile P` (or `pin local`), or pass --lock")
-    try:
-        text = read_user_text(path, "lock file", hint=regenerate)
+    try:  # the records reader's JSON: a regular file, bounded, UTF-8, an object
+        data = read_json_object(path, "lock file", hint=regenerate)
     except UsageError as exc:
         raise PinError(exc.message, hint=exc.hint) from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise PinError(f"{path}:{getattr(exc, 'lineno', '?')}: not valid JSON ({exc})", hint=regenerate) from None
-    except RecursionError:
-        raise PinError(f"{path}: nested too deeply to be a lock", hint=regenerate) from None
     return parse_lock(data, path)
 
 
 def parse_lock(data, path: Path | None) -> Lock:
+    """A lock file's JSON as a Lock: its shape checked by the records reader (pin.lockfile), then each
+    entry's consistency (entry_problems). Every problem is a PinError naming the file and key."""
+    from xlatools.errors import UsageError
+    from xlatools.pin.lockfile import LockShape
+    from xlatools.records.base import validate
+
     where = str(path) if path else "lock"
     if not isinstance(data, dict) or not isinstance(data.get("dependencies"), dict):
         raise PinError(f"{where}: not an xlatools lock file (no `dependencies` mapping)")
     version = data.get("lock_version")
-    if version not in READABLE_VERSIONS:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise PinError(f"{where}: lock_version {version!r} is not supported "
                        f"(this xlatools reads {', '.join(map(str, READABLE_VERSIONS))})",
                        hint="regenerate it with `xlatools pin resolve`, or use the xlatools version that wrote it")
-    entries = {}
-    for name, raw in data["dependencies"].items():
-        entries[name] = _parse_entry(name, raw, where)
-    made_for = data.get("made_for")
-    if made_for is not None and not isinstance(made_for, dict):
-        raise PinError(f"{where}: made_for must be a mapping")
-    made = MadeFor(made_for.get("jax_commit"), made_for.get("layout")) if made_for else None
-    return Lock(path, entries, data.get("profile"), data.get("generator"), made)
-
-
-def _parse_entry(name: str, raw, where: str) -> LockEntry:
-    key = f"{where} [dependencies.{name}]"
-    if not isinstance(raw, dict):
-        raise PinError(f"{key}: must be a mapping")
     try:
-        patches = tuple(PatchEntry(str(p["path"]), str(p["sha256"])) for p in raw.get("patches") or [])
-        others = tuple(Archive(tuple(a.get("urls") or ()), str(a["sha256"]), a.get("strip_prefix"))
-                       for a in raw.get("other_archives") or [])
-        declared = [a.get("integrity") for a in raw.get("other_archives") or []]
-        entry = LockEntry(
-            name=name, kind=raw.get("kind", "archive"), commit=str(raw["commit"]), repo=raw.get("repo"),
-            ref=raw.get("ref"), urls=tuple(raw.get("urls") or ()), sha256=raw.get("sha256"),
-            integrity=raw.get("integrity"), strip_prefix=raw.get("strip_prefix"), patches=patches,
-            resolved_at=raw.get("resolved_at"), local_path=raw.get("local_path"), dirty=bool(raw.get("dirty", False)),
-            other_archives=others,
-        )
-    except (KeyError, TypeError) as exc:
-        raise PinError(f"{key}: missing or malformed field {exc}") from None
+        shape = validate(data, LockShape, Path(where), "lock file", hint="regenerate the lock with `xlatools pin resolve`")
+    except UsageError as exc:
+        raise PinError(exc.message, hint=exc.hint, problems=exc.problems) from None
+    entries = {name: _entry(name, raw, where) for name, raw in shape.dependencies.items()}
+    made = MadeFor(shape.made_for.jax_commit, shape.made_for.layout) if shape.made_for else None
+    return Lock(path, entries, shape.profile, shape.generator, made)
+
+
+def _entry(name: str, raw, where: str) -> LockEntry:
+    patches = tuple(PatchEntry(p.path, p.sha256) for p in raw.patches or [])
+    others = tuple(Archive(tuple(a.urls or ()), a.sha256, a.strip_prefix) for a in raw.other_archives or [])
+    entry = LockEntry(
+        name=name, kind=raw.kind, commit=raw.commit, repo=raw.repo, ref=raw.ref, urls=tuple(raw.urls or ()),
+        sha256=raw.sha256, integrity=raw.integrity, strip_prefix=raw.strip_prefix, patches=patches,
+        resolved_at=raw.resolved_at, local_path=raw.local_path, dirty=raw.dirty, other_archives=others,
+    )
+    declared = [a.integrity for a in raw.other_archives or []]
     problems = entry_problems(entry)
     problems += [f"other_archives: integrity {sri!r} does not match sha256 {a.sha256}"
                  for a, sri in zip(others, declared) if sri is not None and is_sha256_hex(a.sha256) and sri != a.integrity]
     if problems:
-        raise PinError(f"{key}: {'; '.join(problems)}", hint="regenerate the lock with `xlatools pin resolve`")
+        raise PinError(f"{where} [dependencies.{name}]: {'; '.join(problems)}",
+                       hint="regenerate the lock with `xlatools pin resolve`")
     return entry
 
 

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-from xlatools.errors import EnvironmentMissing, FetchError, PinError
+from xlatools.errors import FetchError, PinError
+from xlatools.gitcmd import run_git
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
-GIT_TIMEOUT_S = 120
 
 
 def is_commit(value: str) -> bool:
     return bool(_HEX40.match(value))
-
-
-def git_executable() -> str:
-    git = shutil.which("git")
-    if git is None:
-        raise EnvironmentMissing("git is not installed, and resolving a `ref` needs `git ls-remote`",
-                                 hint="install git, or pin `commit:` (40 hex) instead of `ref:`")
-    return git
 
 
 def pick_commit(listing: str, ref: str) -> str | None:
@@ -58,13 +47,8 @@ def ls_remote(repo: str, ref: str) -> str:
             raise PinError(f"repo {repo}: no such directory", hint="`repo:` is a git URL or a local git checkout")
         target = str(path.resolve())
     patterns = [ref] if ref.startswith("refs/") else [f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}"]
-    env = dict(os.environ, GIT_TERMINAL_PROMPT="0")  # never hang on a password prompt in CI
-    try:
-        done = subprocess.run([git_executable(), "ls-remote", target, *patterns], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, env=env)
-    except subprocess.TimeoutExpired:
-        raise FetchError(f"git ls-remote {repo} timed out after {GIT_TIMEOUT_S}s",
-                         hint="check the network, or pin `commit:` instead of `ref:`") from None
+    done = run_git("ls-remote", target, *patterns, needed_for="resolving a `ref` needs `git ls-remote`; "
+                   "or pin `commit:` (40 hex) instead", timeout_hint="check the network, or pin `commit:` instead of `ref:`")
     if done.returncode != 0:
         detail = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
         raise FetchError(f"git ls-remote {repo} failed: {detail}",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,10 +89,10 @@ def record_local(name: str, path: Path) -> tuple[LockEntry, list[str]]:
     path = path.expanduser()
     if not path.is_dir():
         raise PinError(f"{path}: not a directory", hint="point --xla at a local XLA git checkout")
-    git = refs.git_executable()
+    from xlatools.gitcmd import run_git
 
     def run(*args: str) -> str:
-        done = subprocess.run([git, "-C", str(path), *args], capture_output=True, text=True, timeout=120)
+        done = run_git(*args, repo=path, needed_for="--xla names a local checkout")
         if done.returncode != 0:
             raise PinError(f"{path}: not a git checkout ({done.stderr.strip() or 'git ' + args[0] + ' failed'})",
                            hint="point --xla at the root of an XLA git clone")

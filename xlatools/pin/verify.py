@@ -5,7 +5,6 @@ Returns disagreements as sentences; an empty list means everything agrees.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,15 +80,17 @@ def inconsistency(layout: layouts.Layout, entry: LockEntry, texts: dict[str, str
 
 
 def _git(path: Path, *args: str) -> subprocess.CompletedProcess:
-    from xlatools.pin.refs import git_executable
+    from xlatools.gitcmd import run_git
 
-    return subprocess.run([git_executable(), "-C", str(path), *args], capture_output=True, text=True, timeout=120)
+    return run_git(*args, repo=path, needed_for="checking a git tree against the lock")
 
 
 def verify_jax_checkout(lock: Lock, source_dir: Path) -> list[str]:
     """If the lock pins JAX and the tree is a git checkout, it must be at that commit.
     (Uncommitted changes are expected: `pin apply` makes them.) Trees without git are not checked."""
-    if lock.jax is None or not (source_dir / ".git").exists() or shutil.which("git") is None:
+    from xlatools.gitcmd import have_git
+
+    if lock.jax is None or not (source_dir / ".git").exists() or not have_git():
         return []
     head = _git(source_dir, "rev-parse", "HEAD")
     if head.returncode == 0 and head.stdout.strip() != lock.jax.commit:

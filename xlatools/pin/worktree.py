@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,10 +18,12 @@ MAX_LINES = 6
 
 
 def _git(source: Path, *args: str) -> subprocess.CompletedProcess | None:
-    git = shutil.which("git")
-    if git is None or not (source / ".git").exists():
+    """git in a JAX tree, or None where there is no git or the tree is not a checkout (nothing to compare)."""
+    from xlatools.gitcmd import have_git, run_git
+
+    if not have_git() or not (source / ".git").exists():
         return None
-    return subprocess.run([git, "-C", str(source), *args], capture_output=True, text=True, timeout=120)
+    return run_git(*args, repo=source)
 
 
 def head(source: Path) -> str | None:

@@ -85,13 +85,12 @@ def script_verdict(returncode: int | None, status: Status, timeout: float | None
 
 def _killed_by(returncode: int | None) -> str:
     """`: killed by SIGKILL` when the status says a signal ended the script (-N from Python, 128+N from a shell)."""
-    import signal
+    from xlatools.proctree import signal_name
 
-    number = -returncode if returncode is not None and returncode < 0 else (returncode or 0) - 128
-    try:
-        return f": killed by {signal.Signals(number).name}" if number > 0 else ""
-    except ValueError:
-        return ""
+    if returncode is not None and 128 < returncode <= 128 + 64:
+        returncode = 128 - returncode  # the shell's 128+N, as Popen's -N
+    name = signal_name(returncode)
+    return f": killed by {name}" if name else ""
 
 
 def run_script(spec: OracleSpec, module: Path, inputs: Path | None, folder: Path, env: dict[str, str],

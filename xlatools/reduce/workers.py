@@ -55,7 +55,9 @@ class Worker:
         try:
             hello = self._read(START_TIMEOUT)
         except WorkerDied as died:
-            tail = self.log.read_text(errors="replace").splitlines()[-5:]
+            from xlatools.fsutil import tail_lines
+
+            tail = tail_lines(self.log, 5)
             raise EnvironmentMissing(f"{self.run.python} cannot start the reduce worker (status {died.returncode})",
                                      hint=" | ".join(tail) or "check that jax and numpy import there") from None
         if "fatal" in hello:

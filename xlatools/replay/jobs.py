@@ -9,12 +9,12 @@ needs only jax and numpy. A target that dies (a compiler abort, a segfault) is a
 from __future__ import annotations
 
 import json
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlatools.fsutil import atomic_write_bytes, atomic_write_json
+from xlatools.fsutil import atomic_write_bytes, atomic_write_json, tail_lines
+from xlatools.proctree import signal_name
 from xlatools.records.base import to_json
 from xlatools.records.replay import RunRecord
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest, RunConfig
@@ -111,25 +111,6 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
             "print_literals": request.print_literals, "out_dir": str(run_dir)}
 
 
-def signal_name(returncode: int | None) -> str | None:
-    if returncode is None or returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            handle.seek(max(0, handle.tell() - 64 * 1024))
-            return handle.read().decode("utf-8", "replace").splitlines()[-lines:]
-    except OSError:
-        return []
-
-
 def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
             env: dict[str, str]) -> RunRecord:
     """Run replay_module.py for one job in the target interpreter and read what it wrote."""
@@ -159,7 +140,7 @@ def job_record(run: RunConfig, run_dir: Path, status: Status, returncode: int | 
         record = read_answer(run_dir, run) or _died(run, phase, returncode, run_dir)
     record.returncode, record.duration_s, record.dir = returncode, duration, str(run_dir)
     if record.failure:
-        record.log_tail = log_tail(run_dir / "stderr.log")
+        record.log_tail = tail_lines(run_dir / "stderr.log", LOG_TAIL_LINES)
     return record
 
 

@@ -97,7 +97,7 @@ def devices_needed(source: ModuleSource) -> DeviceNeed | None:
 
 def _head(path: Path | None, size: int) -> bytes:
     try:
-        with open(path, "rb") as handle:  # type: ignore[arg-type]
+        with open(path, "rb") as handle:
             return handle.read(size)
     except (OSError, TypeError):
         return b""

@@ -84,15 +84,12 @@ def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeo
 def _refuse_crashing(target: Target, flags: dict[str, str], returncode: int, crashes, variable: str) -> None:
     """The frontend died by a signal with these flags: name the flags it dies with, one start each (XLA knows
     them; the build crashes using them, e.g. TensorFlow 2.21 with --xla_dump_hlo_snapshots)."""
-    import signal
+    from xlatools.proctree import signal_name
 
     culprits = [flag for flag in flags.values() if crashes({"one": flag})] if len(flags) > 1 else list(flags.values())
     if not culprits:
         return  # only together: left to the caller's general message
-    try:
-        how = signal.Signals(-returncode).name
-    except ValueError:
-        how = f"signal {-returncode}"
+    how = signal_name(returncode) or f"exit {returncode}"
     raise UsageError(f"{target.described} at {target.python} crashes ({how}) at start-up with {variable} "
                      f"{', '.join(culprits)}: XLA knows the flag, this build dies using it",
                      hint="leave it out (a preset without it, e.g. --preset dump:passes --preset dump:proto instead of "

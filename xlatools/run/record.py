@@ -122,13 +122,9 @@ def flag_fault_notes(stderr_log: Path, flags: list[str]) -> list[str]:
     wanted = [(text, note) for flag, text, note in FLAG_FAULTS if any(f.split("=")[0] == flag for f in flags)]
     if not wanted:
         return []
-    try:
-        with open(stderr_log, "rb") as handle:
-            handle.seek(0, 2)
-            handle.seek(max(0, handle.tell() - (1 << 20)))
-            tail = handle.read()
-    except OSError:
-        return []
+    from xlatools.fsutil import tail_bytes
+
+    tail = tail_bytes(stderr_log, 1 << 20)
     return [note for text, note in wanted if text in tail]
 
 

@@ -88,7 +88,7 @@ def plan_stages(records: Callable[[TriageStage], StageRecord], skip: frozenset[T
     return plan
 
 
-def _status_of(exc: BaseException) -> tuple[StageStatus, str, int]:
+def _status_of(exc: XlaToolsError | StageProblem | OSError) -> tuple[StageStatus, str, int]:
     if isinstance(exc, StageProblem):
         return exc.status, exc.reason, exc.exit_code
     if isinstance(exc, XlaToolsError):

@@ -12,12 +12,23 @@ from tests.helpers import REPO, require
 from tests.integration.building.build_helpers import BASE_IMAGE, FIXTURE_TREE
 
 
+def docker_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import docker.errors
+        import requests
+    except ImportError:
+        return ()
+    return (docker.errors.DockerException, requests.RequestException)
+
+
 def _engine_problem() -> str | None:
     try:
         import docker
 
         docker.from_env(timeout=10).ping()
-    except Exception as exc:  # any failure means: no usable engine
+    # what "no usable engine" looks like: docker not installed, no socket or refused (DockerException and
+    # the requests/socket errors under it), an engine that answers with an error (APIError is a DockerException)
+    except (ImportError, OSError, docker_errors()) as exc:
         return f"no Docker engine answers ({type(exc).__name__}); start dockerd"
     return None
 

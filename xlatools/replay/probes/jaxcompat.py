@@ -57,7 +57,7 @@ def proto_from_text(text):
         try:
             return parse(stripped).as_serialized_hlo_module_proto(), "text (stack-frame tables dropped)"
         except Exception:
-            raise first
+            raise first from None
 
 
 def load(kind, payload):

@@ -208,7 +208,7 @@ class Job:
         try:
             executable = jaxcompat.compile_mlir(client, mlir, self.callbacks)
         except Exception as exc:
-            raise Failed("compile-error", first_line(exc))
+            raise Failed("compile-error", first_line(exc)) from None
         self.result["compile_s"] = round(time.perf_counter() - started, 6)
         text = jaxcompat.optimized_text(executable)
         write_atomic(self.path("optimized.txt"), text)
@@ -238,8 +238,8 @@ class Job:
             if jaxcompat.CALLBACK_RAN in str(exc):
                 raise Failed("cannot-run", "refused by design: a host callback of the module ran (jax.pure_callback, "
                              "io_callback, jax.debug.print or a debug callback), and the Python functions it calls live "
-                             "only in the program that compiled it; run the program itself (xlatools run) to reproduce it")
-            raise Failed("runtime-error", first_line(exc))
+                             "only in the program that compiled it; run the program itself (xlatools run) to reproduce it") from None
+            raise Failed("runtime-error", first_line(exc)) from None
         self.result["run_s"] = {"count": len(times), "min": round(min(times), 6),
                                 "median": round(statistics.median(times), 6), "first": round(times[0], 6)}
         return results
@@ -285,7 +285,7 @@ def main(argv):
             import jax
             import numpy  # noqa: F401
         except ImportError as exc:
-            raise Failed("cannot-run", "jax/numpy not importable here: %s" % exc)
+            raise Failed("cannot-run", "jax/numpy not importable here: %s" % exc) from None
         # 64-bit inputs must reach the module as they are: with x64 off, device_put makes them 32-bit.
         jax.config.update("jax_enable_x64", True)
         job.result["versions"] = versions()

@@ -81,8 +81,32 @@ class PresetInfo:
         return f">= {low}" if low else f"<= {high}" if high else "any"
 
 
-def parse_preset(name: str, spec: object, source: str) -> tuple[Preset | None, list[Problem]]:
-    """Validate one preset definition; returns the problems instead of raising, to report all at once."""
+def shape_problems(name: str, spec: dict, source: str) -> list[Problem]:  # raw YAML in, checked here
+    """The type problems of one definition (its known keys), each keyed `NAME.KEY...`."""
+    from xlatools.records.base import validate
+    from xlatools.run.presets.shape import PresetShape
+
+    try:
+        validate({k: v for k, v in spec.items() if k in _KEYS}, PresetShape, Path(source), "preset definitions")
+    except UsageError as exc:
+        return [Problem(f"{problem.message}{_EXPECTED.get(_top(problem.key), '')}", file=source,
+                        key=f"{name}.{problem.key}") for problem in exc.problems]
+    return []
+
+
+_EXPECTED = {"env": " (env must map names to strings)", "xla_flags": " (xla_flags must be a list of --xla_... strings)",
+             "vmodule": " (vmodule must map source file names to levels)",
+             "min_jaxlib": " (a quoted version string)", "max_jaxlib": " (a quoted version string)"}
+
+
+def _top(key: str | None) -> str:
+    return (key or "").split(".")[0].split("[")[0]
+
+
+def parse_preset(name: str, spec: object, source: str, trusted: bool = False) -> tuple[Preset | None, list[Problem]]:
+    """Validate one preset definition; returns the problems instead of raising, to report all at once.
+    Types go through the records reader (shape_problems) unless `trusted` (the shipped presets, which a
+    test validates so); what the types cannot say (kinds, flag names and values, levels) is checked here."""
     where = dict(file=source, key=name)
     if not isinstance(spec, dict):
         return None, [Problem("a preset must be a mapping (kind, description, xla_flags, env, vmodule)", **where)]
@@ -92,20 +116,20 @@ def parse_preset(name: str, spec: object, source: str) -> tuple[Preset | None, l
             close = difflib.get_close_matches(str(key), sorted(_KEYS), n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(sorted(_KEYS))}"
             problems.append(Problem(f"unknown key '{key}'", file=source, key=f"{name}.{key}", hint=hint))
+    if not trusted:
+        typed = shape_problems(name, spec, source)
+        if typed:
+            return None, problems + typed
     kind = spec.get("kind")
     if kind not in KINDS:
         problems.append(Problem(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", file=source, key=f"{name}.kind"))
     flags = spec.get("xla_flags") or []
     env = spec.get("env") or {}
     vmodule = spec.get("vmodule") or {}
-    if not isinstance(flags, list) or not all(isinstance(f, str) and f.startswith("--xla_") for f in flags):
+    if not all(f.startswith("--xla_") for f in flags):
         problems.append(Problem("xla_flags must be a list of --xla_... strings", file=source, key=f"{name}.xla_flags"))
         flags = []
-    if not isinstance(env, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in env.values()):
-        problems.append(Problem("env must map names to strings", file=source, key=f"{name}.env", hint='quote values: "0"'))
-        env = {}
-    if not isinstance(vmodule, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_VLOG
-                                                for v in vmodule.values()):
+    if not all(0 <= v <= MAX_VLOG for v in vmodule.values()):
         problems.append(Problem(f"vmodule must map source file names to levels 0 to {MAX_VLOG}", file=source,
                                 key=f"{name}.vmodule"))
         vmodule = {}
@@ -115,9 +139,6 @@ def parse_preset(name: str, spec: object, source: str) -> tuple[Preset | None, l
             problems.append(Problem(f"{flag}: {problem[0]}", file=source, key=f"{name}.xla_flags", hint=f"e.g. {problem[1]}"))
     if spec.get("frontend") is not None and spec.get("frontend") not in FRONTENDS:
         problems.append(Problem(f"frontend must be one of {', '.join(FRONTENDS)}", file=source, key=f"{name}.frontend"))
-    for key in ("min_jaxlib", "max_jaxlib"):
-        if spec.get(key) is not None and not isinstance(spec.get(key), str):
-            problems.append(Problem(f"{key} must be a quoted version string", file=source, key=f"{name}.{key}"))
     if problems:
         return None, problems
     preset = Preset(
@@ -199,12 +220,12 @@ class Catalog:
         presets: dict[tuple[str, str], Preset] = {}
         problems: list[Problem] = []
 
-        def add_all(mapping: Any, source: str) -> None:
+        def add_all(mapping: Any, source: str, trusted: bool = False) -> None:
             if not isinstance(mapping, dict):
                 problems.append(Problem("a preset file must map preset names to definitions", file=source))
                 return
             for name, spec in mapping.items():
-                preset, found = parse_preset(str(name), spec, source)
+                preset, found = parse_preset(str(name), spec, source, trusted)
                 problems.extend(found)
                 if preset is None:
                     continue
@@ -220,7 +241,7 @@ class Catalog:
                 presets[key] = preset
 
         for source, data in _shipped():
-            add_all(data, source)
+            add_all(data, source, trusted=True)
         for directory in preset_dirs():
             if directory.is_dir():
                 for path in sorted(directory.glob("*.y*ml")):

@@ -31,7 +31,7 @@ def _load(request):
         try:
             module = importlib.import_module(request["source"])
         except ImportError as exc:
-            raise Usage("cannot import module %r: %s" % (request["source"], exc))
+            raise Usage("cannot import module %r: %s" % (request["source"], exc)) from None
     target = module
     for part in request["function"].split("."):
         if not hasattr(target, part):
