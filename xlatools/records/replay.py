@@ -1,9 +1,5 @@
-"""The record of a replay bundle (`xlatools replay`, `repro pack|run`) and of a repro pack's index.
-
-Field names and shapes are those xlatools has written since schema 1, so old bundles and packs
-read unchanged (tests/fixtures/bundles-v1/replay-seed, pack-seed.tar.gz). The parts a target
-process reports (outputs, comparisons, timings, what it loaded, its versions and device) are
-the shapes the target script `replay/probes/replay_module.py` writes into its result.json."""
+"""The record of a replay bundle (`xlatools replay`, `repro pack|run`) and of a repro pack's index: the shapes
+written since schema 1 (old bundles and packs read unchanged); a target's parts are what replay_module.py writes."""
 
 from __future__ import annotations
 
@@ -19,6 +15,16 @@ REPLAY_SCHEMA = "xlatools.replay/1"
 PACK_FORMAT = "xlatools.repro/1"
 PACKED_INPUTS = "inputs.npz"  # an --inputs FILE, inside a pack (reduce's minimal modules need their exact inputs)
 DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
+INPUT_KINDS = ("snapshot", "recorded", "file", "random", "zeros", "ones")  # recorded: by xlatools during the run
+
+
+@dataclass
+class InputSource:
+    """Where a module's arguments came from: a kind of INPUT_KINDS, random's seed, the file's path."""
+
+    kind: str
+    seed: int | None = None
+    path: str | None = None
 
 
 class Labelled:
@@ -202,6 +208,7 @@ class ModuleRecord(Labelled):
     failed_run: str | None = None  # the label of the run the outcome comes from
     runs: list[RunRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    input_source: InputSource | None = field(default=None, metadata=OMIT_NONE)  # of the test run (references take its)
     # The test run's fingerprint and outputs and every run's comparisons, repeated for readers.
     fingerprint: str | None = None
     outputs: list[OutputDigest] = field(default_factory=list)
