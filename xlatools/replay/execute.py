@@ -102,7 +102,7 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
 def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
                   reporter: Reporter) -> ModuleRecord:
     from xlatools.replay.hloproto import is_unoptimized
-    from xlatools.replay.jobs import prepare_materials, run_job
+    from xlatools.replay.jobs import input_source, prepare_materials, run_job
     from xlatools.replay.refusals import judge_callback, refuse_multi_device
 
     plan = prepared.plan
@@ -110,6 +110,9 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     if refuse_multi_device(source, record, plan.test.python):
         return finish_module(record)
     materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
+    record.input_source = input_source(plan.request, materials, source)
+    if plan.request.inputs is None and record.input_source.kind == "random":
+        record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {plan.request.seed})")
     test_dir = None
     for run in plan.runs:
         run_dir = folder / run.label

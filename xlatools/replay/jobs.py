@@ -16,13 +16,14 @@ from typing import Any
 
 from xlatools.fsutil import atomic_write_bytes, atomic_write_json
 from xlatools.records.base import to_json
-from xlatools.records.replay import RunRecord
+from xlatools.records.replay import InputSource, RunRecord
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest, RunConfig
 from xlatools.replay.sources import ModuleSource
 from xlatools.vocab import ReplayOutcome, SourceForm, Status
 
 PROBE = Path(__file__).resolve().parent / "probes" / "replay_module.py"
 LOG_TAIL_LINES = 40
+RECORDED_SUFFIX = ".recorded.pb"  # arguments and results xlatools recorded itself (run/probes/record_args.py)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,18 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
         if snapshot.result:
             materials.snapshot_result = _arrays_npz(snapshot.result, folder / "snapshot-result.npz")
     return materials
+
+
+def input_source(request: ReplayRequest, materials: Materials, source: ModuleSource) -> InputSource:
+    """Where the test run's arguments come from (pure; job_spec makes the same choice). References take the test's."""
+    if request.inputs in INPUT_MODES:
+        return InputSource(request.inputs, seed=request.seed if request.inputs == "random" else None)
+    if request.inputs:
+        return InputSource("file", path=str(Path(request.inputs).resolve()))
+    if materials.snapshot_args is not None:
+        recorded = source.snapshot is not None and source.snapshot.name.endswith(RECORDED_SUFFIX)
+        return InputSource("recorded" if recorded else "snapshot", path=str(source.snapshot))
+    return InputSource("random", seed=request.seed)
 
 
 def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,
