@@ -212,6 +212,19 @@ def test_text_alone_names_its_made_up_inputs(dumped, replay, tmp_path):
     assert "random (seed 7)" in (bundles(tmp_path / "out")[0] / "summary.txt").read_text()
 
 
+def test_text_the_target_cannot_parse_shows_the_parsers_whole_message(replay, tmp_path):
+    """Not only "Syntax error when trying to parse the text as a HloModule:": the line, column and what it expected."""
+    (tmp_path / "newer.hlo").write_text("HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                        "  ROOT r = f32[2] frobnicate(p)\n}\n")
+    result = replay("replay", "newer.hlo", "--out", "out")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    shown = result.stdout + result.stderr
+    assert "5:19" in shown and "frobnicate" in shown and "expects opcode" in shown, shown
+    data = manifest(bundles(tmp_path / "out")[0])
+    message = data["modules"][0]["runs"][0]["message"]
+    assert data["modules"][0]["outcome"] == "compile-error" and "5:19" in message and "^" in message
+
+
 def test_unknown_flag_is_refused_before_anything_runs(dumped, replay, tmp_path):
     bundle, _ = dumped
     result = replay("replay", str(bundle), "--xla-flag=--xla_no_such_flag_at_all=1", "--out", "out")
