@@ -65,7 +65,7 @@ def run(
 
         data = to_json(record)
         keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "native_backtrace", "bundle",
-                "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive",
+                "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "warnings", "archive",
                 "processes", "first_failed", "coordinator")
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
@@ -124,6 +124,8 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
     for note in record.notes:
         if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):  # the ones that explain an outcome
             reporter.result(f"note: {note}")
+    for warning in record.warnings:
+        reporter.warn(warning)
     dump = record.dump
     if dump and dump.modules:
         reporter.info(f"\nXLA dump: {len(dump.modules)} modules, {dump.files} files, {dump.bytes} bytes")

@@ -210,6 +210,10 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
         index = index_dump(Path(plan.dump_dir))
         record.dump = dump_summary(index)
         table = modules_table(index) if index.modules else ""
+        if result.status == Status.OK:
+            from xlatools.run.dump_expect import missing_dump_kinds
+
+            record.warnings += missing_dump_kinds(plan.xla_flags, index)
     stderr_log = session.path / (plan.processes[0].stderr if plan.processes else "stderr.log")
     for pattern in unmatched_vmodule(stderr_log, plan.vmodule_patterns()):
         record.notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "
