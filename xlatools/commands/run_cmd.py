@@ -124,7 +124,7 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
     for note in record.notes:
         if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):  # the ones that explain an outcome
             reporter.result(f"note: {note}")
-    for warning in record.warnings:
+    for warning in record.warnings or []:
         reporter.warn(warning)
     dump = record.dump
     if dump and dump.modules:

@@ -213,7 +213,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
         if result.status == Status.OK:
             from xlatools.run.dump_expect import missing_dump_kinds
 
-            record.warnings += missing_dump_kinds(plan.xla_flags, index)
+            record.warnings = missing_dump_kinds(plan.xla_flags, index) or None
     stderr_log = session.path / (plan.processes[0].stderr if plan.processes else "stderr.log")
     for pattern in unmatched_vmodule(stderr_log, plan.vmodule_patterns()):
         record.notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "

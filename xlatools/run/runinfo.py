@@ -47,7 +47,7 @@ class RunInfo:
             jax=_text(jax.jax), jaxlib=_text(jax.jaxlib), backend=_text(jax.backend),
             python=_text(record.interpreter.python), platform=_text(record.platform),
             presets=[f"{p.kind}:{p.name}" for p in record.presets], xla_flags=list(record.xla_flags),
-            duration_s=record.duration_s, warnings=list(record.warnings),
+            duration_s=record.duration_s, warnings=list(record.warnings or []),
         )
 
     def lines(self) -> list[str]:
