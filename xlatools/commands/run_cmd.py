@@ -24,6 +24,7 @@ def run(
     exit_code: ExitCodeOption = ExitCodeMode.XLATOOLS,
     processes: Optional[int] = typer.Option(None, "--processes", help="Run N processes of the program as one jax distributed job on this machine (default 1; smoke:multiprocess 2); see docs/multiprocess.md."),
     devices_per_process: int = typer.Option(1, "--devices-per-process", help="With --processes: devices of each process (CPU devices, or GPUs by index)."),
+    record_inputs: bool = typer.Option(False, "--record-inputs", help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none."),
 ) -> None:
     """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle.
 
@@ -40,6 +41,7 @@ def run(
     cwd = Path.cwd()
     request = program_options.run_request(argv, cwd, dump=dump, quiet=quiet, processes=processes,
                                           devices_per_process=devices_per_process)
+    request.record_inputs = record_inputs
     profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)

@@ -23,7 +23,7 @@ from xlatools.vocab import ReplayOutcome, SourceForm, Status
 
 PROBE = Path(__file__).resolve().parent / "probes" / "replay_module.py"
 LOG_TAIL_LINES = 40
-RECORDED_SUFFIX = ".recorded.pb"  # arguments and results xlatools recorded itself (run/probes/record_args.py)
+RECORDED = "recorded"  # the folder of the arguments and results a run recorded itself (run/recorder.py)
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def input_source(request: ReplayRequest, materials: Materials, source: ModuleSou
     if request.inputs:
         return InputSource("file", path=str(Path(request.inputs).resolve()))
     if materials.snapshot_args is not None:
-        recorded = source.snapshot is not None and source.snapshot.name.endswith(RECORDED_SUFFIX)
+        recorded = source.snapshot is not None and source.snapshot.parent.name == RECORDED
         return InputSource("recorded" if recorded else "snapshot", path=str(source.snapshot))
     return InputSource("random", seed=request.seed)
 
