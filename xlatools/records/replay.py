@@ -15,12 +15,11 @@ REPLAY_SCHEMA = "xlatools.replay/1"
 PACK_FORMAT = "xlatools.repro/1"
 PACKED_INPUTS = "inputs.npz"  # an --inputs FILE, inside a pack (reduce's minimal modules need their exact inputs)
 DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
-INPUT_KINDS = ("snapshot", "recorded", "file", "random", "zeros", "ones")  # recorded: by xlatools during the run
 
 
 @dataclass
 class InputSource:
-    """Where a module's arguments came from: a kind of INPUT_KINDS, random's seed, the file's path."""
+    """Where a module's arguments came from: snapshot, recorded (by xlatools in the run), file, random, zeros, ones."""
 
     kind: str
     seed: int | None = None
@@ -65,6 +64,7 @@ class ReplayRequest:
     timeout: float | None = None
     name: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (replay/settings.py)
+    deterministic: bool | None = field(default=None, metadata=OMIT_NONE)  # GPU compiles in run/determinism.py's mode unless False
 
 
 @dataclass(kw_only=True)
@@ -261,12 +261,11 @@ class ReplayManifest(BundleRecord):
     isolation: IsolationSummary | None = field(default=None, metadata=OMIT_NONE)  # replay --isolate
 
 
-# A repro pack's index (pack.json): what to replay, how, and the outcome it must give.
-
 @dataclass(kw_only=True)
 class PackedOptions:
-    """The replay options a pack carries (an interpreter's path would not travel: only --reference cpu).
-    Each is a field of ReplayRequest of the same name and type: a pack's options become its request."""
+    """A pack's index (pack.json) holds what to replay, how, and the outcome it must give; these are its replay
+    options (an interpreter's path would not travel: only --reference cpu). Each is a field of ReplayRequest
+    of the same name and type: a pack's options become its request."""
 
     source_from: SourceForm = SourceForm.AUTO
     inputs: str | None = None  # random, zeros, ones, or PACKED_INPUTS: an --inputs .npz that travels in the pack
@@ -279,6 +278,7 @@ class PackedOptions:
     platform: Platform = Platform.AUTO
     references: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # numerics variables of the run (JAX_ENABLE_X64, ...)
+    deterministic: bool | None = field(default=None, metadata=OMIT_NONE)  # False: made with --nondeterministic
 
 
 @dataclass(kw_only=True)

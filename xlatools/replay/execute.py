@@ -78,8 +78,23 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
         if platform == Platform.GPU and not target.has_gpu:
             raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})",
                                      hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
+        plan.notes += _deterministic(request, run, target)
         checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
     return Prepared(plan, found, checks)
+
+
+def _deterministic(request: ReplayRequest, run, target: Target) -> list[str]:
+    """The deterministic mode's flags on a run that compiles for a GPU (run/determinism.py): notes."""
+    from xlatools.run.determinism import SOURCE, applies, gated, mode_flags
+
+    if request.deterministic is False or not applies(run.platform, target):
+        return []
+    flags, notes = gated(target, mode_flags(), run.xla_flags)
+    run.xla_flags = flags + list(run.xla_flags)
+    run.flag_sources.update({flag: SOURCE for flag in flags})
+    if flags and run.role == "test":
+        notes.append(f"deterministic mode ({' '.join(flags)}): GPU compiles repeat; --nondeterministic turns it off")
+    return notes
 
 
 def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bool) -> None:
