@@ -57,3 +57,21 @@ def test_diff_reports_autotuning_not_a_pass_divergence(runs, tmp_path):
     assert "autotuned kernel configuration" in module["text"]["title"]
     shown = run_cli("diff", "a", "b", cwd=tmp_path, timeout=120)
     assert "autotuning differs" in shown.stdout
+
+
+def test_a_pack_made_before_keys_were_sorted_still_matches_its_fingerprint(tmp_path):
+    """Packs record the fingerprint of their xlatools: one made before backend_config keys were sorted holds the
+    unsorted one; the same compile must still match it (--match fingerprint), and another compile must not."""
+    from xlatools.records.replay import ModuleRecord, PackModule, RunRecord
+    from xlatools.replay.repro import verdict
+    from xlatools.vocab import PackMatch, ReplayOutcome
+
+    (tmp_path / "optimized.txt").write_text(_module(LINE))
+    got = ModuleRecord(name="m", id=1, runs=[RunRecord(label="test", python="/py", dir=str(tmp_path),
+                                                         fingerprint=fingerprint(_module(LINE)))])
+    got.fingerprint = got.runs[0].fingerprint
+    old = PackModule(name="m", id=1, outcome=ReplayOutcome.OK, fingerprint=fingerprint(_module(LINE), sorted_json=False))
+    assert old.fingerprint != got.fingerprint  # the key order of LINE is not sorted
+    assert verdict([old], [got], PackMatch.FINGERPRINT).differences == []
+    other = PackModule(name="m", id=1, outcome=ReplayOutcome.OK, fingerprint=fingerprint(_module(LINE.replace('"z"', '"w"'))))
+    assert verdict([other], [got], PackMatch.FINGERPRINT).differences

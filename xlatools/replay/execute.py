@@ -125,7 +125,7 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     if refuse_multi_device(source, record, plan.test.python):
         return finish_module(record)
     materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
-    record.input_source = input_source(plan.request, materials, source)
+    record.input_source = input_source(plan.request.inputs, plan.request.seed, source.snapshot)
     if plan.request.inputs is None and record.input_source.kind == "random":
         record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {plan.request.seed})")
     test_dir = None

@@ -85,16 +85,16 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
     return materials
 
 
-def input_source(request: ReplayRequest, materials: Materials, source: ModuleSource) -> InputSource:
-    """Where the test run's arguments come from (pure; job_spec makes the same choice). References take the test's."""
-    if request.inputs in INPUT_MODES:
-        return InputSource(request.inputs, seed=request.seed if request.inputs == "random" else None)
-    if request.inputs:
-        return InputSource("file", path=str(Path(request.inputs).resolve()))
-    if materials.snapshot_args is not None:
-        recorded = source.snapshot is not None and source.snapshot.parent.name == RECORDED
-        return InputSource("recorded" if recorded else "snapshot", path=str(source.snapshot))
-    return InputSource("random", seed=request.seed)
+def input_source(inputs: str | None, seed: int, snapshot: Path | None) -> InputSource:
+    """Where the test run's arguments come from (pure; job_spec makes the same choice: a snapshot's arguments
+    are read when no --inputs is given). References take the test's."""
+    if inputs in INPUT_MODES:
+        return InputSource(inputs, seed=seed if inputs == "random" else None)
+    if inputs:
+        return InputSource("file", path=str(Path(inputs).resolve()))
+    if snapshot is not None:
+        return InputSource("recorded" if snapshot.parent.name == RECORDED else "snapshot", path=str(snapshot))
+    return InputSource("random", seed=seed)
 
 
 def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,

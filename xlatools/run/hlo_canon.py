@@ -31,7 +31,7 @@ from xlatools.hlo.values import STRING, backend_config
 _TOKEN = re.compile(STRING + r"|%?[A-Za-z_][\w.\-]*")
 
 
-def _body_lines(text: str) -> list[str]:
+def _body_lines(text: str, sorted_json: bool = True) -> list[str]:
     """The module's lines without stack-frame tables, metadata, trailers and blank lines."""
     lines = []
     for kind, raw in scan_lines(text.splitlines()):
@@ -41,7 +41,8 @@ def _body_lines(text: str) -> list[str]:
         if kind is LineKind.END:
             line = "}"  # `} // main.23`
         elif kind is LineKind.INSTRUCTION:
-            line = _sorted_backend_config(remove_attribute(line, "metadata"))
+            line = remove_attribute(line, "metadata")
+            line = _sorted_backend_config(line) if sorted_json else line
         # `/*index=5*/` marks long tuples; its '=' would also hide a computation's signature.
         lines.append(INDEX_COMMENT.sub("", line))
     return _neutral_callbacks(lines)
@@ -146,9 +147,10 @@ def _is_computation_reference(line: str, start: int) -> bool:
     return opened != -1 and before.rfind("}") < opened and before[:opened].endswith("computations=")
 
 
-def canonical_hlo(text: str) -> str:
-    """The canonical form of one HLO module's text (see the module docstring)."""
-    lines = _body_lines(text)
+def canonical_hlo(text: str, sorted_json: bool = True) -> str:
+    """The canonical form of one HLO module's text (see the module docstring). `sorted_json=False`: backend_config
+    JSON as printed, the canonical form of xlatools before it sorted its keys (fingerprints in older packs)."""
+    lines = _body_lines(text, sorted_json)
     computations, values = _names(lines)
 
     def rename(match: re.Match) -> str:
@@ -176,6 +178,6 @@ def canonical_hlo(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def fingerprint(text: str) -> str:
+def fingerprint(text: str, sorted_json: bool = True) -> str:
     """sha256 (hex) of the canonical text: equal for the same computation, on any machine."""
-    return hashlib.sha256(canonical_hlo(text).encode()).hexdigest()
+    return hashlib.sha256(canonical_hlo(text, sorted_json).encode()).hexdigest()
