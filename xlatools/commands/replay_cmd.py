@@ -190,6 +190,7 @@ def run(
     reference_python: List[str] = typer.Option([], "--reference-python", help="The reference interpreter(s) of a pack made with --reference-python (default: the paths it names, where they exist)."),
     out: OutOption = Path("artifacts"),
     as_json: JsonOption = False,
+    nondeterministic: NondeterministicOption = False,
 ) -> None:
     """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack."""
     import json
@@ -199,7 +200,8 @@ def run(
     from xlatools.replay.repro import run_pack
 
     reporter = Reporter()
-    result = run_pack(pack_file, python, out, match, invocation().argv, same_jaxlib, reporter, list(reference_python))
+    result = run_pack(pack_file, python, out, match, invocation().argv, same_jaxlib, reporter, list(reference_python),
+                      nondeterministic)
     if as_json:
         typer.echo(json.dumps({**to_json(result), "exit_code": result.exit_code}, indent=2))
     else:

@@ -239,13 +239,14 @@ def _request_of(index: PackIndex, archive: Path, python: str, references: list[s
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
              match: PackMatch | str = PackMatch.CLASS, argv: list[str] | None = None, same_jaxlib: bool = False,
-             reporter: Reporter | None = None, reference_pythons: list[str] | None = None) -> ReproResult:
+             reporter: Reporter | None = None, reference_pythons: list[str] | None = None,
+             nondeterministic: bool = False) -> ReproResult:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
     Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
     interpreter cannot replay it (no jax, no GPU, an XLA flag or module this jaxlib does not know,
     or, with `same_jaxlib`, a jaxlib other than the pack's). `reporter`: the progress of the
-    replay (default: on stderr)."""
+    replay (default: on stderr). `nondeterministic`: GPU compiles without the deterministic mode the pack asks for."""
     from xlatools.console import Reporter
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.run.frontend_checks import UnknownFlags
@@ -269,6 +270,8 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         if missing:
             return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=missing)
         request = _request_of(index, archive, resolve_python(python), [resolve_python(p) for p in references])
+        if nondeterministic:
+            request.deterministic = False
         if request.inputs == PACKED_INPUTS:
             request.inputs = str(member_path(unpacked, members, PACKED_INPUTS, "replay.inputs", archive))
         try:
