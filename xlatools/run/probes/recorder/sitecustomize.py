@@ -134,11 +134,12 @@ def _wrap(original):
 
 def _before(call, args):
     kept = [a for i, a in enumerate(args) if i in call.kept_var_idx]
-    module = call.xla_executable.hlo_modules()[0]
-    key = (module.name, tuple((tuple(getattr(a, "shape", ())), str(getattr(a, "dtype", type(a)))) for a in kept))
+    # Cheap to compute on every call that takes this path (the module's text is read only for a new one).
+    key = (str(call.name), tuple((tuple(getattr(a, "shape", ())), str(getattr(a, "dtype", type(a)))) for a in kept))
     if key in _state["seen"]:
         return None, None
     _state["seen"].add(key)
+    module = call.xla_executable.hlo_modules()[0]
     _state["count"] += 1
     entry = {"n": _state["count"], "name": module.name}
     why = _why_not(call)
