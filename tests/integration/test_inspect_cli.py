@@ -83,3 +83,25 @@ def test_source_lines_on_old_jax(xl, tmp_path, old_jax_python):
     assert "jaxlib 0.4.30" in result.stdout
     # 0.4.30 records only the op's own line (inside `stage`), the same for all three.
     assert [row[2] for row in _stages(result.stdout.splitlines())] == ["prog.py:7"] * 3, result.stdout
+
+
+COMPILE_ONLY = '''import jax
+import jax.numpy as jnp
+import numpy as np
+
+jax.jit(lambda x: jnp.sin(x) * 2).lower(np.ones((4,), np.float32)).compile()  # compiled, never run: no snapshot
+'''
+
+
+def test_snapshots_asked_and_none_written_is_a_warning_everywhere(xl, tmp_path):
+    """A requested dump kind that produced nothing: the run's output, summary, manifest and inspect say so."""
+    (tmp_path / "prog.py").write_text(COMPILE_ONLY)
+    ran = xl("run", "prog.py", "--preset", "dump:hlo", "--preset", "dump:snapshots")
+    assert ran.returncode == 0, ran.stderr
+    assert "--xla_dump_hlo_snapshots was asked for and the dump holds no execution snapshots" in ran.stderr
+    bundle = tmp_path / "artifacts" / "latest"
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert len(manifest["warnings"]) == 1 and "--record-inputs" in manifest["warnings"][0]
+    assert "warning: --xla_dump_hlo_snapshots" in (bundle / "summary.txt").read_text()
+    shown = xl("inspect", "artifacts/latest")
+    assert shown.returncode == 0 and "warning:   --xla_dump_hlo_snapshots" in shown.stdout

@@ -101,6 +101,8 @@ RtolOption = Annotated[float, typer.Option("--rtol", help="Relative tolerance fo
 InputsOption = Annotated[Optional[str], typer.Option(
     "--inputs", help="random, zeros, ones or FILE.npz (default: the snapshot's arguments, else random).")]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed of random inputs.")]
+NondeterministicOption = Annotated[bool, typer.Option(
+    "--nondeterministic", help="GPU compiles without the deterministic mode's XLA flags (autotuning on; see docs/replay.md).")]
 DisablePassOption = Annotated[List[str], typer.Option(
     "--disable-pass", help="Disable an HLO pass by name in the test runs (repeatable; --xla_disable_hlo_passes).")]
 

@@ -86,6 +86,7 @@ def reduce(
                         f"{result.oracle_calls} oracle calls, {result.seconds:.1f} s"
                         + (f" (stopped: {result.stopped})" if result.stopped else ""))
         reporter.result(f"result: {result.verdict}" + ("  FLAKY: not interesting on every re-check" if result.flaky else ""))
+        reporter.result(f"inputs: {_inputs(record)}")
         crash = ", native-backtrace.txt" if record.native_backtrace else ""
         reporter.result(f"bundle: {record.bundle}  (ISSUE.md, reduced.hlo.txt, inputs.npz, repro.tar.gz{crash})")
     raise typer.Exit(done.exit_code)
@@ -107,11 +108,20 @@ def culprit_of(folder: Path) -> str:
     return ", ".join(passes)
 
 
+def _inputs(record) -> str:
+    from xlatools.replay.records import describe_inputs
+
+    return describe_inputs(record.plan.input_source if record.plan else None)
+
+
 def _plan_text(plan) -> str:
+    from xlatools.replay.records import describe_inputs
+
     test, reference, request = plan.test, plan.reference, plan.request
     lines = [f"source:    {request.source}",
              f"module:    {plan.module.label}  " + ", ".join(f"{k}={v}" for k, v in plan.module.files().items()),
              f"oracle:    {plan.oracle.describe()}",
+             f"inputs:    {describe_inputs(plan.record().input_source)}",
              f"test:      {test.python} platform={test.platform} XLA_FLAGS={' '.join(test.xla_flags) or '-'}"]
     if reference:
         lines.append(f"reference: {reference.python} platform={reference.platform}")

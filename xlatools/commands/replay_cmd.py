@@ -7,8 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, InputsOption, JsonOption, OutOption,
-                                       PackMatchOption, PlatformOption, ProcessOption, PythonOption, ReferenceOption,
+from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, InputsOption, JsonOption,
+                                       NondeterministicOption, OutOption, PackMatchOption, PlatformOption, ProcessOption, PythonOption, ReferenceOption,
                                        ReferencePythonOption, RtolOption, SeedOption, SourceFormOption, TimeoutOption,
                                        XlaFlagOption, invocation)
 from xlatools.vocab import PackMatch, Platform, SourceForm
@@ -33,6 +33,7 @@ def replay(
     xla_flag: XlaFlagOption = [],
     disable_pass: DisablePassOption = [],
     no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0 (--xla_backend_optimization_level=0)."),
+    nondeterministic: NondeterministicOption = False,
     platform: PlatformOption = Platform.AUTO,
     dump: List[str] = typer.Option([], "--dump", help="A dump preset for the replay itself, e.g. hlo or passes (repeatable)."),
     print_literals: bool = typer.Option(False, "--print-literals", help="Print inputs and outputs (long arrays abbreviated)."),
@@ -64,7 +65,7 @@ def replay(
         reference_pythons=[resolve_python(p) for p in reference_python], reference_xla_flags=list(reference_xla_flag),
         atol=atol, rtol=rtol, iterations=iterations, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
         no_opt=no_opt, platform=platform or Platform.AUTO, dump=list(dump), print_literals=print_literals, timeout=timeout,
-        name=name, process=process,
+        name=name, process=process, deterministic=False if nondeterministic else None,
     )
     prepared = prepare(request)
     isolating = _isolation(request) if isolate else None  # checked before anything runs
@@ -136,6 +137,7 @@ def pack(
     xla_flag: XlaFlagOption = [],
     disable_pass: List[str] = typer.Option([], "--disable-pass", help="Disable an HLO pass by name (repeatable)."),
     no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0."),
+    nondeterministic: NondeterministicOption = False,
     platform: PlatformOption = Platform.AUTO,
     out: OutOption = Path("artifacts"),
     as_json: JsonOption = False,
@@ -161,7 +163,7 @@ def pack(
         include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
         reference_pythons=[resolve_python(p) for p in reference_python],
         atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
-        platform=platform or Platform.AUTO, name=f"pack-{bundle.name}",
+        platform=platform or Platform.AUTO, name=f"pack-{bundle.name}", deterministic=False if nondeterministic else None,
     )
     reporter = Reporter()
     made = build_pack(request, output, out, invocation().argv, reporter)
@@ -188,6 +190,7 @@ def run(
     reference_python: List[str] = typer.Option([], "--reference-python", help="The reference interpreter(s) of a pack made with --reference-python (default: the paths it names, where they exist)."),
     out: OutOption = Path("artifacts"),
     as_json: JsonOption = False,
+    nondeterministic: NondeterministicOption = False,
 ) -> None:
     """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack."""
     import json
@@ -197,7 +200,8 @@ def run(
     from xlatools.replay.repro import run_pack
 
     reporter = Reporter()
-    result = run_pack(pack_file, python, out, match, invocation().argv, same_jaxlib, reporter, list(reference_python))
+    result = run_pack(pack_file, python, out, match, invocation().argv, same_jaxlib, reporter, list(reference_python),
+                      nondeterministic)
     if as_json:
         typer.echo(json.dumps({**to_json(result), "exit_code": result.exit_code}, indent=2))
     else:

@@ -24,6 +24,7 @@ def run(
     exit_code: ExitCodeOption = ExitCodeMode.XLATOOLS,
     processes: Optional[int] = typer.Option(None, "--processes", help="Run N processes of the program as one jax distributed job on this machine (default 1; smoke:multiprocess 2); see docs/multiprocess.md."),
     devices_per_process: int = typer.Option(1, "--devices-per-process", help="With --processes: devices of each process (CPU devices, or GPUs by index)."),
+    record_inputs: bool = typer.Option(False, "--record-inputs", help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none."),
 ) -> None:
     """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle.
 
@@ -40,6 +41,7 @@ def run(
     cwd = Path.cwd()
     request = program_options.run_request(argv, cwd, dump=dump, quiet=quiet, processes=processes,
                                           devices_per_process=devices_per_process)
+    request.record_inputs = record_inputs
     profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
@@ -65,7 +67,7 @@ def run(
 
         data = to_json(record)
         keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "native_backtrace", "bundle",
-                "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "archive",
+                "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "warnings", "archive",
                 "processes", "first_failed", "coordinator")
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
@@ -124,6 +126,8 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
     for note in record.notes:
         if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):  # the ones that explain an outcome
             reporter.result(f"note: {note}")
+    for warning in record.warnings or []:
+        reporter.warn(warning)
     dump = record.dump
     if dump and dump.modules:
         reporter.info(f"\nXLA dump: {len(dump.modules)} modules, {dump.files} files, {dump.bytes} bytes")

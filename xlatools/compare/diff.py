@@ -35,8 +35,24 @@ def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, ful
                          full, limit)
     same_output = ref_a.digest_after == ref_b.digest_after or (
         ref_a.fingerprint_after is not None and ref_a.fingerprint_after == ref_b.fingerprint_after)
-    passes = align_passes((a.index, module_a), (b.index, module_b), full, prints, same_output)
-    return ModuleDiff(kind, ref_a, ref_b, text, passes)
+    tuned = not same_output and _autotuning_only(a.index.root, module_a.after_file, b.index.root, module_b.after_file)
+    if tuned and text is not None:
+        text.title = "optimised HLO (canonical): only autotuned kernel configuration differs"
+    passes = align_passes((a.index, module_a), (b.index, module_b), full, prints, same_output or tuned)
+    return ModuleDiff(kind, ref_a, ref_b, text, passes, tuned)
+
+
+def _autotuning_only(root_a: Path, file_a: str | None, root_b: Path, file_b: str | None) -> bool:
+    """Two optimised modules equal once what autotuning chooses is left out (run/hlo_canon.py)."""
+    from xlatools.run.hlo_canon import kernel_neutral_fingerprint
+
+    if not file_a or not file_b:
+        return False
+    try:
+        text_a, text_b = (root_a / file_a).read_text(), (root_b / file_b).read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return kernel_neutral_fingerprint(text_a) == kernel_neutral_fingerprint(text_b)
 
 
 def diff_sides(a: Side, b: Side, modules: list[str] | None = None, full: bool = False,

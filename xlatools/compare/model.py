@@ -127,6 +127,13 @@ class ModuleDiff:
     b: ModuleRef
     text: TextDiff | None  # optimised HLO, canonical; None when fingerprints are equal
     passes: PassAlignment | None
+    # The optimised modules differ only in what autotuning chose (kernel configs, a fusion's kind): no pass divergence.
+    autotuning_only: bool = False
+
+    @property
+    def optimised(self) -> str:
+        """same, differs, or `autotuning differs` (two compiles that differ only in kernel configuration)."""
+        return "same" if self.same_output else "autotuning differs" if self.autotuning_only else "differs"
 
     @property
     def same_input(self) -> bool:
@@ -165,8 +172,8 @@ class BundleDiff:
 
     @property
     def modules_differ(self) -> bool:
-        """True when a module is unmatched, or a matched pair differs in its optimised HLO."""
-        return bool(self.only_a or self.only_b) or any(not m.same_output for m in self.modules)
+        """True when a module is unmatched, or a matched pair differs in its optimised HLO beyond autotuning."""
+        return bool(self.only_a or self.only_b) or any(not m.same_output and not m.autotuning_only for m in self.modules)
 
     def first_divergence(self) -> tuple[ModuleDiff, Divergence] | None:
         """The headline: the divergence of the module that matters. Only modules whose optimised HLO differs
@@ -187,7 +194,7 @@ class BundleDiff:
 
         data = {"a": plain(self.a, ("manifest",)), "b": plain(self.b, ("manifest",)), **plain(self, ("a", "b"))}
         for module, raw in zip(self.modules, data["modules"]):
-            raw["same_input"], raw["same_output"] = module.same_input, module.same_output
+            raw["same_input"], raw["same_output"], raw["optimised"] = module.same_input, module.same_output, module.optimised
             if module.passes and module.passes.divergence:
                 raw["passes"]["divergence"]["label"] = module.passes.divergence.label
         data["modules_differ"] = self.modules_differ

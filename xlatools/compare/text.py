@@ -48,7 +48,7 @@ def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
         divergence = m.passes.divergence.label if m.passes and m.passes.divergence else (
             m.passes.note if m.passes and m.passes.note else "-")
         rows.append((f"{m.a.id:04d}", f"{m.b.id:04d}", _pair(m.a.name, m.b.name), m.match,
-                     "same" if m.same_input else "differs", "same" if m.same_output else "differs",
+                     "same" if m.same_input else "differs", m.optimised,
                      _pair(m.a.instructions_before, m.b.instructions_before),
                      _pair(m.a.instructions_after, m.b.instructions_after), _pair(memory(m.a), memory(m.b)), divergence))
     return rows
@@ -111,11 +111,13 @@ def render_text(diff: BundleDiff, detail: bool = False) -> str:
 
 def markdown_summary(diff: BundleDiff, report: str | None = None) -> str:
     """A short job-summary block: what was compared and where it differs."""
-    differing = [m for m in diff.modules if not m.same_output]
+    differing = [m for m in diff.modules if not m.same_output and not m.autotuning_only]
+    tuned = len([m for m in diff.modules if m.autotuning_only])
     lines = ["### xlatools diff", "", f"- A: `{diff.a.path}`", f"- B: `{diff.b.path}`",
              f"- run: {diff.run.changes()} differences" if diff.run.compared else "- run: dump folders (no manifests)",
              f"- modules: {len(diff.modules)} matched, {len(differing)} differ after optimisation, "
-             f"{len(diff.only_a)} only in A, {len(diff.only_b)} only in B"]
+             f"{len(diff.only_a)} only in A, {len(diff.only_b)} only in B"
+             + (f", {tuned} differ only in autotuned kernel configuration" if tuned else "")]
     first = diff.first_divergence()
     if first:
         lines.append(f"- first diverging pass: `{first[0].a.name}`: `{first[1].label}`")

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.records.base import OMIT_NONE, BundleRecord
-from xlatools.records.replay import DEFAULT_TOLERANCE, Comparison, PlannedModule, PlannedRun, TargetSeen, TargetVersions
+from xlatools.records.replay import (DEFAULT_TOLERANCE, Comparison, InputSource, PlannedModule, PlannedRun, TargetSeen,
+                                     TargetVersions)
 from xlatools.records.run import Device
 from xlatools.vocab import Interest, OracleKind, Platform, ReduceStrategy, ReplayOutcome
 
@@ -73,6 +74,7 @@ class ReducePlanRecord:
     test: PlannedRun
     reference: PlannedRun | None = None
     name: str
+    input_source: InputSource | None = field(default=None, metadata=OMIT_NONE)  # of every candidate's runs
 
 
 @dataclass(kw_only=True)

@@ -1,9 +1,5 @@
-"""The record of a replay bundle (`xlatools replay`, `repro pack|run`) and of a repro pack's index.
-
-Field names and shapes are those xlatools has written since schema 1, so old bundles and packs
-read unchanged (tests/fixtures/bundles-v1/replay-seed, pack-seed.tar.gz). The parts a target
-process reports (outputs, comparisons, timings, what it loaded, its versions and device) are
-the shapes the target script `replay/probes/replay_module.py` writes into its result.json."""
+"""The record of a replay bundle (`xlatools replay`, `repro pack|run`) and of a repro pack's index: the shapes
+written since schema 1 (old bundles and packs read unchanged); a target's parts are what replay_module.py writes."""
 
 from __future__ import annotations
 
@@ -19,6 +15,15 @@ REPLAY_SCHEMA = "xlatools.replay/1"
 PACK_FORMAT = "xlatools.repro/1"
 PACKED_INPUTS = "inputs.npz"  # an --inputs FILE, inside a pack (reduce's minimal modules need their exact inputs)
 DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
+
+
+@dataclass
+class InputSource:
+    """Where a module's arguments came from: snapshot, recorded (by xlatools in the run), file, random, zeros, ones."""
+
+    kind: str
+    seed: int | None = None
+    path: str | None = None
 
 
 class Labelled:
@@ -59,6 +64,7 @@ class ReplayRequest:
     timeout: float | None = None
     name: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (replay/settings.py)
+    deterministic: bool | None = field(default=None, metadata=OMIT_NONE)  # GPU compiles in run/determinism.py's mode unless False
 
 
 @dataclass(kw_only=True)
@@ -202,6 +208,7 @@ class ModuleRecord(Labelled):
     failed_run: str | None = None  # the label of the run the outcome comes from
     runs: list[RunRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    input_source: InputSource | None = field(default=None, metadata=OMIT_NONE)  # of the test run (references take its)
     # The test run's fingerprint and outputs and every run's comparisons, repeated for readers.
     fingerprint: str | None = None
     outputs: list[OutputDigest] = field(default_factory=list)
@@ -254,12 +261,11 @@ class ReplayManifest(BundleRecord):
     isolation: IsolationSummary | None = field(default=None, metadata=OMIT_NONE)  # replay --isolate
 
 
-# A repro pack's index (pack.json): what to replay, how, and the outcome it must give.
-
 @dataclass(kw_only=True)
 class PackedOptions:
-    """The replay options a pack carries (an interpreter's path would not travel: only --reference cpu).
-    Each is a field of ReplayRequest of the same name and type: a pack's options become its request."""
+    """A pack's index (pack.json) holds what to replay, how, and the outcome it must give; these are its replay
+    options (an interpreter's path would not travel: only --reference cpu). Each is a field of ReplayRequest
+    of the same name and type: a pack's options become its request."""
 
     source_from: SourceForm = SourceForm.AUTO
     inputs: str | None = None  # random, zeros, ones, or PACKED_INPUTS: an --inputs .npz that travels in the pack
@@ -272,6 +278,7 @@ class PackedOptions:
     platform: Platform = Platform.AUTO
     references: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # numerics variables of the run (JAX_ENABLE_X64, ...)
+    deterministic: bool | None = field(default=None, metadata=OMIT_NONE)  # False: made with --nondeterministic
 
 
 @dataclass(kw_only=True)

@@ -165,7 +165,9 @@ class IsolationRun:
             found = run_isolation(self.prepared, bundle / "isolate", reporter)
             found.file = str(bundle / ISOLATE_JSON)
             atomic_write_json(bundle / ISOLATE_JSON, to_json(found))
-            rendered = table(found)
+            from xlatools.replay.records import describe_inputs
+
+            rendered = table(found) + f"\ninputs: {describe_inputs(self.prepared.plan.record().input_source)}"
             atomic_write_text(bundle / ISOLATE_TABLE, rendered + "\n")
             reporter.info(rendered)
             record.isolation = IsolationSummary(**{f.name: getattr(found, f.name) for f in fields(IsolationSummary)})

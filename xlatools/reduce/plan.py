@@ -40,9 +40,12 @@ class ReducePlan:
     def record(self) -> ReducePlanRecord:
         """The plan as the manifest (and `--dry-run --json`) shows it."""
         module = PlannedModule(name=self.module.name, id=self.module.id, files=self.module.files())
+        from xlatools.replay.jobs import input_source
+
         return ReducePlanRecord(request=self.request, module=module, oracle=self.oracle, describe=self.oracle.describe(),
                                 test=_planned(self.test), reference=_planned(self.reference) if self.reference else None,
-                                name=self.name)
+                                name=self.name, input_source=input_source(self.request.inputs, self.request.seed,
+                                                                          self.module.snapshot))
 
 
 def _planned(run: RunConfig) -> PlannedRun:

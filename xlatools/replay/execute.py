@@ -78,8 +78,23 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
         if platform == Platform.GPU and not target.has_gpu:
             raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})",
                                      hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
+        plan.notes += _deterministic(request, run, target)
         checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
     return Prepared(plan, found, checks)
+
+
+def _deterministic(request: ReplayRequest, run, target: Target) -> list[str]:
+    """The deterministic mode's flags on a run that compiles for a GPU (run/determinism.py): notes."""
+    from xlatools.run.determinism import SOURCE, applies, gated, mode_flags
+
+    if request.deterministic is False or not applies(run.platform, target):
+        return []
+    flags, notes = gated(target, mode_flags(), run.xla_flags)
+    run.xla_flags = flags + list(run.xla_flags)
+    run.flag_sources.update({flag: SOURCE for flag in flags})
+    if flags and run.role == "test":
+        notes.append(f"deterministic mode ({' '.join(flags)}): GPU compiles repeat; --nondeterministic turns it off")
+    return notes
 
 
 def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bool) -> None:
@@ -102,7 +117,7 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
 def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
                   reporter: Reporter) -> ModuleRecord:
     from xlatools.replay.hloproto import is_unoptimized
-    from xlatools.replay.jobs import prepare_materials, run_job
+    from xlatools.replay.jobs import input_source, prepare_materials, run_job
     from xlatools.replay.refusals import judge_callback, refuse_multi_device
 
     plan = prepared.plan
@@ -110,6 +125,9 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     if refuse_multi_device(source, record, plan.test.python):
         return finish_module(record)
     materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
+    record.input_source = input_source(plan.request.inputs, plan.request.seed, source.snapshot)
+    if plan.request.inputs is None and record.input_source.kind == "random":
+        record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {plan.request.seed})")
     test_dir = None
     for run in plan.runs:
         run_dir = folder / run.label

@@ -16,13 +16,14 @@ from typing import Any
 from xlatools.fsutil import atomic_write_bytes, atomic_write_json, tail_lines
 from xlatools.proctree import signal_name
 from xlatools.records.base import to_json
-from xlatools.records.replay import RunRecord
+from xlatools.records.replay import InputSource, RunRecord
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest, RunConfig
 from xlatools.replay.sources import ModuleSource
 from xlatools.vocab import ReplayOutcome, SourceForm, Status
 
 PROBE = Path(__file__).resolve().parent / "probes" / "replay_module.py"
 LOG_TAIL_LINES = 40
+RECORDED = "recorded"  # the folder of the arguments and results a run recorded itself (run/recorder.py)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,18 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
         if snapshot.result:
             materials.snapshot_result = _arrays_npz(snapshot.result, folder / "snapshot-result.npz")
     return materials
+
+
+def input_source(inputs: str | None, seed: int, snapshot: Path | None) -> InputSource:
+    """Where the test run's arguments come from (pure; job_spec makes the same choice: a snapshot's arguments
+    are read when no --inputs is given). References take the test's."""
+    if inputs in INPUT_MODES:
+        return InputSource(inputs, seed=seed if inputs == "random" else None)
+    if inputs:
+        return InputSource("file", path=str(Path(inputs).resolve()))
+    if snapshot is not None:
+        return InputSource("recorded" if snapshot.parent.name == RECORDED else "snapshot", path=str(snapshot))
+    return InputSource("random", seed=seed)
 
 
 def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,

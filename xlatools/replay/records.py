@@ -9,11 +9,11 @@ import re
 
 from xlatools.console import columns
 from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
-from xlatools.records.replay import ModuleRecord, RunRecord
+from xlatools.records.replay import InputSource, ModuleRecord, RunRecord
 from xlatools.vocab import ReplayOutcome
 
-__all__ = ["ModuleRecord", "RunRecord", "exit_code", "finish_module", "missing_kernel", "module_outcome", "table",
-           "tool_failure"]
+__all__ = ["ModuleRecord", "RunRecord", "describe_inputs", "exit_code", "finish_module", "missing_kernel", "module_outcome",
+           "table", "tool_failure"]
 
 
 def module_outcome(runs: list[RunRecord]) -> tuple[ReplayOutcome, str | None]:
@@ -113,4 +113,18 @@ def table(modules: list[ModuleRecord]) -> str:
         timing = f"{test.run_s.min:.4g}/{test.run_s.median:.4g}" if test and test.run_s else "-"
         rows.append((m.label, outcome, (test.fingerprint or "-")[:12] if test else "-",
                      f"{test.compile_s:.3g}" if test and test.compile_s is not None else "-", timing, _checks(m)))
-    return columns(rows)
+    return columns(rows) + _inputs_lines(modules)
+
+
+def describe_inputs(source: InputSource | None) -> str:
+    """`random (seed 0)`, `snapshot (PATH)`, `recorded (PATH)`, `file (PATH)`, `zeros`: for summaries."""
+    if source is None:
+        return "-"
+    detail = f"seed {source.seed}" if source.seed is not None else source.path
+    return f"{source.kind} ({detail})" if detail else source.kind
+
+
+def _inputs_lines(modules: list[ModuleRecord]) -> str:
+    """Every module's input source under the table: made-up inputs are never silent."""
+    lines = [f"\ninputs: {m.label}: {describe_inputs(m.input_source)}" for m in modules if m.input_source]
+    return "".join(lines)

@@ -122,6 +122,7 @@ def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
 
 def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:
     from xlatools.run.dumps import index_dump
+    from xlatools.run.recorder import recorded_snapshot
 
     index = index_dump(root)
     if refs:
@@ -137,15 +138,18 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
         # One snapshot per execution, named by a run id: the oldest file is the first execution.
         snapshots = sorted((f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
                            key=lambda f: ((root / f).stat().st_mtime_ns, f))
-        # Without a regular snapshot: arguments (and, alone, the module) of an unoptimised one.
-        snapshots = snapshots or sorted(f for f, n in named.items() if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT
-                                        and n.tail.startswith("execution_") and n.fmt == "pb")
+        # Without XLA's: the arguments and results the run recorded itself (run/recorder.py), then the
+        # arguments (and, alone, the module) of an unoptimised snapshot.
+        recorded = recorded_snapshot(root, Path(before.stem).name) if before and not snapshots else None
+        snapshots = snapshots or ([] if recorded else sorted(
+            f for f, n in named.items() if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT and n.tail.startswith("execution_")
+            and n.fmt == "pb"))
         mlir = next((f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None)  # jaxlib >= 0.5 module folders
         source = ModuleSource(
             name=module.name, id=module.id,
             text=root / module.before_file if module.before_file else None,
             proto=root / proto if proto and proto in files else None,
-            snapshot=root / snapshots[0] if snapshots else None,
+            snapshot=root / snapshots[0] if snapshots else recorded,
             mlir=root / mlir if mlir else None,
         )
         if source.text is None and source.proto is None and source.snapshot is None and (source.mlir is None or not refs):

@@ -165,7 +165,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
             else:
                 from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
 
-                env = with_crash_capture(plan.child_env(caller_env), session.path)
+                env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
                 result = execute(plan.argv, env, plan.cwd, session.path / "stdout.log",
                                  session.path / "stderr.log", plan.timeout, echo_out, echo_err, on_start=on_start,
                                  heartbeat=heartbeat, reporter=reporter)
@@ -178,6 +178,16 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     if archive:
         record.archive = str(session.bundle.archive())
     return RunOutcome(record, record.exit_code, table)
+
+
+def _recording(plan: RunPlan, prepared: Prepared, env: dict[str, str], bundle: Path) -> dict[str, str]:
+    """The program's environment, with the argument recorder where it is wanted (run/recorder.py)."""
+    from xlatools.run.recorder import FOLDER, recorder_env, wanted
+
+    if plan.frontend != "jax" or not wanted(plan.record_inputs, plan.xla_flags, prepared.target.backend):
+        return env
+    (bundle / FOLDER).mkdir(exist_ok=True)
+    return recorder_env(env, bundle)
 
 
 def _load_the_end() -> None:
@@ -210,6 +220,14 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
         index = index_dump(Path(plan.dump_dir))
         record.dump = dump_summary(index)
         table = modules_table(index) if index.modules else ""
+        if result.status == Status.OK:
+            from xlatools.run.dump_expect import SNAPSHOT_FLAG, missing_dump_kinds
+            from xlatools.run.recorder import adopt
+
+            recorded = adopt(session.path, Path(plan.dump_dir))
+            record.notes += recorded.notes
+            missing = missing_dump_kinds(plan.xla_flags, index)
+            record.warnings = [w for w in missing if not (recorded.matched and w.startswith(SNAPSHOT_FLAG))] or None
     stderr_log = session.path / (plan.processes[0].stderr if plan.processes else "stderr.log")
     for pattern in unmatched_vmodule(stderr_log, plan.vmodule_patterns()):
         record.notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "

@@ -6,7 +6,8 @@ Handles both printer styles seen in dumps: jaxlib 0.4.x (`add.15 = f32[] add(Arg
 `ENTRY main.23 {`) and newer ones (`%add.1 = ...(%x.1, ...)`, a signature with parameter names,
 and FileNames/FunctionNames/FileLocations/StackFrames tables before the computations).
 
-What is dropped: the module name, `metadata={...}` (op names, source files and lines,
+JSON inside `backend_config` is written with its keys sorted (GPU compilers print its maps in no
+fixed order). What is dropped: the module name, `metadata={...}` (op names, source files and lines,
 stack frame ids), the stack-frame tables, `} // name` trailers, `/*index=N*/` tuple comments,
 computation signatures (their parameter instructions carry the same shapes; 0.4.x prints none)
 and the process pointers jaxlib 0.4.x passes to host callbacks. What is renamed:
@@ -21,16 +22,16 @@ import hashlib
 import re
 
 from xlatools.hlo.grammar import (
-    INDEX_COMMENT, INSTRUCTION_START, LineKind, computation_header, instruction_name, parse_instruction, remove_attribute,
-    scan_lines, set_attribute,
+    INDEX_COMMENT, INSTRUCTION_START, LineKind, attribute, computation_header, drop_attribute, instruction_name,
+    parse_instruction, remove_attribute, scan_lines, set_attribute,
 )
-from xlatools.hlo.values import STRING
+from xlatools.hlo.values import STRING, backend_config
 
 # A quoted string (kept whole), or a name optionally prefixed with '%'.
 _TOKEN = re.compile(STRING + r"|%?[A-Za-z_][\w.\-]*")
 
 
-def _body_lines(text: str) -> list[str]:
+def _body_lines(text: str, sorted_json: bool = True) -> list[str]:
     """The module's lines without stack-frame tables, metadata, trailers and blank lines."""
     lines = []
     for kind, raw in scan_lines(text.splitlines()):
@@ -41,9 +42,47 @@ def _body_lines(text: str) -> list[str]:
             line = "}"  # `} // main.23`
         elif kind is LineKind.INSTRUCTION:
             line = remove_attribute(line, "metadata")
+            line = _sorted_backend_config(line) if sorted_json else line
         # `/*index=5*/` marks long tuples; its '=' would also hide a computation's signature.
         lines.append(INDEX_COMMENT.sub("", line))
     return _neutral_callbacks(lines)
+
+
+def _sorted_backend_config(line: str) -> str:
+    """`backend_config={JSON}` with its keys in sorted order at every depth; any other value as it is."""
+    import json
+
+    if "backend_config={" not in line and 'backend_config="{' not in line:
+        return line
+    value = attribute(line, "backend_config")
+    parsed = backend_config(value)
+    if not isinstance(parsed, dict):
+        return line
+    text = json.dumps(parsed, sort_keys=True, separators=(",", ":"))
+    return set_attribute(line, "backend_config", text if value.lstrip().startswith("{") else json.dumps(text))
+
+
+# What autotuning chooses (FIELD_NOTES §10): a kernel's configuration, and for a fusion even its kind.
+AUTOTUNED_ATTRIBUTES = ("backend_config",)
+
+
+def _without_autotuning(line: str) -> str:
+    if line.startswith("HloModule"):  # frontend_attributes={fingerprint_before_lhs="..."}: a hash of the tuned module
+        head, _, attributes = line.partition(",")
+        return head + drop_attribute("," + attributes, "frontend_attributes")
+    inst = parse_instruction(line)
+    if inst is None:
+        return line
+    for key in AUTOTUNED_ATTRIBUTES:
+        line = remove_attribute(line, key)
+    return remove_attribute(line, "kind") if inst.opcode == "fusion" else line
+
+
+def kernel_neutral_fingerprint(text: str) -> str:
+    """The fingerprint of the module with what autotuning chooses left out (every backend_config, a
+    fusion's kind): equal for two compiles whose only difference is the kernels' configuration."""
+    lines = [_without_autotuning(line) for line in canonical_hlo(text).splitlines()]
+    return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
 
 
 _CALLBACK_TARGET = re.compile(r'"xla_python_\w+_callback"')
@@ -108,9 +147,10 @@ def _is_computation_reference(line: str, start: int) -> bool:
     return opened != -1 and before.rfind("}") < opened and before[:opened].endswith("computations=")
 
 
-def canonical_hlo(text: str) -> str:
-    """The canonical form of one HLO module's text (see the module docstring)."""
-    lines = _body_lines(text)
+def canonical_hlo(text: str, sorted_json: bool = True) -> str:
+    """The canonical form of one HLO module's text (see the module docstring). `sorted_json=False`: backend_config
+    JSON as printed, the canonical form of xlatools before it sorted its keys (fingerprints in older packs)."""
+    lines = _body_lines(text, sorted_json)
     computations, values = _names(lines)
 
     def rename(match: re.Match) -> str:
@@ -138,6 +178,6 @@ def canonical_hlo(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def fingerprint(text: str) -> str:
+def fingerprint(text: str, sorted_json: bool = True) -> str:
     """sha256 (hex) of the canonical text: equal for the same computation, on any machine."""
-    return hashlib.sha256(canonical_hlo(text).encode()).hexdigest()
+    return hashlib.sha256(canonical_hlo(text, sorted_json).encode()).hexdigest()

@@ -51,6 +51,7 @@ class RunRequest:
     frontend: str | None = None  # None: the profile's, else detected
     processes: int | None = None  # None: 1, or 2 for smoke:multiprocess (run/multiprocess.py)
     devices_per_process: int = 1
+    record_inputs: bool = False  # record each module's arguments and results (run/recorder.py)
 
 
 @dataclass
@@ -77,6 +78,7 @@ class RunPlan:
     tf_xla_flags: list[str] = field(default_factory=list)  # TensorFlow's own flags, merged like XLA_FLAGS
     tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
+    record_inputs: bool = False  # asked for; run/recorder.py also records where snapshots are asked and not written
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -293,6 +295,7 @@ def plan_run(
         tf_xla_flags=env.tf_flags.final(),
         tf_xla_flag_sources=env.tf_flags.sources(),
         processes=processes,
+        record_inputs=request.record_inputs,
     )
 
 

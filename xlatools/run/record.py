@@ -144,6 +144,7 @@ def summary_text(record: RunManifest, modules_table: str) -> str:
     lines += [f"process {p.id}: {p.status} ({p.outcome}){' - failed first' if p.first_failure else ''}; logs {p.stdout}, "
               f"{p.stderr}" for p in record.processes or []]
     lines += [f"note: {note}" for note in record.notes]
+    lines += [f"warning: {warning}" for warning in record.warnings or []]
     if modules_table:
         lines += ["", modules_table]
     return "\n".join(lines) + "\n"

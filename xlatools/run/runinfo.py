@@ -36,6 +36,7 @@ class RunInfo:
     presets: list[str] = field(default_factory=list)
     xla_flags: list[str] = field(default_factory=list)
     duration_s: float | None = None
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
@@ -46,7 +47,7 @@ class RunInfo:
             jax=_text(jax.jax), jaxlib=_text(jax.jaxlib), backend=_text(jax.backend),
             python=_text(record.interpreter.python), platform=_text(record.platform),
             presets=[f"{p.kind}:{p.name}" for p in record.presets], xla_flags=list(record.xla_flags),
-            duration_s=record.duration_s,
+            duration_s=record.duration_s, warnings=list(record.warnings or []),
         )
 
     def lines(self) -> list[str]:
@@ -63,6 +64,7 @@ class RunInfo:
             f"jax:       jax {self.jax} / jaxlib {self.jaxlib} on {self.backend} ({self.python}); --platform {self.platform}",
             f"presets:   {', '.join(self.presets) or '-'}",
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
+            *(f"warning:   {warning}" for warning in self.warnings),
         ]
 
 def read_run_info(path: Path) -> RunInfo | None:

@@ -83,6 +83,8 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
     assert result.returncode == 0, result.stderr
     reduced = open(json.loads(result.stdout)["files"]["reduced.hlo.txt"]).read()
     assert " tanh(" in reduced and json.loads(result.stdout)["instructions_after"] <= 3
+    plan = manifest(tmp_path / "out" / "latest")["plan"]  # the reduction names its inputs
+    assert plan["input_source"]["kind"] in ("snapshot", "random"), plan.get("input_source")
     # A damaged state file is bad input naming it (not silently forgotten work).
     state = Path(json.loads(result.stdout)["state"]) / "state.json"
     state.write_text(json.dumps({**json.loads(state.read_text()), "counters": {"oracle_calls": "lots"}}))
@@ -105,3 +107,4 @@ def test_replay_isolate_names_the_first_mismatching_instruction(xl, student_t_bu
     first = isolation["first_mismatch_in_context"]
     assert first["opcode"] == "exponential" and first["operands"]
     assert Path(isolation["file"]).is_file()
+    assert "\ninputs: " in (Path(isolation["file"]).parent / "isolate.txt").read_text()

@@ -47,6 +47,7 @@ def test_replay_gives_the_programs_own_outputs(three_ways, dumped, how):
         # --from snapshot: its arguments and result, with the unoptimised module (the snapshot's own is optimised)
         assert module["runs"][0]["loaded_from"]["kind"] == {"snapshot": "text"}.get(how, how)
         assert [c["against"] for c in module["comparisons"]] == ["snapshot"] and module["comparisons"][0]["ok"]
+        assert module["input_source"]["kind"] == "snapshot" and ".snapshot." in module["input_source"]["path"]
         with np.load(run_dir(module) / "outputs.npz") as out:
             np.testing.assert_array_equal(out["a0"], expected[key])
         assert module["runs"][0]["run_s"]["count"] == 1 and module["runs"][0]["compile_s"] > 0
@@ -197,6 +198,31 @@ def test_inputs_that_do_not_fit_exit_2(dumped, replay, tmp_path):
     result = replay("replay", str(bundle), "--module", "jit_fn", "--inputs", "in.npz", "--json", "--out", "out")
     assert result.returncode == 2
     assert _json(result)["modules"][0]["outcome"] == "input-error"
+
+
+def test_text_alone_names_its_made_up_inputs(dumped, replay, tmp_path):
+    """No snapshot beside the text: random inputs, and the record, the note and the summary say so."""
+    bundle, _ = dumped
+    text = next((bundle / "xla_dump").glob("*jit_fn.before_optimizations.txt"))
+    result = replay("replay", str(text), "--seed", "7", "--json", "--out", "out")
+    assert result.returncode == 0, result.stderr
+    module = _json(result)["modules"][0]
+    assert module["input_source"] == {"kind": "random", "seed": 7, "path": None}
+    assert any("random inputs (seed 7)" in note for note in module["notes"])
+    assert "random (seed 7)" in (bundles(tmp_path / "out")[0] / "summary.txt").read_text()
+
+
+def test_text_the_target_cannot_parse_shows_the_parsers_whole_message(replay, tmp_path):
+    """Not only "Syntax error when trying to parse the text as a HloModule:": the line, column and what it expected."""
+    (tmp_path / "newer.hlo").write_text("HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                                        "  ROOT r = f32[2] frobnicate(p)\n}\n")
+    result = replay("replay", "newer.hlo", "--out", "out")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    shown = result.stdout + result.stderr
+    assert "5:19" in shown and "frobnicate" in shown and "expects opcode" in shown, shown
+    data = manifest(bundles(tmp_path / "out")[0])
+    message = data["modules"][0]["runs"][0]["message"]
+    assert data["modules"][0]["outcome"] == "compile-error" and "5:19" in message and "^" in message
 
 
 def test_unknown_flag_is_refused_before_anything_runs(dumped, replay, tmp_path):

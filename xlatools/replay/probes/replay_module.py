@@ -183,8 +183,8 @@ class Job:
                 self.callbacks = jaxcompat.callback_count(text)
                 return computation, mlir
             except Exception as exc:
-                errors.append("%s: %s" % (source["kind"], first_line(exc)))
-        raise Failed("compile-error", "cannot load the module: " + "; ".join(errors))
+                errors.append("%s: %s" % (source["kind"], whole_message(exc)))
+        raise Failed("compile-error", "cannot load the module: " + "\n".join(errors))
 
     def inputs(self, computation):
         self.phase("inputs")
@@ -265,6 +265,13 @@ class Job:
 def first_line(exc):
     text = str(exc).strip() or type(exc).__name__
     return "%s: %s" % (type(exc).__name__, text.splitlines()[0][:2000])
+
+
+def whole_message(exc, limit=4000):
+    """The exception's every line: a parser's error names the line, the column and what it expected, with the
+    text and a caret on the lines after its first ("Syntax error when trying to parse the text as a HloModule:")."""
+    text = str(exc).strip() or type(exc).__name__
+    return "%s: %s" % (type(exc).__name__, text if len(text) <= limit else text[:limit] + " [...]")
 
 
 def write_literals(path, arrays, outputs):

@@ -1,0 +1,43 @@
+"""What a run's dump flags asked for, against what its dump holds (pure): a kind that was asked for and
+produced nothing is a warning in the summary, the manifest and `inspect`, never silence.
+
+The GPU is where this bites: `--xla_dump_hlo_snapshots` writes no snapshot there (FIELD_NOTES §10), so
+replay would fall back to made-up inputs; `--record-inputs` records the arguments instead (run/recorder.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from xlatools.run.dumps import DumpIndex
+
+SNAPSHOT_FLAG = "--xla_dump_hlo_snapshots"
+
+
+def _files(index: DumpIndex) -> list[str]:
+    return [name for module in index.modules.values() for name in module.files]
+
+
+# flag -> (what it writes, how the dump shows it, what to do when it wrote nothing)
+EXPECTED: dict[str, tuple[str, Callable[[DumpIndex], bool], str]] = {
+    SNAPSHOT_FLAG: ("execution snapshots (*.snapshot.*.pb)",
+                    lambda index: any(m.snapshots for m in index.modules.values()),
+                    "this backend writes none (XLA's GPU backend does not); run again with --record-inputs, and "
+                    "xlatools records each module's arguments and results itself, or replay uses random inputs"),
+    "--xla_dump_hlo_as_proto": ("HLO protos (*.hlo.pb)", lambda index: any(f.endswith(".hlo.pb") for f in _files(index)),
+                                "replay reads the text instead"),
+    "--xla_dump_hlo_as_html": ("HTML pages (*.html)", lambda index: any(f.endswith(".html") for f in _files(index)),
+                               "this jaxlib may not write them for this backend"),
+    "--xla_dump_hlo_pass_re": ("HLO after each pass", lambda index: any(m.steps for m in index.modules.values()),
+                               "check the pass regex against the pipeline's pass names"),
+}
+
+
+def missing_dump_kinds(flags: list[str], index: DumpIndex | None) -> list[str]:
+    """One warning per requested dump kind that produced nothing, for a dump that holds modules (a dump
+    without any module says so on its own)."""
+    if index is None or not index.modules:
+        return []
+    asked = {flag.split("=", 1)[0] for flag in flags if flag.partition("=")[2].lower() not in ("false", "0")}
+    return [f"{flag} was asked for and the dump holds no {what}: {todo}"
+            for flag, (what, present, todo) in EXPECTED.items() if flag in asked and not present(index)]
