@@ -104,7 +104,7 @@ def _candidates(ctx: Context, bundle: str) -> None:
             ctx.skip(f"candidate {name}", "no time left in the section's budget")
             continue
         with ThreadPoolExecutor(3) as pool:
-            found = list(pool.map(lambda i: _compile(ctx, bundle, f"{name.split()[0]}-{i}", sets[name]), range(3)))
+            found = list(pool.map(lambda i, name=name: _compile(ctx, bundle, f"{name.split()[0]}-{i}", sets[name]), range(3)))
         ran = [f for f in found if f["fingerprint"]]
         numbers = {"compiles": len(ran), "fingerprints": len({f["fingerprint"] for f in ran}),
                    "output_digests": len({f["outputs"] for f in ran}),

@@ -55,6 +55,8 @@ def _sorted_backend_config(line: str) -> str:
     if "backend_config={" not in line and 'backend_config="{' not in line:
         return line
     value = attribute(line, "backend_config")
+    if value is None:
+        return line
     parsed = backend_config(value)
     if not isinstance(parsed, dict):
         return line

@@ -89,7 +89,7 @@ def adopt(bundle: Path, dump_root: Path | None) -> Recorded:
             found.notes.append(f"inputs of {name} were not recorded: {entry.get('skipped', 'no snapshot written')}")
             continue
         candidates = [m for m in modules if m.name == name and m.id not in taken]
-        if len(candidates) > 1 and entry.get("hlo"):
+        if len(candidates) > 1 and entry.get("hlo") and dump_root is not None:
             mine = _fingerprint(folder / entry["hlo"])
             same = [m for m in candidates if m.after_file and _fingerprint(dump_root / m.after_file) == mine]
             candidates = same or candidates
