@@ -13,7 +13,7 @@ from typing import Literal
 
 from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.run import Device, EnvChangeRecord, JaxInfo, PresetRef, ProgramRecord
-from xlatools.vocab import IsolationOutcome, Platform, ReplayOutcome, SourceForm
+from xlatools.vocab import IsolationOutcome, Platform, PrecisionMode, ReplayOutcome, SourceForm
 
 REPLAY_SCHEMA = "xlatools.replay/1"
 PACK_FORMAT = "xlatools.repro/1"
@@ -59,6 +59,7 @@ class ReplayRequest:
     timeout: float | None = None
     name: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (replay/settings.py)
+    precision: PrecisionMode = PrecisionMode.AUTO  # dots/convolutions below full precision (replay/precision.py)
 
 
 @dataclass(kw_only=True)
@@ -192,6 +193,35 @@ class RunRecord:
 
 
 @dataclass(kw_only=True)
+class RaisedInstruction:
+    """A dot or convolution below full precision, raised to it (replay/precision.py)."""
+
+    name: str
+    opcode: str  # dot or convolution
+    computation: str
+    was: str  # what made it reduced: "operand precision DEFAULT (not printed)", "operand_precision={high,high}", "algorithm=..."
+
+
+@dataclass(kw_only=True)
+class PrecisionCheck:
+    """How a module's dots and convolutions below full precision were treated, and what that showed.
+    `verdict` (auto): `precision` when the test matches every reference at full precision, `mismatch` when
+    it still differs; None when nothing was classified (as-compiled, highest, or no second run)."""
+
+    mode: PrecisionMode
+    rule: str
+    raised: list[RaisedInstruction] = field(default_factory=list)
+    verdict: ReplayOutcome | None = None
+    atol: float = DEFAULT_TOLERANCE
+    rtol: float = DEFAULT_TOLERANCE
+    as_compiled: list[Comparison] = field(default_factory=list)  # the test against each reference, as compiled
+    highest: list[Comparison] = field(default_factory=list)  # the same at full precision
+    module: str | None = None  # the rewritten module text
+    run: RunRecord | None = field(default=None, metadata=OMIT_NONE)  # auto: the test run again at full precision
+    note: str | None = None  # what it means, in one line (also in the module's notes)
+
+
+@dataclass(kw_only=True)
 class ModuleRecord(Labelled):
     """One module replayed: every run, and the outcome they add up to."""
 
@@ -206,6 +236,7 @@ class ModuleRecord(Labelled):
     fingerprint: str | None = None
     outputs: list[OutputDigest] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
+    precision: PrecisionCheck | None = field(default=None, metadata=OMIT_NONE)  # dots/convolutions below full precision
 
     @property
     def test(self) -> RunRecord | None:
@@ -272,6 +303,8 @@ class PackedOptions:
     platform: Platform = Platform.AUTO
     references: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # numerics variables of the run (JAX_ENABLE_X64, ...)
+    # A pack older than --precision recorded its outcome with one comparison as compiled.
+    precision: PrecisionMode = PrecisionMode.AS_COMPILED
 
 
 @dataclass(kw_only=True)
