@@ -10,7 +10,7 @@ from typing import Literal
 from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.replay import DEFAULT_TOLERANCE, Comparison, PlannedModule, PlannedRun, TargetSeen, TargetVersions
 from xlatools.records.run import Device
-from xlatools.vocab import Interest, OracleKind, Platform, ReduceStrategy, ReplayOutcome
+from xlatools.vocab import Interest, OracleKind, Platform, PrecisionMode, ReduceStrategy, ReplayOutcome
 
 REDUCE_SCHEMA = "xlatools.reduce/1"
 STATE_SCHEMA = "xlatools.reduce-state/1"
@@ -42,6 +42,8 @@ class ReduceRequest:
     strategy: ReduceStrategy = ReduceStrategy.FULL
     culprit_pass: str | None = None  # named by `bisect passes`, for ISSUE.md
     name: str | None = None
+    # The mismatch oracle: auto = a difference only below full precision is not interesting (replay/precision.py).
+    precision: PrecisionMode | None = field(default=None, metadata=OMIT_NONE)  # None: auto
 
 
 @dataclass(kw_only=True)

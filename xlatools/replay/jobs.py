@@ -85,7 +85,8 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
 
 
 def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,
-             test_dir: Path | None, expected_files: list[dict[str, str]] | None = None) -> dict[str, Any]:
+             test_dir: Path | None, expected_files: list[dict[str, str]] | None = None,
+             ) -> dict[str, Any]:  # job.json: the target-side script reads it untyped
     """The JSON the target script reads (pure). References take the test's inputs and compare with its outputs.
     `expected_files`: the outputs to compare with instead (the references' outputs, for a test run again at
     full precision on the test's inputs)."""

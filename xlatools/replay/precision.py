@@ -31,6 +31,11 @@ FULL_ALGORITHMS = frozenset({"dot_f32_f32_f32", "dot_f64_f64_f64"})
 HIGHEST = "{highest,highest}"
 
 
+def mode_of(value: PrecisionMode | str | None) -> PrecisionMode:
+    """A request's --precision (None: a request that did not say, auto)."""
+    return PrecisionMode(value or PrecisionMode.AUTO)
+
+
 def _element_type(shape: str) -> str:
     return shape.strip().split("[", 1)[0]
 
@@ -148,5 +153,5 @@ def needs_second_run(mode: PrecisionMode, outcome: ReplayOutcome, as_compiled: l
                      snapshot_ok: bool) -> bool:
     """auto: a test that mismatched its references (and only them: a snapshot recorded on the same kind of device
     shares its precision) is run again at full precision."""
-    return (mode == PrecisionMode.AUTO and outcome == ReplayOutcome.MISMATCH and snapshot_ok
+    return (mode_of(mode) == PrecisionMode.AUTO and outcome == ReplayOutcome.MISMATCH and snapshot_ok
             and any(not c.ok for c in as_compiled))
