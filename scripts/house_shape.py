@@ -23,7 +23,7 @@ from pathlib import Path
 
 CLI = {"cli", "commands", "__main__"}
 SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "vocab", "redact", "records",
-          "yamlfile", "__init__"}
+          "yamlfile", "hlo", "__init__"}  # hlo: the HLO text and dump-name grammars (pure)
 # capability -> the capabilities it may use (besides the shared modules).
 ALLOWED = {
     "profiles": set(),

@@ -131,3 +131,36 @@ def rendered(browser: str, page: Path, profile: Path) -> dict[str, str]:
     done = browse(browser, page, profile, "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
     return root_attributes(done.stdout)
+
+
+def check_dump_grammar(root: Path) -> dict[str, int]:
+    """Read a whole XLA dump folder with xlatools/hlo: every name parses to a known kind (kernel files once
+    the module's name is known, as the index reads them), every instruction line of its HLO texts parses,
+    and the index counts what the grammar counts. Returns how many files of each kind."""
+    from collections import Counter
+
+    from xlatools.hlo.dump_names import DumpKind, parse_dump_name
+    from xlatools.hlo.grammar import LineKind, parse_instruction, scan_lines
+    from xlatools.run.dumps import index_dump
+
+    index = index_dump(root)
+    kinds: Counter[str] = Counter()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        first = parse_dump_name(rel, folder=path.is_dir())
+        assert first is not None, rel
+        module = index.modules[first.module_id]
+        name = parse_dump_name(rel, module_name=module.name, folder=path.is_dir())
+        assert name is not None and name.kind is not DumpKind.OTHER and name.module_name == module.name, rel
+        kinds[name.kind.value] += 1
+        if name.is_text_hlo:
+            count = 0
+            for kind, line in scan_lines(path.read_text().splitlines()):
+                assert kind is not LineKind.OTHER, (rel, line)
+                if kind is LineKind.INSTRUCTION:
+                    count += 1
+                    assert parse_instruction(line) is not None, (rel, line)
+            assert count > 0, rel
+            if rel == module.before_file:
+                assert module.instructions_before == count, rel
+    return dict(kinds)

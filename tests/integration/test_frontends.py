@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.helpers import bundles, manifest
+from tests.helpers import bundles, check_dump_grammar, manifest
 
 TF_JIT = """import tensorflow as tf
 
@@ -61,6 +61,7 @@ def test_tf_jit_compile_dumps_graphs_and_names(xl, tmp_path, tf_python):
     assert data["frontend"]["version"].startswith("2.") and "tensorflow git" in data["frontend"]["xla_source"]
     assert data["frontend"]["tf_xla_flags"] == ["--tf_xla_clustering_debug"]
     assert list((bundle / "tf_graphs").glob("*.pbtxt"))  # TF_DUMP_GRAPH_PREFIX went into the bundle
+    assert {"before_optimizations", "kernel_mlir", "llvm_ir"} <= set(check_dump_grammar(bundle / "xla_dump"))
     modules = _inspect(xl, bundle)["modules"]
     f = next(m for m in modules if m["short_name"] == "f")
     assert f["origin"] == "tf.function(jit_compile=True)" and f["name"].startswith("a_inference_f_")
@@ -137,6 +138,7 @@ def test_torch_xla_preset_files_and_dumps(xl, tmp_path, torch_xla_python):
     # XLA_SAVE_TENSORS_FILE: torch_xla appends the device ordinal to the name.
     saved = list((bundle / "torch_xla").glob("tensors.txt*"))
     assert saved and "## BEGIN_GRAPH" in saved[0].read_text()
+    assert {"before_optimizations", "after_optimizations"} <= set(check_dump_grammar(bundle / "xla_dump"))
     assert "ptprog.py" in saved[0].read_text()  # XLA_IR_DEBUG: IR nodes carry Python locations
     assert "Execution Analysis" in (bundle / "stderr.log").read_text()  # PT_XLA_DEBUG_LEVEL=2
     modules = _inspect(xl, bundle)["modules"]

@@ -10,9 +10,9 @@ every edit, which keeps those sources valid. Every edit ends with dead-code remo
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field, replace
 
+from xlatools.hlo.values import shape_without_layout
 from xlatools.reduce.hlo_text import Computation, Instruction, Module
 
 # Instructions kept even when nothing uses their value.
@@ -45,7 +45,7 @@ def _copy(module: Module) -> Module:
 
 def shape_core(shape: str) -> str:
     """The shape without layouts (`f64[8]{0}` -> `f64[8]`), for comparing operand and result shapes."""
-    return re.sub(r"\{[^{}]*\}", "", shape).replace(" ", "")
+    return shape_without_layout(shape)
 
 
 def _live(comp: Computation, keep_parameters: bool) -> set[str]:

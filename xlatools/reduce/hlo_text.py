@@ -19,20 +19,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-_TABLE_HEADERS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
-_COMPUTATION = re.compile(r"^(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*\)\s*->.*)?\{\s*$")
-_INSTRUCTION = re.compile(r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<rest>.*)$")
-_OPCODE = re.compile(r"\s*(?P<opcode>[a-z][\w\-]*)\(")
-_SINGLE_CALLS = ("to_apply", "calls", "condition", "body", "true_computation", "false_computation", "comparator")
-_LIST_CALLS = ("branch_computations", "called_computations")
-_CALL_ATTRIBUTE = re.compile(r"(?P<key>%s)=%%?(?P<name>[\w.\-]+)" % "|".join(_SINGLE_CALLS))
-_CALL_LIST = re.compile(r"(?P<key>%s)=\{(?P<names>[^}]*)\}" % "|".join(_LIST_CALLS))
+from xlatools.hlo.grammar import (
+    LITERAL_OPCODES, HloSyntaxError, LineKind, computation_header, drop_attribute, module_header, parse_instruction_strict,
+    scan_lines, split_top_level,
+)
+from xlatools.hlo.values import called_computations
+
+__all__ = ["LITERAL_OPCODES", "Computation", "HloSyntaxError", "Instruction", "Module", "Users", "parse_instruction",
+           "parse_module", "print_instruction", "print_module", "split_top_level"]
 _HEADER_KEEP = re.compile(r"(?:replica_count|num_partitions)=\d+")
-LITERAL_OPCODES = frozenset({"constant", "parameter"})  # their parentheses hold a literal, not operands
-
-
-class HloSyntaxError(ValueError):
-    """Text this reader does not understand (line number and line in the message)."""
 
 
 @dataclass
@@ -52,10 +47,8 @@ class Instruction:
 
     @property
     def called(self) -> list[str]:
-        names = [m["name"] for m in _CALL_ATTRIBUTE.finditer(self.attributes)]
-        for match in _CALL_LIST.finditer(self.attributes):
-            names += [n.strip().lstrip("%") for n in match["names"].split(",") if n.strip()]
-        return names
+        parts = (part.partition("=") for part in split_top_level(self.attributes))
+        return called_computations({key.strip(): value for key, _, value in parts})
 
     @property
     def is_array(self) -> bool:
@@ -121,71 +114,14 @@ class Module:
         return sum(len(c.instructions) for c in self.reachable())
 
 
-def _scan_balanced(text: str, start: int, open_char: str, close_char: str) -> int:
-    """Index just past the bracket closing the one at `start` (quotes and nesting respected)."""
-    from xlatools.run.hlo_canon import closing_bracket
-
-    end = closing_bracket(text, start)
-    if end is None:
-        raise HloSyntaxError(f"unbalanced {open_char}{close_char} in: {text[:200]}")
-    return end
-
-
-def split_top_level(text: str) -> list[str]:
-    """Split at commas outside brackets and quotes."""
-    parts, depth, quoted, escaped, current = [], 0, False, False, []
-    for char in text:
-        if escaped:  # the character after a backslash in a string, as closing_bracket reads it
-            escaped = False
-        elif quoted:
-            escaped, quoted = char == "\\", char != '"'
-        elif char == '"':
-            quoted = True
-        elif char in "({[":
-            depth += 1
-        elif char in ")}]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        current.append(char)
-    if "".join(current).strip():
-        parts.append("".join(current).strip())
-    return parts
-
-
-def _split_metadata(attributes: str) -> tuple[str, str]:
-    marker = attributes.find("metadata={")
-    if marker == -1:
-        return attributes, ""
-    end = _scan_balanced(attributes, marker + len("metadata="), "{", "}")
-    before = attributes[:marker].rstrip()
-    before = before[:-1] if before.endswith(",") else before
-    return before + attributes[end:], attributes[marker:end]
-
-
 def parse_instruction(line: str) -> Instruction:
-    match = _INSTRUCTION.match(line)
-    if not match:
-        raise HloSyntaxError(f"not an instruction: {line.strip()[:200]}")
-    rest = match["rest"]
-    if rest.startswith("("):
-        shape_end = _scan_balanced(rest, 0, "(", ")")
-    else:
-        shape_end = len(rest.split(" ", 1)[0])
-    shape = rest[:shape_end].strip()
-    opcode = _OPCODE.match(rest, shape_end)
-    if not opcode:
-        raise HloSyntaxError(f"no opcode after the shape in: {line.strip()[:200]}")
-    open_at = opcode.end() - 1
-    close_at = _scan_balanced(rest, open_at, "(", ")")
-    inside = rest[open_at + 1:close_at - 1]
-    attributes, metadata = _split_metadata(rest[close_at:])
-    op = opcode["opcode"]
-    operands = [] if op in LITERAL_OPCODES else [part.split()[-1].lstrip("%") for part in split_top_level(inside)]
-    return Instruction(match["name"], shape, op, operands, inside if op in LITERAL_OPCODES else "",
-                       attributes.rstrip(), metadata, bool(match["root"]))
+    """The reducer's record of one instruction line (HloSyntaxError when it is not one)."""
+    inst = parse_instruction_strict(line)
+    metadata = inst.attributes.get("metadata")
+    attributes = drop_attribute(inst.tail, "metadata") if metadata is not None else inst.tail
+    return Instruction(inst.name, inst.shape, inst.opcode, inst.operands,
+                       inst.payload if inst.opcode in LITERAL_OPCODES else "", attributes.rstrip(),
+                       f"metadata={metadata}" if metadata is not None else "", inst.is_root)
 
 
 def parse_module(text: str) -> Module:
@@ -193,32 +129,22 @@ def parse_module(text: str) -> Module:
     name, extra, percent = "", "", False
     computations: list[Computation] = []
     current: Computation | None = None
-    in_table = False
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.rstrip()
+    for number, (kind, line) in enumerate(scan_lines(text.splitlines()), 1):
         stripped = line.strip()
-        if not stripped or stripped.startswith("//"):
-            in_table = False
+        if kind in (LineKind.BLANK, LineKind.COMMENT, LineKind.TABLE) or (kind is LineKind.TABLE_ROW and current is None):
             continue
-        if stripped.startswith("HloModule"):
-            head = stripped[len("HloModule"):].strip()
-            name = re.split(r"[\s,]", head, 1)[0]
+        if kind is LineKind.MODULE:
+            name, head = module_header(stripped) or ("", "")
             extra = "".join(f", {m}" for m in _HEADER_KEEP.findall(head))
             continue
-        if stripped in _TABLE_HEADERS:
-            in_table = True
-            continue
-        if in_table and current is None and not _COMPUTATION.match(stripped):
-            continue
-        in_table = False
         try:
             if current is None:
-                header = _COMPUTATION.match(stripped)
+                header = computation_header(stripped)
                 if not header:
                     raise HloSyntaxError(f"expected a computation, got: {stripped[:200]}")
-                current = Computation(header["name"], [], entry=bool(header["entry"]))
+                current = Computation(header[0], [], entry=header[1])
                 percent = percent or bool(re.match(r"^(?:ENTRY\s+)?%", stripped))
-            elif stripped.startswith("}"):
+            elif kind is LineKind.END:
                 computations.append(current)
                 current = None
             else:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlatools.errors import UsageError
+from xlatools.hlo.dump_names import read_bare_name
 from xlatools.records.replay import ModuleRecord, RunRecord
 from xlatools.replay.hloproto import is_unoptimized
 from xlatools.replay.sources import ModuleSource
@@ -32,7 +33,7 @@ def refuse_optimised_only(source: ModuleSource) -> None:
     if optimised_only(source):
         raise UsageError(f"{source.snapshot}: this snapshot holds module {source.label} after optimisation, which XLA "
                          "cannot compile again (its layouts and fusions are final), and no unoptimised form of it lies beside it",
-                         hint=f"replay the dump folder or bundle it came from, or keep {source.snapshot.name.split('.snapshot.')[0]}"
+                         hint=f"replay the dump folder or bundle it came from, or keep {read_bare_name(source.snapshot.name)[0] or 'MODULE'}"
                               ".before_optimizations.txt (or .hlo.pb) beside it (dump with --preset dump:full); jaxlib >= 0.5 "
                               "can dump unoptimised snapshots instead (--xla-flag=--xla_dump_hlo_unoptimized_snapshots)")
 

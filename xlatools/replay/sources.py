@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.errors import UsageError
+from xlatools.hlo.dump_names import SNAPSHOT_KINDS, DumpKind, parse_dump_name, read_bare_name
 from xlatools.replay.hloproto import is_unoptimized
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
@@ -89,8 +90,7 @@ def file_kind(path: Path) -> Kind:
     if name.endswith(".mlir"):
         return "mlir"
     if name.endswith(".pb"):
-        snapshot = ".snapshot." in name or name.startswith("snapshot.") or "unoptimized_snapshot" in name
-        return "snapshot" if snapshot else "proto"
+        return "snapshot" if read_bare_name(name)[1] in SNAPSHOT_KINDS else "proto"
     return "text"
 
 
@@ -98,14 +98,14 @@ def from_file(path: Path) -> ModuleSource:
     kind = file_kind(path)
     if kind == "text":
         check_hlo_text(path)
-    stem = re.split(r"\.before_optimizations|\.snapshot\.|\.execution_\d+\.", path.name)[0]
-    if path.name == "module.mlir":  # jaxlib >= 0.5 dumps module_NNNN.<name>/module.mlir
-        stem = path.parent.name
-    match = re.match(r"^(?:\d+\.)?module_(\d+)\.(.+)$", stem)
-    name = match.group(2) if match else re.sub(r"\.(txt|hlo|pb|mlir)$", "", stem)
-    source = ModuleSource(name=name, id=int(match.group(1)) if match else None, **{kind: path})
-    if kind == "snapshot" and match and not is_unoptimized(path):
-        _pair_with_siblings(source, path.parent, stem)
+    # jaxlib >= 0.5 dumps module_NNNN.<name>/module.mlir: the folder names the module
+    dump = parse_dump_name(f"{path.parent.name}/{path.name}" if path.name == "module.mlir" else path.name)
+    if dump is None:
+        stem = path.parent.name if path.name == "module.mlir" else read_bare_name(path.name)[0]
+        return ModuleSource(name=stem or path.name, id=None, **{kind: path})
+    source = ModuleSource(name=dump.module_name, id=dump.module_id, **{kind: path})
+    if kind == "snapshot" and not is_unoptimized(path):
+        _pair_with_siblings(source, path.parent, dump.stem)
     return source
 
 
@@ -131,14 +131,16 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
     sources = []
     for module in chosen:
         files = set(module.files)
-        stem = f"{module.before_file[:-len('.before_optimizations.txt')]}" if module.before_file else None
-        proto = f"{stem}.before_optimizations.hlo.pb" if stem else None
+        named = {f: found for f in files if (found := parse_dump_name(f, module_name=module.name)) is not None}
+        before = named.get(module.before_file or "")
+        proto = f"{before.stem}.before_optimizations.hlo.pb" if before else None
         # One snapshot per execution, named by a run id: the oldest file is the first execution.
-        snapshots = sorted((f for f in files if re.search(r"(?<!unoptimized_)\.snapshot\.-?\d+\.pb$", f)),
+        snapshots = sorted((f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
                            key=lambda f: ((root / f).stat().st_mtime_ns, f))
         # Without a regular snapshot: arguments (and, alone, the module) of an unoptimised one.
-        snapshots = snapshots or sorted(f for f in files if f.endswith("hlo_unoptimized_snapshot.pb"))
-        mlir = next((f for f in files if f.endswith("/module.mlir")), None)  # jaxlib >= 0.5 module folders
+        snapshots = snapshots or sorted(f for f, n in named.items() if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT
+                                        and n.tail.startswith("execution_") and n.fmt == "pb")
+        mlir = next((f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None)  # jaxlib >= 0.5 module folders
         source = ModuleSource(
             name=module.name, id=module.id,
             text=root / module.before_file if module.before_file else None,

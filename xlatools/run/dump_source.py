@@ -20,12 +20,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s=\s")  # one HLO instruction per line
-_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
-_ROW = re.compile(r"^(\d+) (.*)$")
-_FIELD = re.compile(r"(\w+)=(\d+)")
-_FRAME_REF = re.compile(r"\bstack_frame_id=(\d+)")
-_OLD_SOURCE = re.compile(r'\bsource_file="((?:[^"\\]|\\.)*)" source_line=(\d+)')
+from xlatools.hlo.grammar import TABLE_HEADERS, TABLE_ROW, LineKind, parse_instruction, scan_lines
+from xlatools.hlo.values import metadata_fields
+
 _LIBRARY = ("site-packages", "dist-packages", "/jax/", "/jaxlib/", "<frozen")
 
 
@@ -42,27 +39,22 @@ class SourceLine:
 def scan_before(path: Path, module_name: str) -> tuple[int | None, SourceLine | None]:
     """Instruction count and creating source line of a before_optimizations.txt, in one streaming
     pass; the tables sit at the top, and the first instruction that names a frame is enough."""
-    count, tables, section, frame_id, old = 0, {name: {} for name in _TABLES}, None, None, None
+    count, tables, section, frame_id, old = 0, {name: {} for name in TABLE_HEADERS}, None, None, None
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if INSTRUCTION.match(line):
+            for kind, line in scan_lines(handle):
+                if kind is LineKind.INSTRUCTION:
                     count += 1
                     if frame_id is None and old is None:
-                        found = _FRAME_REF.search(line)
-                        frame_id = int(found[1]) if found else None
-                        found_old = None if found else _OLD_SOURCE.search(line)
-                        old = SourceLine(found_old[1], int(found_old[2])) if found_old else None
-                    continue
-                stripped = line.strip()
-                if stripped in _TABLES:
-                    section = stripped
-                elif not stripped or not section:
-                    section = None
-                else:
-                    row = _ROW.match(stripped)
+                        frame_id, old = _first_source(line)
+                elif kind is LineKind.TABLE:
+                    section = line.strip()
+                elif kind is LineKind.TABLE_ROW and section:
+                    row = TABLE_ROW.match(line.strip())
                     if row:
                         tables[section][int(row[1])] = row[2]
+                else:
+                    section = None
     except OSError:
         return None, None
     if frame_id is not None:
@@ -70,15 +62,30 @@ def scan_before(path: Path, module_name: str) -> tuple[int | None, SourceLine | 
     return count, old
 
 
+def _first_source(line: str) -> tuple[int | None, SourceLine | None]:
+    """(stack frame id, old-style source line) of an instruction's metadata; (None, None) without either."""
+    inst = parse_instruction(line)
+    fields = inst.metadata if inst else {}
+    if fields.get("stack_frame_id", "").isdigit():
+        return int(fields["stack_frame_id"]), None
+    if "source_file" in fields and fields.get("source_line", "").isdigit():
+        return None, SourceLine(fields["source_file"], int(fields["source_line"]))
+    return None, None
+
+
+def _ids(text: str) -> dict[str, int]:
+    return {key: int(value) for key, value in metadata_fields(text).items() if value.isdigit()}
+
+
 def _stack(tables: dict[str, dict[int, str]], frame_id: int) -> list[SourceLine]:
     """The frames from the outermost caller down to `frame_id`."""
-    frames_table = {k: dict((f, int(v)) for f, v in _FIELD.findall(text)) for k, text in tables["StackFrames"].items()}
+    frames_table = {k: _ids(text) for k, text in tables["StackFrames"].items()}
     offset = 0 if any(f.get("parent_frame_id") == 0 for f in frames_table.values()) else 1
     frames, seen = [], set()
     while frame_id in frames_table and frame_id not in seen:
         seen.add(frame_id)
         frame = frames_table[frame_id]
-        location = dict((f, int(v)) for f, v in _FIELD.findall(tables["FileLocations"].get(frame.get("file_location_id", -1), "")))
+        location = _ids(tables["FileLocations"].get(frame.get("file_location_id", -1), ""))
         file = tables["FileNames"].get(location.get("file_name_id", -1), '""').strip('"')
         function = tables["FunctionNames"].get(location.get("function_name_id", -1), '""').strip('"')
         if file and "line" in location:

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlatools.hlo.dump_names import DumpKind, parse_dump_name
+from xlatools.hlo.grammar import INSTRUCTION_START_BYTES as _INSTRUCTION_BYTES  # anchored on a newline: fast to scan
+
 if TYPE_CHECKING:
     from xlatools.run.dumps import DumpIndex, Module
 
-# Anchored on the newline (a literal the regex engine scans for fast), not on `^` with re.M.
-_INSTRUCTION_BYTES = re.compile(rb"\n[ \t]*(?:ROOT[ \t]+)?%?[\w.\-]+[ \t]=[ \t]")
 _CHUNK = 1 << 20
 
 
@@ -80,10 +81,19 @@ def _allocation_kind(rest: str) -> str:
     return "other"
 
 
+def _file_of(module: Module, kind: DumpKind) -> str | None:
+    """The module's text file of `kind` (the first, by name)."""
+    for file in module.files:
+        name = parse_dump_name(file, module_name=module.name)
+        if name is not None and name.kind is kind and name.fmt == "txt":
+            return file
+    return None
+
+
 def memory_totals(index: DumpIndex, module: Module) -> MemoryTotals | None:
     """Buffer-assignment and memory-usage totals of `module`, read line by line; None without those files."""
-    assignment = next((f for f in module.files if f.endswith("-buffer-assignment.txt")), None)
-    report = next((f for f in module.files if f.endswith("-memory-usage-report.txt")), None)
+    assignment = _file_of(module, DumpKind.BUFFER_ASSIGNMENT)
+    report = _file_of(module, DumpKind.MEMORY_USAGE_REPORT)
     if not assignment and not report:
         return None
     count = total = None

@@ -15,28 +15,25 @@ Other frontends name their modules differently (same files otherwise):
   TensorFlow auto-clustering: cluster_<n>__XlaCompiledKernel_true__XlaHasReferenceVars_false__..._.<n>
   PyTorch/XLA: SyncTensorsGraph.<n>
 Module names may contain dots, so a module's name is taken from the file that
-names it unambiguously (before_optimizations, or its folder) and stripped from the rest.
+names it unambiguously (its folder, before_optimizations, or another fixed tail) and stripped
+from the rest. The names themselves are read by xlatools/hlo/dump_names.py.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlatools.errors import UsageError
+from xlatools.hlo.dump_names import REPORTS, SNAPSHOT_KINDS, DumpKind, DumpName, parse_dump_name
+from xlatools.hlo.grammar import is_instruction
 from xlatools.records.run import DumpModuleSummary, SourceRef
-from xlatools.run.dump_source import INSTRUCTION, SourceLine, scan_before
+from xlatools.run.dump_source import SourceLine, scan_before
 from xlatools.run.dump_stats import hlo_file_stats
 from xlatools.run.frontend_names import frontend_name
 
-_FILE = re.compile(r"^(?:(?P<stamp>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
-_PASS = re.compile(
-    r"^(?P<step>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<pass>.+?)(?:\.before_(?P<next>.+))?\.(?P<ext>[A-Za-z]+)$"
-)
-_AFTER = re.compile(r"^(?P<platform>.+?)_after_optimizations(?P<extra>[-.].*)?$")
-_SNAPSHOT = re.compile(r"^(?:(?:unoptimized_)?snapshot\.-?\d+\.pb|execution_\d+\.hlo_(?:unoptimized_)?snapshot\.(?:pb|txt))$")
-_KERNEL_MLIR = re.compile(r"_kernel_module-(?:pre-optimization|post-optimization|post-lowering)\.mlir$")
+# A file's kind -> the stage a module's summary lists (kinds not named here list as themselves).
+_STAGES = {DumpKind.PASS_STEP: "passes", DumpKind.SNAPSHOT: "snapshots", DumpKind.UNOPTIMIZED_SNAPSHOT: "snapshots"}
 
 
 @dataclass
@@ -171,84 +168,62 @@ def modules_table(index: DumpIndex) -> str:
 def count_instructions(path: Path) -> int | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            return sum(1 for line in handle if INSTRUCTION.match(line))
+            return sum(1 for line in handle if is_instruction(line))
     except OSError:
         return None
 
 
-def _module_names(entries: list[tuple[int, str, bool]]) -> dict[int, str]:
+def _module_names(entries: list[tuple[DumpName, bool]]) -> dict[int, str]:
+    """Each module's name: from its folder, else its before_optimizations file, else any name read for certain."""
     names: dict[int, str] = {}
-    for module_id, rest, is_dir in entries:
+    for name, is_dir in entries:
         if is_dir:
-            names[module_id] = rest
-    for module_id, rest, is_dir in entries:
-        marker = rest.rfind(".before_optimizations")
-        if not is_dir and marker > 0:
-            names.setdefault(module_id, rest[:marker])
-    for module_id, rest, _ in entries:
-        names.setdefault(module_id, rest.split(".", 1)[0])
+            names[name.module_id] = name.module_name
+    for name, _ in entries:
+        if name.kind is DumpKind.BEFORE_OPTIMIZATIONS:
+            names.setdefault(name.module_id, name.module_name)
+    for certain in (True, False):
+        for name, _ in entries:
+            if name.name_certain == certain:
+                names.setdefault(name.module_id, name.module_name)
     return names
 
 
-def _classify(module: Module, tail: str, rel: str) -> None:
-    if tail.startswith("before_optimizations"):
-        module.stages.add("before_optimizations")
-        if tail == "before_optimizations.txt":
-            module.before_file = rel
-        return
-    step = _PASS.match(tail)
-    if step:
-        module.stages.add("passes")
-        if step["ext"] == "txt":
-            module.steps.append(PassStep(int(step["step"]), step["pipeline"], step["pass"], step["next"], rel))
-        return
-    if _SNAPSHOT.match(tail):
-        module.stages.add("snapshots")
+def _classify(module: Module, name: DumpName, rel: str) -> None:
+    kind = name.kind
+    # Another `-<report>` of the optimised module lists as the report's name.
+    module.stages.add((name.detail or "other") if kind is DumpKind.AFTER_REPORT else _STAGES.get(kind, kind.value))
+    if kind is DumpKind.BEFORE_OPTIMIZATIONS and name.fmt == "txt":
+        module.before_file = rel
+    elif kind is DumpKind.PASS_STEP and name.fmt == "txt" and name.step is not None:
+        module.steps.append(PassStep(name.step, name.pipeline or "", name.pass_name or "", name.next_pass, rel))
+    elif kind in SNAPSHOT_KINDS:
         module.snapshots += 1
-        return
-    after = _AFTER.match(tail)
-    if after:
+    elif kind is DumpKind.AFTER_OPTIMIZATIONS or kind in REPORTS.values() or kind is DumpKind.AFTER_REPORT:
         module.stages.add("after_optimizations")
-        module.platform = after["platform"]
-        if after["extra"] == ".txt":
+        module.platform = name.platform
+        if kind is DumpKind.AFTER_OPTIMIZATIONS and name.fmt == "txt":
             module.after_file = rel
-        elif after["extra"] and after["extra"].startswith("-"):
-            module.stages.add(after["extra"][1:].rsplit(".", 1)[0])  # buffer-assignment, memory-usage-report, ...
-        return
-    if "ir-no-opt" in tail or "ir-with-opt" in tail:
-        module.stages.add("llvm_ir")
-    elif _KERNEL_MLIR.search(tail):
-        module.stages.add("kernel_mlir")
-    elif tail == "o" or tail.endswith(".o"):
-        module.stages.add("object_code")
-    elif tail == "debug_options":
-        module.stages.add("debug_options")
-    else:
-        module.stages.add("other")
 
 
 def index_dump(root: Path) -> DumpIndex:
     """Index every file under `root` (an XLA dump directory)."""
     root = Path(root)
-    entries: list[tuple[int, str, bool]] = []
     # XLA writes plain files and folders only: links (a loop, or a path out of the dump), FIFOs (a read
     # would block) and devices are left out, so nothing outside the dump is ever read through it.
     listing = sorted(p for p in root.iterdir() if not p.is_symlink() and (p.is_dir() or p.is_file()))
-    for path in listing:
-        match = _FILE.match(path.name)
-        if match:
-            entries.append((int(match["id"]), match["rest"], path.is_dir()))
-    names = _module_names(entries)
+    parsed = {path: parse_dump_name(path.name, folder=path.is_dir()) for path in listing}
+    names = _module_names([(name, path.is_dir()) for path, name in parsed.items() if name is not None])
     modules = {module_id: Module(module_id, name) for module_id, name in names.items()}
     other: list[str] = []
     has_folders = False
     for path in listing:
-        match = _FILE.match(path.name)
-        if not match:
+        first = parsed[path]
+        if first is None:
             other.extend(p.relative_to(root).as_posix() for p in ([path] if path.is_file() else path.rglob("*"))
                          if p.is_file() and not p.is_symlink())
             continue
-        module = modules[int(match["id"])]
+        module = modules[first.module_id]
         if path.is_dir():
             has_folders = True
             module.stages.add("module_folder")
@@ -259,9 +234,7 @@ def index_dump(root: Path) -> DumpIndex:
         rel = path.name
         module.files.append(rel)
         module.bytes += path.stat().st_size
-        rest = match["rest"]
-        tail = rest[len(module.name) + 1:] if rest.startswith(module.name + ".") else rest.split(".", 1)[-1]
-        _classify(module, tail, rel)
+        _classify(module, parse_dump_name(path.name, module_name=module.name) or first, rel)
     for module in modules.values():
         module.steps.sort(key=lambda s: s.step)
         if module.before_file:
@@ -299,6 +272,6 @@ def resolve_dump_dir(path: Path) -> Path:
         return path / "xla_dump"
     if (path / "manifest.json").is_file():
         raise UsageError(f"{path}: this bundle has no xla_dump/ (the run did not dump)", hint="run again with --dump")
-    if not any(_FILE.match(p.name) for p in path.iterdir()):
+    if not any(parse_dump_name(p.name, folder=p.is_dir()) for p in path.iterdir()):
         raise UsageError(f"{path}: no XLA dump files (module_NNNN.*) here", hint="give a run bundle or the --xla_dump_to directory")
     return path

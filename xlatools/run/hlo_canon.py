@@ -20,85 +20,64 @@ from __future__ import annotations
 import hashlib
 import re
 
-_TABLE_HEADERS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
-_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s*(?:\(.*\)\s*->.*)?\{\s*$")
-_DEFINITION = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s")
+from xlatools.hlo.grammar import (
+    INDEX_COMMENT, INSTRUCTION_START, LineKind, computation_header, instruction_name, parse_instruction, remove_attribute,
+    scan_lines, set_attribute,
+)
+from xlatools.hlo.values import STRING
+
 # A quoted string (kept whole), or a name optionally prefixed with '%'.
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|%?[A-Za-z_][\w.\-]*')
-
-
-def closing_bracket(text: str, start: int) -> int | None:
-    """Index just past the bracket that closes the one at `start` (any of ({[, nested; quoted strings
-    respected); None when it is never closed."""
-    depth, index, quoted = 0, start, False
-    while index < len(text):
-        char = text[index]
-        if quoted:
-            if char == "\\":
-                index += 1
-            elif char == '"':
-                quoted = False
-        elif char == '"':
-            quoted = True
-        elif char in "({[":
-            depth += 1
-        elif char in ")}]":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-        index += 1
-    return None
-
-
-def _strip_attribute(line: str, attribute: str) -> str:
-    """Remove `, attribute={...}` (brackets balanced, quoted strings respected) from one line."""
-    marker = f", {attribute}={{"
-    while (start := line.find(marker)) != -1:
-        end = closing_bracket(line, start + len(marker) - 1)
-        line = line[:start] + line[end if end is not None else len(line):]
-    return line
+_TOKEN = re.compile(STRING + r"|%?[A-Za-z_][\w.\-]*")
 
 
 def _body_lines(text: str) -> list[str]:
     """The module's lines without stack-frame tables, metadata, trailers and blank lines."""
-    lines, in_table = [], False
-    for raw in text.splitlines():
+    lines = []
+    for kind, raw in scan_lines(text.splitlines()):
         line = raw.rstrip()
-        if line in _TABLE_HEADERS:
-            in_table = True
+        if kind in (LineKind.TABLE, LineKind.TABLE_ROW, LineKind.BLANK):
             continue
-        if in_table:
-            if line and not line.startswith("%") and not _COMPUTATION.match(line):
-                continue  # a table row ("1 {file_name_id=1 ...}", '1 "file.py"')
-            in_table = False
-        if not line:
-            continue
-        if line.startswith("}"):
+        if kind is LineKind.END:
             line = "}"  # `} // main.23`
-        # `/*index=5*/` marks long tuples; its '=' would also hide a computation's signature from _COMPUTATION.
-        lines.append(_INDEX_COMMENT.sub("", _strip_attribute(line, "metadata")))
+        elif kind is LineKind.INSTRUCTION:
+            line = remove_attribute(line, "metadata")
+        # `/*index=5*/` marks long tuples; its '=' would also hide a computation's signature.
+        lines.append(INDEX_COMMENT.sub("", line))
     return _neutral_callbacks(lines)
 
 
-_INDEX_COMMENT = re.compile(r"/\*index=\d+\*/")
-_CALLBACK_CALL = re.compile(r'custom-call\(%?(?P<descriptor>[\w.\-]+)[,)].*custom_call_target="xla_python_\w+_callback"')
+_CALLBACK_TARGET = re.compile(r'"xla_python_\w+_callback"')
+_NUMBER_STRING = re.compile(r'"-?\d+"')
+
+
+def _callback_descriptor(line: str) -> str | None:
+    """The first operand of a host-callback custom call (jaxlib 0.4.x: a pointer constant)."""
+    inst = parse_instruction(line)
+    if inst is None or inst.opcode != "custom-call" or not inst.operands:
+        return None
+    return inst.operands[0] if _CALLBACK_TARGET.fullmatch(inst.attributes.get("custom_call_target", "")) else None
 
 
 def _neutral_callbacks(lines: list[str]) -> list[str]:
     """jaxlib 0.4.x passes a host callback's descriptor, a pointer into the process, as the constant first operand
     of its custom call: another value in every run. It says nothing about the computation."""
-    descriptors = {found["descriptor"] for line in lines if (found := _CALLBACK_CALL.search(line))}
-    if not descriptors:
+    calls = {index: found for index, line in enumerate(lines) if (found := _callback_descriptor(line))}
+    if not calls:
         return lines
+    descriptors = set(calls.values())
     out = []
-    for line in lines:
-        definition = _DEFINITION.match(line)
-        if definition and definition["name"] in descriptors:
+    for index, line in enumerate(lines):
+        if instruction_name(line) in descriptors:
             line = re.sub(r"constant\(-?\d+\)", "constant(<python callback>)", line)
-        elif _CALLBACK_CALL.search(line):  # the same pointer again as the call's backend_config
-            line = re.sub(r'backend_config="-?\d+"', 'backend_config="<python callback>"', line)
+        elif index in calls and _NUMBER_STRING.fullmatch(_backend_config(line)):
+            line = set_attribute(line, "backend_config", '"<python callback>"')  # the same pointer again
         out.append(line)
     return out
+
+
+def _backend_config(line: str) -> str:
+    inst = parse_instruction(line)
+    return inst.attributes.get("backend_config", "") if inst else ""
 
 
 def _names(lines: list[str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -110,13 +89,13 @@ def _names(lines: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     for line in lines:
         if line.startswith("HloModule"):
             continue
-        header = _COMPUTATION.match(line)
-        if header and "=" not in line.split("{", 1)[0]:
-            computations.setdefault(header["name"], f"c{len(computations)}")
+        header = computation_header(line)
+        if header:
+            computations.setdefault(header[0], f"c{len(computations)}")
             continue
-        definition = _DEFINITION.match(line)
-        if definition:
-            values.setdefault(definition["name"], f"v{len(values)}")
+        name = instruction_name(line)
+        if name:
+            values.setdefault(name, f"v{len(values)}")
     return computations, values
 
 
@@ -124,7 +103,7 @@ def _is_computation_reference(line: str, start: int) -> bool:
     """`to_apply=NAME`, `calls=NAME`, `branch_computations={A, B}`: an attribute value, not an operand."""
     before = line[:start].rstrip()
     if before.endswith("="):
-        return not re.search(r"^\s*(?:ROOT\s+)?%?[\w.\-]*\s*=$", before)  # not the instruction's own `NAME =`
+        return not INSTRUCTION_START.fullmatch(before)  # not the instruction's own `NAME =`
     opened = before.rfind("{")
     return opened != -1 and before.rfind("}") < opened and before[:opened].endswith("computations=")
 
@@ -148,13 +127,12 @@ def canonical_hlo(text: str) -> str:
 
     out = []
     for line in lines:
-        header = _COMPUTATION.match(line)
+        header = computation_header(line)
         if line.startswith("HloModule"):
             _, _, attributes = line.partition(",")
             out.append("HloModule _" + ("," + attributes if attributes else ""))
-        elif header and "=" not in line.split("{", 1)[0]:
-            entry = "ENTRY " if line.startswith("ENTRY") else ""
-            out.append(f"{entry}{computations[header['name']]} {{")
+        elif header:
+            out.append(f"{'ENTRY ' if header[1] else ''}{computations[header[0]]} {{")
         else:
             out.append(_TOKEN.sub(rename, line))
     return "\n".join(out) + "\n"

@@ -9,13 +9,11 @@ bundle's record. A module compiled for several devices cannot be replayed alone:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from xlatools.errors import UsageError
-
-PROCESS_DIR = re.compile(r"^p(\d+)$")
+from xlatools.hlo.dump_names import PROCESS_FOLDER
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ def process_dirs(dump_root: Path) -> dict[int, Path]:
     """The per-process folders of a dump root ({} when it is a one-process dump)."""
     if not dump_root.is_dir():
         return {}
-    found = {int(m[1]): p for p in dump_root.iterdir() if p.is_dir() and (m := PROCESS_DIR.match(p.name))}
+    found = {int(m[1]): p for p in dump_root.iterdir() if p.is_dir() and (m := PROCESS_FOLDER.match(p.name))}
     return dict(sorted(found.items()))
 
 
@@ -53,7 +51,7 @@ def choose_dump(path: Path, process: int | None = None) -> DumpChoice:
     from xlatools.run.dumps import resolve_dump_dir
 
     path = Path(path).expanduser()
-    own = PROCESS_DIR.match(path.name)
+    own = PROCESS_FOLDER.match(path.name)
     if own and path.is_dir() and path.parent.name == "xla_dump":
         if process is not None and process != int(own[1]):
             raise UsageError(f"--process {process} and {path} (process {own[1]}) disagree", hint="give one of them")
@@ -78,7 +76,7 @@ def process_of(path: Path) -> tuple[int, int] | None:
     """(process, how many processes) when `path` lies in a per-process dump folder `xla_dump/pN/` (or in a
     module folder there); None otherwise."""
     for folder in (path.parent, path.parent.parent):
-        own = PROCESS_DIR.match(folder.name)
+        own = PROCESS_FOLDER.match(folder.name)
         if own and folder.parent.name == "xla_dump":
             return int(own[1]), len(process_dirs(folder.parent))
     return None
