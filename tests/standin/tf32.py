@@ -24,7 +24,7 @@ NOTE = "stand-in for a GPU: f32 dot/convolution operands rounded to TF32"
 
 
 def _tf32(inst) -> bool:
-    from xlatools.hlo.grammar import operand_precision
+    from xlatools.hlo.values import operand_precision
 
     algorithm = inst.attributes.get("algorithm")
     if algorithm:

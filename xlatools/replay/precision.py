@@ -48,7 +48,8 @@ class Found:
 
 
 def _scan(text: str) -> list[Found]:
-    from xlatools.hlo.grammar import LineKind, computation_header, operand_precision, parse_instruction, scan_lines
+    from xlatools.hlo.grammar import LineKind, computation_header, parse_instruction, scan_lines
+    from xlatools.hlo.values import operand_precision
 
     shapes: dict[str, str] = {}
     candidates = []
