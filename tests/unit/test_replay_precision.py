@@ -102,3 +102,19 @@ def test_the_stand_in_rounds_only_what_a_gpu_runs_in_tf32(step_text, tmp_path):
     assert standin.round_operands(precision.raise_precision(step_text)[0])[1] == 0  # at full precision: untouched
     script = Path(standin.interpreter("/bin/true", tmp_path))
     assert "stand-in" in script.read_text() and script.stat().st_mode & 0o100
+
+
+def test_highest_needs_whole_text_before_any_bundle(tmp_path):
+    from xlatools.errors import UsageError
+    from xlatools.replay.full_precision import refuse_without_text
+    from xlatools.replay.sources import ModuleSource
+
+    proto_only = ModuleSource(name="jit_f", id=3, proto=tmp_path / "m.hlo.pb")
+    with pytest.raises(UsageError, match="no HLO text to raise"):
+        refuse_without_text([proto_only], PrecisionMode.HIGHEST, "auto")
+    text = ModuleSource(name="jit_f", id=3, text=tmp_path / "m.txt")
+    (tmp_path / "m.txt").write_text(_module("ROOT %a = f32[2]{0} parameter(0)"))
+    with pytest.raises(UsageError, match="--from proto"):
+        refuse_without_text([text], PrecisionMode.HIGHEST, "proto")
+    refuse_without_text([text], PrecisionMode.HIGHEST, "auto")
+    refuse_without_text([proto_only], PrecisionMode.AUTO, "auto")  # auto raises the text the test itself read

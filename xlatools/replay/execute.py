@@ -68,7 +68,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
 
     kind, modules = resolved or resolve(request.source, request.modules, request.include_all, request.process)
     _validate(modules, request.source_from, literals=request.inputs is None)
-    refuse_without_text(modules, request.precision)
+    refuse_without_text(modules, request.precision, str(request.source_from))
     request, notes = adopt_run_settings(request, of_bundle(request.source) if kind == "bundle" else None)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     plan.notes += notes

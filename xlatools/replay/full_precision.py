@@ -24,12 +24,18 @@ if TYPE_CHECKING:
 RAISED_FILE = "module.highest.txt"
 
 
-def refuse_without_text(modules: list[ModuleSource], mode: PrecisionMode) -> None:
-    """--precision highest rewrites the module's text before the test reads it: every module needs one."""
+def refuse_without_text(modules: list[ModuleSource], mode: PrecisionMode | None, source_from: str) -> None:
+    """--precision highest rewrites the module's text before the test reads it: every module needs whole text
+    (checked before a bundle exists)."""
+    from xlatools.replay.refusals import elides_constants
+
     if mode != PrecisionMode.HIGHEST:
         return
+    if source_from not in ("auto", "text"):
+        raise UsageError(f"--precision highest with --from {source_from}: the test reads the module's HLO text, raised",
+                         hint="--from auto or --from text, or --precision auto")
     for module in modules:
-        if module.text is None:
+        if module.text is None or (source_from == "auto" and elides_constants(module.text)):
             raise UsageError(f"--precision highest: module {module.label} has no HLO text to raise "
                              f"(it has: {', '.join(module.files()) or 'nothing'})",
                              hint="dump with --preset dump:hlo, or use --precision auto (it rewrites the text the test read)")
