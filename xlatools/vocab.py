@@ -44,12 +44,15 @@ class ProcessStatus(StrEnum):
 
 
 class ReplayOutcome(StrEnum):
-    """What replaying one module found. The last four are not about the module: `cannot-run`
+    """What replaying one module found. `precision`: the test differed from a reference as compiled and
+    matches it with every dot and convolution raised to full precision (the program's precision setting,
+    not a compiler bug; xlatools/replay/precision.py). The last four are not about the module: `cannot-run`
     (xlatools could not load, convert or compile it for reasons of its own), `input-error`
     (the given inputs do not fit), `timeout`, `interrupted`."""
 
     OK = "ok"
     MISMATCH = "mismatch"
+    PRECISION = "precision"
     COMPILE_ERROR = "compile-error"
     RUNTIME_ERROR = "runtime-error"
     CRASH = "crash"
@@ -57,6 +60,16 @@ class ReplayOutcome(StrEnum):
     INPUT_ERROR = "input-error"
     CANNOT_RUN = "cannot-run"
     INTERRUPTED = "interrupted"
+
+
+class PrecisionMode(StrEnum):
+    """`--precision`: how replay treats dots and convolutions below full precision (TF32 on a GPU).
+    `auto`: as compiled, and again at full precision when that differs from a reference;
+    `as-compiled`: as compiled only; `highest`: at full precision only."""
+
+    AUTO = "auto"
+    AS_COMPILED = "as-compiled"
+    HIGHEST = "highest"
 
 
 class ReproOutcome(StrEnum):

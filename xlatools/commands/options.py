@@ -16,7 +16,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from xlatools.vocab import ExitCodeMode, PackMatch, Platform, SourceForm, choices
+from xlatools.vocab import ExitCodeMode, PackMatch, Platform, PrecisionMode, SourceForm, choices
 
 try:  # typer >= 0.2x ships its own copy of click (without click's Choice)
     from typer._click.globals import get_current_context
@@ -85,6 +85,10 @@ ExitCodeOption = Annotated[ExitCodeMode, typer.Option(
     "in the summary and manifest); program: exit with the program's own status (128+N for signal N).")]
 SourceFormOption = Annotated[SourceForm, typer.Option(
     "--from", click_type=EnumChoice(SourceForm), help="Which dumped form of a module to compile: auto, text, proto, snapshot or mlir.")]
+PrecisionOption = Annotated[PrecisionMode, typer.Option(
+    "--precision", click_type=EnumChoice(PrecisionMode), help="Dots/convolutions below full precision (TF32 on a GPU): "
+    "auto (a test that differs from a reference runs again at full precision: `precision` when it then matches, exit 0), "
+    "as-compiled (one comparison as compiled) or highest (the test at full precision only).")]
 PackMatchOption = Annotated[PackMatch, typer.Option(
     "--match", click_type=EnumChoice(PackMatch), help="What must equal the expected outcome: class (outcome per module), "
     "outputs (+ output digests) or fingerprint (+ optimised HLO).")]

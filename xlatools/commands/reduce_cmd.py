@@ -8,10 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, EnumChoice, InputsOption, JsonOption,
-                                       OutOption, PlatformOption, PythonOption, QuietOption, ReferenceOption,
+                                       OutOption, PlatformOption, PrecisionOption, PythonOption, QuietOption, ReferenceOption,
                                        ReferencePythonOption, RtolOption, SeedOption, TimeoutOption, XlaFlagOption,
                                        invocation)
-from xlatools.vocab import Platform, ReduceStrategy
+from xlatools.vocab import Platform, PrecisionMode, ReduceStrategy
 
 StrategyOption = Annotated[ReduceStrategy, typer.Option(
     "--strategy", click_type=EnumChoice(ReduceStrategy),
@@ -45,6 +45,7 @@ def reduce(
     quiet: QuietOption = None,
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
+    precision: PrecisionOption = PrecisionMode.AUTO,
 ) -> None:
     """Reduce an HLO module to a minimal one that is still interesting; write reduced.hlo.txt, inputs, a repro pack and ISSUE.md.
 
@@ -66,6 +67,7 @@ def reduce(
         seed=seed, atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
         platform=platform or Platform.AUTO, jobs=jobs, timeout=timeout, max_time=max_time, rechecks=rechecks,
         strategy=strategy, culprit_pass=culprit_of(from_bisect) if from_bisect else None, name=name,
+        precision=precision,
     )
     prepared = prepare(request)
     if dry_run:

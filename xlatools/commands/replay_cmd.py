@@ -8,10 +8,11 @@ from typing import List, Optional
 import typer
 
 from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, InputsOption, JsonOption,
-                                       NondeterministicOption, OutOption, PackMatchOption, PlatformOption, ProcessOption, PythonOption, ReferenceOption,
+                                       NondeterministicOption, OutOption, PackMatchOption, PlatformOption,
+                                       PrecisionOption, ProcessOption, PythonOption, ReferenceOption,
                                        ReferencePythonOption, RtolOption, SeedOption, SourceFormOption, TimeoutOption,
                                        XlaFlagOption, invocation)
-from xlatools.vocab import PackMatch, Platform, SourceForm
+from xlatools.vocab import PackMatch, Platform, PrecisionMode, SourceForm
 
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
 
@@ -45,6 +46,7 @@ def replay(
     process: ProcessOption = None,
     isolate: bool = typer.Option(False, "--isolate", help="Also run every instruction of the module alone against the "
                                  "reference (one module, one reference); the table and the first mismatch go into the bundle."),
+    precision: PrecisionOption = PrecisionMode.AUTO,
 ) -> None:
     """Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.
 
@@ -65,7 +67,7 @@ def replay(
         reference_pythons=[resolve_python(p) for p in reference_python], reference_xla_flags=list(reference_xla_flag),
         atol=atol, rtol=rtol, iterations=iterations, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
         no_opt=no_opt, platform=platform or Platform.AUTO, dump=list(dump), print_literals=print_literals, timeout=timeout,
-        name=name, process=process, deterministic=False if nondeterministic else None,
+        name=name, process=process, deterministic=False if nondeterministic else None, precision=precision,
     )
     prepared = prepare(request)
     isolating = _isolation(request) if isolate else None  # checked before anything runs
@@ -108,6 +110,9 @@ def _print_result(record, table: str, print_literals: bool, reporter) -> None:
     reporter.info("")
     reporter.info(table)
     for module in record.modules:
+        check = module.precision
+        if check and check.note:  # which instructions were raised, and what that showed (even when quiet)
+            reporter.result(f"\nnote: {module.label}: {check.note}")
         for run in module.runs:
             if run.failure:
                 reporter.info(f"\n{module.name} ({run.label}): {run.failure}: {run.message}")
@@ -139,6 +144,7 @@ def pack(
     no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0."),
     nondeterministic: NondeterministicOption = False,
     platform: PlatformOption = Platform.AUTO,
+    precision: PrecisionOption = PrecisionMode.AUTO,
     out: OutOption = Path("artifacts"),
     as_json: JsonOption = False,
 ) -> None:
@@ -164,6 +170,7 @@ def pack(
         reference_pythons=[resolve_python(p) for p in reference_python],
         atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
         platform=platform or Platform.AUTO, name=f"pack-{bundle.name}", deterministic=False if nondeterministic else None,
+        precision=precision,
     )
     reporter = Reporter()
     made = build_pack(request, output, out, invocation().argv, reporter)

@@ -63,7 +63,24 @@ def _summary(side: Side) -> list[tuple[str, Leaf]]:
         rows += [("processes", ", ".join(f"p{p.id} {p.status} ({p.outcome})" + (" - failed first" if p.first_failure
                                                                                  else "") for p in run.processes)),
                  ("dump of", side.process)]
+    rows += _replay_rows(m)
     return [(k, v) for k, v in rows if v not in (None, "")]
+
+
+def _replay_rows(m) -> list[tuple[str, Leaf]]:
+    """A replay bundle: each module's verdict, and what full precision showed (replay/precision.py)."""
+    from xlatools.records.replay import ReplayManifest
+
+    if not isinstance(m, ReplayManifest):
+        return []
+    rows: list[tuple[str, Leaf]] = []
+    for module in m.modules:
+        check = module.precision
+        text = str(module.outcome)
+        if check is not None:
+            text += f" (--precision {check.mode}, atol {check.atol:g} rtol {check.rtol:g}): {check.note or check.rule}"
+        rows.append((f"module {module.label}", text))
+    return rows
 
 
 def side_report(side: Side) -> SideReport:

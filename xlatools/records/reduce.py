@@ -11,7 +11,7 @@ from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.replay import (DEFAULT_TOLERANCE, Comparison, InputSource, PlannedModule, PlannedRun, TargetSeen,
                                      TargetVersions)
 from xlatools.records.run import Device
-from xlatools.vocab import Interest, OracleKind, Platform, ReduceStrategy, ReplayOutcome
+from xlatools.vocab import Interest, OracleKind, Platform, PrecisionMode, ReduceStrategy, ReplayOutcome
 
 REDUCE_SCHEMA = "xlatools.reduce/1"
 STATE_SCHEMA = "xlatools.reduce-state/1"
@@ -43,6 +43,8 @@ class ReduceRequest:
     strategy: ReduceStrategy = ReduceStrategy.FULL
     culprit_pass: str | None = None  # named by `bisect passes`, for ISSUE.md
     name: str | None = None
+    # The mismatch oracle: auto = a difference only below full precision is not interesting (replay/precision.py).
+    precision: PrecisionMode | None = field(default=None, metadata=OMIT_NONE)  # None: auto
 
 
 @dataclass(kw_only=True)

@@ -9,12 +9,14 @@ from typing import Literal
 
 from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.run import Device, EnvChangeRecord, JaxInfo, PresetRef, ProgramRecord
-from xlatools.vocab import IsolationOutcome, Platform, ReplayOutcome, SourceForm
+from xlatools.records.replay_runs import (DEFAULT_TOLERANCE, Comparison, LoadedFrom, OutputCheck,  # noqa: F401
+                                          OutputDigest, PrecisionCheck, RaisedInstruction, RunRecord, TargetSeen,
+                                          Timings)  # re-exported: readers import a replay's records from here
+from xlatools.vocab import IsolationOutcome, Platform, PrecisionMode, ReplayOutcome, SourceForm
 
 REPLAY_SCHEMA = "xlatools.replay/1"
 PACK_FORMAT = "xlatools.repro/1"
 PACKED_INPUTS = "inputs.npz"  # an --inputs FILE, inside a pack (reduce's minimal modules need their exact inputs)
-DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
 
 
 @dataclass
@@ -65,6 +67,8 @@ class ReplayRequest:
     name: str | None = None
     env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (replay/settings.py)
     deterministic: bool | None = field(default=None, metadata=OMIT_NONE)  # GPU compiles in run/determinism.py's mode unless False
+    # Dots/convolutions below full precision (replay/precision.py); None: auto (bundles older than it: as compiled).
+    precision: PrecisionMode | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -110,94 +114,6 @@ class TargetVersions:
 
 
 @dataclass(kw_only=True)
-class OutputDigest:
-    shape: list[int]
-    dtype: str
-    sha256: str  # of dtype, shape and the bytes
-
-
-@dataclass(kw_only=True)
-class OutputCheck:
-    """One output against its expected value."""
-
-    shape: list[int]
-    expected_shape: list[int]
-    dtype: str
-    expected_dtype: str
-    mismatches: int = 0
-    max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
-    nan_mismatches: int = 0
-    message: str | None = None  # "shape differs"
-
-
-@dataclass(kw_only=True)
-class Comparison:
-    """A run's outputs against one expected set: the snapshot's result, or the test's outputs (a reference)."""
-
-    against: str  # snapshot, or the reference run's label
-    ok: bool
-    outputs: list[OutputCheck] = field(default_factory=list)
-    mismatches: int = 0
-    elements: int = 0
-    nan_mismatches: int = 0
-    max_abs_error: float = 0.0
-    max_rel_error: float = 0.0
-    message: str | None = None  # when the outputs could not be compared at all (their number differs)
-
-
-@dataclass(kw_only=True)
-class Timings:
-    """Seconds per execution of the compiled module."""
-
-    count: int
-    min: float
-    median: float
-    first: float
-
-
-@dataclass(kw_only=True)
-class LoadedFrom:
-    kind: str  # text, proto or mlir
-    path: str
-    how: str  # how the target read it (e.g. "text; stack-frame tables dropped")
-
-
-@dataclass(kw_only=True)
-class TargetSeen:
-    """The versions a target process reported."""
-
-    jax: str | None = None
-    jaxlib: str | None = None
-    python: str | None = None
-
-
-@dataclass(kw_only=True)
-class RunRecord:
-    """One target process: the module compiled and run once (the test or a reference)."""
-
-    label: str
-    python: str
-    failure: ReplayOutcome | None = None  # None: it ran to the end
-    phase: str | None = None  # start, load, inputs, compile, run, compare: where it was (or stopped)
-    message: str | None = None
-    returncode: int | None = None
-    signal: str | None = None
-    native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)  # of a crash: every thread's native frames
-    log_tail: list[str] = field(default_factory=list)  # the end of its stderr, when it failed
-    fingerprint: str | None = None  # of the optimised HLO, canonical
-    outputs: list[OutputDigest] = field(default_factory=list)
-    compile_s: float | None = None
-    run_s: Timings | None = None
-    comparisons: list[Comparison] = field(default_factory=list)
-    loaded_from: LoadedFrom | None = None
-    versions: TargetSeen | None = None
-    device: Device | None = None
-    duration_s: float | None = None
-    dir: str | None = None
-
-
-@dataclass(kw_only=True)
 class ModuleRecord(Labelled):
     """One module replayed: every run, and the outcome they add up to."""
 
@@ -213,6 +129,7 @@ class ModuleRecord(Labelled):
     fingerprint: str | None = None
     outputs: list[OutputDigest] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
+    precision: PrecisionCheck | None = field(default=None, metadata=OMIT_NONE)  # dots/convolutions below full precision
 
     @property
     def test(self) -> RunRecord | None:
@@ -279,6 +196,8 @@ class PackedOptions:
     references: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # numerics variables of the run (JAX_ENABLE_X64, ...)
     deterministic: bool | None = field(default=None, metadata=OMIT_NONE)  # False: made with --nondeterministic
+    # None: a pack older than --precision, which recorded its outcome with one comparison as compiled.
+    precision: PrecisionMode | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Queue
+from typing import TYPE_CHECKING
 
 from xlatools.records.reduce import Counters, RecordedValue, Verdict
 from xlatools.reduce.edits import Candidate
@@ -22,7 +23,10 @@ from xlatools.reduce.hlo_text import print_module
 from xlatools.reduce.oracle import judge_error, judge_outputs, run_script
 from xlatools.reduce.plan import ReducePlan
 from xlatools.reduce.workers import Worker, make_worker, stop_all
-from xlatools.vocab import Interest, OracleKind
+from xlatools.vocab import Interest, OracleKind, PrecisionMode, ReplayOutcome
+
+if TYPE_CHECKING:
+    from xlatools.replay.jobs import Materials
 
 
 @dataclass
@@ -153,6 +157,7 @@ class Evaluator:
     def run_oracle(self, slot: int, cand: Candidate, path: Path, literals: bool = False) -> Verdict:
         from xlatools.replay.jobs import Materials, job_spec
         from xlatools.replay.plan import ReplayRequest
+        from xlatools.replay.precision import mode_of
 
         folder, spec, timeout = path.parent, self.plan.oracle, self.plan.request.timeout
         test_worker = self.tests[slot]
@@ -162,8 +167,10 @@ class Evaluator:
             return run_script(spec, path, inputs, folder, env, timeout)
         request = ReplayRequest(source=path, python=self.plan.test.python, inputs=str(inputs),
                                 atol=spec.atol, rtol=spec.rtol, print_literals=literals)
+        mode = mode_of(self.plan.request.precision)
         materials = Materials({"kind": "text", "path": str(path)})
-        job = job_spec(request, materials, self.plan.test, folder / "test", None)
+        tested = materials if mode != PrecisionMode.HIGHEST else self._raised(path)  # the reference's never is
+        job = job_spec(request, tested, self.plan.test, folder / "test", None)
         if spec.kind == OracleKind.RECORDED:
             expected = self.expected_for(test_worker, cand, folder / "expected.npz")
             job["expected"].append({"label": "recorded", "path": str(expected)})
@@ -174,7 +181,37 @@ class Evaluator:
         if spec.kind == OracleKind.MISMATCH and not test.failure:
             ref_spec = job_spec(request, materials, self.plan.reference, folder / "reference", folder / "test")
             reference = self.references[slot].replay(ref_spec, folder / "reference", timeout)
-        return judge_outputs(spec, test, reference)
+        verdict = judge_outputs(spec, test, reference)
+        if spec.kind == OracleKind.MISMATCH and verdict.interesting and mode == PrecisionMode.AUTO:
+            return self._at_full_precision(slot, request, path, verdict, reference)
+        return verdict
+
+    def _raised(self, path: Path) -> Materials:
+        """The candidate with its dots and convolutions at full precision (replay/precision.py)."""
+        from xlatools.replay.jobs import Materials
+        from xlatools.replay.precision import raise_precision
+
+        raised = path.with_name("candidate.highest.hlo.txt")
+        raised.write_text(raise_precision(path.read_text())[0])
+        return Materials({"kind": "text", "path": str(raised)})
+
+    def _at_full_precision(self, slot: int, request, path: Path, verdict: Verdict, reference) -> Verdict:
+        """A candidate that differs as compiled, run again at full precision against the reference's outputs: a
+        difference that is only precision (TF32 on a GPU) is not interesting unless --precision as-compiled."""
+        from xlatools.replay.jobs import job_spec
+        from xlatools.replay.precision import classify, reduced
+
+        folder = path.parent
+        outputs = folder / "reference" / "outputs.npz"
+        if not reduced(path.read_text()) or not outputs.is_file():
+            return verdict
+        job = job_spec(request, self._raised(path), self.plan.test, folder / "test-highest", None,
+                       [{"label": "reference", "path": str(outputs)}])
+        again = self.tests[slot].replay(job, folder / "test-highest", self.plan.request.timeout)
+        outcome, why = classify(reference.comparisons, again)
+        if outcome == ReplayOutcome.PRECISION:
+            return Verdict(interest=Interest.NOT_INTERESTING, reason=f"precision only: {why}", comparison=verdict.comparison)
+        return Verdict(interest=verdict.interest, reason=f"{verdict.reason}; {why}", comparison=verdict.comparison)
 
     def expected_for(self, worker: Worker, cand: Candidate, out: Path) -> Path:
         expected = str(self.values.expected)

@@ -151,7 +151,8 @@ class IsolationRun:
             source=request.source, python=request.python, module=request.modules[0] if request.modules else None,
             references=request.references, reference_pythons=request.reference_pythons, inputs=request.inputs,
             seed=request.seed, atol=request.atol, rtol=request.rtol, xla_flags=request.xla_flags,
-            disable_passes=request.disable_passes, platform=request.platform, timeout=request.timeout))
+            disable_passes=request.disable_passes, platform=request.platform, timeout=request.timeout,
+            precision=request.precision))
         if prepared.plan.oracle.kind != OracleKind.MISMATCH:
             raise UsageError("--isolate compares with a reference: add --reference cpu or --reference-python PY")
         return cls(prepared)

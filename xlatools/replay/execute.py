@@ -21,7 +21,7 @@ from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
 from xlatools.replay.records import NO_RESULT, exit_code, finish_module, table
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
-from xlatools.vocab import Platform, SourceForm, Status
+from xlatools.vocab import Platform, PrecisionMode, SourceForm, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
@@ -64,8 +64,11 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
+    from xlatools.replay.full_precision import refuse_without_text
+
     kind, modules = resolved or resolve(request.source, request.modules, request.include_all, request.process)
     _validate(modules, request.source_from, literals=request.inputs is None)
+    refuse_without_text(modules, request.precision, str(request.source_from))
     request, notes = adopt_run_settings(request, of_bundle(request.source) if kind == "bundle" else None)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     plan.notes += notes
@@ -116,6 +119,7 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
 
 def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
                   reporter: Reporter) -> ModuleRecord:
+    from xlatools.replay.full_precision import highest_materials, second_run
     from xlatools.replay.hloproto import is_unoptimized
     from xlatools.replay.jobs import input_source, prepare_materials, run_job
     from xlatools.replay.refusals import judge_callback, refuse_multi_device
@@ -124,22 +128,26 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     record = ModuleRecord(name=source.name, id=source.id, files=source.files())
     if refuse_multi_device(source, record, plan.test.python):
         return finish_module(record)
-    materials = prepare_materials(source, plan.request.source_from, folder, literals=plan.request.inputs is None)
-    record.input_source = input_source(plan.request.inputs, plan.request.seed, source.snapshot)
-    if plan.request.inputs is None and record.input_source.kind == "random":
-        record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {plan.request.seed})")
+    request = plan.request
+    materials = prepare_materials(source, request.source_from, folder, literals=request.inputs is None)
+    record.input_source = input_source(request.inputs, request.seed, source.snapshot)
+    if request.inputs is None and record.input_source.kind == "random":
+        record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {request.seed})")
+    tested = (highest_materials(materials, folder, record, request.atol, request.rtol)
+              if request.precision == PrecisionMode.HIGHEST else materials)  # the references' never are raised
     test_dir = None
     for run in plan.runs:
         run_dir = folder / run.label
         gpu = prepared.targets[run.python].gpu_platform()
         env = run.env(caller_env, gpu, str(run_dir / "xla_dump") if plan.dumps and run.role == "test" else None)
         reporter.step(f"{source.label}: {run.label} ({run.python})")
-        record.runs.append(run_job(plan.request, materials, run, run_dir, test_dir, env))
+        record.runs.append(run_job(request, tested if run.role == "test" else materials, run, run_dir, test_dir, env))
         if run.role == "test":
             test_dir = run_dir
     judge_callback(source, record)
     if materials.snapshot_args is not None and materials.snapshot_result is None and not is_unoptimized(source.snapshot):
         record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
+    second_run(prepared, materials, finish_module(record), folder, caller_env, reporter)
     return finish_module(record)
 
 

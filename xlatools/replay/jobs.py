@@ -98,8 +98,11 @@ def input_source(inputs: str | None, seed: int, snapshot: Path | None) -> InputS
 
 
 def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,
-             test_dir: Path | None) -> dict[str, Any]:  # job.json: the target-side script reads it untyped
-    """The JSON the target script reads (pure). References take the test's inputs and compare with its outputs."""
+             test_dir: Path | None, expected_files: list[dict[str, str]] | None = None,
+             ) -> dict[str, Any]:  # job.json: the target-side script reads it untyped
+    """The JSON the target script reads (pure). References take the test's inputs and compare with its outputs.
+    `expected_files`: the outputs to compare with instead (the references' outputs, for a test run again at
+    full precision on the test's inputs)."""
     expected = []
     test_inputs = test_dir / "inputs.npz" if test_dir else None
     if run.role == "reference" and test_inputs and test_inputs.is_file():
@@ -116,6 +119,8 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
             expected.append({"label": "snapshot", **to_json(materials.snapshot_result)})
     else:
         inputs = {"mode": "random", "seed": request.seed}
+    if expected_files is not None:
+        expected = list(expected_files)
     alternatives = list(materials.alternatives)
     if run.role == "reference" and test_dir and (test_dir / "module.txt").is_file():
         alternatives.append({"kind": "text", "path": str(test_dir / "module.txt")})  # the module as the test read it
@@ -125,14 +130,14 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
 
 
 def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
-            env: dict[str, str]) -> RunRecord:
+            env: dict[str, str], expected_files: list[dict[str, str]] | None = None) -> RunRecord:
     """Run replay_module.py for one job in the target interpreter and read what it wrote."""
     from xlatools.debug.crash import with_crash_capture
     from xlatools.errors import Interrupted
     from xlatools.run.process import execute
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / "job.json", job_spec(request, materials, run, run_dir, test_dir))
+    atomic_write_json(run_dir / "job.json", job_spec(request, materials, run, run_dir, test_dir, expected_files))
     timeout = request.timeout
     result = execute([run.python, str(PROBE), str(run_dir / "job.json")], with_crash_capture(env, run_dir), str(run_dir),
                      run_dir / "stdout.log", run_dir / "stderr.log", timeout, None, None)

@@ -32,6 +32,9 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
     """Settle the module's outcome and repeat the test run's fingerprint and outputs and every
     run's comparisons at the module's level, as readers find them."""
     module.outcome, module.failed_run = module_outcome(module.runs)
+    check = module.precision  # a test that matches its references at full precision (replay/precision.py)
+    if check and check.verdict == ReplayOutcome.PRECISION and module.outcome == ReplayOutcome.MISMATCH:
+        module.outcome = ReplayOutcome.PRECISION
     test = module.test
     module.fingerprint = test.fingerprint if test else None
     module.outputs = list(test.outputs) if test else []
@@ -40,7 +43,8 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
 
 
 TOOL_PHASES = ("start", "load", "inputs")
-ABOUT_THE_MODULE = (ReplayOutcome.OK, ReplayOutcome.MISMATCH, ReplayOutcome.INTERRUPTED)
+ABOUT_THE_MODULE = (ReplayOutcome.OK, ReplayOutcome.MISMATCH, ReplayOutcome.PRECISION, ReplayOutcome.INTERRUPTED)
+PASSING = (ReplayOutcome.OK, ReplayOutcome.PRECISION)  # precision: the program's precision setting, not a failure
 
 
 def tool_failure(module: ModuleRecord) -> str | None:
@@ -71,7 +75,7 @@ def missing_kernel(module: ModuleRecord) -> str | None:
 
 
 def exit_code(outcomes: list[ReplayOutcome]) -> int:
-    """0 all ok; 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; 1 a finding
+    """0 all ok (or `precision`: they match at full precision); 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; 1 a finding
     about a module (mismatch, compile-error, runtime-error, crash); else 3 when a module cannot run here."""
     if ReplayOutcome.INTERRUPTED in outcomes:
         return EXIT_INTERRUPTED
@@ -79,7 +83,7 @@ def exit_code(outcomes: list[ReplayOutcome]) -> int:
         return EXIT_USAGE
     if ReplayOutcome.TIMEOUT in outcomes:
         return EXIT_TIMEOUT
-    if any(o not in (ReplayOutcome.OK, ReplayOutcome.CANNOT_RUN) for o in outcomes):
+    if any(o not in (*PASSING, ReplayOutcome.CANNOT_RUN) for o in outcomes):
         return EXIT_FAILED
     return EXIT_MISSING if ReplayOutcome.CANNOT_RUN in outcomes else EXIT_OK
 
@@ -98,6 +102,14 @@ def _checks(module: ModuleRecord) -> str:
             parts.append(f"{c.against}: {c.message}")
         else:
             parts.append(f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})")
+    check = module.precision
+    if check and check.verdict is not None:
+        highest = "; ".join(f"{c.against}: {'ok' if c.ok else f'{c.mismatches}/{c.elements} differ'} (max abs "
+                            f"{c.max_abs_error:.3g})" for c in check.highest) or "not compared"
+        parts = [f"as compiled {'; '.join(parts) or '-'}", f"at full precision {highest}",
+                 f"{len(check.raised)} raised, atol {check.atol:g} rtol {check.rtol:g}"]
+    elif check:
+        parts.append(f"at full precision ({len(check.raised)} raised)")
     if not parts and any(note.startswith(NO_RESULT_START) for note in module.notes):
         return "snapshot: no result recorded (donated buffers)"
     return "; ".join(parts) or "-"

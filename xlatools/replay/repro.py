@@ -30,7 +30,7 @@ from xlatools.replay.pack_index import check_packed, modules_of, pack_references
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest
 from xlatools.replay.records import missing_kernel, tool_failure
 from xlatools.replay.sources import ModuleSource
-from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome, choices
+from xlatools.vocab import PackMatch, PrecisionMode, ReplayOutcome, ReproOutcome, choices
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
@@ -241,8 +241,10 @@ def _request_of(index: PackIndex, archive: Path, python: str, references: list[s
     """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest),
     with the reference interpreters of that jaxlib found here."""
     packed = index.replay
-    return ReplayRequest(source=archive, python=python, name=f"repro-{archive.name.split('.')[0]}",
-                         reference_pythons=references, **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
+    request = ReplayRequest(source=archive, python=python, name=f"repro-{archive.name.split('.')[0]}",
+                            reference_pythons=references, **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
+    request.precision = packed.precision or PrecisionMode.AS_COMPILED  # a pack older than --precision: as it was made
+    return request
 
 
 def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
