@@ -44,9 +44,10 @@ class ProcessStatus(StrEnum):
 
 
 class ReplayOutcome(StrEnum):
-    """What replaying one module found. The last four are not about the module: `cannot-run`
+    """What replaying one module found. The last five are not about the module: `cannot-run`
     (xlatools could not load, convert or compile it for reasons of its own), `input-error`
-    (the given inputs do not fit), `timeout`, `interrupted`."""
+    (the given inputs do not fit), `timeout`, `interrupted`, and `skipped` (a module replay
+    refuses by design: one compiled for several devices; listed with the reason, no verdict)."""
 
     OK = "ok"
     MISMATCH = "mismatch"
@@ -57,6 +58,7 @@ class ReplayOutcome(StrEnum):
     INPUT_ERROR = "input-error"
     CANNOT_RUN = "cannot-run"
     INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"
 
 
 class ReproOutcome(StrEnum):

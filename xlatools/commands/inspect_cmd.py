@@ -12,7 +12,7 @@ from xlatools.commands.options import JsonOption, ProcessOption
 
 
 def inspect(
-    path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
+    path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest; a replay or reduce bundle reads the run it was made from), or an XLA dump directory."),
     module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
     as_json: JsonOption = False,
     process: ProcessOption = None,
@@ -23,8 +23,13 @@ def inspect(
     from xlatools.records import to_json
     from xlatools.run.dumps import index_dump, modules_table, pass_details
     from xlatools.run.process_dumps import choose_dump
+    from xlatools.records.follow import follow_to_run
     from xlatools.run.runinfo import read_run_info
 
+    followed = follow_to_run(path)  # a replay or reduce bundle: the run it was made from
+    if followed.note:
+        console.info(followed.note)
+    path = followed.path
     run = read_run_info(path)
     if run is not None and module is None and not (Path(run.bundle) / "xla_dump").is_dir():
         note = "this bundle has no xla_dump/ (the run did not dump; run again with --dump)"

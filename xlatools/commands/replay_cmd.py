@@ -58,6 +58,7 @@ def replay(
     from xlatools.replay.plan import ReplayRequest
     from xlatools.run.target import resolve_python
 
+    source = _followed(source)
     request = ReplayRequest(
         source=source.expanduser().absolute(), python=resolve_python(python), modules=list(module), include_all=include_all,
         source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
@@ -86,6 +87,17 @@ def replay(
     raise typer.Exit(result.exit_code)
 
 
+def _followed(path: Path) -> Path:
+    """A replay or reduce bundle stands for the run it was made from (said on stderr)."""
+    from xlatools import console
+    from xlatools.records.follow import follow_to_run
+
+    followed = follow_to_run(path)
+    if followed.note:
+        console.info(followed.note)
+    return followed.path
+
+
 def _isolation(request):
     """`--isolate`: the same module, interpreters, flags and inputs as a reduce plan (its mismatch oracle judges each
     instruction), prepared before the replay starts."""
@@ -106,6 +118,8 @@ def _plan_text(plan) -> str:
 def _print_result(record, table: str, print_literals: bool, reporter) -> None:
     reporter.info("")
     reporter.info(table)
+    for note in record.plan.notes if record.plan else []:  # helpers left out, modules skipped, nothing compared, ...
+        reporter.info(f"note: {note}")
     for module in record.modules:
         for run in module.runs:
             if run.failure:
@@ -152,6 +166,7 @@ def pack(
     from xlatools.replay.repro import build_pack, run_of
     from xlatools.run.target import resolve_python
 
+    bundle = _followed(bundle)
     if python is None:
         run = run_of(bundle)
         recorded = run.interpreter.python if run else None

@@ -9,6 +9,7 @@ flaky; Ctrl-C: interrupted, the state kept for the same command to continue).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +148,7 @@ def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
 
     plan = prepared.plan
     return ReduceManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=str(plan.request.source), plan=plan.record(),
+                          host=host_info(), source=os.path.realpath(plan.request.source), plan=plan.record(),
                           targets=target_versions(prepared.targets))
 
 

@@ -1,0 +1,90 @@
+"""The README's path, piece by piece without processes: `latest` per kind, following a replay bundle back to
+its run, skipped modules and what a replay did not compare, NaN/Inf flags (issue 31)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from xlatools.bundle import Bundle, latest_name
+from xlatools.errors import UsageError
+from xlatools.records.follow import follow_to_run
+from xlatools.records.replay import Comparison, ModuleRecord, OutputDigest, ReplayManifest
+from xlatools.records.run import RunManifest
+from xlatools.replay.records import NOTHING_COMPARED, RunRecord, exit_code, finish_module, replay_notes, table
+from xlatools.vocab import ReplayOutcome, Status
+
+O = ReplayOutcome
+
+
+def test_latest_stays_on_runs_and_each_other_kind_has_its_own():
+    assert [latest_name(k) for k in ("run", "build", "replay", "reduce", "debug")] == \
+        ["latest", "latest", "latest-replay", "latest-reduce", "latest-debug"]
+
+
+def _bundle(root: Path, record, name: str) -> Path:
+    bundle = Bundle.create(root, name, record.kind)
+    record.status = Status.OK
+    bundle.write_manifest(record)
+    return bundle.path
+
+
+def test_a_replay_leaves_latest_on_the_run_and_records_where_it_came_from(tmp_path):
+    run = _bundle(tmp_path, RunManifest(), "smoke")
+    replay = _bundle(tmp_path, ReplayManifest(source=os.path.realpath(tmp_path / "latest")), "replay")
+    assert (tmp_path / "latest").resolve() == run.resolve()
+    assert (tmp_path / "latest-replay").resolve() == replay.resolve()
+    followed = follow_to_run(tmp_path / "latest-replay")
+    assert followed.path == run and "is a replay bundle; using the run it was made from" in followed.note
+    assert follow_to_run(tmp_path / "latest").path == tmp_path / "latest" and follow_to_run(run).note is None
+    # a file inside the run's dump is followed to the run too
+    (run / "xla_dump").mkdir()
+    inner = _bundle(tmp_path, ReplayManifest(source=str(run / "xla_dump" / "module_0000.jit_f.txt")), "one")
+    assert follow_to_run(inner).path == run
+
+
+def test_a_replay_whose_source_is_itself_or_gone_is_refused_by_name(tmp_path):
+    replay = _bundle(tmp_path, ReplayManifest(source=None), "replay")
+    data = json.loads((replay / "manifest.json").read_text())
+    data["source"] = str(replay)  # an old manifest that recorded `latest`, which then pointed at the replay itself
+    (replay / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="a replay bundle, made from .*which is no run bundle here"):
+        follow_to_run(replay)
+    data["source"] = str(tmp_path / "gone")
+    (replay / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="no run bundle here"):
+        follow_to_run(replay)
+
+
+def _module(outcome: ReplayOutcome, comparisons=(), outputs=()) -> ModuleRecord:
+    runs = [RunRecord(label="test", python="/py", failure=None if outcome == O.OK else outcome,
+                      comparisons=list(comparisons), outputs=list(outputs))]
+    return finish_module(ModuleRecord(name="jit_f", id=len(outputs), runs=runs))
+
+
+def test_skipped_modules_are_no_failure_unless_nothing_else_ran():
+    assert exit_code([O.OK, O.SKIPPED]) == 0
+    assert exit_code([O.SKIPPED]) == 3 and exit_code([O.SKIPPED, O.SKIPPED]) == 3
+    assert exit_code([O.MISMATCH, O.SKIPPED]) == 1 and exit_code([O.CANNOT_RUN, O.OK]) == 3
+
+
+def test_a_replay_says_what_it_skipped_and_that_it_compared_nothing():
+    modules = [_module(O.OK), _module(O.SKIPPED)]
+    notes = replay_notes(modules)
+    assert notes[0].startswith("skipped (replay runs single-device modules only): ") and NOTHING_COMPARED in notes
+    compared = Comparison(against="snapshot", ok=True, outputs=[], mismatches=0, elements=4)
+    assert NOTHING_COMPARED not in replay_notes([_module(O.OK, comparisons=[compared])])
+    assert replay_notes([_module(O.SKIPPED)]) == [notes[0]]  # nothing ran: no "nothing compared" either
+
+
+def test_nan_and_inf_in_outputs_are_flagged_whatever_the_checks_say():
+    outputs = [OutputDigest(shape=[2], dtype="float32", sha256="a", nan=0, inf=0),
+               OutputDigest(shape=[3], dtype="float32", sha256="b", nan=2, inf=1)]
+    module = _module(O.OK, outputs=outputs)
+    assert module.notes == ["outputs hold NaN/Inf (output 1: 2 NaN, 1 Inf)"]
+    assert "NaN/Inf in outputs" in table([module])
+    assert finish_module(module).notes == module.notes  # settled twice, noted once
+    assert _module(O.OK, outputs=[OutputDigest(shape=[1], dtype="int32", sha256="c")]).notes == []
