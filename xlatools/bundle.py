@@ -122,8 +122,8 @@ class Bundle:
         writes atomically.
 
         A final manifest (any status but "running") points `<out>/latest` (a run or build) or
-        `<out>/latest-<kind>` (any other kind) at this bundle: the newest finished one of its kind. `use_reserve` frees the space kept at
-        creation first (the disk is full)."""
+        `<out>/latest-<kind>` (any other kind) at this bundle: the newest finished one of its kind.
+        `use_reserve` frees the space kept at creation first (the disk is full)."""
         from xlatools.redact import redact
 
         if not isinstance(record.status, Status):

@@ -65,6 +65,7 @@ class ReproOutcome(StrEnum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not-reproduced"
     CANNOT_RUN = "cannot-run"
+    NOTHING_TO_REPRODUCE = "nothing-to-reproduce"  # the pack records no failure (every module ran ok)
 
 
 class OracleKind(StrEnum):

@@ -88,3 +88,22 @@ def test_nan_and_inf_in_outputs_are_flagged_whatever_the_checks_say():
     assert "NaN/Inf in outputs" in table([module])
     assert finish_module(module).notes == module.notes  # settled twice, noted once
     assert _module(O.OK, outputs=[OutputDigest(shape=[1], dtype="int32", sha256="c")]).notes == []
+
+
+def test_a_pack_that_records_no_failure_has_nothing_to_reproduce():
+    from xlatools.records.replay import PackModule
+    from xlatools.replay.repro import EXIT_CODES, ReproResult, healthy_answer, nothing_to_reproduce
+    from xlatools.vocab import ReproOutcome
+
+    ok, bad = PackModule(name="jit_f", id=0, outcome=O.OK), PackModule(name="jit_g", id=1, outcome=O.MISMATCH)
+    assert "records no failure" in nothing_to_reproduce([ok]) and nothing_to_reproduce([ok, bad]) is None
+    same = healthy_answer([ok], ReproResult(outcome=ReproOutcome.REPRODUCED, reason="every module ..."))
+    assert same.outcome == ReproOutcome.NOTHING_TO_REPRODUCE and same.exit_code == 5
+    assert same.reason.endswith("replayed here: the same outcome")
+    differs = healthy_answer([ok], ReproResult(outcome=ReproOutcome.NOT_REPRODUCED, reason="", differences=["x"]))
+    assert differs.exit_code == 5 and differs.differences == ["x"] and "1 difference(s)" in differs.reason
+    cannot = ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason="no jax")
+    assert healthy_answer([ok], cannot) is cannot  # xlatools' own failure stays cannot-run
+    failing = ReproResult(outcome=ReproOutcome.REPRODUCED, reason="")
+    assert healthy_answer([bad], failing) is failing and failing.exit_code == 1
+    assert sorted(EXIT_CODES.values()) == [0, 1, 3, 5]  # one code per answer

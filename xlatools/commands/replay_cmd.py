@@ -163,7 +163,7 @@ def pack(
 
     from xlatools.console import Reporter
     from xlatools.replay.plan import ReplayRequest
-    from xlatools.replay.repro import build_pack, run_of
+    from xlatools.replay.repro import build_pack, nothing_to_reproduce, run_of
     from xlatools.run.target import resolve_python
 
     bundle = _followed(bundle)
@@ -191,6 +191,9 @@ def pack(
         reporter.info(made.replayed.table)
         for label, why in left_out.items():
             reporter.warn(f"left out of the pack: {label}: {why}")
+        if nothing_to_reproduce(made.index.modules):
+            reporter.warn("every module ran ok: this pack records no failure, so `repro run` will answer "
+                          "nothing-to-reproduce (exit 5)")
         reporter.result(f"\npack: {made.path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
 
 
@@ -204,7 +207,8 @@ def run(
     out: OutOption = Path("artifacts"),
     as_json: JsonOption = False,
 ) -> None:
-    """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack."""
+    """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack,
+    5 nothing to reproduce (the pack records no failure: every module ran ok when it was made)."""
     import json
 
     from xlatools.console import Reporter

@@ -4,7 +4,8 @@
 fingerprint of the optimised HLO, output digests) and packs them with the program
 copy, flags, redacted environment, versions and profile. `run_pack` unpacks a pack
 safely into the output folder, replays it with the pack's own options, and answers
-reproduced / not-reproduced (with what differs) / cannot-run.
+reproduced / not-reproduced (with what differs) / cannot-run, or nothing-to-reproduce for a pack
+whose modules all ran ok when it was made (a healthy run's pack records no failure).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from xlatools import __version__
-from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, EnvironmentMissing, UsageError
+from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_NOTHING_TO_REPRODUCE, EXIT_OK, EnvironmentMissing, UsageError
 from xlatools.fsutil import check_output, make_dir
 from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, LeftOut, ModuleRecord, PackedOptions, PackIndex,
                                      PackModule, PackReference, PackRun, PackVersions)
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 FORMAT = PACK_FORMAT
 Entries = dict[tuple[int | None, str], dict[str, str]]  # module (id, name) -> form -> path inside the pack
 EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED: EXIT_OK,
-              ReproOutcome.CANNOT_RUN: EXIT_MISSING}
+              ReproOutcome.CANNOT_RUN: EXIT_MISSING, ReproOutcome.NOTHING_TO_REPRODUCE: EXIT_NOTHING_TO_REPRODUCE}
 
 
 @dataclass(kw_only=True)
@@ -103,6 +104,26 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
         diffs.append(f"{label}: output digests differ ({len(got.outputs)} outputs, expected {len(e.outputs)})")
         same = same and match != PackMatch.OUTPUTS
     return same, diffs, None
+
+
+def nothing_to_reproduce(expected: list[PackModule]) -> str | None:
+    """Why a pack has nothing to reproduce (every module it records ran ok: no mismatch, no error), or None."""
+    if expected and all(m.outcome == ReplayOutcome.OK for m in expected):
+        return (f"the pack records no failure: its {len(expected)} module(s) ran ok when it was made "
+                f"({', '.join(m.label for m in expected)[:300]}); a pack of a failing run, a mismatch against a reference "
+                "(--reference cpu / --reference-python) or a reduction has something to reproduce")
+    return None
+
+
+def healthy_answer(expected: list[PackModule], result: ReproResult) -> ReproResult:
+    """A pack that records no failure answers nothing-to-reproduce whatever the replay here gave (what it gave
+    is said, and its differences listed); cannot-run stays cannot-run."""
+    healthy = nothing_to_reproduce(expected)
+    if not healthy or result.outcome == ReproOutcome.CANNOT_RUN:
+        return result
+    here = "the same outcome" if not result.differences else f"{len(result.differences)} difference(s), listed below"
+    return ReproResult(outcome=ReproOutcome.NOTHING_TO_REPRODUCE, reason=f"{healthy}; replayed here: {here}",
+                       differences=result.differences, bundle=result.bundle, modules=result.modules)
 
 
 def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatch = PackMatch.CLASS) -> ReproResult:
@@ -230,7 +251,8 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
              reporter: Reporter | None = None, reference_pythons: list[str] | None = None) -> ReproResult:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
-    Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
+    Raises PackError (exit 2) for a damaged or unsafe pack; returns nothing-to-reproduce (exit 5; what the
+    replay gave is said) for a pack that records no failure; returns cannot-run when this
     interpreter cannot replay it (no jax, no GPU, an XLA flag or module this jaxlib does not know,
     or, with `same_jaxlib`, a jaxlib other than the pack's). `reporter`: the progress of the
     replay (default: on stderr)."""
@@ -270,7 +292,7 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         replayed = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)], reporter or Reporter())
         bundle = str(replayed.record.bundle)
         shutil.move(str(unpacked), str(Path(bundle) / "pack"))
-        result = verdict(index.modules, replayed.record.modules, match)
+        result = healthy_answer(index.modules, verdict(index.modules, replayed.record.modules, match))
         result.bundle = bundle
         return result
     finally:
