@@ -106,19 +106,22 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
     return same, diffs, None
 
 
-def nothing_to_reproduce(expected: list[PackModule]) -> str | None:
-    """Why a pack has nothing to reproduce (every module it records ran ok: no mismatch, no error), or None."""
+def nothing_to_reproduce(expected: list[PackModule], oracle: str | None = None) -> str | None:
+    """Why a pack has nothing to reproduce (every module it records ran ok: no mismatch, no error), or None.
+    `oracle`: the reduction's verdict the pack records, which its replay could not show."""
     if expected and all(m.outcome == ReplayOutcome.OK for m in expected):
+        why = (f"; the reduction that made it judged by {oracle}, which a pack cannot replay" if oracle else
+               "; a pack of a failing run, of a mismatch against --reference cpu, or of a reduction has something "
+               "to reproduce")
         return (f"the pack records no failure: its {len(expected)} module(s) ran ok when it was made "
-                f"({', '.join(m.label for m in expected)[:300]}); a pack of a failing run, a mismatch against a reference "
-                "(--reference cpu / --reference-python) or a reduction has something to reproduce")
+                f"({', '.join(m.label for m in expected)[:300]}){why}")
     return None
 
 
-def healthy_answer(expected: list[PackModule], result: ReproResult) -> ReproResult:
+def healthy_answer(expected: list[PackModule], result: ReproResult, oracle: str | None = None) -> ReproResult:
     """A pack that records no failure answers nothing-to-reproduce whatever the replay here gave (what it gave
     is said, and its differences listed); cannot-run stays cannot-run."""
-    healthy = nothing_to_reproduce(expected)
+    healthy = nothing_to_reproduce(expected, oracle)
     if not healthy or result.outcome == ReproOutcome.CANNOT_RUN:
         return result
     here = "the same outcome" if not result.differences else f"{len(result.differences)} difference(s), listed below"
@@ -205,9 +208,11 @@ def _index(prepared: Prepared, replayed: ReplayResult, run: RunManifest | None, 
                      versions=versions, run=packed_run, modules=modules, reference_pythons=references)
 
 
-def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str], reporter: Reporter) -> PackResult:
+def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str], reporter: Reporter,
+               oracle: str | None = None) -> PackResult:
     """Replay `request.source` once (the expected outcome) and write the pack. Modules xlatools could not
-    replay are left out and named (a pack with none left is cannot-run, exit 3)."""
+    replay are left out and named (a pack with none left is cannot-run, exit 3). `oracle`: the verdict that
+    made the module interesting (reduce's), recorded beside the expected outcome."""
     from xlatools.records import to_json
     from xlatools.redact import redact
     from xlatools.replay.execute import execute_replay, prepare
@@ -232,6 +237,7 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
         files[PACKED_INPUTS] = Path(str(request.inputs)).read_bytes()
     index = _index(prepared, replayed, run, entries)  # with the run's settings the replay adopted
     index.left_out = left_out
+    index.oracle = oracle
     if inputs_file:
         index.replay.inputs = PACKED_INPUTS
     files["pack.json"] = json.dumps(redact(to_json(index)), indent=2, sort_keys=True).encode()  # a pack travels
@@ -292,7 +298,7 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         replayed = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)], reporter or Reporter())
         bundle = str(replayed.record.bundle)
         shutil.move(str(unpacked), str(Path(bundle) / "pack"))
-        result = healthy_answer(index.modules, verdict(index.modules, replayed.record.modules, match))
+        result = healthy_answer(index.modules, verdict(index.modules, replayed.record.modules, match), index.oracle)
         result.bundle = bundle
         return result
     finally:

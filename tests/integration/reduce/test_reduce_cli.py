@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tarfile
 from pathlib import Path
 
 from tests.helpers import bundles, manifest
@@ -83,6 +84,18 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
     assert result.returncode == 0, result.stderr
     reduced = open(json.loads(result.stdout)["files"]["reduced.hlo.txt"]).read()
     assert " tanh(" in reduced and json.loads(result.stdout)["instructions_after"] <= 3
+    # ISSUE.md is filled from what xlatools knows (the script runs no replay), and the pack says what it cannot show.
+    bundle = Path(json.loads(result.stdout)["bundle"])
+    issue = (bundle / "ISSUE.md").read_text()
+    jaxlib = manifest(solve_bundle)["jax"]["jaxlib"]
+    assert f"(jaxlib {jaxlib})" in issue and "jax ?" not in issue and "device ?" not in issue
+    assert "parameter(0)" not in reduced or "(no parameters)" not in issue
+    assert "`repro run` answers nothing-to-reproduce (exit 5)" in issue
+    with tarfile.open(bundle / "repro.tar.gz") as tar:
+        index = json.loads(tar.extractfile("repro/pack.json").read())
+    assert index["oracle"].startswith("the script exits 1-127") and "the script exited 1" in index["oracle"]
+    packed = xl("repro", "run", str(bundle / "repro.tar.gz"), "--out", "rerun", "--json")
+    assert packed.returncode == 5 and "which a pack cannot replay" in json.loads(packed.stdout)["reason"], packed.stderr
     # A damaged state file is bad input naming it (not silently forgotten work).
     state = Path(json.loads(result.stdout)["state"]) / "state.json"
     state.write_text(json.dumps({**json.loads(state.read_text()), "counters": {"oracle_calls": "lots"}}))
