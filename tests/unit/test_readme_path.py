@@ -107,3 +107,25 @@ def test_a_pack_that_records_no_failure_has_nothing_to_reproduce():
     failing = ReproResult(outcome=ReproOutcome.REPRODUCED, reason="")
     assert healthy_answer([bad], failing) is failing and failing.exit_code == 1
     assert sorted(EXIT_CODES.values()) == [0, 1, 3, 5]  # one code per answer
+
+
+def test_debug_passes_grep_ignores_case():
+    from xlatools.debug.breaks import PassCatalog, passes_table
+    from xlatools.debug.passmap import PassClass, PassMap
+
+    classes = [PassClass("xla::AlgebraicSimplifier", "algsimp", "xla::AlgebraicSimplifier", "_ZalgsimpRun",
+                         "xla::AlgebraicSimplifier::RunImpl", "xla::AlgebraicSimplifier")]
+    catalog = PassCatalog([PassMap("/lib.so", "EM_X86_64", True, classes)])
+    assert [r.pass_ for r in passes_table(catalog, "simplif")] == ["algsimp"]
+    assert [r.pass_ for r in passes_table(catalog, "ALGSIMP")] == ["algsimp"] and passes_table(catalog, "dce") == []
+
+
+def test_triage_dry_run_names_the_versions_and_says_skip_once():
+    from xlatools.records.triage import StageRecord
+    from xlatools.triage.stages import Action, decide, work
+    from xlatools.vocab import TriageStage
+
+    assert work(TriageStage.RELEASES, "0.6.0", "0.6.2").startswith("bisect releases --good 0.6.0 --bad 0.6.2 ")
+    planned = decide(TriageStage.PASSES, StageRecord(stage=TriageStage.PASSES), frozenset({TriageStage.PASSES}), "",
+                     lambda s: True, lambda s: StageRecord(stage=s))
+    assert planned.action == Action.SKIP and f"{planned.action} ({planned.reason})" == "skip (--skip)"

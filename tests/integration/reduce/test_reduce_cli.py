@@ -5,11 +5,14 @@ runs, four reductions; the crash's, about 20 s, is mostly the reduced module's o
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tarfile
 from pathlib import Path
 
 from tests.helpers import bundles, manifest
+
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def test_float64_miscompile_reduces_to_a_few_instructions(xl, tmp_path, student_t_bundle, miscompile_python):
@@ -18,6 +21,10 @@ def test_float64_miscompile_reduces_to_a_few_instructions(xl, tmp_path, student_
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["instructions_before"] >= 70 and summary["instructions_after"] <= 12
+    # the README's NaN example says what this prints
+    claimed = re.search(r"goes from (\d+) to (\d+) instructions", README.read_text().replace("\n", " "))
+    assert claimed and summary["instructions_before"] == int(claimed[1]), summary
+    assert summary["instructions_after"] <= int(claimed[2]), summary
     assert not summary["flaky"] and summary["oracle"] == "mismatch"
     bundle = Path(summary["bundle"])
     assert manifest(bundle)["status"] == "ok"
