@@ -83,3 +83,5 @@ def test_the_readme_commands_work_as_written(tmp_path, probe_cache):
     latest = (tmp_path / "artifacts" / "latest").resolve()
     assert latest.name.split("-")[1] == "smoke" and (tmp_path / "artifacts" / "latest-replay").is_symlink()
     assert (tmp_path / "report.html").is_file() and (tmp_path / "repro.tar.gz").is_file()
+    typo = run_cli("report", "artifacts/latest", "-o", "nonexistent/x.html", cwd=tmp_path, env=env)
+    assert typo.returncode == 2 and "does not exist" in typo.stderr and not (tmp_path / "nonexistent").exists()

@@ -129,3 +129,24 @@ def test_triage_dry_run_names_the_versions_and_says_skip_once():
     planned = decide(TriageStage.PASSES, StageRecord(stage=TriageStage.PASSES), frozenset({TriageStage.PASSES}), "",
                      lambda s: True, lambda s: StageRecord(stage=s))
     assert planned.action == Action.SKIP and f"{planned.action} ({planned.reason})" == "skip (--skip)"
+
+
+def test_report_refuses_a_missing_folder_instead_of_making_it(tmp_path):
+    from xlatools.fsutil import check_output
+
+    with pytest.raises(UsageError, match="the folder .*nonexistent does not exist"):
+        check_output(tmp_path / "nonexistent" / "x.html", "-o", parents=False)
+    check_output(tmp_path / "nonexistent" / "x.html", "-o")  # the others still make it
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_the_default_out_inside_a_bundle_is_the_folder_that_holds_it(tmp_path, monkeypatch):
+    from xlatools.commands.options import _out_root
+
+    run = _bundle(tmp_path / "artifacts", RunManifest(), "smoke")
+    (run / "xla_dump").mkdir()
+    monkeypatch.chdir(run / "xla_dump")
+    assert _out_root(Path("artifacts")) == tmp_path / "artifacts"
+    assert _out_root(Path("elsewhere")) == Path("elsewhere")  # an --out of one's own is kept
+    monkeypatch.chdir(tmp_path)
+    assert _out_root(Path("artifacts")) == Path("artifacts")

@@ -176,7 +176,7 @@ def pack(
         include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
         reference_pythons=[resolve_python(p) for p in reference_python],
         atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
-        platform=platform or Platform.AUTO, name=f"pack-{bundle.name}",
+        platform=platform or Platform.AUTO, name=f"pack-{Path(os.path.realpath(bundle)).name}",
     )
     reporter = Reporter()
     made = build_pack(request, output, out, invocation().argv, reporter)

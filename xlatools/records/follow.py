@@ -44,6 +44,15 @@ def _run_holding(source: Path) -> Path | None:
     return None
 
 
+def enclosing_bundle(folder: Path, levels: int = 6) -> Path | None:
+    """The xlatools bundle `folder` lies in (itself or a folder above it, at most `levels` up), or None."""
+    folder = Path(os.path.abspath(folder))
+    for candidate in [folder, *list(folder.parents)[:levels]]:
+        if os.path.lexists(candidate / MANIFEST) and _kind_and_source(candidate)[0] is not None:
+            return candidate
+    return None
+
+
 def follow_to_run(path: Path) -> Followed:
     """`path` itself unless it is a replay or reduce bundle; then the run bundle it was made from, with a note.
 
