@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,37 @@ def test_the_manifest_lists_the_cpu_devices_the_smoke_programs_ran_on():
     gpu = JaxInfo(backend="gpu", devices=[Device(id=0, platform="gpu", kind="H100")])
     reconcile_devices(gpu, SmokeReport(results=[SmokeResult(name="a", ok=True, backend="gpu", devices=2)]))
     assert len(gpu.devices) == 1  # GPUs are what the probe saw; only a forced host count differs
+
+
+def test_a_divergence_names_each_sides_files_once():
+    from xlatools.compare.model import Divergence
+
+    before = Divergence(-1, None, None, None, {"a_before": "m.txt", "a_after": "m.txt", "b_before": "n.txt",
+                                               "b_after": "n.txt"})
+    assert before.file_lines() == [("A", "m.txt"), ("B", "n.txt")]
+    assert before.label == "before optimisation (the input HLO differs)"
+    after = Divergence(3, "pipe", "algsimp", "algsimp", {"a_before": "a2", "a_after": "a3", "b_before": "b2",
+                                                          "b_after": "b3"})
+    assert after.file_lines() == [("A", "a2 -> a3"), ("B", "b2 -> b3")]
+
+
+def test_the_report_names_each_side_once():
+    from xlatools.compare.model import SideInfo
+    from xlatools.compare.text import describe_side
+
+    side = SideInfo(label="A", path="artifacts/latest", dump_dir=None, kind="run", manifest=None)
+    assert describe_side(side) == "A: artifacts/latest (run)" and describe_side(side, False) == "artifacts/latest (run)"
+
+
+def test_the_readme_build_line_is_the_one_bazelrc_prints_for_dbg_cuda():
+    import shlex
+
+    from xlatools.builder.command import manual_buildpy_argv
+    from xlatools.profiles import load
+
+    line = shlex.join(manual_buildpy_argv(load("dbg-cuda").profile, "xlatools"))
+    assert "--cudnn_version=" in line and "--nccl_version=" in line and "--cuda_compute_capabilities=sm_90" in line
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    shown = re.search(r"cd ~/jax && (python build/build\.py build .*?)\n```", readme, re.S)
+    assert shown and " ".join(shown.group(1).replace("\\\n", " ").split()) == line
+    assert manual_buildpy_argv(load("base").profile, "x")[-1] == "--bazel_options=--config=x"
