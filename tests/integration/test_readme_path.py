@@ -85,3 +85,11 @@ def test_the_readme_commands_work_as_written(tmp_path, probe_cache):
     assert (tmp_path / "report.html").is_file() and (tmp_path / "repro.tar.gz").is_file()
     typo = run_cli("report", "artifacts/latest", "-o", "nonexistent/x.html", cwd=tmp_path, env=env)
     assert typo.returncode == 2 and "does not exist" in typo.stderr and not (tmp_path / "nonexistent").exists()
+
+
+def test_build_dry_run_without_a_tree_points_to_what_shows_the_plan(tmp_path):
+    done = run_cli("build", "--profile", "dbg-cuda", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 2 and "no build/build.py" in done.stderr, done.stderr
+    assert "xlatools bazelrc --profile dbg-cuda --build-command" in done.stderr and "Traceback" not in done.stderr
+    line = run_cli("bazelrc", "--profile", "dbg-cuda", "--build-command", cwd=tmp_path)
+    assert line.returncode == 0 and "--cuda_compute_capabilities=sm_90" in line.stdout, line.stderr
