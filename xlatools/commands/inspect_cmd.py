@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import JsonOption, ProcessOption
+from xlatools.commands.options import JsonOption, ProcessOption, followed_run
 
 
 def inspect(
@@ -23,14 +23,9 @@ def inspect(
     from xlatools.records import to_json
     from xlatools.run.dumps import index_dump, modules_table, pass_details
     from xlatools.run.process_dumps import choose_dump
-    from xlatools.records.follow import follow_to_run
     from xlatools.run.runinfo import read_run_info
 
-    followed = follow_to_run(path)  # a replay or reduce bundle: the run it was made from
-    if followed.note:
-        console.info(followed.note)
-    path = followed.path
-    run = read_run_info(path)
+    run = read_run_info(path := followed_run(path))  # of a replay or reduce bundle: the run it was made from
     if run is not None and module is None and not (Path(run.bundle) / "xla_dump").is_dir():
         note = "this bundle has no xla_dump/ (the run did not dump; run again with --dump)"
         if as_json:

@@ -209,3 +209,14 @@ def with_program_options(command):
     with_options.__signature__ = inspect.Signature(parameters, return_annotation=hints.get("return"))
     with_options.__annotations__ = {p.name: p.annotation for p in parameters}
     return with_options
+
+
+def followed_run(path: Path) -> Path:
+    """A replay or reduce bundle stands for the run it was made from (said on stderr)."""
+    from xlatools import console
+    from xlatools.records.follow import follow_to_run
+
+    followed = follow_to_run(path)
+    if followed.note:
+        console.info(followed.note)
+    return followed.path

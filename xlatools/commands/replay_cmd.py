@@ -10,7 +10,7 @@ import typer
 from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, InputsOption, JsonOption, OutOption,
                                        PackMatchOption, PlatformOption, ProcessOption, PythonOption, ReferenceOption,
                                        ReferencePythonOption, RtolOption, SeedOption, SourceFormOption, TimeoutOption,
-                                       XlaFlagOption, invocation)
+                                       XlaFlagOption, followed_run, invocation)
 from xlatools.vocab import PackMatch, Platform, SourceForm
 
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
@@ -58,7 +58,7 @@ def replay(
     from xlatools.replay.plan import ReplayRequest
     from xlatools.run.target import resolve_python
 
-    source = _followed(source)
+    source = followed_run(source)
     request = ReplayRequest(
         source=source.expanduser().absolute(), python=resolve_python(python), modules=list(module), include_all=include_all,
         source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
@@ -85,17 +85,6 @@ def replay(
     else:
         _print_result(record, result.table, print_literals, reporter)
     raise typer.Exit(result.exit_code)
-
-
-def _followed(path: Path) -> Path:
-    """A replay or reduce bundle stands for the run it was made from (said on stderr)."""
-    from xlatools import console
-    from xlatools.records.follow import follow_to_run
-
-    followed = follow_to_run(path)
-    if followed.note:
-        console.info(followed.note)
-    return followed.path
 
 
 def _isolation(request):
@@ -166,7 +155,7 @@ def pack(
     from xlatools.replay.repro import build_pack, nothing_to_reproduce, run_of
     from xlatools.run.target import resolve_python
 
-    bundle = _followed(bundle)
+    bundle = followed_run(bundle)
     if python is None:
         run = run_of(bundle)
         recorded = run.interpreter.python if run else None

@@ -1,6 +1,6 @@
 """From a bundle made from a run (a replay, a pack's replay, a reduction) back to that run.
 
-Commands that need a run's record (`inspect`, `repro pack`, `replay`, `reduce`) take such a
+Commands that need a run's record (`inspect`, `repro pack`, `replay`) take such a
 bundle too: its manifest records the (resolved) source it was made from, and the run bundle is
 the folder holding that source (the bundle itself, or a file or dump folder inside it). The
 command says which run it uses, so nothing is followed silently."""
