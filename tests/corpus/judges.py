@@ -51,10 +51,13 @@ def _cell(outcome: str, seconds: float, detail: str = "") -> Cell:
 
 
 def _refusal(program: Program, call: Call):
-    """A by-design refusal: exit 3 and a message that names why."""
-    if program.refused and call.rc == 3 and program.refused in (call.err + call.out).lower():
+    """A by-design refusal: exit 3 and a message that names why (a module for several devices is `skipped`: exit 3
+    when nothing else was replayed, 0 beside modules that replayed ok)."""
+    if program.refused and call.rc in (0, 3) and program.refused in (call.err + call.out).lower():
         said = [r.get("message") for m in call.json().get("modules") or [] for r in m.get("runs") or []
-                if r.get("failure") == "cannot-run"]
+                if r.get("failure") in ("cannot-run", "skipped")]
+        if call.rc == 0 and not said:
+            return None
         return _cell("refused", call.seconds, (said[0] if said else call.tail(2))[:400])
     return None
 
@@ -67,7 +70,7 @@ def _module_problems(modules: list[dict]) -> tuple[list[str], list[str]]:
         if m.get("outcome") == "mismatch":
             worst = max((c.get("max_abs_error", 0) for c in m.get("comparisons", []) if not c.get("ok")), default=0)
             wrong.append(f"{label}: mismatch with its own snapshot (max abs {worst:.3g})")
-        elif m.get("outcome") != "ok":
+        elif m.get("outcome") not in ("ok", "skipped"):  # skipped: a module for several devices, by design
             run = (m.get("runs") or [{}])[0]
             failed.append(f"{label}: {m.get('outcome')}: {(run.get('message') or '')[:300]}")
     return wrong, failed
