@@ -107,7 +107,7 @@ class Bundle:
 
     def _point_latest(self) -> None:
         link = self.path.parent / latest_name(self.kind)
-        tmp = self.path.parent / f".{link.name}.{os.getpid()}.{self.id}"
+        tmp = self.path.parent / f".latest.{os.getpid()}.{self.id}"  # one temp name for every kind's link
         try:
             os.symlink(self.path.name, tmp)
             os.replace(tmp, link)  # atomic: readers see the old or the new target
