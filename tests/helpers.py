@@ -106,7 +106,7 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
 def browse(browser: str, page: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess:
     argv = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
-            f"--user-data-dir={profile}", "--window-size=1400,2400", "--virtual-time-budget=3000", *mode, page.as_uri()]
+            f"--user-data-dir={profile}", "--window-size=1280,2400", "--virtual-time-budget=3000", *mode, page.as_uri()]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 

@@ -3,7 +3,9 @@ lifecycle every bundle-writing command goes through.
 
 Layout: `<out>/<UTC time>-<name>-<short id>/` holding `manifest.json` (written atomically,
 first with status "running", then with the outcome) and whatever the work produced;
-`<out>/latest` points at the newest finished bundle.
+`<out>/latest` points at the newest finished run (or build) bundle, and `<out>/latest-<kind>`
+at the newest finished bundle of each other kind (`latest-replay`, `latest-reduce`, `latest-debug`),
+so a replay never moves the `latest` the next command of a run needs.
 
 `bundle_session` is the lifecycle: it creates the bundle, writes the running manifest, treats
 SIGTERM as Ctrl-C, and on the way out writes the final manifest with the file index whatever
@@ -47,6 +49,14 @@ def safe_name(name: str) -> str:
 def utc_now(timespec: str = "milliseconds") -> str:
     """An ISO 8601 UTC time stamp ending in Z, as every record of ours writes it."""
     return datetime.now(timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+LATEST_KINDS = ("run", "build")  # the kinds `latest` points at; every other kind has `latest-<kind>`
+
+
+def latest_name(kind: str) -> str:
+    """The name of the link to the newest finished bundle of `kind` in its output folder."""
+    return "latest" if kind in LATEST_KINDS else f"latest-{kind}"
 
 
 @dataclass
@@ -98,8 +108,8 @@ class Bundle:
                                 hint="pick another --out") from None
 
     def _point_latest(self) -> None:
-        link = self.path.parent / "latest"
-        tmp = self.path.parent / f".latest.{os.getpid()}.{self.id}"
+        link = self.path.parent / latest_name(self.kind)
+        tmp = self.path.parent / f".latest.{os.getpid()}.{self.id}"  # one temp name for every kind's link
         try:
             os.symlink(self.path.name, tmp)
             os.replace(tmp, link)  # atomic: readers see the old or the new target
@@ -113,9 +123,9 @@ class Bundle:
         """The one writer of every manifest: stamps the bundle's identity, always redacts secrets,
         writes atomically.
 
-        A final manifest (any status but "running") points `<out>/latest` at this bundle, so
-        `latest` is always the newest finished bundle. `use_reserve` frees the space kept at
-        creation first (the disk is full)."""
+        A final manifest (any status but "running") points `<out>/latest` (a run or build) or
+        `<out>/latest-<kind>` (any other kind) at this bundle: the newest finished one of its kind.
+        `use_reserve` frees the space kept at creation first (the disk is full)."""
         from xlatools.redact import redact
 
         if not isinstance(record.status, Status):

@@ -3,7 +3,8 @@
 Only `xlatools.cli.main` prints errors and exits; everything else raises.
 Exit codes: 0 ok, 1 the program or build under our control failed, 2 bad input,
 3 something the environment lacks (xlatools cannot run), 70 a bug in xlatools itself (EX_SOFTWARE of
-sysexits.h; never 1, which `repro run` reads as "reproduced"), 124 timeout, 130 interrupted.
+sysexits.h; never 1, which `repro run` reads as "reproduced"), 124 timeout, 130 interrupted;
+`repro run` also answers 5: the pack records no failure, so there is nothing to reproduce.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_MISSING = 3
 EXIT_INTERNAL = 70  # an exception no error class names: cli.main writes a crash log (crashlog.py)
+EXIT_NOTHING_TO_REPRODUCE = 5  # `repro run` of a pack that records no failure (5: apart from every other answer)
 EXIT_TIMEOUT = 124
 EXIT_INTERRUPTED = 130
 

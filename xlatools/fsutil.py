@@ -48,12 +48,16 @@ def atomic_write_json(path: Path, data: Any, durable: bool = True) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", durable=durable)
 
 
-def check_output(path: Path, option: str) -> None:
+def check_output(path: Path, option: str, parents: bool = True) -> None:
     """Refuse, before any work, an output path that cannot be written: a folder, a parent that is a
-    file, a read-only or unwritable folder. Cheap; write_output() still catches what this misses."""
+    file, a read-only or unwritable folder; with `parents=False` also a folder that does not exist
+    (a typo there is not silently made a new folder). Cheap; write_output() still catches what this misses."""
     path = Path(path)
     if path.is_dir():
         _refuse(path, option, "is a directory", "name a file inside it")
+    if not parents and not path.parent.exists():
+        _refuse(path, option, f"cannot write: the folder {path.parent} does not exist",
+                f"create it first (mkdir -p {path.parent}) or pick another path")
     ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
@@ -78,13 +82,13 @@ def refuse_links(path: Path, below: Path, what: str) -> None:
         current = current.parent
 
 
-def write_output(path: Path, data: bytes | str, option: str, mode: int | None = None) -> None:
+def write_output(path: Path, data: bytes | str, option: str, mode: int | None = None, parents: bool = True) -> None:
     """Write a file the user named (`-o`, `--ir-dest`, `--lock`) atomically. Any OSError becomes an
     XlaToolsError naming the option, the path and the reason: exit 2 (pick another path), or exit 3
     when the disk or quota is full."""
     data = data.encode("utf-8") if isinstance(data, str) else data
     path = Path(path)
-    check_output(path, option)
+    check_output(path, option, parents)
     try:
         if path.exists() and not path.is_file() and not path.is_dir():
             # /dev/stdout, a fifo, a device: write into it; replacing it would destroy it.

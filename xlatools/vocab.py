@@ -46,9 +46,10 @@ class ProcessStatus(StrEnum):
 class ReplayOutcome(StrEnum):
     """What replaying one module found. `precision`: the test differed from a reference as compiled and
     matches it with every dot and convolution raised to full precision (the program's precision setting,
-    not a compiler bug; xlatools/replay/precision.py). The last four are not about the module: `cannot-run`
+    not a compiler bug; xlatools/replay/precision.py). The last five are not about the module: `cannot-run`
     (xlatools could not load, convert or compile it for reasons of its own), `input-error`
-    (the given inputs do not fit), `timeout`, `interrupted`."""
+    (the given inputs do not fit), `timeout`, `interrupted`, and `skipped` (a module replay
+    refuses by design: one compiled for several devices; listed with the reason, no verdict)."""
 
     OK = "ok"
     MISMATCH = "mismatch"
@@ -60,6 +61,7 @@ class ReplayOutcome(StrEnum):
     INPUT_ERROR = "input-error"
     CANNOT_RUN = "cannot-run"
     INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"
 
 
 class PrecisionMode(StrEnum):
@@ -76,6 +78,7 @@ class ReproOutcome(StrEnum):
     REPRODUCED = "reproduced"
     NOT_REPRODUCED = "not-reproduced"
     CANNOT_RUN = "cannot-run"
+    NOTHING_TO_REPRODUCE = "nothing-to-reproduce"  # the pack records no failure (every module ran ok)
 
 
 class OracleKind(StrEnum):

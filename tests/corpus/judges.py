@@ -51,10 +51,13 @@ def _cell(outcome: str, seconds: float, detail: str = "") -> Cell:
 
 
 def _refusal(program: Program, call: Call):
-    """A by-design refusal: exit 3 and a message that names why."""
-    if program.refused and call.rc == 3 and program.refused in (call.err + call.out).lower():
+    """A by-design refusal: exit 3 and a message that names why (a module for several devices is `skipped`: exit 3
+    when nothing else was replayed, 0 beside modules that replayed ok)."""
+    if program.refused and call.rc in (0, 3) and program.refused in (call.err + call.out).lower():
         said = [r.get("message") for m in call.json().get("modules") or [] for r in m.get("runs") or []
-                if r.get("failure") == "cannot-run"]
+                if r.get("failure") in ("cannot-run", "skipped")]
+        if call.rc == 0 and not said:
+            return None
         return _cell("refused", call.seconds, (said[0] if said else call.tail(2))[:400])
     return None
 
@@ -67,7 +70,7 @@ def _module_problems(modules: list[dict]) -> tuple[list[str], list[str]]:
         if m.get("outcome") == "mismatch":
             worst = max((c.get("max_abs_error", 0) for c in m.get("comparisons", []) if not c.get("ok")), default=0)
             wrong.append(f"{label}: mismatch with its own snapshot (max abs {worst:.3g})")
-        elif m.get("outcome") != "ok":
+        elif m.get("outcome") not in ("ok", "skipped"):  # skipped: a module for several devices, by design
             run = (m.get("runs") or [{}])[0]
             failed.append(f"{label}: {m.get('outcome')}: {(run.get('message') or '')[:300]}")
     return wrong, failed
@@ -144,10 +147,14 @@ def judge_pack_same(program: Program, pack: Call, run: Call | None):
         return _cell("tool-failure", seconds, "the pack records tool failures as expected outcomes: " + "; ".join(tool))
     answer = run.json()
     left_out = pack.json().get("left_out") or {}
+    said = "; ".join(f"left out {k}: {v[:160]}" for k, v in left_out.items())
     if answer.get("outcome") == "reproduced" and run.rc == 1:
-        said = "; ".join(f"left out {k}: {v[:160]}" for k, v in left_out.items())
         return _cell("works", seconds, "reproduced (outputs identical)" + (f"; {said}" if said else ""))
-    if answer.get("outcome") == "not-reproduced":
+    # a healthy program's pack records no failure: exit 5, and its replay here must give the same outcome
+    if answer.get("outcome") == "nothing-to-reproduce" and run.rc == 5 and not answer.get("differences"):
+        return _cell("works", seconds, "nothing to reproduce, replayed the same (outputs identical)"
+                     + (f"; {said}" if said else ""))
+    if answer.get("outcome") in ("not-reproduced", "nothing-to-reproduce"):
         return _cell("wrong-verdict", seconds, "same jaxlib, not reproduced: " + "; ".join(answer.get("differences", [])[:3]))
     return _cell("tool-failure", seconds, f"repro run: {answer.get('outcome')}: {answer.get('reason') or run.tail()}")
 
@@ -157,9 +164,11 @@ def judge_pack_other(program: Program, call: Call):
     outcome = answer.get("outcome")
     if outcome == "reproduced" and call.rc == 1:
         return _cell("works", call.seconds, "reproduced on the other jaxlib")
+    if outcome == "nothing-to-reproduce" and call.rc == 5 and not answer.get("differences"):
+        return _cell("works", call.seconds, "nothing to reproduce; the same outcome on the other jaxlib")
     if outcome == "cannot-run" and call.rc == 3 and answer.get("reason"):
         return _cell("refused", call.seconds, "cannot run: " + answer["reason"][:300])
-    if outcome == "not-reproduced":
+    if outcome in ("not-reproduced", "nothing-to-reproduce") and call.rc in (0, 5):
         got = [pair.get("got") or {} for pair in answer.get("modules", [])]
         if any(g.get("outcome") in FAILURES for g in got):
             return _cell("wrong-verdict", call.seconds, "a tool failure answered as not-reproduced: "

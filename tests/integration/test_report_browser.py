@@ -31,6 +31,7 @@ def test_report_renders_without_errors(chromium, compare_runs, tmp_path):
         assert all(width > 0 and height > 0 for width, height in layout[name]), f"{name} has an empty box: {layout[name]}"
     assert len(layout["module-table"]) == 2  # one per bundle
     assert layout.get("pair-chart")  # A/B timelines (in <details>, closed where the module is the same)
+    assert int(root["data-page-width"]) <= 1280, "the page scrolls sideways in a 1280 px window"
     shot = tmp_path / "report.png"
     done = browse(chromium, page, tmp_path / "profile", f"--screenshot={shot}")
     assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000

@@ -105,17 +105,21 @@ def test_commit_ranges():
 
 
 def test_a_replay_test_refuses_before_any_step_a_pack_it_cannot_use(tmp_path):
-    """--replay PACK: a damaged pack, or one made with --reference-python (bisect has no such option),
-    is bad input once, not a skipped step per release."""
+    """--replay PACK: a damaged pack, one made with --reference-python (bisect has no such option), or one that
+    records no failure (every step would "reproduce" its ok) is bad input once, not a skipped step per release."""
     from xlatools.bisect.checks import ReplayTest
     from xlatools.replay.pack import extract, write_pack
 
     seed = Path(__file__).resolve().parent.parent / "fixtures" / "bundles-v1" / "pack-seed.tar.gz"
-    ReplayTest(seed).validate()  # a whole pack without references
+    with pytest.raises(UsageError, match="the pack records no failure"):
+        ReplayTest(seed).validate()  # its jit_fn ran ok: nothing to reproduce
     root = extract(seed, tmp_path / "seed")
     files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     files.pop("SHA256SUMS")
     index = json.loads(files["pack.json"])
+    index["modules"][0]["outcome"] = "mismatch"
+    files["pack.json"] = json.dumps(index).encode()
+    ReplayTest(write_pack(files, tmp_path / "failing.tar.gz")).validate()  # a whole failing pack without references
     index["reference_pythons"] = [{"python": "/elsewhere/bin/python", "jaxlib": "0.4.31"}]
     files["pack.json"] = json.dumps(index).encode()
     with pytest.raises(UsageError, match=r"reference interpreter\(s\) \(jaxlib 0.4.31\)"):

@@ -255,6 +255,11 @@ class ReplayTest:
             raise UsageError(f"--replay {self.pack}: no such repro pack", hint="make one with `xlatools repro pack BUNDLE`")
         with tempfile.TemporaryDirectory(prefix="xlatools-pack-") as folder:
             index = read_index(extract(self.pack, Path(folder) / "pack"), self.pack)
+        from xlatools.replay.repro import nothing_to_reproduce
+
+        healthy = nothing_to_reproduce(index.modules)
+        if healthy:  # every step would be "reproduced": the expected outcome is ok
+            raise UsageError(f"--replay {self.pack}: {healthy}", hint="bisect with a pack whose modules fail (or mismatch)")
         if index.reference_pythons:
             jaxlibs = ", ".join(r.jaxlib for r in index.reference_pythons)
             raise UsageError(f"--replay {self.pack}: the pack compares with reference interpreter(s) (jaxlib {jaxlibs}); "
@@ -275,6 +280,7 @@ class ReplayTest:
                 raise  # a damaged pack is bad input for the whole bisection, not one step
             raise SkipStep(f"replay could not run: {exc.message}") from None
         outcome = {ReproOutcome.REPRODUCED: StepOutcome.BAD, ReproOutcome.NOT_REPRODUCED: StepOutcome.GOOD,
-                   ReproOutcome.CANNOT_RUN: StepOutcome.SKIP}[ReproOutcome(answer.outcome)]
+                   ReproOutcome.CANNOT_RUN: StepOutcome.SKIP,
+                   ReproOutcome.NOTHING_TO_REPRODUCE: StepOutcome.SKIP}[ReproOutcome(answer.outcome)]  # refused in validate
         return Verdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
                        time.monotonic() - t0)

@@ -66,6 +66,21 @@ def _cuda_options(target) -> list[str]:
     return options
 
 
+def manual_buildpy_argv(profile, config_name: str) -> list[str] | None:
+    """The `build/build.py build ...` line to run by hand in a JAX tree whose .bazelrc.user holds the profile's
+    config (`xlatools bazelrc --source`): its wheels, Python, CUDA/cuDNN/NCCL versions and compute capabilities,
+    and --config. None when the profile replaces build.py (`build.command`) or builds for ROCm."""
+    target = profile.target
+    if profile.build.command or target.backend == "rocm" or not profile.build.wheels:
+        return None
+    argv = ["python", "build/build.py", "build", f"--wheels={','.join(profile.build.wheels)}"]
+    if target.python:
+        argv.append(f"--python_version={target.python}")
+    if target.backend == "cuda":
+        argv += _cuda_options(target)
+    return argv + [f"--bazel_options=--config={config_name}"]
+
+
 def buildpy_argv(profile, inputs: CommandInputs) -> list[str]:
     """`python3 build/build.py build ...` for this profile."""
     target = profile.target

@@ -225,12 +225,16 @@ def _mount(host: Path, target: str, read_only: bool, purpose: str) -> Mount:
 def check_source(plan: BuildPlan, uses_buildpy: bool) -> None:
     """The source tree exists and, for the default command, looks like JAX."""
     source = Path(plan.source)
+    without = (f"; without a tree, `xlatools bazelrc --profile {plan.profile} --build-command` shows the build.py "
+               f"line and `xlatools bazelrc --profile {plan.profile}` the bazel config a build would use")
     if not source.is_dir():
-        raise UsageError(f"--source {source}: not a directory", hint="point --source at a JAX checkout")
+        raise UsageError(f"--source {source}: not a directory",
+                         hint=f"point --source at a JAX checkout (a clone of jax-ml/jax){without}")
     if uses_buildpy and not (source / "build" / "build.py").is_file():
         raise UsageError(
             f"--source {source}: no build/build.py (not a JAX checkout?)",
-            hint="point --source at the root of a JAX checkout, or set build.command in the profile",
+            hint=f"point --source at the root of a JAX checkout (a clone of jax-ml/jax), or set build.command in the "
+                 f"profile{without}",
         )
     if plan.local_xla and not Path(plan.local_xla).is_dir():
         raise UsageError(

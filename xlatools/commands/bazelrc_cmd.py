@@ -18,8 +18,11 @@ def bazelrc(
         None, "--source", help="A JAX source tree: update the managed block in its .bazelrc.user, keeping the rest."
     ),
     dry_run: DryRunOption = False,
+    build_command: bool = typer.Option(False, "--build-command", help="Print only the build.py line that builds "
+                                       "with this config (the profile's wheels, CUDA/cuDNN/NCCL versions, compute "
+                                       "capabilities), to run in the JAX tree."),
 ) -> None:
-    """Render a profile's bazel settings as one named bazel config.
+    """Render a profile's bazel settings as one named bazel config; the build.py line that uses it goes to stderr.
 
     With --source, --dry-run shows the change to .bazelrc.user and writes nothing."""
     from xlatools import console
@@ -34,6 +37,13 @@ def bazelrc(
     if output is not None:
         check_output(output, "--output")
     resolved = load(profile)
+    line = _build_line(resolved.profile, config_name)
+    if build_command:
+        if line is None:
+            raise UsageError(f"profile {profile}: no build.py line (it sets build.command, builds for ROCm, or lists "
+                             "no wheels)", hint="`xlatools build --dry-run` shows the command a build runs")
+        typer.echo(line)
+        return
     for warning in check_debug_info(resolved.profile):
         console.warn(warning)
     text = render(resolved, config_name)
@@ -49,6 +59,17 @@ def bazelrc(
         console.info(f"wrote bazel config '{config_name}' to {output}")
     else:
         typer.echo(text, nl=False)
+    if line is not None:
+        console.info(f"build with it in the JAX tree: {line}")
+
+
+def _build_line(profile, config_name: str) -> str | None:
+    import shlex
+
+    from xlatools.builder.command import manual_buildpy_argv
+
+    argv = manual_buildpy_argv(profile, config_name)
+    return shlex.join(argv) if argv else None
 
 
 def _write_into_tree(source: Path, config_name: str, text: str, dry_run: bool) -> None:

@@ -17,7 +17,7 @@ app = typer.Typer(help="Find the first bad jax release, XLA/JAX commit or HLO pa
 PROGRAM = typer.Argument(None, help="The test program (after --): exit 0 = good, else bad (see --bad-exit, --match).")
 ARGS = typer.Argument(None, help="Arguments for the program.")
 MODULE = typer.Option(None, "-m", help="Run a module (python -m MODULE) as the test.")
-REPLAY = typer.Option(None, "--replay", help="A repro pack (xlatools replay): reproduced = bad.")
+REPLAY = typer.Option(None, "--replay", help="A repro pack (made by `xlatools repro pack`; one that records a failure): reproduced = bad, not reproduced = good.")
 BAD_EXIT = typer.Option([], "--bad-exit", help="Only these exit codes mean bad (repeatable); other non-zero codes are skip.")
 SKIP_EXIT = typer.Option([125], "--skip-exit", help="Exit codes that mean 'cannot test' (default 125, as git bisect run).")
 MATCH = typer.Option(None, "--match", help="Bad when this regex is found (in the output, or see --match-in).")

@@ -78,7 +78,7 @@ def run(
 def passes(
     python: PythonOption = None,
     library: LibraryOption = [],
-    grep: Optional[str] = typer.Option(None, "--grep", help="Only passes or classes containing this text."),
+    grep: Optional[str] = typer.Option(None, "--grep", help="Only passes or classes containing this text (any case)."),
     as_json: JsonOption = False,
 ) -> None:
     """The HLO passes the target's own symbol table names: pass name, C++ class and the function

@@ -8,11 +8,11 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import JsonOption, ProcessOption
+from xlatools.commands.options import JsonOption, ProcessOption, followed_run
 
 
 def inspect(
-    path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest), or an XLA dump directory."),
+    path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest; a replay or reduce bundle reads the run it was made from), or an XLA dump directory."),
     module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
     as_json: JsonOption = False,
     process: ProcessOption = None,
@@ -25,7 +25,7 @@ def inspect(
     from xlatools.run.process_dumps import choose_dump
     from xlatools.run.runinfo import read_run_info
 
-    run = read_run_info(path)
+    run = read_run_info(path := followed_run(path))  # of a replay or reduce bundle: the run it was made from
     if run is not None and module is None and not (Path(run.bundle) / "xla_dump").is_dir():
         note = "this bundle has no xla_dump/ (the run did not dump; run again with --dump)"
         if as_json:

@@ -72,8 +72,29 @@ QuietOption = Annotated[Optional[bool], typer.Option(
 PythonOption = Annotated[Optional[str], typer.Option(
     "--python", help="The target interpreter (a python, or a venv folder) whose jax/jaxlib, TensorFlow or torch_xla does the work.")]
 ProfileOption = Annotated[Optional[str], typer.Option("--profile", "-p", help="A profile: a name (`xlatools profiles list`) or a YAML file.")]
+DEFAULT_OUT = Path("artifacts")
+
+
+def _out_root(value: Path) -> Path:
+    """The default `artifacts` of a command run inside a bundle is that bundle's own folder of bundles, never a
+    new artifacts/ inside the bundle (said on stderr)."""
+    if value != DEFAULT_OUT:
+        return value
+    from xlatools.records.follow import enclosing_bundle
+
+    bundle = enclosing_bundle(Path.cwd())
+    if bundle is None:
+        return value
+    from xlatools import console
+
+    console.info(f"inside the bundle {bundle}: new bundles go beside it, in {bundle.parent} (--out picks another folder)")
+    return bundle.parent
+
+
 OutOption = Annotated[Path, typer.Option(
-    "--out", help="Root folder of the bundles; each invocation writes a fresh one, and `latest` points at the newest.")]
+    "--out", callback=_out_root,
+    help="Root folder of the bundles; each invocation writes a fresh one, and `latest` points at the newest "
+         "(run inside a bundle, the default is the folder that holds it).")]
 PlatformOption = Annotated[Optional[Platform], typer.Option(
     "--platform", click_type=EnumChoice(Platform), help="auto (a GPU when there is one), cpu or gpu.")]
 XlaFlagOption = Annotated[List[str], typer.Option(
@@ -194,3 +215,14 @@ def with_program_options(command):
     with_options.__signature__ = inspect.Signature(parameters, return_annotation=hints.get("return"))
     with_options.__annotations__ = {p.name: p.annotation for p in parameters}
     return with_options
+
+
+def followed_run(path: Path) -> Path:
+    """A replay or reduce bundle stands for the run it was made from (said on stderr)."""
+    from xlatools import console
+    from xlatools.records.follow import follow_to_run
+
+    followed = follow_to_run(path)
+    if followed.note:
+        console.info(followed.note)
+    return followed.path

@@ -19,7 +19,7 @@ COMMANDS: dict[str, Entry] = {
     "profiles": Entry("profiles_cmd", "app", "group", "List, show, validate and describe build-and-debug profiles."),
     "pin": Entry("pin_cmd", "app", "group", "Pin XLA (and TensorFlow for old JAX) by commit and verified sha256; "
                  "apply the pin to a JAX tree."),
-    "bazelrc": Entry("bazelrc_cmd", "bazelrc", "command", "Render a profile's bazel settings as one named bazel config."),
+    "bazelrc": Entry("bazelrc_cmd", "bazelrc", "command", "Render a profile's bazel settings as one named bazel config; the build.py line that uses it goes to stderr."),
     "run": Entry("run_cmd", "run", "command", "Run a program (a smoke program, a script or a module) with XLA dump/log "
                  "presets into a fresh bundle."),
     "presets": Entry("presets_cmd", "app", "group", "List and show the presets `xlatools run --preset` accepts."),

@@ -11,7 +11,7 @@ from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOpti
                                        NondeterministicOption, OutOption, PackMatchOption, PlatformOption,
                                        PrecisionOption, ProcessOption, PythonOption, ReferenceOption,
                                        ReferencePythonOption, RtolOption, SeedOption, SourceFormOption, TimeoutOption,
-                                       XlaFlagOption, invocation)
+                                       XlaFlagOption, followed_run, invocation)
 from xlatools.vocab import PackMatch, Platform, PrecisionMode, SourceForm
 
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
@@ -61,6 +61,7 @@ def replay(
     from xlatools.replay.plan import ReplayRequest
     from xlatools.run.target import resolve_python
 
+    source = followed_run(source)
     request = ReplayRequest(
         source=source.expanduser().absolute(), python=resolve_python(python), modules=list(module), include_all=include_all,
         source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
@@ -109,6 +110,8 @@ def _plan_text(plan) -> str:
 def _print_result(record, table: str, print_literals: bool, reporter) -> None:
     reporter.info("")
     reporter.info(table)
+    for note in record.plan.notes if record.plan else []:  # helpers left out, modules skipped, nothing compared, ...
+        reporter.info(f"note: {note}")
     for module in record.modules:
         check = module.precision
         if check and check.note:  # which instructions were raised, and what that showed (even when quiet)
@@ -157,9 +160,10 @@ def pack(
 
     from xlatools.console import Reporter
     from xlatools.replay.plan import ReplayRequest
-    from xlatools.replay.repro import build_pack, run_of
+    from xlatools.replay.repro import build_pack, nothing_to_reproduce, run_of
     from xlatools.run.target import resolve_python
 
+    bundle = followed_run(bundle)
     if python is None:
         run = run_of(bundle)
         recorded = run.interpreter.python if run else None
@@ -169,8 +173,8 @@ def pack(
         include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
         reference_pythons=[resolve_python(p) for p in reference_python],
         atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
-        platform=platform or Platform.AUTO, name=f"pack-{bundle.name}", deterministic=False if nondeterministic else None,
-        precision=precision,
+        platform=platform or Platform.AUTO, name=f"pack-{Path(os.path.realpath(bundle)).name}",
+        deterministic=False if nondeterministic else None, precision=precision,
     )
     reporter = Reporter()
     made = build_pack(request, output, out, invocation().argv, reporter)
@@ -185,6 +189,9 @@ def pack(
         reporter.info(made.replayed.table)
         for label, why in left_out.items():
             reporter.warn(f"left out of the pack: {label}: {why}")
+        if nothing_to_reproduce(made.index.modules):
+            reporter.warn("every module ran ok: this pack records no failure, so `repro run` will answer "
+                          "nothing-to-reproduce (exit 5)")
         reporter.result(f"\npack: {made.path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
 
 
@@ -199,7 +206,8 @@ def run(
     as_json: JsonOption = False,
     nondeterministic: NondeterministicOption = False,
 ) -> None:
-    """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack."""
+    """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack,
+    5 nothing to reproduce (the pack records no failure: every module ran ok when it was made)."""
     import json
 
     from xlatools.console import Reporter

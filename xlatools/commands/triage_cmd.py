@@ -67,15 +67,16 @@ def _print_plan(request, reporter, as_json: bool) -> None:
     import json
 
     from xlatools.triage.execute import plan_triage
-    from xlatools.triage.stages import WORK
+    from xlatools.triage.stages import work
 
     state, plan = plan_triage(request, reporter)
     if as_json:
         typer.echo(json.dumps({"folder": str(state.folder), "stages": [
-            {"stage": p.stage.value, "action": p.action.value, "reason": p.reason, "work": WORK[p.stage]}
+            {"stage": p.stage.value, "action": p.action.value, "reason": p.reason,
+             "work": work(p.stage, request.good, request.bad)}
             for p in plan]}, indent=2))
         return
     typer.echo(f"folder: {state.folder}")
     for number, planned in enumerate(plan, 1):
         typer.echo(f"{number}. {planned.stage}: {planned.action}" + (f" ({planned.reason})" if planned.reason else "")
-                   + f": {WORK[planned.stage]}")
+                   + f": {work(planned.stage, request.good, request.bad)}")

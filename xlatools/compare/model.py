@@ -98,6 +98,16 @@ class Divergence:
     files: dict[str, str | None]  # a_before, a_after, b_before, b_after (paths relative to each dump)
     diffs: list[TextDiff] = field(default_factory=list)  # what the pass did on A, on B, and A-after vs B-after
 
+    def file_lines(self) -> list[tuple[str, str]]:
+        """("A"/"B", "before -> after", or the one file when both are the same) for each side that has files."""
+        out = []
+        for side, before, after in (("A", self.files.get("a_before"), self.files.get("a_after")),
+                                    ("B", self.files.get("b_before"), self.files.get("b_after"))):
+            if before or after:
+                out.append((side, str(after or before) if before == after or not before or not after
+                            else f"{before} -> {after}"))
+        return out
+
     @property
     def label(self) -> str:
         if self.row < 0:

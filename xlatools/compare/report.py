@@ -144,13 +144,14 @@ def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDi
     path `option` named), written atomically (a device or FIFO there is written into, never replaced);
     `process`: of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""
     from xlatools.compare.diff import diff_sides
-    from xlatools.fsutil import write_output
+    from xlatools.fsutil import check_output, write_output
     from xlatools.redact import redact_text
 
+    check_output(Path(out_html), option, parents=False)  # before the work: a missing folder is refused, not made
     sides = [open_side(Path(b), label, process) for b, label in zip(bundles, ("A", "B"))]
     if len(sides) == 2 and diff is None:
         diff = diff_sides(sides[0], sides[1], modules=modules, full=full)
     html = render([side_report(s) for s in sides], diff if len(sides) == 2 else None)
     out = Path(out_html)
-    write_output(out, redact_text(html), option)  # exit 2 naming the path and why, 3 on a full disk
+    write_output(out, redact_text(html), option, parents=False)  # exit 2 naming the path and why, 3 on a full disk
     return out

@@ -15,7 +15,7 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return columns(rows).splitlines()
 
 
-def describe_side(side: SideInfo) -> str:
+def describe_side(side: SideInfo, labelled: bool = True) -> str:
     m = side.manifest
     bits = [side.kind]
     if isinstance(m, RunManifest) and m.jax.jaxlib:
@@ -24,7 +24,7 @@ def describe_side(side: SideInfo) -> str:
         bits.append(f"status {m.status}, exit {m.exit_code}")
     if side.totals:
         bits.append(f"{side.totals.get('modules')} modules, {side.totals.get('files')} files")
-    return f"{side.label}: {side.path} ({'; '.join(bits)})"
+    return f"{side.label + ': ' if labelled else ''}{side.path} ({'; '.join(bits)})"
 
 
 def change_line(group: str, change: FieldChange) -> str:
@@ -56,7 +56,7 @@ def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
 
 def pass_rows(passes: PassAlignment) -> list[str]:
     rows = [("A step", "B step", "pipeline", "pass (A)", "pass (B)", "row", "changed A/B", "instr A/B", "same HLO")]
-    yes = {True: "yes", False: "no", None: "?"}
+    yes = {True: "yes", False: "no", None: "-"}  # None: not compared (one side only, or no divergence to look for)
     for number, row in enumerate(passes.rows):
         step = row.a or row.b
         mark = "<- first divergence" if passes.divergence and passes.divergence.row == number else ""
@@ -74,10 +74,13 @@ def module_detail(m: ModuleDiff) -> list[str]:
         out.append(m.passes.note)
     elif m.passes:
         out += pass_rows(m.passes)
+        if not m.passes.divergence and all(row.same_hlo is None for row in m.passes.rows):
+            out.append("same HLO: - (not compared: the optimised modules are the same, so there is no divergence "
+                       "to look for)" if m.same_output else "same HLO: - (not compared)")
         if m.passes.divergence:
             d = m.passes.divergence
             out.append(f"first diverging pass: {d.label}")
-            out += [f"  {k}: {v}" for k, v in d.files.items()]
+            out += [f"  {side}: {files}" for side, files in d.file_lines()]
             for text in d.diffs:
                 out.append(f"--- {text.title}")
                 out += text.lines + (["... (cut; --full shows everything)"] if text.truncated else [])

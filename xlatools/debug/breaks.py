@@ -167,9 +167,10 @@ def dump_pass_regex(pass_names: list[str]) -> str:
 
 def passes_table(catalog: PassCatalog, grep: str | None = None) -> list[PassRow]:
     """The rows `xlatools debug passes` shows: one per pass class with a constant name (and, with
-    `grep`, whose pass or class name contains it)."""
+    `grep`, whose pass or class name contains it, in any case: `simplif` finds AlgebraicSimplifier)."""
+    needle = grep.lower() if grep else None
     return [PassRow(pass_=name, cls=item.cls, name=item.name, name_from=item.name_from, entry=item.entry,
                     entry_display=item.entry_display, entry_from=item.entry_from,
                     library=os.path.basename(pass_map.library))
             for name, items in catalog.named().items() for pass_map, item in items
-            if not grep or grep in name or grep in item.cls]
+            if not needle or needle in name.lower() or needle in item.cls.lower()]

@@ -267,3 +267,6 @@ class PackIndex:
     modules: list[PackModule] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)
     reference_pythons: list[PackReference] = field(default_factory=list)
+    # Of a pack made by `reduce`: what made its module interesting there, and that oracle's verdict (a check
+    # script, or a reference interpreter, does not travel: the recorded outcome is then the test's alone).
+    oracle: str | None = field(default=None, metadata=OMIT_NONE)

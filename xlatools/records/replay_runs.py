@@ -18,6 +18,8 @@ class OutputDigest:
     shape: list[int]
     dtype: str
     sha256: str  # of dtype, shape and the bytes
+    nan: int | None = field(default=None, metadata=OMIT_NONE)  # how many elements are NaN (None: not counted)
+    inf: int | None = field(default=None, metadata=OMIT_NONE)  # how many are +-Inf
 
 
 @dataclass(kw_only=True)

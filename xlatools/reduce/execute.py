@@ -125,11 +125,19 @@ def recheck(evaluator: Evaluator, best: Candidate, times: int, folder: Path) -> 
     return verdicts
 
 
-def _ran_with(folder: Path, run) -> RanWith:
+def _ran_with(folder: Path, run, target: Target | None = None) -> RanWith:
+    """The interpreter the last re-check ran in, as it reported itself; where it reported nothing (a check script
+    is the oracle: no replay ran), as xlatools probed it before the reduction."""
+    from xlatools.records.replay import TargetSeen
     from xlatools.replay.jobs import read_answer
 
     record = read_answer(folder, run)
-    return RanWith(versions=record.versions, device=record.device) if record else RanWith()
+    if record and record.versions:
+        return RanWith(versions=record.versions, device=record.device)
+    if target is None:
+        return RanWith()
+    return RanWith(versions=TargetSeen(jax=target.jax, jaxlib=target.jaxlib, python=target.python_version),
+                   device=target.devices[0] if target.devices else None)
 
 
 def _state_identity(plan: ReducePlan) -> object:
@@ -215,8 +223,9 @@ class Reduction:
         last = folder / f"recheck-{request.rechecks}"
         return Outcome(plan, self.original, final, rechecks, last, list(reducer.rounds), self.evaluator.counters,
                        round(time.monotonic() - self.started, 3), "max-time" if reducer.out_of_time() else None,
-                       _ran_with(last / "test", plan.test),
-                       _ran_with(last / "reference", plan.reference) if plan.reference else None, self.store.folder)
+                       _ran_with(last / "test", plan.test, self.prepared.targets.get(plan.test.python)),
+                       _ran_with(last / "reference", plan.reference, self.prepared.targets.get(plan.reference.python))
+                       if plan.reference else None, self.store.folder)
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -95,7 +95,7 @@ def render_issue(f: IssueFacts) -> str:
 
 
 def commands(facts_flags: list[str], platform: str, reference: str | None, pack: str,
-             pack_outcome: str = "?") -> list[tuple[str, str]]:
+             pack_outcome: str = "?", oracle_shown: bool = True) -> list[tuple[str, str]]:
     """The commands ISSUE.md shows: XLA's run_hlo_module, then xlatools (replay and the repro pack)."""
     env = f"XLA_FLAGS={shlex.quote(' '.join(facts_flags))} " if facts_flags else ""
     ref_platform = {"cpu": "cpu"}.get(reference or "", "")
@@ -107,10 +107,15 @@ def commands(facts_flags: list[str], platform: str, reference: str | None, pack:
     return [("With XLA's run_hlo_module (bazel target; its random inputs may not show a value-dependent bug: "
              "the inputs above are in inputs.npz)", run_hlo),
             ("With xlatools (the exact inputs)", replay),
-            (_pack_words(reference, pack_outcome), f"xlatools repro run {pack} --python PYTHON_WITH_THE_SAME_JAXLIB")]
+            (_pack_words(reference, pack_outcome, oracle_shown),
+             f"xlatools repro run {pack} --python PYTHON_WITH_THE_SAME_JAXLIB")]
 
 
-def _pack_words(reference: str | None, pack_outcome: str) -> str:
+def _pack_words(reference: str | None, pack_outcome: str, oracle_shown: bool = True) -> str:
+    if not oracle_shown:  # a check script or a reference interpreter judged it bad; a replay alone sees `ok`
+        return (f"With the repro pack (module, inputs, flags): it records the oracle's verdict, but its replay alone "
+                f"gives {pack_outcome}, so `repro run` answers nothing-to-reproduce (exit 5); the failure shows with "
+                "the oracle above (the check script, or --reference-python)")
     if reference == "python":  # another interpreter's path does not travel in a pack
         return (f"With the repro pack (module, inputs, flags; it carries no reference interpreter, so the outcome it "
                 f"recorded is the test's alone: {pack_outcome}; the mismatch shows with --reference-python as above)")

@@ -9,6 +9,7 @@ flaky; Ctrl-C: interrupted, the state kept for the same command to continue).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,8 +59,10 @@ def _copy(src: Path, dest: Path) -> None:
         shutil.copyfile(src, dest)
 
 
-def _facts(outcome: Outcome, reduced: str, pack: Path | None, pack_outcome: str, frames: list[str]) -> IssueFacts:
+def _facts(outcome: Outcome, reduced: str, pack: Packed, frames: list[str]) -> IssueFacts:
     plan, request, recheck = outcome.plan, outcome.plan.request, outcome.recheck_dir
+    # A check script writes no literals: the pack's replay (same module, inputs and flags) printed them.
+    literals = next((p for p in (recheck / "test" / "literals.txt", pack.literals) if p and p.is_file()), None)
     device = outcome.test.device
     reference = "cpu" if request.references else ("python" if request.reference_pythons else None)
     return IssueFacts(
@@ -68,12 +71,12 @@ def _facts(outcome: Outcome, reduced: str, pack: Path | None, pack_outcome: str,
         instructions_after=outcome.best.module.instruction_count(), reduced_hlo=reduced, verdict=outcome.rechecks[-1],
         test=outcome.test, reference=outcome.reference, platform=(device.platform if device else None) or plan.test.platform,
         xla_flags=plan.test.xla_flags, disabled_passes=request.disable_passes, culprit_pass=request.culprit_pass,
-        inputs_text=_literals(recheck / "test" / "literals.txt", "input"),
+        inputs_text=_literals(literals, "input") if literals else "",
         test_outputs_text=_literals(recheck / "test" / "literals.txt", "output"),
         reference_outputs_text=_literals(recheck / "reference" / "literals.txt", "output"),
         rechecks=", ".join(v.interest for v in outcome.rechecks), native_frames=frames,
         commands=commands(plan.test.xla_flags, plan.test.platform if plan.test.platform != "auto" else "cpu", reference,
-                          "repro.tar.gz" if pack else "(no pack)", pack_outcome))
+                          "repro.tar.gz" if pack.path else "(no pack)", pack.outcome, oracle_shown=pack.oracle_shown))
 
 
 def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -> ReduceResult:
@@ -89,8 +92,8 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
     _copy(recheck / "test" / "outputs.npz", folder / "outputs-test.npz")
     _copy(recheck / "reference" / "outputs.npz", folder / "outputs-reference.npz")
     atomic_write_json(folder / "rounds.json", {"rounds": to_json(outcome.rounds), "counters": to_json(outcome.counters)})
-    pack, pack_outcome, crash = _pack(outcome, folder, argv, reporter)
-    facts = _facts(outcome, reduced, pack, pack_outcome, _keep_backtrace(outcome, crash, folder))
+    pack = _pack(outcome, folder, argv, reporter)
+    facts = _facts(outcome, reduced, pack, _keep_backtrace(outcome, pack.crash, folder))
     atomic_write_text(folder / "ISSUE.md", redact_text(render_issue(facts)))  # flags and commands may carry credentials
     counters = outcome.counters
     return ReduceResult(
@@ -118,24 +121,39 @@ def _keep_backtrace(outcome: Outcome, crash: Path | None, folder: Path) -> list[
     return crashing_frames(_read(folder / FILE))
 
 
-def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -> tuple[Path | None, str, Path | None]:
-    """A repro pack of the reduced module with its inputs (its expected outcome recorded by one replay),
-    and the native backtrace that replay left if the module crashed."""
+@dataclass
+class Packed:
+    """The reduced module's repro pack, as ISSUE.md tells of it."""
+
+    path: Path | None = None
+    outcome: str = "-"  # the outcome its replay recorded
+    crash: Path | None = None  # the native backtrace that replay left if the module crashed
+    literals: Path | None = None  # that replay's literals.txt (inputs and outputs)
+    oracle_shown: bool = True  # the recorded outcome shows what the oracle judged (False: ok where it said bad)
+
+
+def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -> Packed:
+    """A repro pack of the reduced module with its inputs (its expected outcome recorded by one replay, and the
+    oracle's verdict beside it), and what that replay left: a native backtrace, the literals."""
     from xlatools.replay.plan import ReplayRequest
     from xlatools.replay.repro import build_pack
 
     plan, request = outcome.plan, outcome.plan.request
     if not (folder / "inputs.npz").is_file():
-        return None, "-", None
+        return Packed()
     replay = ReplayRequest(source=folder / "reduced.hlo.txt", python=plan.test.python, inputs=str(folder / "inputs.npz"),
                            references=list(request.references), atol=request.atol, rtol=request.rtol,
                            xla_flags=list(request.xla_flags), disable_passes=list(request.disable_passes),
-                           platform=request.platform, name="reduced")
+                           platform=request.platform, name="reduced", print_literals=True)
     reporter.step("packing the reduced module (one replay records its expected outcome)")
-    made = build_pack(replay, folder / "repro.tar.gz", folder / "replays", argv + ["(repro pack)"], reporter)
+    oracle = f"{plan.oracle.describe()} ({outcome.rechecks[-1].reason})"
+    made = build_pack(replay, folder / "repro.tar.gz", folder / "replays", argv + ["(repro pack)"], reporter, oracle)
     modules = made.replayed.record.modules
     crash = next((run.native_backtrace for m in modules for run in m.runs if run.native_backtrace), None)
-    return made.path, ", ".join(str(m.outcome) for m in modules), Path(crash) if crash else None
+    test_dir = next((run.dir for m in modules for run in m.runs if run.label == "test" and run.dir), None)
+    shown = not all(m.outcome == "ok" for m in modules)  # the oracle found it bad: an `ok` replay does not show that
+    return Packed(made.path, ", ".join(str(m.outcome) for m in modules), Path(crash) if crash else None,
+                  Path(test_dir) / "literals.txt" if test_dir else None, shown)
 
 
 def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
@@ -147,7 +165,7 @@ def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
 
     plan = prepared.plan
     return ReduceManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=str(plan.request.source), plan=plan.record(),
+                          host=host_info(), source=os.path.realpath(plan.request.source), plan=plan.record(),
                           targets=target_versions(prepared.targets))
 
 

@@ -18,13 +18,16 @@ from xlatools import __version__
 from xlatools.errors import EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EnvironmentMissing, Interrupted, UsageError
 from xlatools.records.replay import ModuleRecord, ReplayManifest, TargetVersions
 from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
-from xlatools.replay.records import NO_RESULT, exit_code, finish_module, table
+from xlatools.replay.records import NO_RESULT, exit_code, finish_module, replay_notes, table
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.target import Target
 from xlatools.vocab import Platform, PrecisionMode, SourceForm, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
+
+
+HELPERS_NOTE = "left out as jax helper modules"
 
 
 @dataclass
@@ -72,6 +75,12 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     request, notes = adopt_run_settings(request, of_bundle(request.source) if kind == "bundle" else None)
     plan = plan_replay(request, kind, modules, _dump_flags(request.dump))
     plan.notes += notes
+    if resolved is None and kind in ("bundle", "dump") and not request.modules and not request.include_all:
+        from xlatools.replay.sources import helpers_left_out
+
+        helpers = helpers_left_out(request.source, request.process)
+        if helpers:
+            plan.notes.append(f"{HELPERS_NOTE}: {', '.join(helpers)} (replay them with --all)")
     found: dict[str, Target] = {}
     checks: dict[str, dict[str, str]] = {}
     for run in plan.runs:
@@ -164,7 +173,7 @@ def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
 
     plan = prepared.plan
     return ReplayManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=str(plan.request.source), plan=plan.record(),
+                          host=host_info(), source=os.path.realpath(plan.request.source), plan=plan.record(),
                           targets=target_versions(prepared.targets), flag_checks=prepared.flag_checks)
 
 
@@ -189,6 +198,8 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
         except (KeyboardInterrupt, Interrupted):  # the session records it; the summary shows what was replayed
             _write_summary(session.path, prepared, Status.INTERRUPTED, Interrupted.exit_code, table(record.modules))
             raise Interrupted(f"interrupted; partial replay bundle: {session.path}") from None
+        if record.plan is not None:
+            record.plan.notes += replay_notes(record.modules)
         code = exit_code([m.outcome for m in record.modules])
         status = {EXIT_OK: Status.OK, EXIT_TIMEOUT: Status.TIMEOUT, EXIT_MISSING: Status.ERROR}.get(code, Status.FAILED)
         rendered = table(record.modules)

@@ -10,6 +10,7 @@ and their outputs are the expected values for the test's outputs.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,5 +131,6 @@ def plan_replay(request: ReplayRequest, source_kind: str, modules: list[ModuleSo
                               xla_flags=ref_flags, flag_sources=ref_sources, extra_env=dict(request.env)))
     if request.source_from == SourceForm.SNAPSHOT and not any(m.snapshot for m in modules):
         raise UsageError("--from snapshot: no module here has a snapshot", hint="dump with --preset dump:snapshots")
-    stem = request.name or (modules[0].name if len(modules) == 1 else Path(request.source).name) or "replay"
+    # The name of what `latest` pointed at, not "latest" (os.path.realpath: a pure function of the path here).
+    stem = request.name or (modules[0].name if len(modules) == 1 else Path(os.path.realpath(request.source)).name) or "replay"
     return ReplayPlan(request, source_kind, modules, runs, bool(dump_flags), f"replay-{stem}", notes)

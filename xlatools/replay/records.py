@@ -13,7 +13,7 @@ from xlatools.records.replay import InputSource, ModuleRecord, RunRecord
 from xlatools.vocab import ReplayOutcome
 
 __all__ = ["ModuleRecord", "RunRecord", "describe_inputs", "exit_code", "finish_module", "missing_kernel", "module_outcome",
-           "table", "tool_failure"]
+           "nonfinite_note", "replay_notes", "table", "tool_failure"]
 
 
 def module_outcome(runs: list[RunRecord]) -> tuple[ReplayOutcome, str | None]:
@@ -39,7 +39,35 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
     module.fingerprint = test.fingerprint if test else None
     module.outputs = list(test.outputs) if test else []
     module.comparisons = [c for run in module.runs for c in run.comparisons]
+    flagged = nonfinite_note(module)
+    if flagged and flagged not in module.notes:
+        module.notes.append(flagged)
     return module
+
+
+NONFINITE_START = "outputs hold NaN/Inf"
+NOTHING_COMPARED = ("nothing was compared: no module's snapshot holds a result and no reference was asked for, so "
+                    "`ok` says only that each module compiled and ran (dump with --preset dump:snapshots, or add "
+                    "--reference cpu / --reference-python PATH)")
+
+
+def nonfinite_note(module: ModuleRecord) -> str | None:
+    """A note naming the test outputs that hold NaN or Inf (flagged whatever the comparisons say)."""
+    parts = [f"output {i}: " + ", ".join(f"{n} {what}" for n, what in ((o.nan, "NaN"), (o.inf, "Inf")) if n)
+             for i, o in enumerate(module.outputs) if o.nan or o.inf]
+    return f"{NONFINITE_START} ({'; '.join(parts)})" if parts else None
+
+
+def replay_notes(modules: list[ModuleRecord]) -> list[str]:
+    """What the replay as a whole did not do: modules skipped, nothing compared."""
+    notes = []
+    skipped = [m.label for m in modules if m.outcome == ReplayOutcome.SKIPPED]
+    if skipped:
+        notes.append(f"skipped (replay runs single-device modules only): {', '.join(skipped)}")
+    ran = [m for m in modules if m.outcome == ReplayOutcome.OK]
+    if ran and not any(m.comparisons for m in modules):
+        notes.append(NOTHING_COMPARED)
+    return notes
 
 
 TOOL_PHASES = ("start", "load", "inputs")
@@ -75,17 +103,20 @@ def missing_kernel(module: ModuleRecord) -> str | None:
 
 
 def exit_code(outcomes: list[ReplayOutcome]) -> int:
-    """0 all ok (or `precision`: they match at full precision); 2 inputs that do not fit the module; 124 a target timed out; 130 interrupted; 1 a finding
-    about a module (mismatch, compile-error, runtime-error, crash); else 3 when a module cannot run here."""
+    """0 all ok (`precision`: they match at full precision; skipped modules aside); 2 inputs that do not fit the
+    module; 124 a target timed out; 130 interrupted; 1 a finding about a module (mismatch, compile-error,
+    runtime-error, crash); else 3 when a module cannot run here, or every module was skipped (nothing was replayed)."""
     if ReplayOutcome.INTERRUPTED in outcomes:
         return EXIT_INTERRUPTED
     if ReplayOutcome.INPUT_ERROR in outcomes:
         return EXIT_USAGE
     if ReplayOutcome.TIMEOUT in outcomes:
         return EXIT_TIMEOUT
-    if any(o not in (*PASSING, ReplayOutcome.CANNOT_RUN) for o in outcomes):
+    if any(o not in (*PASSING, ReplayOutcome.CANNOT_RUN, ReplayOutcome.SKIPPED) for o in outcomes):
         return EXIT_FAILED
-    return EXIT_MISSING if ReplayOutcome.CANNOT_RUN in outcomes else EXIT_OK
+    if ReplayOutcome.CANNOT_RUN in outcomes or (outcomes and all(o == ReplayOutcome.SKIPPED for o in outcomes)):
+        return EXIT_MISSING
+    return EXIT_OK
 
 
 NO_RESULT_START = "the snapshot holds no result"
@@ -111,7 +142,9 @@ def _checks(module: ModuleRecord) -> str:
     elif check:
         parts.append(f"at full precision ({len(check.raised)} raised)")
     if not parts and any(note.startswith(NO_RESULT_START) for note in module.notes):
-        return "snapshot: no result recorded (donated buffers)"
+        parts.append("snapshot: no result recorded (donated buffers)")
+    if any(note.startswith(NONFINITE_START) for note in module.notes):
+        parts.append("NaN/Inf in outputs")
     return "; ".join(parts) or "-"
 
 

@@ -6,7 +6,8 @@ compile it again), HLO text whose large constants XLA elided (`constant({...})` 
 other numbers), a module compiled for several devices (one process of a multi-process run, or
 shard_map/pjit/pmap on several local devices), and a host callback that runs (the Python function
 it calls lives only in the program). None of these is a finding about the module: the first two
-are bad input with the file to use instead (exit 2), the last two are cannot-run (exit 3).
+are bad input with the file to use instead (exit 2); a module for several devices is skipped (listed with
+the reason; exit 3 only when nothing else was replayed), and a callback that runs is cannot-run (exit 3).
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ def _head(path: Path | None, size: int) -> bytes:
 
 def refuse_multi_device(source: ModuleSource, record: ModuleRecord, python: str) -> bool:
     """The one refusal of modules made for several devices (a multi-process run's, or shard_map/pjit/pmap on
-    several local devices): replay compiles and runs on one device, so such a module is cannot-run, said
-    before any target starts. True when refused (the record holds the reason)."""
+    several local devices): replay compiles and runs on one device, so such a module is skipped (no verdict; a
+    replay whose every module is skipped cannot run, exit 3), said before any target starts. True when refused (the record holds the reason)."""
     from xlatools.run.process_dumps import process_of
 
     need = devices_needed(source)
@@ -118,7 +119,7 @@ def refuse_multi_device(source: ModuleSource, record: ModuleRecord, python: str)
     message = (f"cannot replay module {source.label} alone: it was compiled for {need.devices} devices{across} "
                f"({need.how}: shard_map/pjit partitions or pmap replicas), and replay runs single-device modules only "
                f"(a limit of xlatools' replay, not a finding about the module); reproduce it with the program: {rerun}")
-    record.runs.append(RunRecord(label="test", python=python, failure=ReplayOutcome.CANNOT_RUN, phase="load",
+    record.runs.append(RunRecord(label="test", python=python, failure=ReplayOutcome.SKIPPED, phase="load",
                                  message=message))
     return True
 

@@ -4,7 +4,8 @@
 fingerprint of the optimised HLO, output digests) and packs them with the program
 copy, flags, redacted environment, versions and profile. `run_pack` unpacks a pack
 safely into the output folder, replays it with the pack's own options, and answers
-reproduced / not-reproduced (with what differs) / cannot-run.
+reproduced / not-reproduced (with what differs) / cannot-run, or nothing-to-reproduce for a pack
+whose modules all ran ok when it was made (a healthy run's pack records no failure).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from xlatools import __version__
-from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, EnvironmentMissing, UsageError
+from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_NOTHING_TO_REPRODUCE, EXIT_OK, EnvironmentMissing, UsageError
 from xlatools.fsutil import check_output, make_dir
 from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, LeftOut, ModuleRecord, PackedOptions, PackIndex,
                                      PackModule, PackReference, PackRun, PackVersions)
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 FORMAT = PACK_FORMAT
 Entries = dict[tuple[int | None, str], dict[str, str]]  # module (id, name) -> form -> path inside the pack
 EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED: EXIT_OK,
-              ReproOutcome.CANNOT_RUN: EXIT_MISSING}
+              ReproOutcome.CANNOT_RUN: EXIT_MISSING, ReproOutcome.NOTHING_TO_REPRODUCE: EXIT_NOTHING_TO_REPRODUCE}
 
 
 @dataclass(kw_only=True)
@@ -115,6 +116,29 @@ def _unsorted_fingerprint(module: ModuleRecord) -> str | None:
         return fingerprint((Path(test.dir) / "optimized.txt").read_text(), sorted_json=False) if test and test.dir else None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def nothing_to_reproduce(expected: list[PackModule], oracle: str | None = None) -> str | None:
+    """Why a pack has nothing to reproduce (every module it records ran ok: no mismatch, no error), or None.
+    `oracle`: the reduction's verdict the pack records, which its replay could not show."""
+    if expected and all(m.outcome in (ReplayOutcome.OK, ReplayOutcome.PRECISION) for m in expected):
+        why = (f"; the reduction that made it judged by {oracle}, which a pack cannot replay" if oracle else
+               "; a pack of a failing run, of a mismatch against --reference cpu, or of a reduction has something "
+               "to reproduce")
+        return (f"the pack records no failure: its {len(expected)} module(s) ran ok when it was made "
+                f"({', '.join(m.label for m in expected)[:300]}){why}")
+    return None
+
+
+def healthy_answer(expected: list[PackModule], result: ReproResult, oracle: str | None = None) -> ReproResult:
+    """A pack that records no failure answers nothing-to-reproduce whatever the replay here gave (what it gave
+    is said, and its differences listed); cannot-run stays cannot-run."""
+    healthy = nothing_to_reproduce(expected, oracle)
+    if not healthy or result.outcome == ReproOutcome.CANNOT_RUN:
+        return result
+    here = "the same outcome" if not result.differences else f"{len(result.differences)} difference(s), listed below"
+    return ReproResult(outcome=ReproOutcome.NOTHING_TO_REPRODUCE, reason=f"{healthy}; replayed here: {here}",
+                       differences=result.differences, bundle=result.bundle, modules=result.modules)
 
 
 def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatch = PackMatch.CLASS) -> ReproResult:
@@ -196,9 +220,11 @@ def _index(prepared: Prepared, replayed: ReplayResult, run: RunManifest | None, 
                      versions=versions, run=packed_run, modules=modules, reference_pythons=references)
 
 
-def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str], reporter: Reporter) -> PackResult:
+def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str], reporter: Reporter,
+               oracle: str | None = None) -> PackResult:
     """Replay `request.source` once (the expected outcome) and write the pack. Modules xlatools could not
-    replay are left out and named (a pack with none left is cannot-run, exit 3)."""
+    replay are left out and named (a pack with none left is cannot-run, exit 3). `oracle`: the verdict that
+    made the module interesting (reduce's), recorded beside the expected outcome."""
     from xlatools.records import to_json
     from xlatools.redact import redact
     from xlatools.replay.execute import execute_replay, prepare
@@ -230,6 +256,7 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
         files[PACKED_INPUTS] = Path(str(request.inputs)).read_bytes()
     index = _index(prepared, replayed, run, entries)  # with the run's settings the replay adopted
     index.left_out = left_out
+    index.oracle = oracle
     if inputs_file:
         index.replay.inputs = PACKED_INPUTS
     check_packed(index.replay, out_file)  # never write a pack that its own `repro run` would refuse
@@ -253,7 +280,8 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
              nondeterministic: bool = False) -> ReproResult:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
-    Raises PackError (exit 2) for a damaged or unsafe pack; returns cannot-run when this
+    Raises PackError (exit 2) for a damaged or unsafe pack; returns nothing-to-reproduce (exit 5; what the
+    replay gave is said) for a pack that records no failure; returns cannot-run when this
     interpreter cannot replay it (no jax, no GPU, an XLA flag or module this jaxlib does not know,
     or, with `same_jaxlib`, a jaxlib other than the pack's). `reporter`: the progress of the
     replay (default: on stderr). `nondeterministic`: GPU compiles without the deterministic mode the pack asks for."""
@@ -295,7 +323,7 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         replayed = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)], reporter or Reporter())
         bundle = str(replayed.record.bundle)
         shutil.move(str(unpacked), str(Path(bundle) / "pack"))
-        result = verdict(index.modules, replayed.record.modules, match)
+        result = healthy_answer(index.modules, verdict(index.modules, replayed.record.modules, match), index.oracle)
         result.bundle = bundle
         return result
     finally:

@@ -120,6 +120,15 @@ def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
             setattr(source, kind, sibling)
 
 
+def helpers_left_out(source: Path, process: int | None = None) -> list[str]:
+    """The jax helper modules a replay of the bundle or dump at `source` leaves out without --all ("0002 jit_matmul")."""
+    from xlatools.run.dumps import index_dump
+    from xlatools.run.process_dumps import choose_dump
+
+    index = index_dump(choose_dump(Path(os.path.abspath(Path(source).expanduser())), process).root)
+    return [f"{m.id:04d} {m.name}" for m in sorted(index.modules.values(), key=lambda m: m.id) if is_helper(m.name)]
+
+
 def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:
     from xlatools.run.dumps import index_dump
     from xlatools.run.recorder import recorded_snapshot

@@ -211,8 +211,8 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
-    from xlatools.run.record import (dump_summary, finish_record, flag_fault_notes, read_smoke_results, summary_text,
-                                      unmatched_vmodule)
+    from xlatools.run.record import (dump_summary, finish_record, flag_fault_notes, read_smoke_results, reconcile_devices,
+                                     summary_text, unmatched_vmodule)
 
     record: RunManifest = session.record
     table = ""
@@ -238,6 +238,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     finish_record(record, result, exit_code)
     _name_backtrace(record, session.path)
     record.smoke = read_smoke_results(session.path / "smoke_results.json")
+    reconcile_devices(record.jax, record.smoke)
     if group is not None:  # a multi-process run (run/group_record.py)
         from xlatools.run.group_record import record_group
 

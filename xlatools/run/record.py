@@ -81,6 +81,18 @@ def dump_summary(index: DumpIndex) -> DumpSummary:
                        modules=[m.summary() for m in index.sorted_modules()])
 
 
+def reconcile_devices(jax: JaxInfo | None, smoke: SmokeReport | None) -> None:
+    """The CPU devices the smoke programs ran on, in the manifest: the target was probed without the run's
+    XLA_FLAGS, so a forced host device count (`--xla_force_host_platform_device_count=4` of the collectives
+    program) showed there as one device while the programs saw four."""
+    if jax is None or smoke is None or not jax.devices or jax.devices[0].platform != "cpu":
+        return
+    counts = {r.devices for r in smoke.results if r.backend == jax.backend and r.devices}
+    if len(counts) == 1 and (count := counts.pop()) != len(jax.devices):
+        first = jax.devices[0]
+        jax.devices = [type(first)(id=i, platform=first.platform, kind=first.kind) for i in range(count)]
+
+
 def read_smoke_results(path: Path) -> SmokeReport | None:
     """The smoke programs' own report (smoke/main.py writes it), None when there is none."""
     import json

@@ -28,8 +28,8 @@ NEEDS: dict[TriageStage, tuple[TriageStage, ...]] = {
     TriageStage.ISOLATE: (TriageStage.DIFF,),
 }
 ALWAYS = frozenset({TriageStage.REPORT})  # re-rendered from the findings on every run
-WORK = {  # what each stage runs, for --dry-run and the docs
-    TriageStage.RELEASES: "bisect releases --good --bad with the program as the test: last good, first bad",
+WORK = {  # what each stage runs, for --dry-run (`work(stage, good, bad)`) and the docs
+    TriageStage.RELEASES: "bisect releases --good {good} --bad {bad} with the program as the test: last good, first bad",
     TriageStage.DUMPS: "run the program on last good and first bad with HLO text and snapshot dumps",
     TriageStage.DIFF: "diff the two runs; replay first bad's modules with last good as the reference",
     TriageStage.PASSES: "bisect passes on first bad (candidates: the passes that changed the module that differs)",
@@ -37,6 +37,11 @@ WORK = {  # what each stage runs, for --dry-run and the docs
     TriageStage.ISOLATE: "replay --isolate: the reduced module (else the module that differs), instruction by instruction",
     TriageStage.REPORT: "ISSUE.md: every finding, linked, and the minimal module's report",
 }
+
+
+def work(stage: TriageStage, good: str, bad: str) -> str:
+    """What `stage` runs, with the versions of this triage."""
+    return WORK[stage].format(good=good, bad=bad)
 
 
 class Action(StrEnum):
@@ -65,7 +70,7 @@ def decide(stage: TriageStage, record: StageRecord, skip: frozenset[TriageStage]
            found: Callable[[TriageStage], bool], records: Callable[[TriageStage], StageRecord]) -> PlannedStage:
     """What to do with `stage` now (pure)."""
     if stage in skip:
-        return PlannedStage(stage, Action.SKIP, "skipped (--skip)")
+        return PlannedStage(stage, Action.SKIP, "--skip")
     missing = [need for need in NEEDS.get(stage, ()) if not found(need)]
     if missing:
         why = "; ".join(f"{need}: {records(need).status}" for need in missing)  # its own record says why

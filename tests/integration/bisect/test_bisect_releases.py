@@ -142,15 +142,28 @@ def test_bad_input_is_refused_with_exit_2(bx, tmp_path):
 
 
 def test_a_repro_pack_is_the_test_of_each_release(bx, tmp_path):
-    """--replay PACK: every step replays the pack (recorded on this jaxlib, outcome ok) in that release's
-    environment. It replays fine on 0.4.30 and 0.4.31 alike, so 'good' reproduces too: said, and stopped."""
+    """--replay PACK: a pack that records no failure (this run's module ran ok) is refused before any step; a pack
+    that records one is replayed in each release's environment. This one expects a mismatch that neither 0.4.30
+    nor 0.4.31 gives, so 'bad' is not reproduced either: said, and stopped."""
+    from xlatools.replay.pack import extract, write_pack
+
     write(tmp_path / "prog.py", "import jax, jax.numpy as jnp\nprint(jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(4)))\n")
     assert bx("run", "prog.py", "--dump", "--out", "runs").returncode == 0
     packed = bx("repro", "pack", str(tmp_path / "runs" / "latest"), "-o", "prog.repro.tar.gz")
-    assert packed.returncode == 0, packed.stderr[-2000:]
-    done = bx("bisect", "releases", "--good", "0.4.30", "--bad", "0.4.31", "--replay", "prog.repro.tar.gz")
+    assert packed.returncode == 0 and "nothing-to-reproduce (exit 5)" in packed.stderr, packed.stderr[-2000:]
+    healthy = bx("bisect", "releases", "--good", "0.4.30", "--bad", "0.4.31", "--replay", "prog.repro.tar.gz")
+    assert healthy.returncode == 2 and "the pack records no failure" in healthy.stderr, healthy.stderr[-3000:]
+    assert not states(tmp_path)  # refused before the first step
+    root = extract(tmp_path / "prog.repro.tar.gz", tmp_path / "unpacked")
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    files.pop("SHA256SUMS")
+    index = json.loads(files["pack.json"])
+    index["modules"][0]["outcome"] = "mismatch"
+    files["pack.json"] = json.dumps(index).encode()
+    write_pack(files, tmp_path / "failing.tar.gz")
+    done = bx("bisect", "releases", "--good", "0.4.30", "--bad", "0.4.31", "--replay", "failing.tar.gz")
     assert done.returncode == 2, done.stderr[-3000:]
-    assert "'good' is not good" in done.stderr and "reproduced" in done.stderr and "Traceback" not in done.stderr
+    assert "'bad' is not bad" in done.stderr and "not-reproduced" in done.stderr and "Traceback" not in done.stderr
     steps = json.loads(states(tmp_path)[0].read_text())["steps"]
     assert manifest(Path(steps[0]["bundle"]))["kind"] == "replay"  # a real replay bundle per step
 

@@ -80,7 +80,9 @@ def test_defect3_x64_modules_keep_their_types_and_packs_carry_the_setting(corpus
     elsewhere.mkdir()
     done = xl("repro", "run", str(tmp_path / "x64.tar.gz"), "--python", python, "--match", "outputs", "--json",
               "--out", str(elsewhere), env={"JAX_ENABLE_X64": ""})
-    assert done.returncode == 1 and json.loads(done.stdout)["outcome"] == "reproduced", done.stdout + done.stderr[-2000:]
+    answer = json.loads(done.stdout)  # a healthy program's pack: nothing to reproduce, replayed the same everywhere
+    assert done.returncode == 5 and answer["outcome"] == "nothing-to-reproduce", done.stdout + done.stderr[-2000:]
+    assert answer["differences"] == [] and "replayed here: the same outcome" in answer["reason"]
 
 
 def test_defect4_a_while_loop_module_agrees_with_its_own_snapshot(corpus_run, xl):
@@ -135,6 +137,6 @@ def test_defect6_packs_leave_out_what_xlatools_cannot_replay_and_record_referenc
     assert unnamed.returncode == 3 and "--reference-python gave 0" in unnamed.stderr, unnamed.stderr[-2000:]
     run = xl("repro", "run", str(tmp_path / "cb.tar.gz"), "--python", corpus_python("0.10.2"),
              "--reference-python", corpus_python("0.12"), "--out", "again")
-    assert run.returncode == 1 and "reproduced" in run.stderr, run.stderr[-2000:]
+    assert run.returncode == 5 and "nothing-to-reproduce" in run.stderr, run.stderr[-2000:]  # its modules ran ok
     alone = xl("repro", "pack", bundle, "-o", "none.tar.gz", "--python", corpus_python("0.10.2"), "--out", "packs")
     assert alone.returncode == 3 and "nothing to pack" in alone.stderr and not (tmp_path / "none.tar.gz").exists()

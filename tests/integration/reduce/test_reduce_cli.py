@@ -5,10 +5,14 @@ runs, four reductions; the crash's, about 20 s, is mostly the reduced module's o
 from __future__ import annotations
 
 import json
+import re
 import sys
+import tarfile
 from pathlib import Path
 
 from tests.helpers import bundles, manifest
+
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def test_float64_miscompile_reduces_to_a_few_instructions(xl, tmp_path, student_t_bundle, miscompile_python):
@@ -17,6 +21,10 @@ def test_float64_miscompile_reduces_to_a_few_instructions(xl, tmp_path, student_
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["instructions_before"] >= 70 and summary["instructions_after"] <= 12
+    # the README's NaN example says what this prints
+    claimed = re.search(r"goes from (\d+) to (\d+) instructions", README.read_text().replace("\n", " "))
+    assert claimed and summary["instructions_before"] == int(claimed[1]), summary
+    assert summary["instructions_after"] <= int(claimed[2]), summary
     assert not summary["flaky"] and summary["oracle"] == "mismatch"
     bundle = Path(summary["bundle"])
     assert manifest(bundle)["status"] == "ok"
@@ -85,6 +93,18 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
     assert " tanh(" in reduced and json.loads(result.stdout)["instructions_after"] <= 3
     plan = manifest(tmp_path / "out" / "latest")["plan"]  # the reduction names its inputs
     assert plan["input_source"]["kind"] in ("snapshot", "random"), plan.get("input_source")
+    # ISSUE.md is filled from what xlatools knows (the script runs no replay), and the pack says what it cannot show.
+    bundle = Path(json.loads(result.stdout)["bundle"])
+    issue = (bundle / "ISSUE.md").read_text()
+    jaxlib = manifest(solve_bundle)["jax"]["jaxlib"]
+    assert f"(jaxlib {jaxlib})" in issue and "jax ?" not in issue and "device ?" not in issue
+    assert "parameter(0)" not in reduced or "(no parameters)" not in issue
+    assert "`repro run` answers nothing-to-reproduce (exit 5)" in issue
+    with tarfile.open(bundle / "repro.tar.gz") as tar:
+        index = json.loads(tar.extractfile("repro/pack.json").read())
+    assert index["oracle"].startswith("the script exits 1-127") and "the script exited 1" in index["oracle"]
+    packed = xl("repro", "run", str(bundle / "repro.tar.gz"), "--out", "rerun", "--json")
+    assert packed.returncode == 5 and "which a pack cannot replay" in json.loads(packed.stdout)["reason"], packed.stderr
     # A damaged state file is bad input naming it (not silently forgotten work).
     state = Path(json.loads(result.stdout)["state"]) / "state.json"
     state.write_text(json.dumps({**json.loads(state.read_text()), "counters": {"oracle_calls": "lots"}}))

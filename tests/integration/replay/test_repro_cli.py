@@ -40,26 +40,27 @@ def test_pack_is_deterministic_and_lists_its_hashes(packed):
     assert set(meta["modules"][0]["files"]) >= {"text", "proto", "snapshot"}
 
 
-def test_moved_pack_reproduces_with_the_same_fingerprint(packed, tmp_path, replay_env):
+def test_moved_healthy_pack_has_nothing_to_reproduce_and_replays_the_same(packed, tmp_path, replay_env):
     work, _ = packed
     shutil.copy(work / "a.tar.gz", tmp_path / "moved.tar.gz")
     result = run_cli("repro", "run", "moved.tar.gz", "--match", "fingerprint", "--json", "--out", "elsewhere",
                      cwd=tmp_path, env=replay_env, timeout=300)
-    assert result.returncode == 1, result.stderr  # 1: reproduced
+    assert result.returncode == 5, result.stderr  # 5: the pack records no failure (its module ran ok)
     data = json.loads(result.stdout)
-    assert data["outcome"] == "reproduced" and data["differences"] == []
+    assert data["outcome"] == "nothing-to-reproduce" and data["differences"] == []
+    assert data["reason"].startswith("the pack records no failure") and "replayed here: the same outcome" in data["reason"]
     expected, got = data["modules"][0]["expected"], data["modules"][0]["got"]
     assert got["fingerprint"] == expected["fingerprint"] and got["outputs"] == expected["outputs"]
     assert (tmp_path / "elsewhere").is_dir() and not any(p.name.startswith(".unpack") for p in (tmp_path / "elsewhere").iterdir())
 
 
-def test_not_reproduced_names_what_differs(packed, tmp_path, replay_env, old_jax_python):
+def test_another_jaxlib_names_what_differs(packed, tmp_path, replay_env, old_jax_python):
     work, _ = packed
     result = run_cli("repro", "run", str(work / "a.tar.gz"), "--python", old_jax_python, "--match", "fingerprint",
                      "--json", "--out", "out", cwd=tmp_path, env=replay_env, timeout=300)
-    assert result.returncode == 0, result.stderr  # 0: not reproduced
+    assert result.returncode == 5, result.stderr  # a healthy pack: nothing to reproduce, what differs still listed
     data = json.loads(result.stdout)
-    assert data["outcome"] == "not-reproduced" and any("fingerprint" in d for d in data["differences"])
+    assert data["outcome"] == "nothing-to-reproduce" and any("fingerprint" in d for d in data["differences"])
     strict = run_cli("repro", "run", str(work / "a.tar.gz"), "--python", old_jax_python, "--same-jaxlib", "--json",
                      "--out", "out", cwd=tmp_path, env=replay_env, timeout=300)
     assert strict.returncode == 3 and "0.4.30" in json.loads(strict.stdout)["reason"]

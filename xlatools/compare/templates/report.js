@@ -21,5 +21,7 @@
     (boxes[name] = boxes[name] || []).push([Math.round(rect.width), Math.round(rect.height)]);
   });
   document.documentElement.setAttribute("data-layout", JSON.stringify(boxes));
+  /* The page's own width: wider than the window means the page scrolls sideways. */
+  document.documentElement.setAttribute("data-page-width", String(document.documentElement.scrollWidth));
   document.documentElement.setAttribute("data-ready", "1");
 })();

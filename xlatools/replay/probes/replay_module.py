@@ -97,6 +97,20 @@ def make_inputs(mode, seed, shapes):
     return arrays
 
 
+def nonfinite(array):
+    """How many NaN and Inf elements a floating or complex output holds."""
+    import numpy as np
+
+    if array.dtype.kind not in "fc":
+        try:  # bfloat16 and the float8 types are numpy kind "V"
+            array = array.astype(np.float32) if array.dtype.kind == "V" else None
+        except (TypeError, ValueError):
+            array = None
+        if array is None:
+            return {"nan": 0, "inf": 0}
+    return {"nan": int(np.count_nonzero(np.isnan(array))), "inf": int(np.count_nonzero(np.isinf(array)))}
+
+
 def digest(array):
     import numpy as np
 
@@ -247,7 +261,8 @@ class Job:
     def finish(self, arrays, outputs):
         self.phase("compare")
         save_arrays(self.path("outputs.npz"), outputs)
-        self.result["outputs"] = [{"shape": list(o.shape), "dtype": str(o.dtype), "sha256": digest(o)} for o in outputs]
+        self.result["outputs"] = [dict({"shape": list(o.shape), "dtype": str(o.dtype), "sha256": digest(o)}, **nonfinite(o))
+                                  for o in outputs]
         comparisons = []
         for expected in self.spec.get("expected", []):
             other = load_arrays(expected)
