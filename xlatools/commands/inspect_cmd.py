@@ -67,6 +67,10 @@ def inspect(
     made = f" (created at {chosen.source.file}:{chosen.source.line})" if chosen.source else ""
     say(f"module {chosen.id:04d} {console.escape(chosen.name)}{console.escape(made)}: stages {', '.join(sorted(chosen.stages))}; "
         f"instructions {chosen.instructions_before} before, {chosen.instructions_after} after optimisation")
+    for kind, names in sorted(chosen.gpu_files.items()):  # what only a GPU compile writes
+        size = sum((root / n).stat().st_size for n in names if (root / n).is_file())
+        say(f"GPU {kind.replace('_', ' ')}: {len(names)} file(s), {size} bytes: {console.escape(', '.join(names[:4]))}"
+            + (f" and {len(names) - 4} more" if len(names) > 4 else ""))
     if not steps:
         say("no per-pass dumps for this module (run with --preset dump:passes or --preset dump:full)")
         for name in chosen.files:

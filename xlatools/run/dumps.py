@@ -37,6 +37,13 @@ _PASS = re.compile(
 _AFTER = re.compile(r"^(?P<platform>.+?)_after_optimizations(?P<extra>[-.].*)?$")
 _SNAPSHOT = re.compile(r"^(?:(?:unoptimized_)?snapshot\.-?\d+\.pb|execution_\d+\.hlo_(?:unoptimized_)?snapshot\.(?:pb|txt))$")
 _KERNEL_MLIR = re.compile(r"_kernel_module-(?:pre-optimization|post-optimization|post-lowering)\.mlir$")
+# Files only a GPU compile writes (jaxlib 0.11.2, CUDA: ../shared/fixtures/gpu-h200 and FIELD_NOTES §10); the
+# emitter's (.ptx, .ll, Triton) with --xla_dump_emitter_re (dump:llvm).
+GPU_FILES = (("ptx", re.compile(r"\.ptx$")), ("triton_ir", re.compile(r"(?:\.|^)(?:ttir|ttgir|llir|triton)[.-]|\.tt(?:g)?ir$")),
+             ("llvm_ir", re.compile(r"\.ll$")), ("thunk_sequence", re.compile(r"^thunk_sequence.*\.txt$")),
+             ("thunk_metadata", re.compile(r"^thunk_metadata\.txt$")),
+             ("autotune_results", re.compile(r"^autotune_results\.(?:pbtxt|txt|textproto|pb)$")),
+             ("gpu_target_config", re.compile(r"^gpu_target_config\.pbtxt$")))
 
 
 @dataclass
@@ -68,6 +75,7 @@ class Module:
     source: SourceLine | None = None  # the user's line that created it (dump_source.py)
     short_name: str = ""  # the name a person reads: `f` for TensorFlow's a_inference_f_15__XlaMustCompile_...
     origin: str | None = None  # which frontend made it, when the name tells
+    gpu_files: dict[str, list[str]] = field(default_factory=dict)  # GPU_FILES kind -> its files
 
     def __post_init__(self) -> None:
         if not self.short_name:
@@ -84,10 +92,11 @@ class Module:
             short_name=self.short_name, origin=self.origin, pass_steps=len(self.steps), file_count=len(self.files))
 
     def listing(self) -> "ModuleListing":
-        return ModuleListing(**vars(self.summary()), files=list(self.files))
+        return ModuleListing(**vars(self.summary()), files=list(self.files), gpu_files=dict(self.gpu_files))
 
     def detail(self) -> "ModuleDetail":
-        return ModuleDetail(**vars(self.summary()), files=list(self.files), steps=list(self.steps))
+        return ModuleDetail(**vars(self.summary()), files=list(self.files), steps=list(self.steps),
+                            gpu_files=dict(self.gpu_files))
 
 
 @dataclass(kw_only=True)
@@ -95,6 +104,7 @@ class ModuleListing(DumpModuleSummary):
     """A module as `xlatools inspect --json` lists it: its summary and its files."""
 
     files: list[str] = field(default_factory=list)
+    gpu_files: dict[str, list[str]] = field(default_factory=dict)  # PTX, LLVM IR, Triton IR, thunks, autotune results
 
 
 @dataclass(kw_only=True)
@@ -215,8 +225,12 @@ def _classify(module: Module, tail: str, rel: str) -> None:
         elif after["extra"] and after["extra"].startswith("-"):
             module.stages.add(after["extra"][1:].rsplit(".", 1)[0])  # buffer-assignment, memory-usage-report, ...
         return
-    if "ir-no-opt" in tail or "ir-with-opt" in tail:
+    gpu = next((kind for kind, pattern in GPU_FILES if pattern.search(tail)), None)
+    if "ir-no-opt" in tail or "ir-with-opt" in tail:  # the CPU's LLVM IR
         module.stages.add("llvm_ir")
+    elif gpu is not None:
+        module.stages.add(gpu)
+        module.gpu_files.setdefault(gpu, []).append(rel)
     elif _KERNEL_MLIR.search(tail):
         module.stages.add("kernel_mlir")
     elif tail == "o" or tail.endswith(".o"):
