@@ -105,7 +105,7 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     """Every run of one module; through `pool`'s long-lived workers when given (not when the test dumps:
     its dump folder is the module's own)."""
     from xlatools.replay.hloproto import is_unoptimized
-    from xlatools.replay.jobs import job_spec, prepare_materials, run_job
+    from xlatools.replay.jobs import prepare_materials, run_job
     from xlatools.replay.refusals import judge_callback, refuse_multi_device
 
     plan = prepared.plan
@@ -127,9 +127,7 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
         if pool is None or dumps:
             record.runs.append(one_shot())
         else:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            spec = job_spec(plan.request, materials, run, run_dir, test_dir)
-            record.runs.append(pool.run(spec, run, run_dir, env, plan.request.timeout, one_shot))
+            record.runs.append(pool.run(plan.request, materials, run, run_dir, test_dir, env, one_shot))
         if run.role == "test":
             test_dir = run_dir
     judge_callback(source, record)

@@ -21,7 +21,7 @@ from typing import Any
 
 from xlatools.errors import EnvironmentMissing, Interrupted
 from xlatools.records.replay import RunRecord
-from xlatools.replay.plan import RunConfig
+from xlatools.replay.plan import ReplayRequest, RunConfig
 from xlatools.vocab import Status
 
 WORKER = Path(__file__).resolve().parent.parent / "reduce" / "probes" / "oracle_worker.py"
@@ -190,15 +190,18 @@ class ReplayPool:
             self.workers[key] = Worker(run, worker_env, self.folder / f"{run.label}-{len(self.workers)}.log")
         return self.workers[key]
 
-    def run(self, spec: dict[str, object], run: RunConfig, run_dir: Path, env: dict[str, str], timeout: float | None,
-            one_shot) -> RunRecord:
-        """The job `spec` in its worker; `one_shot()` runs it in a fresh process (replay.jobs.run_job)."""
+    def run(self, request: ReplayRequest, materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
+            env: dict[str, str], one_shot) -> RunRecord:
+        """One job (replay.jobs.job_spec of these) in its worker; `one_shot()` runs it in a fresh process
+        (replay.jobs.run_job)."""
+        from xlatools.replay.jobs import job_spec
         from xlatools.vocab import ReplayOutcome
 
         if not self.enabled:
             return one_shot()
         worker = self.worker_for(run, env)
-        record = worker.replay(spec, run_dir, timeout)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        record = worker.replay(job_spec(request, materials, run, run_dir, test_dir), run_dir, request.timeout)
         if worker.proc is None and record.failure == ReplayOutcome.CRASH:  # it took the worker with it
             return one_shot()
         return record
