@@ -25,7 +25,8 @@ ABOUT = ("A 2-process run on a one-GPU machine used to give process 1 a GPU that
          "timed with long-lived workers and with a process per module.")
 BUDGET_S = 150
 SMOKE = "dot,matmul,conv,reduce,while,grad"
-PRESETS = ("nccl", "cudnn-log", "cublas-log", "autotune", "deterministic", "f32", "no-cuda-graphs", "sync-launch",
+# deterministic before autotune: the mode turns autotuning off, the autotune preset (later) sets level 4 again.
+PRESETS = ("nccl", "cudnn-log", "cublas-log", "deterministic", "autotune", "f32", "no-cuda-graphs", "sync-launch",
            "exact-alloc")
 DEBUG_PROGRAM = """\
 import jax, jax.numpy as jnp

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from xlatools.run.determinism import DETERMINISM_FLAGS
+from xlatools.run.determinism import mode_flags
 
-GPU_PRESETS = ("nccl", "cudnn-log", "cublas-log", "autotune", "deterministic", "f32", "no-cuda-graphs", "sync-launch",
+# deterministic before autotune: the mode turns autotuning off, the autotune preset (later) sets its level again.
+GPU_PRESETS = ("nccl", "cudnn-log", "cublas-log", "deterministic", "autotune", "f32", "no-cuda-graphs", "sync-launch",
                "exact-alloc")
 VARIABLES = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "CUDNN_LOGLEVEL_DBG", "CUDNN_LOGDEST_DBG",
              "CUBLAS_LOGINFO_DBG", "CUBLAS_LOGDEST_DBG", "CUBLASLT_LOG_LEVEL", "CUBLASLT_LOG_FILE",
@@ -46,8 +47,9 @@ def test_gpu_presets_reach_the_program_and_every_jaxlib_accepts_them(xl, tmp_pat
     assert (seen["JAX_DEFAULT_MATMUL_PRECISION"], seen["NVIDIA_TF32_OVERRIDE"]) == ("float32", "0")
     assert (seen["CUDA_LAUNCH_BLOCKING"], seen["XLA_PYTHON_CLIENT_ALLOCATOR"]) == ("1", "platform")
     flags = seen["XLA_FLAGS"].split()
+    mode = [f for f in mode_flags() if not f.startswith("--xla_gpu_autotune_level=")]
     for flag in ("--xla_gpu_autotune_level=4", f"--xla_gpu_dump_autotune_results_to={bundle}/autotune_results.pbtxt",
-                 "--xla_gpu_enable_command_buffer=", *DETERMINISM_FLAGS):
+                 "--xla_gpu_enable_command_buffer=", *mode):
         assert flag in flags, (flag, flags)
     assert [p["name"] for p in data["presets"] if p["kind"] == "gpu"] == list(GPU_PRESETS)
     assert "xla_force_host_platform_device_count" not in seen["XLA_FLAGS"]

@@ -176,10 +176,10 @@ def _shipped() -> list[tuple[str, Any]]:
     except (OSError, ValueError):
         data = {path.name: content for path, content in shipped_definitions()}
     deterministic = (data.get("gpu.yaml") or {}).get("deterministic")
-    if isinstance(deterministic, dict):  # its flags live in one place: run/determinism.py
-        from xlatools.run.determinism import DETERMINISM_FLAGS
+    if isinstance(deterministic, dict):  # its flags live in one place: run/determinism.py (MODE)
+        from xlatools.run.determinism import mode_flags
 
-        deterministic["xla_flags"] = list(DETERMINISM_FLAGS)
+        deterministic["xla_flags"] = mode_flags()
     return [(str(SHIPPED_DIR / name), content) for name, content in data.items()]
 
 
