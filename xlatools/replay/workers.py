@@ -67,7 +67,8 @@ class Worker:
             from xlatools.proctree import end_tree
 
             try:
-                self.proc.stdin.close()
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()
             except OSError:
                 pass
             end_tree(self.proc, grace=2.0)
@@ -129,7 +130,7 @@ class Worker:
         atomic_write_json(run_dir / "job.json", spec)
         offset = self.log.stat().st_size if self.log.exists() else 0
         started = time.monotonic()
-        status, code = Status.OK, 0
+        status, code = Status.OK, 0  # type: Status, int | None
         try:
             self.request("replay", timeout, job=str(run_dir / "job.json"))
         except WorkerDied as died:

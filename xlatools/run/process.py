@@ -262,7 +262,7 @@ def _watch(procs: list[_Proc], wake: threading.Event, t0: float, timeout: float 
         waits = [t - now for t in (deadline, next_beat) if t is not None] + ([1.0] if fatal_quiet else [])
         wake.wait(max(0.0, min(waits)) if waits else None)
         wake.clear()
-        for proc in sorted((p for p in procs if p.status is None and p.ended is not None), key=lambda p: p.ended):
+        for proc in sorted((p for p in procs if p.status is None and p.ended is not None), key=lambda p: p.ended or 0.0):
             signal_tree(proc.popen.pid, [], signal.SIGKILL)  # what it left in its group would hold our pipes
             proc.status = ProcessStatus.OK if proc.popen.returncode == 0 else ProcessStatus.FAILED
         now = time.monotonic()
