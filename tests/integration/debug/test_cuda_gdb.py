@@ -2,7 +2,7 @@
 
 Debian's gdb stands in for cuda-gdb under its layout and name ($CUDA_HOME/bin/cuda-gdb, a copy:
 the real wrapper picks its binary by its own name), with a PATH that has no gdb.
-Cost: doctor about 10 s, a crash and a pass breakpoint about 60 s on 2 busy cores."""
+Cost: doctor about 5 s, a crash about 5 s."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.debug.test_debug_cli import PROGRAM
 from tests.integration.debug.test_native_crashes import SEGFAULT
 
 
@@ -37,19 +36,12 @@ def test_doctor_names_cuda_gdb_when_there_is_no_gdb(xl, cuda_env):
         assert found["status"] == "warn" and "no cuda-gdb in $CUDA_HOME/bin" in found["evidence"]
 
 
-def test_crash_capture_and_pass_breakpoint_use_cuda_gdb(xl, cuda_env, tmp_path):
+def test_crash_capture_uses_cuda_gdb(xl, cuda_env, tmp_path):
+    """A native crash's backtrace comes from cuda-gdb (`debug run --break-pass` under cuda-gdb is checked on a
+    real GPU machine by scripts/gpu_check/operations.py: about a minute under gdb here)."""
     (tmp_path / "segv.py").write_text(SEGFAULT)
     done = xl("run", "segv.py", "--json", timeout=600, env=cuda_env)
     assert done.returncode == 1, done.stderr
     bundle = Path(json.loads(done.stdout)["bundle"])
     text = (bundle / "native-backtrace.txt").read_text()
     assert "#0 " in text and "string_at" in text
-
-    (tmp_path / "prog.py").write_text(PROGRAM)
-    done = xl("debug", "prog.py", "--break-pass", "algsimp", "--hlo-module", "^jit_f$", "--json", timeout=600,
-              env=cuda_env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
-    assert result["stops"][0]["pass"] == "algsimp"
-    recorded = json.loads((Path(result["bundle"]) / "manifest.json").read_text())["gdb"]
-    assert recorded["path"] == f"{cuda_env['CUDA_HOME']}/bin/cuda-gdb" and "GNU gdb" in recorded["version"]
