@@ -5,7 +5,12 @@ The seed program (alpha * dot(x, y) + beta * z) is dumped once; then its jit_fn 
 `xlatools replay FILE --inputs random --iterations 100` and by one hand-written script
 over jax's Python APIs (parse, convert, compile, 100 runs, fetch the result). The sides
 alternate so machine noise hits both alike. Prints the medians and their ratio (goal <= 1.2).
-Usage: python benchmarks/replay.py [--runs 7] [--iterations 100] [--python PATH]
+
+--modules: what replaying many modules costs over one. A program of 7 small jit functions is dumped;
+`xlatools replay DUMP` (7 modules) and `xlatools replay DUMP --module jit_f0` alternate, with replay's
+long-lived workers and without them (XLATOOLS_REPLAY_WORKERS=0: a target process per module). Prints
+both ratios (goal: 7 modules under 2x one module with workers).
+Usage: python benchmarks/replay.py [--runs 7] [--iterations 100] [--python PATH] [--modules]
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _bench import installed_env, report_ratio, timed
+from _bench import alternate, installed_env, report_ratio, timed
 
 SEED = """
 import jax, jax.numpy as jnp, numpy as np
@@ -56,6 +61,42 @@ print(min(times), sorted(times)[len(times) // 2])
 """
 
 
+SEVEN = """
+import jax, jax.numpy as jnp, numpy as np
+x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+fns = [lambda a: jnp.sin(a) + 1, lambda a: a @ a.T, lambda a: jnp.cumsum(a, axis=1), lambda a: jnp.tanh(a) * a,
+       lambda a: jnp.exp(a).sum(axis=0), lambda a: jnp.sort(a, axis=1), lambda a: jnp.maximum(a, 0.25) - a.mean()]
+for i, fn in enumerate(fns):
+    fn.__name__ = f"f{i}"
+    jax.jit(fn)(x).block_until_ready()
+"""
+
+
+def modules_ratio(python: str, runs: int, as_json: bool, env: dict[str, str], work: str) -> int:
+    """7 modules against 1, with and without replay's workers (see the module docstring)."""
+    import json
+
+    dump = os.path.join(work, "dump7")
+    Path(work, "seven.py").write_text(SEVEN)
+    subprocess.run([python, os.path.join(work, "seven.py")], check=True,
+                   env={**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"})
+    base = [sys.executable, "-m", "xlatools", "replay", dump, "--python", python, "--out", os.path.join(work, "artifacts")]
+    timed(base + ["--module", "jit_f0"], env=env, cwd=work)  # warm-up: file caches and the target probe
+    result = {}
+    for mode, workers in (("before (a process per module)", "0"), ("after (workers)", "1")):
+        mode_env = {**env, "XLATOOLS_REPLAY_WORKERS": workers}
+        one, seven = alternate(base + ["--module", "jit_f0"], base, runs, env=mode_env, cwd=work)
+        ratio = statistics.median(seven) / statistics.median(one)
+        result[mode] = {"one_module_median_s": round(statistics.median(one), 3),
+                        "seven_modules_median_s": round(statistics.median(seven), 3), "ratio": round(ratio, 3)}
+        if not as_json:
+            print(f"{mode}: 1 module median {statistics.median(one):.2f} s, 7 modules median "
+                  f"{statistics.median(seven):.2f} s, ratio {ratio:.2f} (goal with workers < 2)")
+    if as_json:
+        print(json.dumps({"runs": runs, **result}, indent=2))
+    return 0
+
+
 def dump_seed(python: str, work: str, env: dict[str, str]) -> Path:
     dump = os.path.join(work, "dump")
     seed = os.path.join(work, "seed.py")
@@ -70,13 +111,19 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=100, help="executions of the compiled module per run")
     parser.add_argument("--python", default=sys.executable, help="interpreter with jax >= 0.5 (the by-hand script uses its APIs)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--modules", action="store_true", help="7 modules against 1, with and without workers")
     args = parser.parse_args()
-    if args.runs < 5:
-        parser.error("--runs must be at least 5")
+    if args.runs < (3 if args.modules else 5):
+        parser.error("--runs must be at least 5 (3 with --modules)")
     work = tempfile.mkdtemp(prefix="xlatools-bench-replay-")
     env = {**installed_env(), "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
            "XLATOOLS_CACHE_DIR": os.path.join(work, "cache")}
     env.pop("XLA_FLAGS", None)
+    if args.modules:
+        try:
+            return modules_ratio(args.python, args.runs, args.json, env, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     try:
         module = dump_seed(args.python, work, env)
         hand_script = os.path.join(work, "by_hand.py")

@@ -26,6 +26,29 @@ print("process", jax.process_index(), "waits for the others", flush=True)
 multihost_utils.sync_global_devices("never reached by process 1")
 """
 
+STARTUP = """\
+import os
+import jax
+if os.environ["JAX_PROCESS_ID"] == "1":
+    raise SystemExit("process 1 cannot start its backend")
+jax.distributed.initialize(num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
+                           process_id=int(os.environ["JAX_PROCESS_ID"]))
+print("process 0 never gets here", flush=True)
+"""
+
+# What a jax process whose GPU does not exist does (FIELD_NOTES §10): it raises, then hangs at exit in
+# jax.distributed's shutdown, waiting for a peer that waits for it in a collective.
+RAISES_THEN_HANGS = """\
+import os
+import jax
+jax.distributed.initialize(num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
+                           process_id=int(os.environ["JAX_PROCESS_ID"]))
+if jax.process_index() == 1:
+    raise RuntimeError("no supported devices found (stand-in)")
+from jax.experimental import multihost_utils
+multihost_utils.sync_global_devices("never reached by process 1")
+"""
+
 HANG = """\
 import os, time
 import jax
@@ -133,11 +156,35 @@ def test_the_first_process_to_fail_stops_the_others(xl, tmp_path):
     p0, p1 = data["processes"]
     assert (p1["status"], p1["signal"], p1["first_failure"]) == ("failed", "SIGSEGV", True)
     assert p0["status"] == "stopped" and not p0["first_failure"]  # it was waiting for process 1 in a collective
-    assert data["program_outcome"] == "process 1 failed first (killed by SIGSEGV); 1 other stopped"
+    assert data["program_outcome"].startswith("process 1 failed first (killed by SIGSEGV); 1 other stopped; its last line:")
     bundle = Path(data["bundle"])
     assert "waits for the others" in (bundle / "p0.stdout.log").read_text()
     assert "Segmentation fault" in (bundle / "p1.stderr.log").read_text()
     assert manifest(bundle)["processes"][1]["first_failure"] is True
+
+
+def test_a_process_that_fails_while_jax_distributed_starts_ends_the_run_at_once(xl, tmp_path):
+    (tmp_path / "startup.py").write_text(STARTUP)
+    done = xl("run", "startup.py", "--processes", "2", "--timeout", "100", "--out", "runs", "--json", timeout=120)
+    assert done.returncode == 1, done.stderr[-2000:]
+    data = json.loads(done.stdout)
+    assert data["first_failed"] == 1 and [p["status"] for p in data["processes"]] == ["stopped", "failed"]
+    assert data["processes"][1]["last_lines"][-1] == "process 1 cannot start its backend"
+    assert data["duration_s"] < 60  # not the timeout: process 0 was waiting for it to connect
+
+
+def test_a_process_that_raises_then_hangs_is_stopped_with_its_peers(xl, tmp_path):
+    (tmp_path / "hangs.py").write_text(RAISES_THEN_HANGS)
+    done = xl("run", "hangs.py", "--processes", "2", "--timeout", "100", "--out", "runs", "--json", timeout=120,
+              env={"XLATOOLS_FATAL_QUIET_S": "2"})
+    assert done.returncode == 1, done.stderr[-2000:]
+    data = json.loads(done.stdout)
+    p0, p1 = data["processes"]
+    assert data["first_failed"] == 1 and (p0["status"], p1["status"]) == ("stopped", "failed")
+    assert p1["outcome"].startswith("printed a fatal error, then no output and no progress for")
+    assert "no supported devices found (stand-in)" in data["program_outcome"]
+    assert p1["duration_s"] < 25  # jax's own shutdown would wait for 30 s or more
+    assert "RuntimeError" in (Path(data["bundle"]) / "p1.stderr.log").read_text()
 
 
 def test_a_hanging_process_ends_with_the_timeout(xl, tmp_path):

@@ -94,7 +94,7 @@ def test_doctors_gdb_and_ptrace_verdicts_from_the_facts():
     from xlatools.vocab import CheckStatus
 
     assert check_gdb(None, None).status == CheckStatus.WARN and "apt-get install gdb" in check_gdb(None, None).fix
-    assert check_gdb("/usr/bin/gdb", "GNU gdb 13.1").evidence == "GNU gdb 13.1 (/usr/bin/gdb)"
+    assert check_gdb("/usr/bin/gdb", "GNU gdb 13.1", "gdb on PATH").evidence == "debugger /usr/bin/gdb (gdb on PATH): GNU gdb 13.1"
     assert check_ptrace("1", None).status == CheckStatus.OK
     assert check_ptrace(None, None).status == CheckStatus.OK
     assert (check_ptrace("2", None).status, check_ptrace("3", None).status) == (CheckStatus.WARN, CheckStatus.FAIL)

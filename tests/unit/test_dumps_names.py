@@ -176,3 +176,24 @@ def test_frontend_module_names(tmp_path):
     assert (torch.name, torch.origin) == ("SyncTensorsGraph.124", "torch_xla")
     assert "kernel_mlir" in torch.stages
     assert index.find("f") is tf_jit and index.find("cluster_0") is cluster and index.find(TF_JIT) is tf_jit
+
+
+def test_gpu_files_of_a_module_are_named(tmp_path):
+    """The H200's real file names (../shared/fixtures/gpu-h200) and the emitter's PTX, LLVM IR and Triton IR."""
+    from xlatools.run.dumps import index_dump
+
+    real = Path(__file__).resolve().parents[2] / "../shared/fixtures/gpu-h200/flax-cnn/xla_dump"
+    if real.is_dir():
+        module = index_dump(real).find("jit_step")
+        assert sorted(module.gpu_files) == ["autotune_results", "gpu_target_config", "thunk_metadata", "thunk_sequence"]
+        assert module.platform == "sm_9.0a_gpu"
+    for name in ("module_0001.jit_f.before_optimizations.txt", "module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt",
+                 "module_0001.jit_f.loop_add_fusion.ptx", "module_0001.jit_f.loop_add_fusion.ll",
+                 "module_0001.jit_f.gemm_fusion_dot.ttir.txt", "module_0001.jit_f.thunk_sequence.txt",
+                 "module_0001.jit_f.autotune_results.pbtxt", "module_0002.jit_g.ir-no-opt.ll"):
+        (tmp_path / name).write_text("x\n")
+    index = index_dump(tmp_path)
+    f, g = index.find("jit_f"), index.find("jit_g")
+    assert {k: len(v) for k, v in f.gpu_files.items()} == {"ptx": 1, "llvm_ir": 1, "triton_ir": 1, "thunk_sequence": 1,
+                                                          "autotune_results": 1}
+    assert g.gpu_files == {} and "llvm_ir" in g.stages  # the CPU's LLVM IR is not a GPU file

@@ -57,3 +57,48 @@ def test_gpu_platform_without_gpu_is_environment_missing(fake_target):
 def test_rocm_plugin_selects_rocm():
     assert Target(python="/py", plugins=["jax-rocm60-plugin"]).gpu_platform() == "rocm"
     assert GPU.has_gpu and not CPU.has_gpu
+
+
+def test_more_processes_than_gpus_is_refused_before_launch(fake_target):
+    fake_target(GPU)  # one GPU
+    from xlatools.errors import UsageError
+
+    mp = RunRequest(Program("smoke", "multiprocess"), "/py", platform="gpu", processes=2)
+    with pytest.raises(UsageError, match=r"--processes 2 x --devices-per-process 1 needs 2 GPUs; /py sees 1 "
+                                         r"\(NVIDIA H100 80GB HBM3\)") as refused:
+        prepare(mp, ProfileRun(), {}, {}, Path("/w"))
+    assert refused.value.exit_code == 2 and "run one process" in refused.value.hint
+    two = Target(**{**GPU.__dict__, "devices": [{"id": i, "platform": "gpu", "kind": "NVIDIA H200"} for i in (0, 1)]})
+    fake_target(two)
+    plan = prepare(mp, ProfileRun(), {}, {}, Path("/w")).plan
+    assert [p.env["JAX_LOCAL_DEVICE_IDS"] for p in plan.processes] == ["0", "1"]
+    narrowed = RunRequest(Program("smoke", "multiprocess"), "/py", platform="gpu", processes=2, env=["CUDA_VISIBLE_DEVICES=1"])
+    with pytest.raises(UsageError, match="CUDA_VISIBLE_DEVICES=1 leaves 1"):
+        prepare(narrowed, ProfileRun(), {}, {}, Path("/w"))
+    cpu = RunRequest(Program("smoke", "multiprocess"), "/py", platform="cpu", processes=4)
+    assert len(prepare(cpu, ProfileRun(), {}, {}, Path("/w")).plan.processes) == 4  # CPU devices are made up
+
+
+def test_auto_on_a_gpu_target_makes_up_no_cpu_devices(fake_target):
+    fake_target(GPU)
+    plan = prepare(request(platform="auto"), ProfileRun(), {}, {}, Path("/w")).plan
+    assert "xla_force_host_platform_device_count" not in plan.child_env({}).get("XLA_FLAGS", "")
+    fake_target(CPU)
+    plan = prepare(request(platform="auto"), ProfileRun(), {}, {}, Path("/w")).plan
+    assert "--xla_force_host_platform_device_count=4" in plan.child_env({})["XLA_FLAGS"]
+
+
+def test_the_manifest_and_inspect_name_each_processs_gpu():
+    from xlatools.records.run import Device, JaxInfo, ProcessRecord, RunManifest
+    from xlatools.run.group_record import given_gpus
+    from xlatools.run.process_dumps import DumpChoice, process_lines
+
+    record = RunManifest(platform="gpu", jax=JaxInfo(devices=[Device(id=0, platform="gpu", kind="NVIDIA H200"),
+                                                              Device(id=1, platform="gpu", kind="NVIDIA H200")]))
+    gpus = given_gpus(record, {"JAX_LOCAL_DEVICE_IDS": "1"})
+    assert [(g.id, g.kind) for g in gpus] == [(1, "NVIDIA H200")]
+    assert given_gpus(RunManifest(platform="cpu", jax=record.jax), {"JAX_LOCAL_DEVICE_IDS": "1"}) == []
+    row = ProcessRecord(id=1, status="ok", devices=1, outcome="exit 0", stdout="p1.stdout.log", stderr="p1.stderr.log",
+                        gpus=gpus)
+    [line] = process_lines([row], DumpChoice(Path("/b/xla_dump/p1"), Path("/b"), 1, 2))
+    assert "1 device(s); GPU 1 NVIDIA H200; logs p1.stdout.log" in line

@@ -65,18 +65,27 @@ def inspect(
         return
     say = console.err().print
     made = f" (created at {chosen.source.file}:{chosen.source.line})" if chosen.source else ""
-    say(f"module {chosen.id:04d} {console.escape(chosen.name)}{console.escape(made)}: stages {', '.join(sorted(chosen.stages))}; "
-        f"instructions {chosen.instructions_before} before, {chosen.instructions_after} after optimisation")
+    say(console.escape("\n".join([f"module {chosen.id:04d} {chosen.name}{made}: stages {', '.join(sorted(chosen.stages))};"
+                                   f" instructions {chosen.instructions_before} before, {chosen.instructions_after} after "
+                                   "optimisation"] + _gpu_file_lines(root, chosen.gpu_files))))
     if not steps:
         say("no per-pass dumps for this module (run with --preset dump:passes or --preset dump:full)")
         for name in chosen.files:
             typer.echo(name)
         return
-    rows = [("step", "pipeline", "after pass", "changed", "instructions")]
-    for step in steps:
-        changed = {True: "yes", False: "no", None: "?"}[step.changed]
-        rows.append((f"{step.step:04d}", step.pipeline, step.pass_name, changed, str(step.instructions)))
-    typer.echo(console.columns(rows))
+    typer.echo(console.columns([("step", "pipeline", "after pass", "changed", "instructions")] + [
+        (f"{s.step:04d}", s.pipeline, s.pass_name, {True: "yes", False: "no", None: "?"}[s.changed], str(s.instructions))
+        for s in steps]))
+
+
+def _gpu_file_lines(root, gpu_files: dict[str, list[str]]) -> list[str]:
+    """What only a GPU compile writes, by kind: count, bytes, the first names."""
+    lines = []
+    for kind, names in sorted(gpu_files.items()):
+        size = sum((root / n).stat().st_size for n in names if (root / n).is_file())
+        more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+        lines.append(f"GPU {kind.replace('_', ' ')}: {len(names)} file(s), {size} bytes: {', '.join(names[:4])}{more}")
+    return lines
 
 
 def _processes(choice) -> tuple[dict, list[str]]:

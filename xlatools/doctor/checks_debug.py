@@ -6,7 +6,7 @@ from __future__ import annotations
 from xlatools.doctor.model import Check, fail, ok, warn
 from xlatools.vocab import CheckStatus
 
-GDB_HINT = "install Debian's gdb (apt-get install gdb), or point XLATOOLS_GDB at one"
+GDB_HINT = "install Debian's gdb (apt-get install gdb), or point XLATOOLS_GDB at one (CUDA's cuda-gdb works too)"
 PTRACE = "ptrace (debugger attach)"
 # Yama's kernel.yama.ptrace_scope: the verdict and what it means.
 _SCOPES = {
@@ -17,10 +17,12 @@ _SCOPES = {
 }
 
 
-def check_gdb(gdb: str | None, version: str | None) -> Check:
+def check_gdb(gdb: str | None, version: str | None, found: str = "") -> Check:
+    """`found`: where the debugger was found, in words (debug.gdb.locate_gdb)."""
     if gdb is None:
-        return warn("gdb", "not found: crashes leave only Python tracebacks, `xlatools debug` cannot run", GDB_HINT)
-    return ok("gdb", f"{version or 'unknown version'} ({gdb})")
+        return warn("gdb", f"not found ({found or 'no gdb on PATH'}): crashes leave only Python tracebacks, "
+                    "`xlatools debug` cannot run", GDB_HINT)
+    return ok("gdb", f"debugger {gdb} ({found or 'found'}): {version or 'unknown version'}")
 
 
 def check_ptrace(scope: str | None, attach_error: str | None) -> Check:

@@ -137,11 +137,11 @@ def _env_checks(target: Target, env: Mapping[str, str]) -> list[Check]:
 
 def _debugger_checks(env: Mapping[str, str]) -> list[Check]:
     """gdb (crash backtraces, `xlatools debug`) and whether a debugger may attach here."""
-    from xlatools.debug.gdb import attach_error, find_gdb, gdb_version, ptrace_scope
+    from xlatools.debug.gdb import attach_error, gdb_version, locate_gdb, ptrace_scope
     from xlatools.doctor.checks_debug import check_gdb, check_ptrace
 
-    gdb = find_gdb(env)
-    return [check_gdb(gdb, gdb_version(gdb) if gdb else None), check_ptrace(ptrace_scope(), attach_error())]
+    gdb, found = locate_gdb(env)
+    return [check_gdb(gdb, gdb_version(gdb) if gdb else None, found), check_ptrace(ptrace_scope(), attach_error())]
 
 
 def _gpu_checks(target: Target, env: Mapping[str, str]) -> list[Check]:

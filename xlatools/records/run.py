@@ -177,6 +177,8 @@ class ProcessRecord:
     env: dict[str, str] = field(default_factory=dict)  # what it got on top of the run's env_changes
     dump: DumpSummary | None = None  # its own dump (xla_dump/pI)
     smoke: SmokeReport | None = None
+    gpus: list[Device] = field(default_factory=list)  # the GPUs it was given (JAX_LOCAL_DEVICE_IDS): index, name
+    last_lines: list[str] = field(default_factory=list)  # a failed process's last stderr lines
 
 
 @dataclass(kw_only=True)

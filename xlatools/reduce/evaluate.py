@@ -22,7 +22,7 @@ from xlatools.reduce.edits import Candidate
 from xlatools.reduce.hlo_text import print_module
 from xlatools.reduce.oracle import judge_error, judge_outputs, run_script
 from xlatools.reduce.plan import ReducePlan
-from xlatools.reduce.workers import Worker, make_worker, stop_all
+from xlatools.replay.workers import Worker, make_worker, stop_all
 from xlatools.vocab import Interest, OracleKind, PrecisionMode, ReplayOutcome
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class Evaluator:
     def _in_slots(self, work, items: list) -> list:
         """`work` over `items`, --jobs at a time. Ctrl-C and SIGTERM reach the main thread only, while the slots'
         scripts and workers run in sessions of their own: they are stopped here, or the pool would wait for them."""
-        from xlatools.reduce.workers import stop_all
+        from xlatools.replay.workers import stop_all
         from xlatools.run.process import interrupt_running
 
         pool = ThreadPoolExecutor(max_workers=self.plan.request.jobs)

@@ -20,6 +20,7 @@ from xlatools.records.replay import ModuleRecord, ReplayManifest, TargetVersions
 from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
 from xlatools.replay.records import NO_RESULT, exit_code, finish_module, replay_notes, table
 from xlatools.replay.sources import ModuleSource
+from xlatools.replay.workers import ReplayPool
 from xlatools.run.target import Target
 from xlatools.vocab import Platform, PrecisionMode, SourceForm, Status
 
@@ -127,7 +128,9 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
 
 
 def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
-                  reporter: Reporter) -> ModuleRecord:
+                  reporter: Reporter, pool: ReplayPool | None = None) -> ModuleRecord:
+    """Every run of one module; through `pool`'s long-lived workers when given (not when the test dumps:
+    its dump folder is the module's own)."""
     from xlatools.replay.full_precision import highest_materials, second_run
     from xlatools.replay.hloproto import is_unoptimized
     from xlatools.replay.jobs import input_source, prepare_materials, run_job
@@ -148,9 +151,18 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     for run in plan.runs:
         run_dir = folder / run.label
         gpu = prepared.targets[run.python].gpu_platform()
-        env = run.env(caller_env, gpu, str(run_dir / "xla_dump") if plan.dumps and run.role == "test" else None)
+        dumps = plan.dumps and run.role == "test"
+        env = run.env(caller_env, gpu, str(run_dir / "xla_dump") if dumps else None)
         reporter.step(f"{source.label}: {run.label} ({run.python})")
-        record.runs.append(run_job(request, tested if run.role == "test" else materials, run, run_dir, test_dir, env))
+        given = tested if run.role == "test" else materials  # only the test's dots are raised (--precision highest)
+
+        def one_shot(run=run, run_dir=run_dir, env=env, test_dir=test_dir, given=given):
+            return run_job(request, given, run, run_dir, test_dir, env)
+
+        if pool is None or dumps:
+            record.runs.append(one_shot())
+        else:
+            record.runs.append(pool.run(request, given, run, run_dir, test_dir, env, one_shot))
         if run.role == "test":
             test_dir = run_dir
     judge_callback(source, record)
@@ -189,15 +201,19 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
     plan = prepared.plan
     with bundle_session(out_root, replay_record(prepared, argv), name=plan.name) as session:
         record: ReplayManifest = session.record
+        pool = ReplayPool(session.path / "workers", enabled=caller_env.get("XLATOOLS_REPLAY_WORKERS", "1") != "0")
         try:
             for source in plan.modules:
                 record.modules.append(replay_module(prepared, source, session.path / "modules" / source.slug,
-                                                    caller_env, reporter))
+                                                    caller_env, reporter, pool))
+            pool.close()
             if then is not None:
                 then(session.path, record)
         except (KeyboardInterrupt, Interrupted):  # the session records it; the summary shows what was replayed
             _write_summary(session.path, prepared, Status.INTERRUPTED, Interrupted.exit_code, table(record.modules))
             raise Interrupted(f"interrupted; partial replay bundle: {session.path}") from None
+        finally:
+            pool.close()
         if record.plan is not None:
             record.plan.notes += replay_notes(record.modules)
         code = exit_code([m.outcome for m in record.modules])

@@ -34,6 +34,10 @@ from xlatools.run.frontend_names import frontend_name
 
 # A file's kind -> the stage a module's summary lists (kinds not named here list as themselves).
 _STAGES = {DumpKind.PASS_STEP: "passes", DumpKind.SNAPSHOT: "snapshots", DumpKind.UNOPTIMIZED_SNAPSHOT: "snapshots"}
+# Files only a GPU compile writes (jaxlib 0.11.2, CUDA: ../shared/fixtures/gpu-h200 and FIELD_NOTES §10); the
+# emitter's (.ptx, .ll, Triton) with --xla_dump_emitter_re (dump:llvm). The CPU's LLVM IR (ir-no-opt/ir-with-opt) is not one.
+GPU_KINDS = frozenset({DumpKind.PTX, DumpKind.TRITON_IR, DumpKind.THUNK_SEQUENCE, DumpKind.THUNK_METADATA,
+                       DumpKind.AUTOTUNE_RESULTS, DumpKind.GPU_TARGET_CONFIG})
 
 
 @dataclass
@@ -65,6 +69,7 @@ class Module:
     source: SourceLine | None = None  # the user's line that created it (dump_source.py)
     short_name: str = ""  # the name a person reads: `f` for TensorFlow's a_inference_f_15__XlaMustCompile_...
     origin: str | None = None  # which frontend made it, when the name tells
+    gpu_files: dict[str, list[str]] = field(default_factory=dict)  # GPU_FILES kind -> its files
 
     def __post_init__(self) -> None:
         if not self.short_name:
@@ -81,10 +86,11 @@ class Module:
             short_name=self.short_name, origin=self.origin, pass_steps=len(self.steps), file_count=len(self.files))
 
     def listing(self) -> "ModuleListing":
-        return ModuleListing(**vars(self.summary()), files=list(self.files))
+        return ModuleListing(**vars(self.summary()), files=list(self.files), gpu_files=dict(self.gpu_files))
 
     def detail(self) -> "ModuleDetail":
-        return ModuleDetail(**vars(self.summary()), files=list(self.files), steps=list(self.steps))
+        return ModuleDetail(**vars(self.summary()), files=list(self.files), steps=list(self.steps),
+                            gpu_files=dict(self.gpu_files))
 
 
 @dataclass(kw_only=True)
@@ -92,6 +98,7 @@ class ModuleListing(DumpModuleSummary):
     """A module as `xlatools inspect --json` lists it: its summary and its files."""
 
     files: list[str] = field(default_factory=list)
+    gpu_files: dict[str, list[str]] = field(default_factory=dict)  # PTX, LLVM IR, Triton IR, thunks, autotune results
 
 
 @dataclass(kw_only=True)
@@ -204,6 +211,8 @@ def _classify(module: Module, name: DumpName, rel: str) -> None:
         module.platform = name.platform
         if kind is DumpKind.AFTER_OPTIMIZATIONS and name.fmt == "txt":
             module.after_file = rel
+    if kind in GPU_KINDS or (kind is DumpKind.LLVM_IR and "ir-no-opt" not in rel and "ir-with-opt" not in rel):
+        module.gpu_files.setdefault(kind.value, []).append(rel)
 
 
 def index_dump(root: Path) -> DumpIndex:

@@ -85,8 +85,14 @@ def prepare(request: RunRequest, profile: ProfileRun,
             f"--platform gpu: {request.python} sees no GPU ({target.frontend} backend: {target.backend or 'none'})",
             hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
         )
+    on_gpu = platform == Platform.GPU or (platform == Platform.AUTO and target.has_gpu)
     plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform(),
-                    frontend=target.frontend)
+                    frontend=target.frontend, on_gpu=on_gpu)
+    if on_gpu:
+        from xlatools.run.multiprocess import check_gpu_fit
+
+        check_gpu_fit(plan.processes, [d for d in target.devices if d.platform not in ("cpu", None)], request.python,
+                      plan.child_env(caller_env), caller_env)
     return Prepared(plan, target, check_flags(target, plan, reporter))
 
 

@@ -7,10 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlatools.records.run import ProcessRecord, RunManifest
+from xlatools.records.run import Device, ProcessRecord, RunManifest
 from xlatools.run.group import GroupResult
-from xlatools.run.process import ProgramResult
-from xlatools.vocab import Status
 
 if TYPE_CHECKING:
     from xlatools.run.plan import RunPlan
@@ -50,17 +48,26 @@ def record_group(record: RunManifest, plan: RunPlan, group: GroupResult, bundle:
             dump = replace(dump_summary(index), dir=f"xla_dump/p{process.id}")
             if process.id == 0 and index.modules:
                 table = modules_table(index)
-        words = ProgramResult(Status.FAILED, result.returncode, 0, "", "").describe()
+        words = result.describe()
         rows.append(ProcessRecord(
             id=process.id, status=result.status, devices=process.devices, returncode=result.returncode,
             signal=result.signal_name, outcome=words, first_failure=result.first_failure, duration_s=result.duration,
             stdout=Path(process.stdout).name, stderr=Path(process.stderr).name, dump=dump,
             env={**process.env, **({"XLA_FLAGS": join_flags(process.xla_flags)} if process.xla_flags is not None else {})},
-            smoke=read_smoke_results(bundle / f"p{process.id}.smoke_results.json")))
+            smoke=read_smoke_results(bundle / f"p{process.id}.smoke_results.json"),
+            gpus=given_gpus(record, process.env), last_lines=list(result.last_lines)))
     record.processes, record.first_failed = rows, group.first_failed
     record.dump, record.smoke = rows[0].dump, rows[0].smoke
     record.program_outcome = group.outcome()
     return table
+
+
+def given_gpus(record: RunManifest, env: dict[str, str]) -> list[Device]:
+    """The GPUs (as the target's jax reports them) whose ids a process got in JAX_LOCAL_DEVICE_IDS; [] on the CPU."""
+    if record.platform == "cpu" or record.jax is None:
+        return []
+    ids = {int(i) for i in env.get("JAX_LOCAL_DEVICE_IDS", "").split(",") if i.strip().isdigit()}
+    return [d for d in record.jax.devices if d.platform not in ("cpu", None) and d.id in ids]
 
 
 def failing_log(record: RunManifest) -> str:

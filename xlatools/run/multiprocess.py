@@ -152,6 +152,31 @@ def plan_group(asked: int | None, devices: int, program, frontend: str, argv: li
     return processes
 
 
+def check_gpu_fit(processes: list[ProcessPlan], gpus: list, python: str, run_env: dict[str, str],
+                  caller_env: dict[str, str]) -> None:
+    """Refuse (bad input, before launch) a GPU run whose processes x devices per process exceed the GPUs
+    the target sees: a process given a GPU id that does not exist cannot start its backend and hangs.
+    `gpus`: the target's GPU devices (its probe ran with the caller's CUDA_VISIBLE_DEVICES); the run's
+    own CUDA_VISIBLE_DEVICES, when it sets one, narrows them."""
+    if not processes:
+        return
+    seen, where = len(gpus), f"{python} sees"
+    visible = run_env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible != caller_env.get("CUDA_VISIBLE_DEVICES"):
+        seen, where = len([v for v in visible.split(",") if v.strip()]), f"CUDA_VISIBLE_DEVICES={visible} leaves"
+    per = processes[0].devices
+    need = len(processes) * per
+    if need <= seen:
+        return
+    names = sorted({getattr(g, "kind", None) or "GPU" for g in gpus})
+    fits = seen // per
+    raise UsageError(f"--processes {len(processes)} x --devices-per-process {per} needs {need} GPUs; {where} "
+                     f"{seen} ({', '.join(names) or 'none'})",
+                     hint=(f"give --processes {fits} or fewer" if fits >= 2 else "run one process (leave --processes out)")
+                          + " with that many devices each, or use --platform cpu (CPU devices) for a multi-process "
+                          "run without GPUs")
+
+
 def _proxy_bypass(caller_env: dict[str, str], env_values: dict[str, str | None]) -> dict[str, str]:
     """no_proxy/NO_PROXY with loopback added, when any other proxy variable is set (gRPC honours them)."""
     merged = {**caller_env, **{k: v for k, v in env_values.items() if v is not None}}

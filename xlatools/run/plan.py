@@ -228,14 +228,14 @@ def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[s
     return DUMP_DIR
 
 
-def _program_argv(request: RunRequest, env: EnvBuilder) -> tuple[list[str], list[str]]:
-    """The program's argv and the files to copy into the bundle."""
+def _program_argv(request: RunRequest, env: EnvBuilder, on_gpu: bool) -> tuple[list[str], list[str]]:
+    """The program's argv and the files to copy into the bundle. Only CPU runs get CPU devices made up."""
     program, python = request.program, request.python
     if program.kind == "module":
         return [python, "-m", program.name, *program.args], []
     if program.kind == "script":
         return [python, program.name, *program.args], [program.name]
-    if "collectives" in program.name.split(",") and request.platform != "gpu" \
+    if "collectives" in program.name.split(",") and not on_gpu \
             and "xla_force_host_platform_device_count" not in env.flags.flags:
         env.flags.add([f"--xla_force_host_platform_device_count={SMOKE_HOST_DEVICES}"],
                       Source(Layer.XLATOOLS, "smoke:collectives (CPU devices)"))
@@ -253,8 +253,10 @@ def plan_run(
     jaxlib: str | None = None,
     gpu_platform: str = "cuda",
     frontend: Frontend = "jax",
+    on_gpu: bool = False,
 ) -> RunPlan:
-    """The whole run as data. `request` comes settled (settle_request) with the interpreter resolved."""
+    """The whole run as data. `request` comes settled (settle_request) with the interpreter resolved.
+    `on_gpu`: the program will run on GPUs (--platform gpu, or auto on a target that has one)."""
     env = EnvBuilder(caller_env)
     notes: list[str] = []
     presets = _choose_presets(request, profile, catalog, jaxlib)
@@ -266,7 +268,7 @@ def plan_run(
         env.set(name, value, Source(Layer.COMMAND_LINE, f"--platform {platform}"))
     if "PYTHONFAULTHANDLER" not in caller_env:  # a crash leaves a Python stack in stderr.log
         env.set("PYTHONFAULTHANDLER", "1", Source(Layer.XLATOOLS, "xlatools (crash stacks in stderr.log)"))
-    argv, copy_files = _program_argv(request, env)
+    argv, copy_files = _program_argv(request, env, on_gpu or platform == Platform.GPU)
     if request.timeout is not None and request.timeout <= 0:
         raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
     changes, flags = env.changes(), env.flags.final()

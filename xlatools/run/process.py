@@ -1,31 +1,45 @@
-"""Execute a program: live tee of its output, timeout, Ctrl-C, process-tree clean-up.
+"""The one process runner: a program is a group of processes (a single program is a group of one).
 
-stdout and stderr are drained by one thread each, so a child that writes tens
-of thousands of VLOG lines to stderr never blocks on a full pipe while we wait
-on stdout. The child starts in its own session (process group): on timeout,
-Ctrl-C or a log we cannot write (disk full), the whole group is terminated,
-then killed, together with descendants that left the group, so no grandchild
-outlives the run. The main thread waits with a blocking wait (no polling delay
-after the program exits); a watchdog thread handles the timeout, log-write
-errors and, in quiet runs, a heartbeat line.
+Each process runs in its own session with stdout and stderr drained by one thread each (a child
+that writes tens of thousands of VLOG lines to stderr never blocks on a full pipe) into its logs,
+and, when asked, echoed. One waiter thread per process notes when it ended, so the first process
+to fail is known by time, not by id; the calling thread sleeps on one event that every waiter, tee
+and `interrupt_running` sets, and decides:
+- a process that failed stops the others at once (in a collective job they would otherwise wait
+  for it until jax's own timeouts, minutes);
+- with `fatal_quiet` (multi-process runs), a process that printed a fatal error (a Python
+  traceback, a FATAL log line, a failed CHECK) and then stayed silent and idle (no output, almost no
+  CPU) for that many seconds has failed too: it hangs at exit, as a jax process whose backend cannot
+  start does, waiting for peers that wait for it;
+- the timeout, Ctrl-C (and SIGTERM), `interrupt_running` or a log that cannot be written (disk
+  full) stop every process still running; a heartbeat line is printed in quiet runs.
+Whole process trees are stopped (terminate, then kill), so no grandchild outlives the run.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Callable
 
-from xlatools.proctree import end_tree, signal_tree, sigterm_as_interrupt
-from xlatools.vocab import Status
+from xlatools.proctree import end_trees, signal_tree, sigterm_as_interrupt
+from xlatools.vocab import ProcessStatus, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
+
+# A line that says the process is dying: Python's uncaught-exception traceback, absl/glog FATAL, CHECK, C++ abort.
+FATAL = re.compile(rb"^(Traceback \(most recent call last\):|Fatal Python error:|F\d{4} \d\d:\d\d:\d\d|"
+                   rb"terminate called after throwing)|Check failed:", re.MULTILINE)
+FATAL_QUIET_S = float(os.environ.get("XLATOOLS_FATAL_QUIET_S", "4"))  # multi-process runs: silent and idle this long
+_TAIL_BYTES = 8192
 
 
 @dataclass(frozen=True)
@@ -54,15 +68,19 @@ class ProgramResult:
 
 
 class Tee(threading.Thread):
-    """Copy one pipe to a log file and (while it can) to a terminal stream.
+    """Copy one pipe to a log file and (while it can) to a terminal stream; keeps the last bytes, the
+    time of the last output and of the first fatal line.
 
     A log write that fails (disk full) is remembered, not raised: the pipe keeps being
-    drained so the program never blocks, and the watchdog stops the run."""
+    drained so the program never blocks, and the runner stops the run."""
 
     def __init__(self, pipe: BinaryIO, log: BinaryIO, echo: BinaryIO | None, wake: threading.Event):
         super().__init__(daemon=True)
         self.pipe, self.log, self.echo, self.wake = pipe, log, echo, wake
         self.error: OSError | None = None
+        self.tail = b""
+        self.last_output = time.monotonic()
+        self.fatal_at: float | None = None
 
     def run(self) -> None:
         fd = self.pipe.fileno()
@@ -73,8 +91,15 @@ class Tee(threading.Thread):
                 break
             if not chunk:
                 break
+            self.last_output = time.monotonic()
+            if self.fatal_at is None and FATAL.search(self.tail[-200:] + chunk):
+                self.fatal_at = self.last_output
+            self.tail = (self.tail + chunk)[-_TAIL_BYTES:]
             self._write(chunk)
         self._write(None)
+
+    def last_lines(self, count: int = 8) -> list[str]:
+        return self.tail.decode("utf-8", "replace").splitlines()[-count:]
 
     def _write(self, chunk: bytes | None) -> None:
         if self.error is None:
@@ -91,66 +116,208 @@ class Tee(threading.Thread):
                 self.echo = None  # the terminal went away; keep logging
 
 
-_RUNNING: set["_Watchdog"] = set()  # the watchdogs of programs running now, in any thread
+@dataclass(frozen=True)
+class Spec:
+    """One process to run: its command, full environment, logs and terminal streams (None: not echoed)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdout: Path
+    stderr: Path
+    echo_out: BinaryIO | None = None
+    echo_err: BinaryIO | None = None
+
+
+@dataclass
+class Ended:
+    """How one process of a group ended."""
+
+    status: ProcessStatus
+    returncode: int | None
+    duration: float
+    last_lines: list[str] = field(default_factory=list)  # its stderr's last lines
+    hung: float | None = None  # seconds it sat silent and idle after a fatal line (then it was stopped)
+
+
+@dataclass
+class GroupRun:
+    """What `run_processes` returns: the group's status (ok, failed, timeout, interrupted, error), the first
+    process to fail (index), every process's end, and the error text of a log that could not be written."""
+
+    status: Status
+    first: int | None
+    processes: list[Ended]
+    started: str
+    finished: str
+    duration: float
+    error: str | None = None
+
+
+class _Proc:
+    def __init__(self, spec: Spec, cwd: str, stack: ExitStack, wake: threading.Event):
+        out_log, err_log = stack.enter_context(open(spec.stdout, "wb")), stack.enter_context(open(spec.stderr, "wb"))
+        self.popen = subprocess.Popen(spec.argv, cwd=cwd, env=spec.env, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.spec, self.wake = spec, wake
+        self.tees = [Tee(self.popen.stdout, out_log, spec.echo_out, wake),
+                     Tee(self.popen.stderr, err_log, spec.echo_err, wake)]
+        self.ended: float | None = None
+        self.status: ProcessStatus | None = None
+        self.hung: float | None = None
+        self.samples: list[tuple[float, float]] = []  # (when, CPU seconds) once it printed a fatal line
+        self.waiter = threading.Thread(target=self._wait, daemon=True)
+        for thread in (*self.tees, self.waiter):
+            thread.start()
+
+    def _wait(self) -> None:
+        self.popen.wait()
+        self.ended = time.monotonic()
+        self.wake.set()
+
+    def silent_and_idle_after_fatal(self, now: float, quiet: float) -> bool:
+        """It printed a fatal line, then nothing for `quiet` s, and used under 10% of a core meanwhile."""
+        if not any(t.fatal_at for t in self.tees):
+            return False
+        self.samples = [s for s in self.samples if s[0] >= now - 2 * quiet] + [(now, _cpu_seconds(self.popen.pid))]
+        if now - max(t.last_output for t in self.tees) < quiet:
+            return False
+        before = [s for s in self.samples if s[0] <= now - quiet]
+        if not before:
+            return False
+        (then, used), (_, cpu) = before[-1], self.samples[-1]
+        return cpu - used < 0.1 * (now - then)
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+_RUNNING: set[threading.Event] = set()  # the events of groups running now, in any thread
+_INTERRUPTED: set[threading.Event] = set()
 _RUNNING_LOCK = threading.Lock()
 
 
 def interrupt_running() -> None:
-    """Stop every program `execute` is running now, in any thread, as Ctrl-C would (status interrupted).
+    """Stop every program the runner runs now, in any thread, as Ctrl-C would (status interrupted).
 
     For work that runs programs in worker threads (bisect --jobs): Ctrl-C and SIGTERM reach the main
     thread only, and the programs run in sessions of their own."""
     with _RUNNING_LOCK:
         running = list(_RUNNING)
-    for watchdog in running:
-        watchdog.interrupt()
+        _INTERRUPTED.update(running)
+    for wake in running:
+        wake.set()
 
 
-class _Watchdog(threading.Thread):
-    """Stops the program on timeout, a failed log write or `interrupt`; prints a heartbeat in quiet runs."""
+def run_processes(specs: list[Spec], cwd: str, timeout: float | None, on_start: Callable | None = None,
+                  heartbeat: float | None = None, reporter: Reporter | None = None,
+                  fatal_quiet: float | None = None) -> GroupRun:
+    """Run every process of `specs` to its end, or until the group must stop (see the module docstring).
+    `on_start` gets the list of Popen objects once all started."""
+    from xlatools.bundle import utc_now
 
-    def __init__(self, proc: subprocess.Popen, tees: list[Tee], logs: list[Path], timeout: float | None,
-                 heartbeat: float | None, reporter: Reporter | None, wake: threading.Event):
-        super().__init__(daemon=True)
-        self.proc, self.tees, self.logs, self.wake = proc, tees, logs, wake
-        self.deadline = time.monotonic() + timeout if timeout is not None else None
-        self.heartbeat = heartbeat if reporter is not None else None
-        self.reporter = reporter
-        self.reason: Status | None = None
-        self.done = threading.Event()
-        self.interrupted = threading.Event()
+    started, t0, wake = utc_now(), time.monotonic(), threading.Event()
+    procs: list[_Proc] = []
+    status: Status | None = None
+    with _RUNNING_LOCK:
+        _RUNNING.add(wake)
+    with ExitStack() as stack:
+        try:
+            with sigterm_as_interrupt():
+                for spec in specs:
+                    procs.append(_Proc(spec, cwd, stack, wake))
+                if on_start is not None:
+                    on_start([p.popen for p in procs])
+                status = _watch(procs, wake, t0, timeout, heartbeat, reporter, fatal_quiet)
+        except KeyboardInterrupt:
+            status = Status.INTERRUPTED
+            _stop(procs, ProcessStatus.INTERRUPTED)
+        except BaseException:
+            _stop(procs, ProcessStatus.ERROR)
+            raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(wake)
+                _INTERRUPTED.discard(wake)
+            for proc in procs:
+                for tee in proc.tees:
+                    tee.join(timeout=10)  # pipes close once the whole tree is gone
+                for pipe in (proc.popen.stdout, proc.popen.stderr):
+                    pipe.close()
+    return _result(procs, status, started, t0)
 
-    def interrupt(self) -> None:
-        self.interrupted.set()
-        self.wake.set()
 
-    def run(self) -> None:
-        start = time.monotonic()
-        next_beat = start + self.heartbeat if self.heartbeat else None
-        while not self.done.is_set():
-            now = time.monotonic()
-            waits = [t - now for t in (self.deadline, next_beat) if t is not None]
-            self.wake.wait(max(0.0, min(waits)) if waits else None)
-            self.wake.clear()
-            if self.done.is_set():
-                return
-            now = time.monotonic()
-            if self.interrupted.is_set():
-                self.reason = Status.INTERRUPTED
-                end_tree(self.proc)
-                return
-            if any(tee.error for tee in self.tees) or (self.deadline is not None and now >= self.deadline):
-                self.reason = Status.ERROR if any(tee.error for tee in self.tees) else Status.TIMEOUT
-                end_tree(self.proc)
-                return
-            if next_beat is not None and now >= next_beat:
-                sizes = ", ".join(f"{p.name} {_size(p)}" for p in self.logs)
-                self.reporter.heartbeat(f"running {now - start:.0f} s; {sizes}")
-                next_beat = now + self.heartbeat
+def _watch(procs: list[_Proc], wake: threading.Event, t0: float, timeout: float | None, heartbeat: float | None,
+           reporter: Reporter | None, fatal_quiet: float | None) -> Status | None:
+    """Wait until every process ended or the group must stop; the group's status when decided here."""
+    deadline = t0 + timeout if timeout is not None else None
+    next_beat = t0 + heartbeat if heartbeat and reporter is not None else None
+    while True:
+        now = time.monotonic()
+        waits = [t - now for t in (deadline, next_beat) if t is not None] + ([1.0] if fatal_quiet else [])
+        wake.wait(max(0.0, min(waits)) if waits else None)
+        wake.clear()
+        for proc in sorted((p for p in procs if p.status is None and p.ended is not None), key=lambda p: p.ended or 0.0):
+            signal_tree(proc.popen.pid, [], signal.SIGKILL)  # what it left in its group would hold our pipes
+            proc.status = ProcessStatus.OK if proc.popen.returncode == 0 else ProcessStatus.FAILED
+        now = time.monotonic()
+        hung = [p for p in procs if fatal_quiet and p.status is None and p.silent_and_idle_after_fatal(now, fatal_quiet)]
+        for proc in hung:
+            proc.hung, proc.ended = now - max(t.last_output for t in proc.tees), now
+        if hung or any(p.status == ProcessStatus.FAILED for p in procs):
+            _stop(procs, ProcessStatus.STOPPED, failed=hung)  # one grace period for the hung and their peers
+            return None
+        if all(p.status is not None for p in procs):
+            return None
+        with _RUNNING_LOCK:
+            interrupted = wake in _INTERRUPTED
+        if interrupted:
+            _stop(procs, ProcessStatus.INTERRUPTED)
+            return Status.INTERRUPTED
+        if any(tee.error for p in procs for tee in p.tees):
+            _stop(procs, ProcessStatus.ERROR)
+            return Status.ERROR
+        if deadline is not None and now >= deadline:
+            _stop(procs, ProcessStatus.TIMEOUT)
+            return Status.TIMEOUT
+        if next_beat is not None and now >= next_beat:
+            reporter.heartbeat(f"running {now - t0:.0f} s; " + _progress(procs))
+            next_beat = now + heartbeat
 
-    def stop(self) -> None:
-        self.done.set()
-        self.wake.set()
+
+def _progress(procs: list[_Proc]) -> str:
+    if len(procs) == 1:
+        return ", ".join(f"{path.name} {_size(path)}" for path in (procs[0].spec.stdout, procs[0].spec.stderr))
+    return f"{sum(1 for p in procs if p.status is None)} of {len(procs)} processes still running"
+
+
+def _stop(procs: list[_Proc], status: ProcessStatus, failed: list[_Proc] = ()) -> None:
+    """End every process still running (one grace period for all); they get `status`, those in `failed` FAILED."""
+    alive = [p for p in procs if p.status is None]
+    end_trees([p.popen for p in alive])
+    for proc in alive:
+        proc.status = ProcessStatus.FAILED if proc in failed else status
+
+
+def _result(procs: list[_Proc], status: Status | None, started: str, t0: float) -> GroupRun:
+    from xlatools.bundle import utc_now
+
+    failed = sorted((p for p in procs if p.status == ProcessStatus.FAILED), key=lambda p: p.ended or 0.0)
+    first = procs.index(failed[0]) if failed else None
+    if status is None:
+        status = Status.FAILED if first is not None else Status.OK
+    ended = [Ended(p.status or ProcessStatus.ERROR, p.popen.returncode, round((p.ended or time.monotonic()) - t0, 3),
+                   p.tees[1].last_lines() if p.status == ProcessStatus.FAILED else [], p.hung) for p in procs]
+    write_error = next((tee.error for p in procs for tee in p.tees if tee.error), None)
+    error = None
+    if status == Status.ERROR and write_error is not None:
+        error = f"cannot write the program's log: {write_error.strerror or write_error}"
+    return GroupRun(status, first, ended, started, utc_now(), round(time.monotonic() - t0, 3), error)
 
 
 def _size(path: Path) -> str:
@@ -165,63 +332,13 @@ def _size(path: Path) -> str:
     return f"{size} B"
 
 
-def execute(
-    argv: list[str],
-    env: dict[str, str],
-    cwd: str,
-    stdout_log: Path,
-    stderr_log: Path,
-    timeout: float | None,
-    echo_out: BinaryIO | None,
-    echo_err: BinaryIO | None,
-    on_start=None,
-    heartbeat: float | None = None,
-    reporter: Reporter | None = None,
-) -> ProgramResult:
-    """Run `argv` to its end (or timeout / Ctrl-C / a failed log write) with its output logged;
-    a heartbeat through `reporter` every `heartbeat` seconds."""
-    from xlatools.bundle import utc_now
-
-    started = utc_now()
-    t0 = time.monotonic()
-    wake = threading.Event()
-    with open(stdout_log, "wb") as out_log, open(stderr_log, "wb") as err_log:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        tees = [Tee(proc.stdout, out_log, echo_out, wake), Tee(proc.stderr, err_log, echo_err, wake)]
-        watchdog = _Watchdog(proc, tees, [stdout_log, stderr_log], timeout, heartbeat, reporter, wake)
-        for thread in (*tees, watchdog):
-            thread.start()
-        with _RUNNING_LOCK:
-            _RUNNING.add(watchdog)
-        status: Status | None = None
-        try:
-            with sigterm_as_interrupt():
-                if on_start is not None:
-                    on_start(proc)
-                proc.wait()
-                # Children the program left behind in its group would hold our pipes open.
-                signal_tree(proc.pid, [], signal.SIGKILL)
-        except KeyboardInterrupt:
-            status = Status.INTERRUPTED
-            end_tree(proc)
-        except BaseException:
-            end_tree(proc)
-            raise
-        finally:
-            with _RUNNING_LOCK:
-                _RUNNING.discard(watchdog)
-            watchdog.stop()
-            watchdog.join(timeout=10)
-            for tee in tees:
-                tee.join(timeout=10)  # pipes close once the whole tree is gone
-            for pipe in (proc.stdout, proc.stderr):
-                pipe.close()
-    write_error = next((tee.error for tee in tees if tee.error), None)
-    status = status or watchdog.reason or (Status.OK if proc.returncode == 0 else Status.FAILED)
-    error = None
-    if status == Status.ERROR and write_error is not None:
-        error = f"cannot write the program's log: {write_error.strerror or write_error}"
-    return ProgramResult(status, proc.returncode, round(time.monotonic() - t0, 3), started, utc_now(), error)
+def execute(argv: list[str], env: dict[str, str], cwd: str, stdout_log: Path, stderr_log: Path, timeout: float | None,
+            echo_out: BinaryIO | None, echo_err: BinaryIO | None, on_start=None, heartbeat: float | None = None,
+            reporter: Reporter | None = None) -> ProgramResult:
+    """Run `argv` to its end (or timeout / Ctrl-C / a failed log write) with its output logged: a group of one.
+    `on_start` gets the Popen object; a heartbeat through `reporter` every `heartbeat` seconds."""
+    start = (lambda procs: on_start(procs[0])) if on_start is not None else None
+    group = run_processes([Spec(argv, env, Path(stdout_log), Path(stderr_log), echo_out, echo_err)], cwd, timeout,
+                          start, heartbeat, reporter)
+    return ProgramResult(group.status, group.processes[0].returncode, group.duration, group.started, group.finished,
+                         group.error)

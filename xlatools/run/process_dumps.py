@@ -114,6 +114,7 @@ def process_lines(rows: list, choice: DumpChoice) -> list[str]:
     for row in rows:
         marks = [m for m, on in (("failed first", row.first_failure), ("shown", row.id == choice.process)) if on]
         dump = f"; dump {row.dump.dir} ({len(row.dump.modules)} modules)" if row.dump else ""
-        lines.append(f"process {row.id}: {row.status} ({row.outcome}), {row.devices or '?'} device(s); logs "
+        gpus = "; " + ", ".join(f"GPU {g.id} {g.kind or '?'}" for g in row.gpus) if getattr(row, "gpus", None) else ""
+        lines.append(f"process {row.id}: {row.status} ({row.outcome}), {row.devices or '?'} device(s){gpus}; logs "
                      f"{row.stdout}, {row.stderr}{dump}{'  <- ' + ', '.join(marks) if marks else ''}")
     return lines

@@ -300,3 +300,18 @@ def test_unoptimized_snapshot_replays_here_and_on_an_old_jaxlib(unoptimized_dump
     assert module["outcome"] == "ok" and module["comparisons"][0]["against"] == "reference-python-1"
     # 0.4.30 cannot read a new jaxlib's proto (ids > INT_MAX): it reads the test run's text of the module
     assert module["runs"][1]["loaded_from"]["path"].endswith("test/module.txt")
+
+
+def test_modules_share_long_lived_workers_and_a_crash_costs_only_its_worker(dumped, replay, tmp_path):
+    """One worker per (interpreter, platform, flags) serves every module; a module that kills it is replayed
+    again alone (crash capture, its native backtrace) and the next module gets a fresh worker."""
+    bundle, _ = dumped
+    result = replay("replay", str(bundle), "--out", "out", "--json", env={"XLATOOLS_REPLAY_INJECT_ABORT": "compile:jit_fn"})
+    assert result.returncode == 1, result.stderr
+    modules = _by_name(_json(result))
+    crashed = modules["jit_fn"]["runs"][0]
+    assert (crashed["failure"], crashed["signal"], crashed["phase"]) == ("crash", "SIGABRT", "compile")
+    assert crashed["native_backtrace"] and Path(crashed["native_backtrace"]).is_file()
+    assert modules["jit_clean"]["outcome"] == "ok"
+    logs = sorted(p.name for p in (bundles(tmp_path / "out")[0] / "workers").iterdir())
+    assert logs and all(name.endswith(".log") for name in logs), logs

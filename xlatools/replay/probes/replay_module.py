@@ -178,7 +178,9 @@ class Job:
     def phase(self, name):
         self.result["phase"] = name
         write_atomic(self.path("phase"), name)
-        if os.environ.get("XLATOOLS_REPLAY_INJECT_ABORT") == name:  # lets tests prove crash handling on any jaxlib
+        inject = os.environ.get("XLATOOLS_REPLAY_INJECT_ABORT", "")  # lets tests prove crash handling on any jaxlib
+        phase, _, module = inject.partition(":")  # PHASE, or PHASE:TEXT for modules whose file name has TEXT
+        if phase == name and module in os.path.basename(self.spec["module"]["path"]):
             os.abort()
 
     def load_module(self):

@@ -23,7 +23,7 @@ from xlatools.run.flags import flag_name, min_version, value_problem
 from xlatools.run.frontends import FRONTENDS
 
 SHIPPED_DIR = Path(__file__).resolve().parent
-KINDS = ("dump", "log", "jax", "frontend")
+KINDS = ("dump", "log", "jax", "gpu", "frontend")
 _KEYS = {"kind", "description", "xla_flags", "env", "vmodule", "min_jaxlib", "max_jaxlib", "frontend"}
 
 
@@ -195,7 +195,12 @@ def _shipped() -> list[tuple[str, Any]]:
     try:
         data = json.loads(SHIPPED_JSON.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return [(str(path), content) for path, content in shipped_definitions()]
+        data = {path.name: content for path, content in shipped_definitions()}
+    deterministic = (data.get("gpu.yaml") or {}).get("deterministic")
+    if isinstance(deterministic, dict):  # its flags live in one place: run/determinism.py (MODE)
+        from xlatools.run.determinism import mode_flags
+
+        deterministic["xla_flags"] = mode_flags()
     return [(str(SHIPPED_DIR / name), content) for name, content in data.items()]
 
 

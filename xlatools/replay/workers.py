@@ -1,7 +1,8 @@
-"""Long-lived target processes (probes/oracle_worker.py) that parse and replay many candidates.
+"""Long-lived target processes (reduce/probes/oracle_worker.py) that parse and replay many modules.
 
-A reduction runs hundreds of candidates; starting jax for each would cost a second or
-more apiece. A Worker imports jax once and serves requests. Each replay is replay's own
+A reduction runs hundreds of candidates, a replay one job per module and reference; starting
+jax for each would cost a second or more apiece (2.5-3 s on a GPU). A Worker imports jax once
+and serves requests; `replay` keeps one per (interpreter, platform, flags): ReplayPool. Each replay is replay's own
 job (replay_module.py's code, its job.json and result.json), read back with
 replay.jobs.job_record, so a candidate's record is exactly what `xlatools replay`
 would have recorded. A worker that dies (a compiler abort, a segfault) or overruns the
@@ -20,10 +21,10 @@ from typing import Any
 
 from xlatools.errors import EnvironmentMissing, Interrupted
 from xlatools.records.replay import RunRecord
-from xlatools.replay.plan import RunConfig
+from xlatools.replay.plan import ReplayRequest, RunConfig
 from xlatools.vocab import Status
 
-WORKER = Path(__file__).resolve().parent / "probes" / "oracle_worker.py"
+WORKER = Path(__file__).resolve().parent.parent / "reduce" / "probes" / "oracle_worker.py"
 START_TIMEOUT = 300.0
 
 
@@ -58,7 +59,7 @@ class Worker:
             from xlatools.fsutil import tail_lines
 
             tail = tail_lines(self.log, 5)
-            raise EnvironmentMissing(f"{self.run.python} cannot start the reduce worker (status {died.returncode})",
+            raise EnvironmentMissing(f"{self.run.python} cannot start a replay worker (status {died.returncode})",
                                      hint=" | ".join(tail) or "check that jax and numpy import there") from None
         if "fatal" in hello:
             raise EnvironmentMissing(f"{self.run.python}: {hello['fatal']}")
@@ -68,7 +69,8 @@ class Worker:
             from xlatools.proctree import end_tree
 
             try:
-                self.proc.stdin.close()
+                if self.proc.stdin is not None:
+                    self.proc.stdin.close()
             except OSError:
                 pass
             end_tree(self.proc, grace=2.0)
@@ -130,7 +132,7 @@ class Worker:
         atomic_write_json(run_dir / "job.json", spec)
         offset = self.log.stat().st_size if self.log.exists() else 0
         started = time.monotonic()
-        status, code = Status.OK, 0
+        status, code = Status.OK, 0  # type: Status, int | None
         try:
             self.request("replay", timeout, job=str(run_dir / "job.json"))
         except WorkerDied as died:
@@ -168,3 +170,44 @@ def stop_all(workers: list[Worker], retire: bool = False) -> None:
     for worker in workers:
         worker.retired = worker.retired or retire
         worker.stop()
+
+
+class ReplayPool:
+    """`replay`'s workers: one long-lived target process per (interpreter, platform, flags), serving every
+    module's job of that kind, so a 7-module replay starts jax twice (test, reference), not 14 times.
+
+    Crash isolation is kept: a module that kills its worker (a compiler abort, a segfault) costs that
+    worker, which the next job starts again, and that job is run once more alone in a fresh process with
+    crash capture, so its record (signal, phase, native backtrace) is what a one-process replay gives.
+    XLATOOLS_REPLAY_WORKERS=0 runs every job in a fresh process, as before."""
+
+    def __init__(self, folder: Path, enabled: bool = True):
+        self.folder, self.enabled = folder, enabled
+        self.workers: dict[tuple[str, str], Worker] = {}
+
+    def worker_for(self, run: RunConfig, env: dict[str, str]) -> Worker:
+        key = (run.python, json.dumps(env, sort_keys=True))
+        if key not in self.workers:
+            worker_env = {**env, "JAX_ENABLE_X64": "1"}
+            worker_env.setdefault("PYTHONUNBUFFERED", "1")
+            self.workers[key] = Worker(run, worker_env, self.folder / f"{run.label}-{len(self.workers)}.log")
+        return self.workers[key]
+
+    def run(self, request: ReplayRequest, materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
+            env: dict[str, str], one_shot) -> RunRecord:
+        """One job (replay.jobs.job_spec of these) in its worker; `one_shot()` runs it in a fresh process
+        (replay.jobs.run_job)."""
+        from xlatools.replay.jobs import job_spec
+        from xlatools.vocab import ReplayOutcome
+
+        if not self.enabled:
+            return one_shot()
+        worker = self.worker_for(run, env)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        record = worker.replay(job_spec(request, materials, run, run_dir, test_dir), run_dir, request.timeout)
+        if worker.proc is None and record.failure == ReplayOutcome.CRASH:  # it took the worker with it
+            return one_shot()
+        return record
+
+    def close(self) -> None:
+        stop_all(list(self.workers.values()), retire=True)
