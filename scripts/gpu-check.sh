@@ -10,7 +10,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-check-out}
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then out=$1; shift; fi
-if compgen -G ".whl/*.whl" >/dev/null; then
+case " $* " in *" --platform cpu "*) on_cpu=1;; *) on_cpu=0;; esac  # here, with this machine's own packages
+if [ "$on_cpu" = 0 ] && compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || { echo "gpu-check: could not install the carried wheels" >&2; exit 3; }
   export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
