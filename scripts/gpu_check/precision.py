@@ -72,6 +72,9 @@ def _errors(module: dict) -> dict[str, float | int | str]:
         numbers["max_abs_at_highest"] = float(f"{max(c.get('max_abs_error', 0.0) for c in check['highest']):.3g}")
     if check:
         numbers["raised"] = len(check.get("raised") or [])
+    snapshot = [c for c in module.get("comparisons", []) if c.get("against") == "snapshot"]
+    if snapshot:  # the run's own (recorded) result, computed by another GPU compile
+        numbers["max_abs_vs_snapshot"] = float(f"{max(c.get('max_abs_error', 0.0) for c in snapshot):.3g}")
     return numbers
 
 
@@ -96,7 +99,7 @@ def run(ctx: Context) -> None:
     module = _module(_json(auto))
     want = "precision" if tf32 else "ok"
     ctx.check(f"replay --platform {platform} --reference cpu: {want}", auto.returncode == 0 and module.get("outcome") == want,
-              (module.get("precision") or {}).get("note") or auto.tail(3), exit=auto.returncode,
+              " | ".join(module.get("notes") or []) or auto.tail(3), exit=auto.returncode,
               seconds=round(auto.seconds, 1), **_errors(module))
 
     if not _time_for(ctx, "replay --precision as-compiled", 15):
