@@ -107,6 +107,8 @@ def _print_result(record, table: str, print_literals: bool, reporter) -> None:
     reporter.info("")
     reporter.info(table)
     for module in record.modules:
+        for note in module.notes:
+            reporter.info(f"\n{module.label}: {note}")
         for run in module.runs:
             if run.failure:
                 reporter.info(f"\n{module.name} ({run.label}): {run.failure}: {run.message}")

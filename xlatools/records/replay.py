@@ -185,6 +185,8 @@ class RunRecord:
     run_s: Timings | None = None
     comparisons: list[Comparison] = field(default_factory=list)
     loaded_from: LoadedFrom | None = None
+    compile_options: dict[str, str] = field(default_factory=dict)  # the run's non-default debug options, applied
+    options_dropped: str | None = field(default=None, metadata=OMIT_NONE)  # why they were not (an older jaxlib)
     versions: TargetSeen | None = None
     device: Device | None = None
     duration_s: float | None = None
@@ -202,6 +204,8 @@ class ModuleRecord(Labelled):
     failed_run: str | None = None  # the label of the run the outcome comes from
     runs: list[RunRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Did the test compile the module the run compiled (its dumped after_optimizations)? None: nothing to compare.
+    compiled_as_run: bool | None = field(default=None, metadata=OMIT_NONE)
     # The test run's fingerprint and outputs and every run's comparisons, repeated for readers.
     fingerprint: str | None = None
     outputs: list[OutputDigest] = field(default_factory=list)

@@ -116,13 +116,70 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
         gpu = prepared.targets[run.python].gpu_platform()
         env = run.env(caller_env, gpu, str(run_dir / "xla_dump") if plan.dumps and run.role == "test" else None)
         reporter.step(f"{source.label}: {run.label} ({run.python})")
-        record.runs.append(run_job(plan.request, materials, run, run_dir, test_dir, env))
         if run.role == "test":
-            test_dir = run_dir
+            done, materials = _test_as_run(plan.request, materials, source, run, run_dir, env, record, reporter)
+            record.runs.append(done)
+            test_dir = Path(done.dir) if done.dir else run_dir
+            continue
+        record.runs.append(run_job(plan.request, materials, run, run_dir, test_dir, env))
     judge_callback(source, record)
     if materials.snapshot_args is not None and materials.snapshot_result is None and not is_unoptimized(source.snapshot):
         record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
-    return finish_module(record)
+    return _no_verdict_unless_as_run(finish_module(record))
+
+
+def _test_as_run(request: ReplayRequest, materials, source: ModuleSource, run, run_dir: Path, env: dict[str, str],
+                 record: ModuleRecord, reporter: Reporter):
+    """The test run, from the first form that compiles the run's own module (`--from auto`; an explicit form is
+    kept whatever it compiles): (its record, the materials it used). Each difference is a note of the module."""
+    from xlatools.replay.as_run import compare_with_run, run_files
+    from xlatools.replay.jobs import run_job
+
+    files = run_files(source.text or source.proto)
+    forms = materials.forms() if request.source_from == SourceForm.AUTO and files.optimized else [materials]
+    first, tried = None, []
+    for index, form in enumerate(forms):
+        folder = run_dir if index == 0 else run_dir.with_name(f"{run_dir.name}-from-{form.module['kind']}-{index}")
+        if index:
+            reporter.step(f"{source.label}: {run.label} again, from its {form.module['kind']} form")
+        done = run_job(request, form, run, folder, None, env)
+        optimized = folder / "optimized.txt"
+        differs = compare_with_run(files, optimized) if files.optimized and optimized.is_file() else None
+        if files.optimized and optimized.is_file():
+            record.compiled_as_run = differs is None
+        first = first or (done, form)
+        if not differs:
+            if tried:
+                record.notes = [n for n in record.notes if not n.startswith("from its ")]
+                record.notes.append(f"--from auto: its {' and '.join(tried)} form compiled a different module than the "
+                                    f"run; replayed from its {form.module['kind']} form, which compiles the run's")
+            return done, form
+        tried.append(form.module["kind"])
+        record.notes.append(f"from its {form.module['kind']} form: {differs}")
+        if done.failure:
+            return first
+    assert first is not None
+    record.notes = [n for n in record.notes if not n.startswith("from its ")] + \
+        [n for n in record.notes if n.startswith("from its ")][:1]  # the first form's difference says it
+    if len(forms) > 1:
+        record.notes.append("no form of the module compiles the run's module here: the first is kept")
+    record.compiled_as_run = False
+    return first
+
+
+def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
+    """A snapshot's result comes from the run's compiled module: when the replay compiled another, comparing with
+    it says nothing about the module (cannot run, exit 3), only about xlatools' replay."""
+    from xlatools.vocab import ReplayOutcome
+
+    failing = [c for c in record.comparisons if not c.ok]
+    if record.compiled_as_run is False and record.outcome == ReplayOutcome.MISMATCH and failing and \
+            all(c.against == "snapshot" for c in failing):
+        record.outcome, record.failed_run = ReplayOutcome.CANNOT_RUN, "test"
+        record.notes.append("the snapshot's result was computed by the run's module, which this replay did not "
+                            "compile: its mismatch is not a verdict (replay the module's StableHLO, or compare with "
+                            "--reference-python)")
+    return record
 
 
 def target_versions(targets: dict[str, Target]) -> dict[str, TargetVersions]:
