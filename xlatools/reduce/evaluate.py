@@ -33,6 +33,7 @@ class Values:
     recorded: dict[str, RecordedValue] = field(default_factory=dict)
     expected: Path | None = None  # the snapshot's recorded result (recorded oracle)
     expected_layouts: list[list[int]] = field(default_factory=list)
+    compile_options: dict[str, str] = field(default_factory=dict)  # the run's non-default debug options
 
     def source(self, name: str) -> tuple[str, int]:
         kind, _, rest = name.partition(":")
@@ -162,7 +163,7 @@ class Evaluator:
             return run_script(spec, path, inputs, folder, env, timeout)
         request = ReplayRequest(source=path, python=self.plan.test.python, inputs=str(inputs),
                                 atol=spec.atol, rtol=spec.rtol, print_literals=literals)
-        materials = Materials({"kind": "text", "path": str(path)})
+        materials = Materials({"kind": "text", "path": str(path)}, compile_options=dict(self.values.compile_options))
         job = job_spec(request, materials, self.plan.test, folder / "test", None)
         if spec.kind == OracleKind.RECORDED:
             expected = self.expected_for(test_worker, cand, folder / "expected.npz")

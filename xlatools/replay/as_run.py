@@ -109,6 +109,25 @@ def difference(run_text: str, replay_text: str) -> str | None:
             f"against the run's {count[0]}); only in the run's: {shown or '-'}{more}{gained}")
 
 
+def dumped_by(source: Path) -> str | None:
+    """The jaxlib version of the run whose dump holds `source` (a run bundle, its xla_dump/ or a file in it), when a
+    run manifest says it. Only a replay on that jaxlib is expected to compile the run's own module."""
+    from xlatools.errors import UsageError
+    from xlatools.records import read_bundle
+    from xlatools.records.run import RunManifest
+
+    path = Path(source)
+    for folder in (path, path.parent, path.parent.parent):
+        if not (folder / "manifest.json").is_file():
+            continue
+        try:
+            record = read_bundle(folder)
+        except UsageError:
+            return None
+        return record.jax.jaxlib if isinstance(record, RunManifest) and record.jax else None
+    return None
+
+
 def compare_with_run(files: RunFiles, replay_optimized: Path) -> str | None:
     """difference() of the run's optimised text and the replay's (None when either is missing or they agree)."""
     if files.optimized is None:

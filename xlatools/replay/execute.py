@@ -117,25 +117,31 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
         env = run.env(caller_env, gpu, str(run_dir / "xla_dump") if plan.dumps and run.role == "test" else None)
         reporter.step(f"{source.label}: {run.label} ({run.python})")
         if run.role == "test":
-            done, materials = _test_as_run(plan.request, materials, source, run, run_dir, env, record, reporter)
+            done, materials = _test_as_run(prepared, materials, source, run, run_dir, env, record, reporter)
             record.runs.append(done)
             test_dir = Path(done.dir) if done.dir else run_dir
             continue
         record.runs.append(run_job(plan.request, materials, run, run_dir, test_dir, env))
     judge_callback(source, record)
+    _say_inputs(plan, source, materials, record)
     if materials.snapshot_args is not None and materials.snapshot_result is None and not is_unoptimized(source.snapshot):
         record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
     return _no_verdict_unless_as_run(finish_module(record))
 
 
-def _test_as_run(request: ReplayRequest, materials, source: ModuleSource, run, run_dir: Path, env: dict[str, str],
+def _test_as_run(prepared: Prepared, materials, source: ModuleSource, run, run_dir: Path, env: dict[str, str],
                  record: ModuleRecord, reporter: Reporter):
     """The test run, from the first form that compiles the run's own module (`--from auto`; an explicit form is
-    kept whatever it compiles): (its record, the materials it used). Each difference is a note of the module."""
-    from xlatools.replay.as_run import compare_with_run, run_files
+    kept whatever it compiles): (its record, the materials it used). Each difference is a note of the module.
+    Only on the jaxlib that dumped the module (its run manifest says which): another compiles its own module."""
+    from xlatools.replay.as_run import RunFiles, compare_with_run, dumped_by, run_files
     from xlatools.replay.jobs import run_job
 
-    files = run_files(source.text or source.proto)
+    request, plan_kind, plan_source = prepared.plan.request, prepared.plan.source_kind, prepared.plan.request.source
+
+    jaxlib = prepared.targets[run.python].jaxlib
+    same = plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
+    files = run_files(source.text or source.proto) if same else RunFiles()
     forms = materials.forms() if request.source_from == SourceForm.AUTO and files.optimized else [materials]
     first, tried = None, []
     for index, form in enumerate(forms):
@@ -165,6 +171,23 @@ def _test_as_run(request: ReplayRequest, materials, source: ModuleSource, run, r
         record.notes.append("no form of the module compiles the run's module here: the first is kept")
     record.compiled_as_run = False
     return first
+
+
+def _say_inputs(plan: ReplayPlan, source: ModuleSource, materials, record: ModuleRecord) -> None:
+    """A file replayed alone says that its sibling snapshot gave the inputs; a test that failed on made-up random
+    inputs says that they may be why."""
+    from xlatools.vocab import ReplayOutcome
+
+    given = Path(plan.request.source)
+    if plan.source_kind == "file" and source.snapshot and materials.snapshot_args is not None and given != source.snapshot:
+        compared = " and its recorded result is the expected output" if materials.snapshot_result else ""
+        record.notes.append(f"inputs: the arguments of its sibling snapshot {source.snapshot.name}{compared}")
+    test = record.test
+    if plan.request.inputs in (None, "random") and materials.snapshot_args is None and test and \
+            test.failure == ReplayOutcome.RUNTIME_ERROR:
+        record.notes.append("the test ran on random inputs: a runtime check of the program (an equinox error, a "
+                            "checkify) may trip on values it never sees; dump with --preset dump:snapshots and replay "
+                            "the snapshot (or --inputs FILE)")
 
 
 def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
