@@ -216,7 +216,8 @@ class Job:
                 executable = jaxcompat.compile_mlir(client, mlir, self.callbacks)
                 self.result["options_dropped"] = first_line(exc)
                 overrides = {}
-            self.result["compile_options"] = dict(overrides)
+            if overrides:
+                self.result["compile_options"] = dict(overrides)
         except Exception as exc:
             raise Failed("compile-error", first_line(exc))
         self.result["compile_s"] = round(time.perf_counter() - started, 6)
