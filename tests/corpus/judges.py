@@ -117,10 +117,13 @@ def judge_text_snapshot(program: Program, modules: list[dict], replay, most: int
         if program.refused or program.frontend != "jax":
             return _cell("refused", 0.0, "no module with both a text form and a snapshot (see its snapshot cell)")
         return _cell("tool-failure", 0.0, "no module with both a text form and a snapshot")
-    seconds, problems, wrong = 0.0, [], []
+    seconds, problems, wrong, refused = 0.0, [], [], []
     for i, m in enumerate(paired):
         call = replay(m["files"]["text"], f"replay-{i}")
         seconds += call.seconds
+        if call.rc == 2 and "elides large constants" in call.err:  # refused with the file to use instead
+            refused.append(call.tail(2))
+            continue
         replayed = call.json().get("modules") or []
         bad, failed = _module_problems(replayed)
         wrong += bad
@@ -136,7 +139,10 @@ def judge_text_snapshot(program: Program, modules: list[dict], replay, most: int
         return _cell("wrong-verdict", seconds, "; ".join(wrong))
     if problems:
         return _cell("tool-failure", seconds, "; ".join(problems))
-    return _cell("works", seconds, f"{len(paired)} text files replayed alone on their snapshots' arguments and results")
+    if refused and len(refused) == len(paired):
+        return _cell("refused", seconds, refused[0])
+    return _cell("works", seconds, f"{len(paired) - len(refused)} text files replayed alone on their snapshots' "
+                                   f"arguments and results" + (f"; {len(refused)} refused (elided constants)" if refused else ""))
 
 
 def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib: str, most: int = FORMS_PER_PROGRAM,
