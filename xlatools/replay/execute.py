@@ -138,32 +138,32 @@ def _test_as_run(prepared: Prepared, materials, source: ModuleSource, run, run_d
     from xlatools.replay.jobs import run_job
 
     request, plan_kind, plan_source = prepared.plan.request, prepared.plan.source_kind, prepared.plan.request.source
-
     jaxlib = prepared.targets[run.python].jaxlib
     same = plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
     files = run_files(source.text or source.proto) if same else RunFiles()
     forms = materials.forms() if request.source_from == SourceForm.AUTO and files.optimized else [materials]
     first, tried = None, []
     for index, form in enumerate(forms):
-        folder = run_dir if index == 0 else run_dir.with_name(f"{run_dir.name}-from-{form.module['kind']}-{index}")
+        kind = form.module["kind"]
+        folder = run_dir if index == 0 else run_dir.with_name(f"{run_dir.name}-from-{kind}-{index}")
         if index:
-            reporter.step(f"{source.label}: {run.label} again, from its {form.module['kind']} form")
+            reporter.step(f"{source.label}: {run.label} again, from its {kind} form")
         done = run_job(request, form, run, folder, None, env)
-        optimized = folder / "optimized.txt"
-        differs = compare_with_run(files, optimized) if files.optimized and optimized.is_file() else None
-        if files.optimized and optimized.is_file():
-            record.compiled_as_run = differs is None
-        first = first or (done, form)
+        compiled = files.optimized is not None and (folder / "optimized.txt").is_file()
+        if index == 0:
+            first = (done, form)
+        elif not compiled or done.failure:
+            continue  # a later form that does not compile or run here is not the run's module either
+        differs = compare_with_run(files, folder / "optimized.txt") if compiled else None
         if not differs:
+            record.compiled_as_run = True if compiled else None
             if tried:
                 record.notes = [n for n in record.notes if not n.startswith("from its ")]
                 record.notes.append(f"--from auto: its {' and '.join(tried)} form compiled a different module than the "
-                                    f"run; replayed from its {form.module['kind']} form, which compiles the run's")
+                                    f"run; replayed from its {kind} form, which compiles the run's")
             return done, form
-        tried.append(form.module["kind"])
-        record.notes.append(f"from its {form.module['kind']} form: {differs}")
-        if done.failure:
-            return first
+        tried.append(kind)
+        record.notes.append(f"from its {kind} form: {differs}")
     assert first is not None
     record.notes = [n for n in record.notes if not n.startswith("from its ")] + \
         [n for n in record.notes if n.startswith("from its ")][:1]  # the first form's difference says it
