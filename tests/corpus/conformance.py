@@ -24,11 +24,11 @@ from pathlib import Path
 
 from tests.corpus.catalog import Program
 from tests.corpus.judges import (Call, Cell, judge_diff_other, judge_diff_same, judge_forms, judge_pack_other, judge_pack_same,
-                                 judge_replay, judge_report)
+                                 judge_replay, judge_replay_exact, judge_report, judge_text_snapshot)
 
 REPO = Path(__file__).resolve().parents[2]
-STEPS = ("run", "inspect", "replay", "text", "proto", "snapshot", "mlir", "pack-same", "pack-other", "diff-same",
-         "diff-other", "report")
+STEPS = ("run", "inspect", "replay", "replay-exact", "text", "text-snapshot", "proto", "snapshot", "mlir", "pack-same",
+         "pack-other", "diff-same", "diff-other", "report")
 GOOD = ("works", "refused")
 
 
@@ -151,6 +151,13 @@ def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle
     if step == "replay":
         return judge_replay(program, runner.cli(folder / "replay", "replay", "replay", bundle, "--python", python,
                                                 "--json", "--out", "."))
+    if step == "replay-exact":  # the run's own module, bit for bit on the jaxlib that dumped it
+        return judge_replay_exact(program, runner.cli(folder / "replay-exact", "replay-exact", "replay", bundle, "--python",
+                                                      python, "--atol", "0", "--rtol", "0", "--json", "--out", "."))
+    if step == "text-snapshot":  # one dumped text file alone: its sibling snapshot gives the inputs and the result
+        listing = _replayed_modules(folder)
+        return judge_text_snapshot(program, listing, lambda path, log: runner.cli(
+            folder / "form-text-snapshot", log, "replay", path, "--python", python, "--json", "--out", "."), runner.forms)
     if step in ("text", "proto", "snapshot", "mlir"):
         listing = _replayed_modules(folder)
         run_cell_ = runner.runs.get((runner.interpreters.runner(program, column), program.name, "a"), (None, None))[0]

@@ -95,6 +95,59 @@ def judge_replay(program: Program, call: Call):
     return _cell("works", call.seconds, f"{len(modules) - len(unchecked)} modules agree with their snapshots{said}")
 
 
+def judge_replay_exact(program: Program, call: Call):
+    """The bundle replayed at --atol 0 --rtol 0: every module compiles the run's own optimised module (the form auto
+    chose) and agrees with its snapshot bit for bit."""
+    cell = judge_replay(program, call)
+    if cell.outcome != "works":
+        return cell
+    modules = call.json().get("modules") or []
+    other = [f"{m.get('id')} {m.get('name')}: {'; '.join(m.get('notes') or [])[:300]}" for m in modules
+             if m.get("compiled_as_run") is False]
+    if other:
+        return _cell("tool-failure", call.seconds, "not the run's module: " + "; ".join(other))
+    checked = sum(1 for m in modules if m.get("compiled_as_run"))
+    return _cell("works", call.seconds, f"{cell.detail}; {checked} compiled the run's own module, bit for bit")
+
+
+def judge_text_snapshot(program: Program, modules: list[dict], replay, most: int = FORMS_PER_PROGRAM):
+    """A module's before_optimizations text replayed alone, where the dump holds its snapshot: the snapshot's
+    arguments are its inputs (said in a note) and its recorded result the expected output."""
+    paired = [m for m in modules[:most] if m.get("files", {}).get("text") and m.get("files", {}).get("snapshot")]
+    if not modules:
+        return _cell("blocked", 0.0, "the bundle replay listed no module")
+    if not paired:
+        if program.refused or program.frontend != "jax":
+            return _cell("refused", 0.0, "no module with both a text form and a snapshot (see its snapshot cell)")
+        return _cell("tool-failure", 0.0, "no module with both a text form and a snapshot")
+    seconds, problems, wrong, refused = 0.0, [], [], []
+    for i, m in enumerate(paired):
+        call = replay(m["files"]["text"], f"replay-{i}")
+        seconds += call.seconds
+        if call.rc == 2 and "elides large constants" in call.err:  # refused with the file to use instead
+            refused.append(call.tail(2))
+            continue
+        replayed = call.json().get("modules") or []
+        bad, failed = _module_problems(replayed)
+        wrong += bad
+        problems += failed or ([f"{m.get('name')}: {call.tail()}"] if call.rc != 0 and not bad else [])
+        for r in replayed:
+            said = any("sibling snapshot" in n for n in r.get("notes") or [])
+            compared = any(c.get("against") == "snapshot" for c in r.get("comparisons") or [])
+            unrecorded = any("holds no result" in n for n in r.get("notes") or [])
+            if not said or not (compared or unrecorded):
+                problems.append(f"{r.get('name')}: the sibling snapshot was not used, or not said (notes: "
+                                f"{'; '.join(r.get('notes') or [])[:200]})")
+    if wrong:
+        return _cell("wrong-verdict", seconds, "; ".join(wrong))
+    if problems:
+        return _cell("tool-failure", seconds, "; ".join(problems))
+    if refused and len(refused) == len(paired):
+        return _cell("refused", seconds, refused[0])
+    return _cell("works", seconds, f"{len(paired) - len(refused)} text files replayed alone on their snapshots' "
+                                   f"arguments and results" + (f"; {len(refused)} refused (elided constants)" if refused else ""))
+
+
 def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib: str, most: int = FORMS_PER_PROGRAM,
                 without_snapshots: bool = False):
     """Each of the program's first `most` modules replayed from one dumped file alone. `without_snapshots`: the

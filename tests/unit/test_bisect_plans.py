@@ -67,6 +67,21 @@ def test_rule_judges_exit_match_and_metric(tmp_path):
     assert Rule(metric="step_s", threshold=0.9).judge(ok, tmp_path)[0] == "good"
     assert Rule(metric="step_s", threshold=0.9, higher_is_better=True).judge(ok, tmp_path)[0] == "bad"
     assert Rule(metric="other", threshold=1.0).judge(ok, tmp_path)[0] == "skip"
+    # A failure the test did not ask about is a skip with the reason, even where the match is found: a crash,
+    # or (for a dump match, which is about a compiled module) an exit status --bad-exit does not name.
+    crashed = RunManifest(exit_code=-6, status=Status.FAILED)
+    assert Rule(match=r"result 3\.0").judge(crashed, tmp_path)[0] == "skip"
+    assert "crashed (exit -6)" in Rule(match=r"result 3\.0").judge(crashed, tmp_path)[1]
+    assert Rule(match=r"result 3\.0", bad_exit=(134, -6)).judge(crashed, tmp_path)[0] == "bad"
+    dump = tmp_path / "xla_dump"
+    dump.mkdir()
+    (dump / "module_0001.jit_g.cpu_after_optimizations.txt").write_text("HloModule jit_g\nENTRY e { ROOT a = f32[] sine() }\n")
+    (dump / "module_0002.jit_f.cpu_after_optimizations.txt").write_text("HloModule jit_f\nENTRY e { ROOT a = f32[] add() }\n")
+    in_dump = Rule(match="sine", match_in="dump:after_optimizations")
+    assert in_dump.judge(ok, tmp_path)[0] == "bad"  # jit_g's file
+    assert Rule(**{**vars(in_dump), "hlo_module": "jit_f"}).judge(ok, tmp_path)[0] == "good"  # jit_f's files only
+    assert Rule(**{**vars(in_dump), "hlo_module": "1"}).judge(ok, tmp_path)[0] == "bad"  # by id
+    assert "did not ask about" in in_dump.judge(failed, tmp_path)[1]  # exit 1 (MatMul rank error) is no verdict
     for bad_rule in (Rule(match="("), Rule(match_in="dump:"), Rule(metric="x"), Rule(match="a", metric="x", threshold=1)):
         with pytest.raises(UsageError):
             bad_rule.validate()

@@ -4,7 +4,7 @@ its state, so it needs no index or git), run the search, return the state."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
@@ -131,7 +131,10 @@ def bisect_passes(request: PassRequest, reporter: Reporter) -> State:
     from xlatools.run.target import resolve_python
 
     progress = Progress(reporter)
-    test = build_test(request.test, reporter)
+    options = request.test
+    if request.module and options.rule.match is not None and options.rule.match_in.startswith("dump:"):
+        options = replace(options, rule=replace(options.rule, hlo_module=request.module))  # M's files only
+    test = build_test(options, reporter)
     if not hasattr(test, "program"):
         raise UsageError("bisect passes runs a program test (-- prog.py); --replay is not wired here yet")
     python = resolve_python(request.python)

@@ -104,7 +104,10 @@ class Rule(RuleSpec):
         if self.metric is not None:
             return self._judge_metric(code, bundle)
         if self.match is not None:
-            found = _search(self.match, self.match_in, bundle)
+            found = _search(self.match, self.match_in, bundle, self.hlo_module)
+            unasked = self._unasked_failure(code)
+            if unasked:  # the program failed in a way the test did not ask about: it says nothing about the match
+                return Judgement(StepOutcome.SKIP, unasked)
             if found:
                 return Judgement(StepOutcome.BAD, f"/{self.match}/ found in {found}")
             if code == 0:
@@ -115,6 +118,18 @@ class Rule(RuleSpec):
         if self.bad_exit and code not in self.bad_exit:
             return Judgement(StepOutcome.SKIP, f"exit {code} is not one of --bad-exit {','.join(map(str, self.bad_exit))}")
         return Judgement(StepOutcome.BAD, f"exit {code} ({manifest.status})")
+
+    def _unasked_failure(self, code: int | None) -> str | None:
+        """Why a --match step whose program failed is a skip, or None: a dump match (it is about a compiled module)
+        with an exit status --bad-exit does not name, or a crash (a signal) that --bad-exit does not name."""
+        if code in (0, None) or code in self.bad_exit:
+            return None
+        crashed = code < 0 or code >= 128
+        if crashed or self.match_in.startswith("dump:"):
+            what = f"crashed (exit {code})" if crashed else f"failed (exit {code})"
+            named = f"--bad-exit {','.join(map(str, self.bad_exit))}" if self.bad_exit else "no --bad-exit"
+            return f"the program {what}, which the test did not ask about ({named}): skip"
+        return None
 
     def _judge_metric(self, code: int | None, bundle: Path) -> Judgement:
         try:
@@ -127,13 +142,16 @@ class Rule(RuleSpec):
                          f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})")
 
 
-def _search(pattern: str, where: str, bundle: Path) -> str | None:
+def _search(pattern: str, where: str, bundle: Path, module: str | None = None) -> str | None:
+    """The first file where `pattern` is found: the program's output, or dump files whose name holds PART
+    (only module `module`'s, by id or name, when given)."""
     regex = re.compile(pattern)
     if where == "output":
         files = [bundle / "stdout.log", bundle / "stderr.log"]
     else:
         part = where[len("dump:"):]
-        files = sorted(p for p in (bundle / "xla_dump").rglob("*.txt") if part in p.name)
+        mine = _module_files(bundle / "xla_dump", module) if module else None
+        files = sorted(p for p in (bundle / "xla_dump").rglob("*.txt") if part in p.name and (mine is None or p in mine))
     for path in files:
         try:
             if regex.search(path.read_text(errors="replace")):
@@ -141,6 +159,18 @@ def _search(pattern: str, where: str, bundle: Path) -> str | None:
         except OSError:
             continue
     return None
+
+
+def _module_files(root: Path, ref: str) -> set[Path]:
+    """Every file of the modules `ref` names (an id, or a name several compilations may share) in a dump."""
+    from xlatools.run.dumps import index_dump
+
+    if not root.is_dir():
+        return set()
+    index = index_dump(root)
+    chosen = [index.modules[int(ref)]] if ref.isdigit() and int(ref) in index.modules else \
+        [m for m in index.modules.values() if ref in (m.name, m.short_name)]
+    return {root / f for m in chosen for f in m.files}
 
 
 @dataclass(frozen=True, kw_only=True)

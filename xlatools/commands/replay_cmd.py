@@ -116,6 +116,9 @@ def _print_result(record, table: str, print_literals: bool, reporter) -> None:
         check = module.precision
         if check and check.note:  # which instructions were raised, and what that showed (even when quiet)
             reporter.result(f"\nnote: {module.label}: {check.note}")
+        for note in module.notes:
+            if not (check and note == check.note):
+                reporter.info(f"\n{module.label}: {note}")
         for run in module.runs:
             if run.failure:
                 reporter.info(f"\n{module.name} ({run.label}): {run.failure}: {run.message}")

@@ -30,6 +30,8 @@ class RuleSpec:
     metric: str | None = None
     threshold: float | None = None
     higher_is_better: bool = False
+    # bisect passes --module M: a dump match is looked for in M's files only
+    hlo_module: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

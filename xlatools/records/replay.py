@@ -125,6 +125,8 @@ class ModuleRecord(Labelled):
     runs: list[RunRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     input_source: InputSource | None = field(default=None, metadata=OMIT_NONE)  # of the test run (references take its)
+    # Did the test compile the module the run compiled (its dumped after_optimizations)? None: nothing to compare.
+    compiled_as_run: bool | None = field(default=None, metadata=OMIT_NONE)
     # The test run's fingerprint and outputs and every run's comparisons, repeated for readers.
     fingerprint: str | None = None
     outputs: list[OutputDigest] = field(default_factory=list)

@@ -97,6 +97,9 @@ class RunRecord:
     run_s: Timings | None = None
     comparisons: list[Comparison] = field(default_factory=list)
     loaded_from: LoadedFrom | None = None
+    # the run's non-default debug options, applied (None: none were given)
+    compile_options: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
+    options_dropped: str | None = field(default=None, metadata=OMIT_NONE)  # why they were not (an older jaxlib)
     versions: TargetSeen | None = None
     device: Device | None = None
     duration_s: float | None = None

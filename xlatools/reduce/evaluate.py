@@ -37,6 +37,7 @@ class Values:
     recorded: dict[str, RecordedValue] = field(default_factory=dict)
     expected: Path | None = None  # the snapshot's recorded result (recorded oracle)
     expected_layouts: list[list[int]] = field(default_factory=list)
+    compile_options: dict[str, str] = field(default_factory=dict)  # the run's non-default debug options
 
     def source(self, name: str) -> tuple[str, int]:
         kind, _, rest = name.partition(":")
@@ -168,7 +169,7 @@ class Evaluator:
         request = ReplayRequest(source=path, python=self.plan.test.python, inputs=str(inputs),
                                 atol=spec.atol, rtol=spec.rtol, print_literals=literals)
         mode = mode_of(self.plan.request.precision)
-        materials = Materials({"kind": "text", "path": str(path)})
+        materials = Materials({"kind": "text", "path": str(path)}, compile_options=dict(self.values.compile_options))
         tested = materials if mode != PrecisionMode.HIGHEST else self._raised(path)  # the reference's never is
         job = job_spec(request, tested, self.plan.test, folder / "test", None)
         if spec.kind == OracleKind.RECORDED:

@@ -100,6 +100,7 @@ def _original(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> tuple[str
         raise UsageError(f"{files}: {plan.test.python} cannot load module {plan.module.label}: {record.message}",
                          hint="reduce needs a module the target's HLO parser reads; check it with `xlatools replay`")
     evaluator.values.arguments = folder / "test" / "inputs.npz"
+    evaluator.values.compile_options = dict(materials.compile_options)
     if materials.snapshot_result:
         evaluator.values.expected = Path(materials.snapshot_result.path)
         evaluator.values.expected_layouts = materials.snapshot_result.minor_to_major
@@ -177,8 +178,8 @@ class Reduction:
             try:
                 original = original_candidate(plan, evaluator, store.folder / "source")
                 best, verdict = cls._first(plan, evaluator, store, original, reporter)
-            except UsageError:
-                if not store.resumed:  # a refused input leaves nothing behind
+            except (UsageError, EnvironmentMissing):
+                if not store.resumed:  # a refused input (or one xlatools cannot reduce) leaves nothing behind
                     shutil.rmtree(store.folder, ignore_errors=True)
                     _remove_if_empty(store.folder.parent)
                 raise
@@ -197,6 +198,9 @@ class Reduction:
                       f"{plan.oracle.describe()}")
         verdict = evaluator.evaluate([original])[0]
         if verdict.interesting is not True:
+            from xlatools.reduce.agreement import refuse_lost_difference
+
+            refuse_lost_difference(plan, evaluator, original, store.folder / "source", verdict)
             raise UsageError(f"the input is not interesting, nothing to reduce: {verdict.reason}",
                              hint="check the oracle: `xlatools replay` the module with the same reference, flags and inputs")
         reporter.info(f"input: {verdict.reason}")

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
 ISOLATE_JSON, ISOLATE_TABLE = "isolate.json", "isolate.txt"
 
 
+NO_SINGLE = ("no single instruction mismatches, alone or in context: where the module mismatches as a whole, the "
+             "difference needs a pattern of several instructions (a rewrite of many into one library call, as oneDNN's "
+             "are); next: `xlatools reduce` (its candidates keep such a pattern whole) or `xlatools bisect passes` "
+             "(names the rewriting pass)")
+
+
 def _describe(row: IsolatedInstruction) -> str:
     return f"{row.name} = {row.opcode}({', '.join(row.operands)}) {row.shape}: {row.detail}"
 
@@ -50,7 +56,7 @@ def table(result: Isolation) -> str:
         lines.append("no instruction mismatches on its own; the first whose value (computed from the module's inputs) "
                      f"mismatches: {_describe(result.first_mismatch_in_context)} (a bug that needs its context, e.g. a fusion)")
     else:
-        lines.append("no instruction mismatches, alone or in context")
+        lines.append(NO_SINGLE)
     return "\n".join(lines)
 
 

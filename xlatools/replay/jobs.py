@@ -40,6 +40,13 @@ class Materials:
     alternatives: list[dict[str, str]] = field(default_factory=list)
     snapshot_args: ArraysFile | None = None
     snapshot_result: ArraysFile | None = None
+    compile_options: dict[str, str] = field(default_factory=dict)  # the run's non-default debug options
+
+    def forms(self) -> list["Materials"]:
+        """These materials with each module form first in turn (auto tries the next when one is not the run's)."""
+        every = [self.module, *self.alternatives]
+        return [Materials(first, [m for m in every if m is not first], self.snapshot_args, self.snapshot_result,
+                          self.compile_options) for first in every]
 
 
 def _arrays_npz(arrays, path: Path) -> ArraysFile:
@@ -77,7 +84,10 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
 
         raise UsageError(f"module {source.label}: nothing to replay with --from {source_from}",
                          hint="--from auto uses whatever the dump has")
-    materials = Materials(candidates[0], candidates[1:])
+    from xlatools.replay.as_run import read_debug_options, run_files
+
+    materials = Materials(candidates[0], candidates[1:],
+                          compile_options=read_debug_options(run_files(source.text or source.proto).debug_options))
     if snapshot and literals:
         materials.snapshot_args = _arrays_npz(snapshot.arguments, folder / "snapshot-arguments.npz")
         if snapshot.result:
@@ -126,7 +136,8 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
         alternatives.append({"kind": "text", "path": str(test_dir / "module.txt")})  # the module as the test read it
     return {"module": materials.module, "alternatives": alternatives, "inputs": inputs,
             "expected": expected, "atol": request.atol, "rtol": request.rtol, "iterations": request.iterations,
-            "print_literals": request.print_literals, "out_dir": str(run_dir)}
+            "print_literals": request.print_literals, "out_dir": str(run_dir),
+            "compile_options": dict(materials.compile_options)}
 
 
 def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path, test_dir: Path | None,

@@ -106,7 +106,16 @@ def from_file(path: Path) -> ModuleSource:
     source = ModuleSource(name=dump.module_name, id=dump.module_id, **{kind: path})
     if kind == "snapshot" and not is_unoptimized(path):
         _pair_with_siblings(source, path.parent, dump.stem)
+    elif kind in ("text", "proto"):  # a file replayed alone uses its sibling snapshot's arguments and result
+        source.snapshot = sibling_snapshot(path.parent, dump.stem)
     return source
+
+
+def sibling_snapshot(folder: Path, stem: str) -> Path | None:
+    """The snapshot the same dump wrote of the module's first execution (its arguments and result), if any:
+    a dumped file replayed alone runs on what the run ran, not on made-up inputs."""
+    found = [p for p in folder.glob(f"{stem}.snapshot.*.pb") if p.is_file() and not is_unoptimized(p)]
+    return min(found, key=lambda p: (p.stat().st_mtime_ns, p.name)) if found else None
 
 
 def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:

@@ -11,7 +11,11 @@ What jax leaves in the text dump (see tests/fixtures/hlo/):
 The creator of `jit_<fn>` is the caller of the outermost frame of `fn` (so three
 `jit_stage` modules compiled from three call sites show three lines); a module with no
 such frame (an eager op like `x + 1` becomes `jit_add`) gets its innermost user frame.
-Library frames (jax, site-packages) are skipped where a user frame exists.
+The credit goes to the program's own frame: the innermost frame outside jax, site-packages and
+the standard library on the way to the function (a library's `jit_fit` is credited to the
+program line that called the library), with the library frame it called beside it. jax keeps only
+the innermost frames of a stack (`jax_traceback_in_locations_limit`), so a deep library stack
+may hold no program frame: then the first instruction whose stack reaches the program decides.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from xlatools.hlo.grammar import TABLE_HEADERS, TABLE_ROW, LineKind, parse_instr
 from xlatools.hlo.values import metadata_fields
 
 _LIBRARY = ("site-packages", "dist-packages", "/jax/", "/jaxlib/", "<frozen")
+_STDLIB = re.compile(r"/lib/python\d+\.\d+/[^/]+\.py$|/lib/python\d+\.\d+/(?!site-packages/|dist-packages/)")
+MAX_FRAME_IDS = 256  # distinct stacks looked at for a program frame (a module's instructions share few)
 
 
 @dataclass(frozen=True)
@@ -31,22 +37,32 @@ class SourceLine:
     file: str
     line: int
     function: str | None = None  # None on jaxlib 0.4.30 (no function names in the dump)
+    via: "SourceLine | None" = None  # the library frame the program's line called into, where that helps
 
     def short(self) -> str:
-        return f"{Path(self.file).name}:{self.line}"
+        own = f"{Path(self.file).name}:{self.line}"
+        return f"{own} (via {self.via.short()})" if self.via else own
+
+
+def is_library(file: str) -> bool:
+    """jax, installed packages and the standard library: code that is not the program's own."""
+    return any(m in file for m in _LIBRARY) or bool(_STDLIB.search(file))
 
 
 def scan_before(path: Path, module_name: str) -> tuple[int | None, SourceLine | None]:
     """Instruction count and creating source line of a before_optimizations.txt, in one streaming
     pass; the tables sit at the top, and the first instruction that names a frame is enough."""
-    count, tables, section, frame_id, old = 0, {name: {} for name in TABLE_HEADERS}, None, None, None
+    count, tables, section, frame_ids, old = 0, {name: {} for name in TABLE_HEADERS}, None, list[int](), None
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             for kind, line in scan_lines(handle):
                 if kind is LineKind.INSTRUCTION:
                     count += 1
-                    if frame_id is None and old is None:
-                        frame_id, old = _first_source(line)
+                    if old is None and len(frame_ids) < MAX_FRAME_IDS:  # stacks enough to find the program's frame
+                        frame_id, found_old = _first_source(line)
+                        if frame_id is not None and frame_id not in frame_ids:
+                            frame_ids.append(frame_id)
+                        old = found_old if frame_id is None and not frame_ids else None
                 elif kind is LineKind.TABLE:
                     section = line.strip()
                 elif kind is LineKind.TABLE_ROW and section:
@@ -57,8 +73,10 @@ def scan_before(path: Path, module_name: str) -> tuple[int | None, SourceLine | 
                     section = None
     except OSError:
         return None, None
-    if frame_id is not None:
-        return count, _creator(_stack(tables, frame_id), module_name)
+    if frame_ids:
+        stacks = [_stack(tables, frame_id) for frame_id in frame_ids]
+        reaching = next((s for s in stacks if any(not is_library(f.file) for f in s)), stacks[0])
+        return count, _creator(reaching, module_name)
     return count, old
 
 
@@ -95,18 +113,23 @@ def _stack(tables: dict[str, dict[int, str]], frame_id: int) -> list[SourceLine]
 
 
 def _creator(frames: list[SourceLine], module_name: str) -> SourceLine | None:
+    """The program's frame that called the jitted function (or, for a module with no such frame, the
+    innermost program frame), with the library frame it called when that is where the function lives."""
     if not frames:
         return None
     traced = re.sub(r"\W", "_", re.sub(r"^(?:jit|pmap)_", "", module_name))  # jit_<fn>, pmap_<fn>
-    for keep_library in (False, True):
-        usable = [f for f in frames if keep_library or not any(m in f.file for m in _LIBRARY)]
-        for index, frame in enumerate(frames):
-            name = re.sub(r"\W", "_", (frame.function or "").rsplit(".", 1)[-1])
-            if name == traced and index > 0:
-                callers = [f for f in frames[:index] if f in usable]
-                if callers:
-                    return callers[-1]
-                break
-        if usable:
-            return usable[-1]
-    return frames[-1]
+    end = len(frames)
+    for index, frame in enumerate(frames):
+        name = re.sub(r"\W", "_", (frame.function or "").rsplit(".", 1)[-1])
+        if name == traced and index > 0:
+            end = index  # the callers of the traced function
+            break
+    own = [i for i in range(end) if not is_library(frames[i].file)]
+    if not own:
+        return frames[end - 1] if end < len(frames) else frames[-1]
+    chosen = own[-1]
+    nxt = chosen + 1
+    in_library = end == len(frames) or is_library(frames[end].file)  # the function itself is library code
+    via = frames[nxt] if in_library and nxt < len(frames) and is_library(frames[nxt].file) else None
+    return SourceLine(frames[chosen].file, frames[chosen].line, frames[chosen].function,
+                      SourceLine(via.file, via.line, via.function) if via else None)

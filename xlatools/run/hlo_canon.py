@@ -68,7 +68,8 @@ def _sorted_backend_config(line: str) -> str:
 AUTOTUNED_ATTRIBUTES = ("backend_config",)
 
 
-def _without_autotuning(line: str) -> str:
+def without_autotuning(line: str) -> str:
+    """One canonical line with what GPU autotuning chooses left out (backend_config, a fusion's kind)."""
     if line.startswith("HloModule"):  # frontend_attributes={fingerprint_before_lhs="..."}: a hash of the tuned module
         head, _, attributes = line.partition(",")
         return head + drop_attribute("," + attributes, "frontend_attributes")
@@ -83,7 +84,7 @@ def _without_autotuning(line: str) -> str:
 def kernel_neutral_fingerprint(text: str) -> str:
     """The fingerprint of the module with what autotuning chooses left out (every backend_config, a
     fusion's kind): equal for two compiles whose only difference is the kernels' configuration."""
-    lines = [_without_autotuning(line) for line in canonical_hlo(text).splitlines()]
+    lines = [without_autotuning(line) for line in canonical_hlo(text).splitlines()]
     return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
 
 

@@ -83,7 +83,9 @@ def _findings(state: TriageState, root: Path) -> list[str]:
             what = (f"no instruction mismatches on its own; the first whose value mismatches in context is "
                     f"{_instruction(i.first_mismatch_in_context)} (the bug needs its context, e.g. a fusion or folding)")
         else:
-            what = "no instruction mismatches, alone or in context"
+            from xlatools.reduce.isolate import NO_SINGLE
+
+            what = NO_SINGLE
         out.append(f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')})")
     return out
 

@@ -226,7 +226,9 @@ def isolate(ctx: Context) -> str:
     if seen.first_mismatch_in_context:
         hit = seen.first_mismatch_in_context
         return f"{which}: no instruction mismatches alone; in context {hit.name} = {hit.opcode} is the first that does"
-    return f"{which}: no instruction mismatches, alone or in context"
+    from xlatools.reduce.isolate import NO_SINGLE
+
+    return f"{which}: {NO_SINGLE}"
 
 
 RUNNERS = {TriageStage.RELEASES: releases, TriageStage.DUMPS: dumps, TriageStage.DIFF: diff,

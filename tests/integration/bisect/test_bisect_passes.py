@@ -47,3 +47,31 @@ def test_passes_refuses_a_test_that_is_already_good(xl, tmp_path):
     done = xl("bisect", "passes", "--match", "no-such-text-anywhere", "--match-in", "dump:after_optimizations",
               "--", "fuse.py")
     assert done.returncode == 2 and "nothing to bisect" in done.stderr and "Traceback" not in done.stderr
+
+
+TWO_MODULES = """import jax, jax.numpy as jnp
+
+
+@jax.jit
+def fused(x):
+    return jnp.sin(x) * 2.0 + jnp.cos(x)
+
+
+@jax.jit
+def plain(x):
+    return x
+
+
+x = jnp.arange(8.0)
+print(fused(x).sum(), plain(x).sum())
+"""
+
+
+def test_passes_with_module_looks_for_the_match_in_that_modules_files_only(xl, tmp_path):
+    # jit_fused's optimised module holds the fusion, jit_plain's does not: with --module jit_plain the baseline
+    # is not bad (the match in jit_fused's files used to count). Cost: one dumping run (about 5 s).
+    (tmp_path / "two.py").write_text(TWO_MODULES)
+    done = xl("bisect", "passes", "--module", "jit_plain", "--match", "calls=%fused_computation", "--match-in",
+              "dump:after_optimizations", "--", "two.py")
+    assert done.returncode == 2 and "nothing to bisect" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr

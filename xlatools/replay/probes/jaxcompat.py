@@ -117,11 +117,27 @@ def _refuse_callback(*args):
     raise RuntimeError(CALLBACK_RAN)
 
 
-def compile_mlir(client, mlir, callbacks=0):
+def _option_value(text):
+    """A debug option's value as its type: XLA refuses 'false' for a bool option."""
+    text = str(text)
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def compile_mlir(client, mlir, callbacks=0, overrides=None):
     """Compile for one device. A module with host callbacks gets stand-ins that fail with CALLBACK_RAN when one
-    runs (the program's Python functions are not here; without stand-ins it would call through a stale index)."""
+    runs (the program's Python functions are not here; without stand-ins it would call through a stale index).
+    `overrides`: {debug option: value} the run compiled with (its dump's .debug_options)."""
     xc = _client()
     options = xc.CompileOptions()
+    if overrides:
+        options.env_option_overrides = [(str(k), _option_value(v)) for k, v in sorted(overrides.items())]
     if not hasattr(client, "compile_and_load"):
         return client.compile(mlir, options)  # jaxlib 0.4.x: callbacks are raw pointers in the module itself
     devices = client.local_devices()[:1]

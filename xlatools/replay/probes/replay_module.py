@@ -222,7 +222,18 @@ class Job:
         client = jaxcompat.backend()
         started = time.perf_counter()
         try:
-            executable = jaxcompat.compile_mlir(client, mlir, self.callbacks)
+            overrides = self.spec.get("compile_options") or {}
+            try:
+                executable = jaxcompat.compile_mlir(client, mlir, self.callbacks, overrides)
+            except Exception as exc:
+                if not overrides or not any(name in str(exc) for name in overrides):
+                    raise
+                # an option this jaxlib does not know: compile with its defaults, and say so
+                executable = jaxcompat.compile_mlir(client, mlir, self.callbacks)
+                self.result["options_dropped"] = first_line(exc)
+                overrides = {}
+            if overrides:
+                self.result["compile_options"] = dict(overrides)
         except Exception as exc:
             raise Failed("compile-error", first_line(exc)) from None
         self.result["compile_s"] = round(time.perf_counter() - started, 6)
