@@ -54,7 +54,9 @@ def plan_job(spec: ClusterSpec, name: str, folder: str, tasks: int, python: str,
     """The job that runs `tasks` tasks of task.py (interpreter `python`, stdlib only) in `cwd`."""
     job_name = "xlatools-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
     srun = ["srun", "--kill-on-bad-exit=0", f"--ntasks={tasks}", python, f"{folder}/{SHIM}", f"{folder}/{TASKS}"]
-    header = [f"--job-name={job_name}", f"--output={folder}/job.out", f"--chdir={cwd}", *sbatch_options(spec, tasks)]
+    # --no-requeue: a job its node lost ends (NODE_FAIL, a skip xlatools records) instead of queueing again unseen.
+    header = [f"--job-name={job_name}", f"--output={folder}/job.out", f"--chdir={cwd}", "--no-requeue",
+              *sbatch_options(spec, tasks)]
     script = ["#!/bin/bash", *(f"#SBATCH {_directive(option)}" for option in header),
               "# made by xlatools; the tasks' own logs are in the bundle", "set -e"]
     script += list(spec.setup)

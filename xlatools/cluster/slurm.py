@@ -190,3 +190,16 @@ def partition_exists(partition: str | None) -> tuple[bool, str]:
     if done.returncode != 0:
         return False, done.stderr.strip()
     return bool(done.stdout.strip()), done.stdout.strip()
+
+
+def preflight(spec, tasks: int) -> str:
+    """`sbatch --test-only` with the job's settings: Slurm checks partition, account, time and size without
+    submitting anything. Refused: bad input (exit 2) or no cluster (exit 3), with Slurm's message.
+    Returns Slurm's estimate (when and where such a job would start)."""
+    from xlatools.cluster.plan import sbatch_options
+
+    require()
+    done = _call(["sbatch", "--test-only", *sbatch_options(spec, tasks), "--wrap=true"])
+    if done.returncode != 0:
+        raise refusal(done.stderr, f"--executor slurm ({spec.describe()})")
+    return (done.stderr or done.stdout).strip().removeprefix("sbatch: ")

@@ -47,7 +47,7 @@ def run(
     if cluster is not None and not dry_run:
         from xlatools.cluster.slurm import require
 
-        require()
+        require()  # no Slurm here: exit 3 before anything is probed
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
     request = program_options.run_request(argv, cwd, dump=dump, quiet=quiet, processes=processes,
@@ -66,6 +66,10 @@ def run(
             _print_plan(prepared)
             _print_job(prepared, cluster)
         return
+    if cluster is not None:
+        from xlatools.cluster.slurm import preflight
+
+        preflight(cluster, max(1, len(prepared.plan.processes)))  # a wrong partition/account: exit 2, no bundle
     outcome = execute_plan(prepared, program_options.out, argv, caller_env, reporter, archive=archive,
                            echo_stdout_to_stderr=as_json, exit_code_mode=exit_code, cluster=cluster)
     record = outcome.record

@@ -123,13 +123,14 @@ def execute_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, st
         info = slurm.wait_gone(job_id)
     _forget(job.folder)
     exits = _exits(tasks)
+    info, stepd = _settled(info, exits, Path(job.folder) / "job.out")
     record.state, record.reason, record.exit_code, record.nodes = info.state, info.reason, info.exit_code, info.nodes
     record.partition = info.partition or record.partition
     firsts = [e["started"] for e in exits if e]
     record.started_s = round(min(firsts) - submitted_at, 3) if firsts else None
     record.cancelled_by_xlatools = slurm.was_cancelled(job_id)
     duration = round(time.monotonic() - t0, 3)
-    status = _status(record, exits)
+    status = _status(record, exits, stepd)
     codes = [e["returncode"] if e else None for e in exits]
     failed = [i for i, c in enumerate(codes) if c not in (0, None)]
     first = min(failed, key=lambda i: exits[i]["finished"]) if failed else None
@@ -150,17 +151,46 @@ def _forget(folder: str) -> None:
         pass
 
 
-def _status(record: SlurmJobRecord, exits: list[dict | None]) -> Status:
+def _settled(info: slurm.JobInfo, exits: list[dict | None], job_out: Path) -> tuple[slurm.JobInfo, str | None]:
+    """A task that Slurm stopped, seen a moment before the controller names why (its state can read FAILED
+    before TIMEOUT, slurmstepd's line can land in job.out late): ask again for up to 5 s."""
+    stepd = _stepd_says(job_out)
+    deadline = time.monotonic() + 5
+    while (any(e is None or e.get("stopped_by_signal") for e in exits) and info.state not in slurm.KILLED_WHY
+           and stepd is None and time.monotonic() < deadline):
+        time.sleep(0.2)
+        info, stepd = slurm.job_info(info.job_id), _stepd_says(job_out)
+    return info, stepd
+
+
+def _stepd_says(job_out: Path) -> str | None:
+    """Why slurmstepd stopped the job, from its own line in the job's output
+    (`*** JOB 14 ON node CANCELLED AT ... DUE TO TIME LIMIT ***`): it names the cause even when the
+    controller's state still reads FAILED a moment after the tasks ended."""
+    import re
+
+    try:
+        text = job_out.read_text(errors="replace")[-65536:]
+    except OSError:
+        return None
+    found = re.findall(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+ ?(.*?) \*\*\*", text)
+    return found[-1].strip() if found else None
+
+
+def _status(record: SlurmJobRecord, exits: list[dict | None], stepd: str | None = None) -> Status:
     if record.cancelled_by_xlatools:
         return Status.INTERRUPTED
     if any(e and e["timed_out"] for e in exits):
         return Status.TIMEOUT
     unfinished = any(e is None or e.get("stopped_by_signal") for e in exits)
     if record.state in slurm.KILLED_WHY or unfinished:
-        why = slurm.KILLED_WHY.get(record.state or "", f"the job ended in state {record.state or 'unknown'}")
+        timed_out = record.state == "TIMEOUT" or (stepd or "").endswith("TIME LIMIT")
+        why = slurm.KILLED_WHY["TIMEOUT"] if timed_out else slurm.KILLED_WHY.get(
+            record.state or "", f"the job ended in state {record.state or 'unknown'}")
+        said = f"; slurmstepd: {stepd.lower() or 'cancelled'}" if stepd is not None else ""
         record.killed_by_slurm = f"Slurm ended job {record.job_id} before the program finished: {why}" + \
-            (f" (reason {record.reason})" if record.reason else "")
-        return Status.TIMEOUT if record.state == "TIMEOUT" else Status.ERROR
+            (f" (state {record.state}, reason {record.reason}{said})")
+        return Status.TIMEOUT if timed_out else Status.ERROR
     return Status.OK if all(e["returncode"] == 0 for e in exits) else Status.FAILED
 
 
