@@ -6,7 +6,7 @@
 #   scripts/slurm-cluster.sh stop DIR    stop them (by the pids they wrote under DIR)
 #
 # Needs root (SlurmUser=root) and the Debian packages; exits 3 with the reason when it cannot start.
-# Partition `debug` (default) holds the node; `tiny` has a 1-minute limit for time-limit tests.
+# One partition, `debug` (the default); up to 8 jobs share a CPU (OverSubscribe), as tests run several.
 set -euo pipefail
 cmd=${1:?usage: slurm-cluster.sh start|stop DIR}
 dir=${2:?usage: slurm-cluster.sh start|stop DIR}
@@ -69,7 +69,6 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
-PartitionName=tiny Nodes=$host MaxTime=1 State=UP OverSubscribe=FORCE:8
 EOF
 export SLURM_CONF=$dir/slurm.conf
 munged --key-file "$dir/munge.key" --socket "$dir/munge.socket.2" --pid-file "$dir/munged.pid" \

@@ -1,7 +1,7 @@
 """A Slurm job as data (pure): the batch script and the sbatch and srun command lines.
 
 Every job runs one `srun` step whose tasks each start task.py (copied into the job's folder, which
-is on the shared file system like the bundle): the task reads its part of tasks.json by
+is on the shared file system like the bundle): the task reads its part of tasks.json (beside it) by
 SLURM_PROCID, runs the program with its own logs, and writes its exit status beside them. The
 scheduler's own files (the batch script's output) go to the job folder too.
 """
@@ -53,7 +53,7 @@ def sbatch_options(spec: ClusterSpec, tasks: int) -> list[str]:
 def plan_job(spec: ClusterSpec, name: str, folder: str, tasks: int, python: str, cwd: str) -> JobPlan:
     """The job that runs `tasks` tasks of task.py (interpreter `python`, stdlib only) in `cwd`."""
     job_name = "xlatools-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
-    srun = ["srun", "--kill-on-bad-exit=0", f"--ntasks={tasks}", python, f"{folder}/{SHIM}", f"{folder}/{TASKS}"]
+    srun = ["srun", "--kill-on-bad-exit=0", f"--ntasks={tasks}", python, f"{folder}/{SHIM}"]
     # --no-requeue: a job its node lost ends (NODE_FAIL, a skip xlatools records) instead of queueing again unseen.
     header = [f"--job-name={job_name}", f"--output={folder}/job.out", f"--chdir={cwd}", "--no-requeue",
               *sbatch_options(spec, tasks)]
@@ -76,3 +76,15 @@ class TaskSpec:
     stderr: str
     exit_file: str
     timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class TaskExit:
+    """A task's exit file, as task.py writes it (JSON)."""
+
+    returncode: int | None
+    timed_out: bool = False
+    stopped_by_signal: int | None = None  # Slurm stopped the task (SIGTERM at a time limit, scancel, node going down)
+    started: float = 0.0  # time.time() on the node
+    finished: float = 0.0
+    node: str = ""

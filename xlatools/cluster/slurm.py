@@ -61,7 +61,7 @@ def refusal(stderr: str, what: str) -> Exception:
     lowered = message.lower()
     if any(marker in lowered for marker in _BAD_INPUT):
         return UsageError(f"{what}: Slurm refused the job: {message}",
-                          hint="check the partition/account/time in --partition/--account/--time or the profile's "
+                          hint="check --partition/--account/--time-limit or the profile's "
                                "cluster: section (`sinfo -s` lists partitions)")
     return EnvironmentMissing(f"{what}: Slurm could not take the job: {message}",
                               hint="check that the cluster answers (`sinfo`) and SLURM_CONF")

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from xlatools.errors import UsageError
+
+if TYPE_CHECKING:
+    from xlatools.profiles.model import Cluster
 
 EXECUTORS = ("local", "slurm")
 
@@ -43,14 +46,12 @@ class ExecutorChoice:
     sbatch_options: tuple[str, ...] = field(default_factory=tuple)
 
 
-def from_profile_section(section: dict[str, Any], source: str) -> tuple[str, ClusterSpec]:
-    """(executor, spec) from a validated profile's `cluster:` section as plain data."""
-    spec = ClusterSpec(partition=section.get("partition"), account=section.get("account"), time=section.get("time"),
-                       nodes=section.get("nodes"), gpus_per_task=section.get("gpus_per_task"),
-                       cpus_per_task=section.get("cpus_per_task"),
-                       sbatch_options=tuple(section.get("sbatch_options") or ()), setup=tuple(section.get("setup") or ()),
-                       source=source)
-    return section.get("executor") or "local", spec
+def from_profile_section(section: Cluster, source: str) -> tuple[str, ClusterSpec]:
+    """(executor, spec) from a validated profile's `cluster:` section."""
+    spec = ClusterSpec(partition=section.partition, account=section.account, time=section.time, nodes=section.nodes,
+                       gpus_per_task=section.gpus_per_task, cpus_per_task=section.cpus_per_task,
+                       sbatch_options=tuple(section.sbatch_options), setup=tuple(section.setup), source=source)
+    return section.executor, spec
 
 
 def settle(choice: ExecutorChoice, profile_executor: str, profile_spec: ClusterSpec) -> ClusterSpec | None:
@@ -87,6 +88,5 @@ def resolve(choice: ExecutorChoice, profile_ref: str | None) -> ClusterSpec | No
         from xlatools.profiles import load
 
         resolved = load(profile_ref)
-        executor, spec = from_profile_section(resolved.profile.cluster.model_dump(mode="json"),
-                                              f"profile {resolved.profile.name} ({resolved.path})")
+        executor, spec = from_profile_section(resolved.profile.cluster, f"profile {resolved.profile.name} ({resolved.path})")
     return settle(choice, executor, spec)

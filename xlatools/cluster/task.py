@@ -1,5 +1,5 @@
 """One task of an xlatools Slurm job (standard library only: it runs in the target interpreter on
-the node, copied into the job's folder). Usage: python task.py tasks.json
+the node, copied into the job's folder beside tasks.json). Usage: python task.py
 
 Picks its part of tasks.json by SLURM_PROCID, runs that program with its own logs, stops it at its
 timeout (exit 124) or when Slurm stops the task (SIGTERM at a time limit or scancel), and writes
@@ -32,7 +32,7 @@ def _kill(proc):
 
 
 def main():
-    with open(sys.argv[1]) as handle:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.json")) as handle:
         job = json.load(handle)
     task = job["tasks"][int(os.environ.get("SLURM_PROCID", "0"))]
     env = dict(os.environ)

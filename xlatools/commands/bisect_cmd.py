@@ -74,7 +74,9 @@ def with_test_options(command):
         test = TestOptions(program=v["program"], args=tuple(v["args"] or ()), module=v["module"], replay=v["replay"],
                            rule=rule, presets=tuple(v["preset"]), xla_flags=tuple(v["xla_flag"]), env=tuple(v["env"]),
                            platform=v["platform"], timeout=v["timeout"], cwd=Path.cwd(),
-                           cluster=_cluster(v, values.get("profile"), values.get("dry_run", False)))
+                           cluster=_cluster(executor_choice(v["executor"], v["partition"], v["account"],
+                                                            v["time_limit"], v["sbatch_option"]),
+                                            values.get("profile"), values.get("dry_run", False)))
         return command(test=test, reporter=Reporter(quiet=bool(v["quiet"])), **values)
 
     wrapper.__signature__ = inspect.Signature([*(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *shared])
@@ -82,12 +84,11 @@ def with_test_options(command):
     return wrapper
 
 
-def _cluster(v: dict, profile: str | None, dry_run: bool):
+def _cluster(choice, profile: str | None, dry_run: bool):
     """--executor and the profile's cluster: section; with slurm, Slurm checks the settings first (sbatch --test-only)."""
     from xlatools.cluster.spec import resolve
 
-    cluster = resolve(executor_choice(v["executor"], v["partition"], v["account"], v["time_limit"], v["sbatch_option"]),
-                      profile)
+    cluster = resolve(choice, profile)
     if cluster is not None and not dry_run:
         from xlatools.cluster.slurm import preflight
 
@@ -115,11 +116,11 @@ def releases(
     request = ReleaseRequest(good=good, bad=bad, test=test, python_version=python_version, nightly=nightly, out=out,
                              confirm=confirm, fresh=fresh, jobs=jobs)
     if dry_run:
-        return _print_plan(plan_releases(request, reporter), as_json)
+        return _print_plan(plan_releases(request, reporter), as_json, test.cluster)
     _finish(bisect_releases(request, reporter), as_json)
 
 
-def _print_plan(plan, as_json: bool) -> None:
+def _print_plan(plan, as_json: bool, cluster=None) -> None:
     import json
 
     from xlatools.records import to_json
@@ -134,6 +135,12 @@ def _print_plan(plan, as_json: bool) -> None:
         typer.echo(f"(jax {version}: no jaxlib of that version for this Python; not a candidate)")
     test = getattr(plan.test, "program", None) or getattr(plan.test, "pack", None)
     typer.echo(f"{len(plan.candidates)} candidates; at most {plan.ideal_steps} steps without skips; test: {test}")
+    if cluster is not None:
+        from xlatools.cluster.plan import JOB_FOLDER, plan_job
+
+        job = plan_job(cluster, "stepNN-<candidate>", f"<step bundle>/{JOB_FOLDER}", 1, "<step python>", str(Path.cwd()))
+        typer.echo(f"each step a Slurm job ({cluster.describe()}; from {cluster.source}):")
+        typer.echo("\n".join(job.lines()))
 
 
 def _finish(state, as_json: bool) -> None:
@@ -199,5 +206,5 @@ def commits(
     request = CommitRequest(commits=xla or jax, which="xla" if xla else "jax", source=source, profile=profile, test=test,
                             repo=xla_repo, local=local, python=python, jobs=jobs, out=out, confirm=confirm, fresh=fresh)
     if dry_run:
-        return _print_plan(plan_commits(request, reporter), as_json)
+        return _print_plan(plan_commits(request, reporter), as_json, test.cluster)
     _finish(bisect_commits(request, reporter), as_json)

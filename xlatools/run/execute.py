@@ -139,12 +139,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
         if plan.processes:
             from xlatools.run.group_record import bind_coordinator, make_process_folders
 
-            if cluster is None:
-                plan, session.record.coordinator = bind_coordinator(plan)
-            else:
-                from xlatools.run.slurm_launch import slurm_coordinator
-
-                plan, session.record.coordinator = slurm_coordinator(plan, cluster)
+            plan, session.record.coordinator = bind_coordinator(plan, cluster)
             make_process_folders(plan, session.path)
         _make_folders(plan, session.path)
 
@@ -161,16 +156,9 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
         group = None
         with reporter.group(f"{plan.program.label} output", announce=False):
             if cluster is not None:
-                from xlatools.run.slurm_launch import execute_job
+                from xlatools.run.slurm_launch import execute_in_session
 
-                def on_submit(job) -> None:
-                    session.record.slurm = job
-                    session.save()
-
-                result, group, session.record.slurm = execute_job(plan, plan.child_env(caller_env), caller_env, cluster,
-                                                                  session.path, on_start, reporter, on_submit)
-                if session.record.slurm.killed_by_slurm:
-                    session.record.notes.append(session.record.slurm.killed_by_slurm)
+                result, group = execute_in_session(plan, session, cluster, caller_env, on_start, reporter)
             elif plan.processes:
                 from xlatools.run.group import execute_group
 

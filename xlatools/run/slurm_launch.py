@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from xlatools.cluster import slurm
-from xlatools.cluster.plan import JOB_FOLDER, SCRIPT, SHIM, TASKS, JobPlan, TaskSpec, plan_job
+from xlatools.cluster.plan import JOB_FOLDER, SCRIPT, SHIM, TASKS, JobPlan, TaskExit, TaskSpec, plan_job
 from xlatools.cluster.spec import ClusterSpec
 from xlatools.records.cluster import SlurmJobRecord
 from xlatools.run.group import GroupResult, ProcessResult
@@ -85,12 +85,13 @@ def prepare_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, st
     return job, tasks
 
 
-def _exits(tasks: list[TaskSpec]) -> list[dict | None]:
-    found = []
+def _exits(tasks: list[TaskSpec]) -> list[TaskExit | None]:
+    """Each task's exit file (task.py writes it at its end); None: not (yet) written."""
+    found: list[TaskExit | None] = []
     for task in tasks:
         try:
-            found.append(json.loads(Path(task.exit_file).read_text()))
-        except (OSError, ValueError):
+            found.append(TaskExit(**json.loads(Path(task.exit_file).read_text())))
+        except (OSError, ValueError, TypeError):
             found.append(None)
     return found
 
@@ -126,21 +127,35 @@ def execute_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, st
     info, stepd = _settled(info, exits, Path(job.folder) / "job.out")
     record.state, record.reason, record.exit_code, record.nodes = info.state, info.reason, info.exit_code, info.nodes
     record.partition = info.partition or record.partition
-    firsts = [e["started"] for e in exits if e]
+    firsts = [e.started for e in exits if e]
     record.started_s = round(min(firsts) - submitted_at, 3) if firsts else None
     record.cancelled_by_xlatools = slurm.was_cancelled(job_id)
     duration = round(time.monotonic() - t0, 3)
     status = _status(record, exits, stepd)
-    codes = [e["returncode"] if e else None for e in exits]
+    codes = [e.returncode if e else None for e in exits]
     failed = [i for i, c in enumerate(codes) if c not in (0, None)]
-    first = min(failed, key=lambda i: exits[i]["finished"]) if failed else None
+    first = min(failed, key=lambda i: exits[i].finished) if failed else None
     chosen = codes[first] if first is not None else codes[0]
     result = ProgramResult(status, chosen, duration, started, utc_now())
     if not plan.processes:
         return result, None, record
-    rows = [ProcessResult(i, _process_status(e, status), c, round(e["finished"] - e["started"], 3) if e else duration,
+    rows = [ProcessResult(i, _process_status(e, status), c, round(e.finished - e.started, 3) if e else duration,
                           i == first) for i, (e, c) in enumerate(zip(exits, codes))]
     return result, GroupResult(result, rows, first), record
+
+
+def execute_in_session(plan: RunPlan, session, cluster: ClusterSpec, caller_env: dict[str, str],
+                       on_start: Callable[[object], None], reporter: Reporter) -> tuple[ProgramResult, GroupResult | None]:
+    """execute_job for run.execute's bundle session: the job record in the manifest as soon as it is submitted."""
+    def on_submit(job: SlurmJobRecord) -> None:
+        session.record.slurm = job
+        session.save()
+
+    result, group, session.record.slurm = execute_job(plan, plan.child_env(caller_env), caller_env, cluster,
+                                                      session.path, on_start, reporter, on_submit)
+    if session.record.slurm.killed_by_slurm:
+        session.record.notes.append(session.record.slurm.killed_by_slurm)
+    return result, group
 
 
 def _forget(folder: str) -> None:
@@ -151,12 +166,12 @@ def _forget(folder: str) -> None:
         pass
 
 
-def _settled(info: slurm.JobInfo, exits: list[dict | None], job_out: Path) -> tuple[slurm.JobInfo, str | None]:
+def _settled(info: slurm.JobInfo, exits: list[TaskExit | None], job_out: Path) -> tuple[slurm.JobInfo, str | None]:
     """A task that Slurm stopped, seen a moment before the controller names why (its state can read FAILED
     before TIMEOUT, slurmstepd's line can land in job.out late): ask again for up to 5 s."""
     stepd = _stepd_says(job_out)
     deadline = time.monotonic() + 5
-    while (any(e is None or e.get("stopped_by_signal") for e in exits) and info.state not in slurm.KILLED_WHY
+    while (any(e is None or e.stopped_by_signal for e in exits) and info.state not in slurm.KILLED_WHY
            and stepd is None and time.monotonic() < deadline):
         time.sleep(0.2)
         info, stepd = slurm.job_info(info.job_id), _stepd_says(job_out)
@@ -177,12 +192,12 @@ def _stepd_says(job_out: Path) -> str | None:
     return found[-1].strip() if found else None
 
 
-def _status(record: SlurmJobRecord, exits: list[dict | None], stepd: str | None = None) -> Status:
+def _status(record: SlurmJobRecord, exits: list[TaskExit | None], stepd: str | None = None) -> Status:
     if record.cancelled_by_xlatools:
         return Status.INTERRUPTED
-    if any(e and e["timed_out"] for e in exits):
+    if any(e and e.timed_out for e in exits):
         return Status.TIMEOUT
-    unfinished = any(e is None or e.get("stopped_by_signal") for e in exits)
+    unfinished = any(e is None or e.stopped_by_signal for e in exits)
     if record.state in slurm.KILLED_WHY or unfinished:
         timed_out = record.state == "TIMEOUT" or (stepd or "").endswith("TIME LIMIT")
         why = slurm.KILLED_WHY["TIMEOUT"] if timed_out else slurm.KILLED_WHY.get(
@@ -191,12 +206,12 @@ def _status(record: SlurmJobRecord, exits: list[dict | None], stepd: str | None 
         record.killed_by_slurm = f"Slurm ended job {record.job_id} before the program finished: {why}" + \
             (f" (state {record.state}, reason {record.reason}{said})")
         return Status.TIMEOUT if timed_out else Status.ERROR
-    return Status.OK if all(e["returncode"] == 0 for e in exits) else Status.FAILED
+    return Status.OK if all(e.returncode == 0 for e in exits) else Status.FAILED
 
 
-def _process_status(exit_: dict | None, run: Status) -> ProcessStatus:
-    if exit_ is None or exit_.get("stopped_by_signal"):
+def _process_status(exit_: TaskExit | None, run: Status) -> ProcessStatus:
+    if exit_ is None or exit_.stopped_by_signal:
         return ProcessStatus.INTERRUPTED if run == Status.INTERRUPTED else ProcessStatus.STOPPED
-    if exit_["timed_out"]:
+    if exit_.timed_out:
         return ProcessStatus.TIMEOUT
-    return ProcessStatus.OK if exit_["returncode"] == 0 else ProcessStatus.FAILED
+    return ProcessStatus.OK if exit_.returncode == 0 else ProcessStatus.FAILED

@@ -61,7 +61,8 @@ def _log(tmp_path: Path) -> str:
 
 
 def test_two_process_run_is_one_slurm_job_with_every_process_in_the_bundle(slurm, tmp_path):
-    done = run_cli("run", "smoke:multiprocess", "--executor", "slurm", "--json", "--out", str(tmp_path),
+    profile = write(tmp_path / "cluster.yaml", "cluster:\n  executor: slurm\n  time: \"5\"\n  setup: [\"echo node-setup\"]\n")
+    done = run_cli("run", "smoke:multiprocess", "--profile", str(profile), "--json", "--out", str(tmp_path),
                    env=_env(slurm), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
@@ -71,7 +72,9 @@ def test_two_process_run_is_one_slurm_job_with_every_process_in_the_bundle(slurm
     assert data["smoke"]["results"][0]["ok"] and data["smoke"]["results"][0]["name"] == "multiprocess"
     bundle = Path(data["bundle"])
     assert "process 1 of 2" in (bundle / "p1.stdout.log").read_text()  # jax.distributed from Slurm's variables
-    assert (bundle / "slurm" / "job.sh").read_text().count("srun") == 1
+    script = (bundle / "slurm" / "job.sh").read_text()
+    assert script.count("srun") == 1 and "#SBATCH --time=5" in script
+    assert "node-setup" in (bundle / "slurm" / "job.out").read_text()  # the profile's setup lines ran on the node
     assert not (bundle / "slurm" / "tasks.json").exists()  # the run's environment does not stay behind
     assert "JAX_COORDINATOR_ADDRESS" not in data["processes"][0]["env"]
 
@@ -94,7 +97,7 @@ def test_no_slurm_on_the_machine_is_exit_3(tmp_path):
 def test_dry_run_shows_the_job_script_and_commands(tmp_path):
     done = run_cli("run", "smoke:multiprocess", "--executor", "slurm", "--time-limit", "5", "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert "sbatch --parsable" in done.stdout and "srun --kill-on-bad-exit=0 --ntasks=2" in done.stdout
+    assert "sbatch --parsable" in done.stdout and "srun --kill-on-bad-exit=0 --ntasks=2" in done.stdout and "task.py" in done.stdout
     assert "#SBATCH --time=5" in done.stdout
 
 
