@@ -14,6 +14,12 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
 stop() {
+  # Jobs first: a job left running when slurmd goes keeps its slurmstepd and program alive.
+  if [[ -s "$dir/slurmctld.pid" ]] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+    export SLURM_CONF=$dir/slurm.conf
+    scancel --full --quiet $(squeue -h -o %i 2>/dev/null) 2>/dev/null || true
+    for _ in $(seq 100); do [[ -z $(squeue -h -o %i 2>/dev/null) ]] && break; sleep 0.1; done
+  fi
   for name in slurmd slurmctld munged; do
     if [[ -s "$dir/$name.pid" ]]; then
       pid=$(cat "$dir/$name.pid")
