@@ -26,9 +26,10 @@ def _env(slurm: dict[str, str], cache: Path | None = None) -> dict[str, str]:
     return {**slurm, "JAX_PLATFORMS": "cpu", **({"XLATOOLS_CACHE_DIR": str(cache)} if cache else {})}
 
 
-def _squeue(slurm: dict[str, str]) -> list[str]:
-    """`JOBID NAME STATE` of every job the test cluster still lists."""
-    done = subprocess.run(["squeue", "-h", "-o", "%i %j %T"], capture_output=True, text=True,
+def _squeue(slurm: dict[str, str], *more: str) -> list[str]:
+    """`JOBID NAME STATE` of every job the test cluster still lists (with `-s`: its steps)."""
+    form = "%i %j" if "-s" in more else "%i %j %T"
+    done = subprocess.run(["squeue", "-h", "-o", form, *more], capture_output=True, text=True,
                           env={**os.environ, **slurm}, timeout=30)
     return done.stdout.splitlines()
 
@@ -117,8 +118,10 @@ def test_a_step_slurm_kills_at_its_time_limit_is_skip(slurm, bisect_cache, tmp_p
     write(tmp_path / "slow_check.py", SLOW_CHECK.replace("'0.4.30'", "'none'"))
     proc = _start_bisect(tmp_path, _env(slurm, bisect_cache), "--time-limit", "5")
     job = _wait_for("the 0.4.29 step's job", lambda: [j for j in _squeue(slurm) if "0.4.29" in j and "RUNNING" in j])
+    job_id = job[0].split()[0]
+    _wait_for("its srun step", lambda: _squeue(slurm, "-s", "-j", job_id))  # the program runs: not killed before it
     # Slurm enforces limits in minutes, checked every 30 s: end the job's time now instead of waiting 5 min.
-    _scontrol(slurm, "update", f"JobId={job[0].split()[0]}", f"EndTime={time.strftime('%Y-%m-%dT%H:%M:%S')}")
+    _scontrol(slurm, "update", f"JobId={job_id}", f"EndTime={time.strftime('%Y-%m-%dT%H:%M:%S')}")
     proc.wait(timeout=300)
     assert proc.returncode == 0, _log(tmp_path)
     state = json.loads(states(tmp_path)[0].read_text())
