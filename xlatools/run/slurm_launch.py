@@ -145,8 +145,10 @@ def execute_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, st
 
 
 def execute_in_session(plan: RunPlan, session, cluster: ClusterSpec, caller_env: dict[str, str],
-                       on_start: Callable[[object], None], reporter: Reporter) -> tuple[ProgramResult, GroupResult | None]:
-    """execute_job for run.execute's bundle session: the job record in the manifest as soon as it is submitted."""
+                       on_start: Callable[[object], None], reporter: Reporter,
+                       echo: tuple = (None, None)) -> tuple[ProgramResult, GroupResult | None]:
+    """execute_job for run.execute's bundle session: the job record in the manifest as soon as it is submitted;
+    then the program's output (process 0's) to `echo`'s streams, as a local run shows it (after the job here)."""
     def on_submit(job: SlurmJobRecord) -> None:
         session.record.slurm = job
         session.save()
@@ -155,7 +157,25 @@ def execute_in_session(plan: RunPlan, session, cluster: ClusterSpec, caller_env:
                                                       session.path, on_start, reporter, on_submit)
     if session.record.slurm.killed_by_slurm:
         session.record.notes.append(session.record.slurm.killed_by_slurm)
+    first = plan.processes[0] if plan.processes else None
+    logs = (Path(first.stdout), Path(first.stderr)) if first else (session.path / "stdout.log", session.path / "stderr.log")
+    for log, stream in zip(logs, echo):
+        _echo_tail(log, stream)
     return result, group
+
+
+def _echo_tail(log: Path, stream, limit: int = 256 * 1024) -> None:
+    """The end of a log (at most `limit` bytes) to a terminal stream; nothing when there is no stream."""
+    if stream is None:
+        return
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - limit))
+            stream.write(handle.read())
+            stream.flush()
+    except (OSError, ValueError):
+        pass  # the terminal or the log is gone: the bundle keeps the output
 
 
 def _forget(folder: str) -> None:

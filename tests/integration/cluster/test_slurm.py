@@ -168,3 +168,14 @@ def test_a_node_set_down_mid_bisection_loses_no_finished_step(slurm, bisect_cach
     data = json.loads(again.stdout)
     assert data["status"] == "done" and data["steps"][:len(lost)] == lost
     assert data["result"]["first_bad"]["key"] == "0.4.31"
+
+
+def test_doctor_checks_the_cluster_and_runs_a_one_second_job(slurm):
+    done = run_cli("doctor", "--executor", "slurm", "--json", env=_env(slurm), timeout=300)
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"] if c["name"].startswith("slurm")}
+    assert [c["status"] for c in checks.values()] == ["ok"] * 4, checks
+    assert "queued" in checks["slurm 1-second job"]["evidence"]
+    wrong = run_cli("doctor", "--executor", "slurm", "--partition", "nosuch", "--json", env=_env(slurm), timeout=300)
+    found = {c["name"]: c for c in json.loads(wrong.stdout)["checks"]}
+    assert wrong.returncode == 1 and found["slurm job settings"]["status"] == "fail"
+    assert "invalid partition" in found["slurm job settings"]["evidence"].lower()
