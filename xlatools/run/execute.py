@@ -158,8 +158,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
             if cluster is not None:
                 from xlatools.run.slurm_launch import execute_in_session
 
-                result, group = execute_in_session(plan, session, cluster, caller_env, on_start, reporter,
-                                                   (echo_out, echo_err))
+                result, group = execute_in_session(plan, session, cluster, caller_env, on_start, reporter, (echo_out, echo_err))
             elif plan.processes:
                 from xlatools.run.group import execute_group
 
