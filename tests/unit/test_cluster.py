@@ -32,6 +32,10 @@ def test_the_command_line_wins_over_the_profile_and_local_needs_no_spec():
 def test_slurm_settings_without_the_slurm_executor_are_refused():
     with pytest.raises(UsageError, match="go with --executor slurm"):
         settle(ExecutorChoice(partition="gpu"), "local", ClusterSpec())
+    with pytest.raises(UsageError, match="one sbatch option"):  # a newline would start a shell line in the script
+        settle(ExecutorChoice(executor="slurm", sbatch_options=("--qos=x\nrm -rf ~",)), "local", ClusterSpec())
+    with pytest.raises(UsageError, match="without spaces"):
+        settle(ExecutorChoice(executor="slurm", partition="gpu a"), "local", ClusterSpec())
     with pytest.raises(UsageError, match="not an executor"):
         settle(ExecutorChoice(executor="kubernetes"), "local", ClusterSpec())
 

@@ -59,8 +59,8 @@ def settle(choice: ExecutorChoice, profile_executor: str, profile_spec: ClusterS
     executor = choice.executor or profile_executor
     if executor not in EXECUTORS:
         raise UsageError(f"--executor {executor!r}: not an executor", hint="use --executor local or --executor slurm")
-    for option in choice.sbatch_options:
-        if not option.startswith("--") or " " in option.split("=", 1)[0]:
+    for option in choice.sbatch_options:  # each becomes one #SBATCH line of the job script
+        if not option.startswith("--") or " " in option.split("=", 1)[0] or not option.isprintable():
             raise UsageError(f"--sbatch-option {option!r}: one sbatch option, e.g. --sbatch-option=--qos=debug")
     if executor == "local":
         given = [n for n, v in (("--partition", choice.partition), ("--account", choice.account), ("--time", choice.time))
@@ -72,7 +72,7 @@ def settle(choice: ExecutorChoice, profile_executor: str, profile_spec: ClusterS
     overrides = {k: v for k, v in (("partition", choice.partition), ("account", choice.account), ("time", choice.time))
                  if v is not None}
     for name, value in overrides.items():
-        if not value or any(c.isspace() for c in value):
+        if not value or any(c.isspace() for c in value) or not value.isprintable():
             raise UsageError(f"--{name} {value!r}: one Slurm name or time, without spaces")
     spec = replace(profile_spec, **overrides,
                    sbatch_options=profile_spec.sbatch_options + tuple(choice.sbatch_options))
