@@ -1,8 +1,8 @@
 """`--executor slurm` against a real one-node Slurm cluster (conftest.slurm), through the CLI.
 
-Cost: about 1.5-2 min with the bisect environments cached (XLATOOLS_TEST_BISECT_CACHE): a 2-process
-run, a K=2 bisection, a step whose job hits its time limit (Slurm checks limits every 30 s), Ctrl-C,
-and a node set DOWN mid-bisection."""
+Cost: about 1-1.5 min with the bisect environments cached (XLATOOLS_TEST_BISECT_CACHE): a 2-process
+run, a K=2 bisection, a step whose job hits its time limit (Slurm checks limits every 30 s: up to 30 s),
+Ctrl-C and SIGTERM, a node set DOWN mid-bisection, doctor (58 s for all here, on 2 shared cores)."""
 
 from __future__ import annotations
 
@@ -179,3 +179,18 @@ def test_doctor_checks_the_cluster_and_runs_a_one_second_job(slurm):
     found = {c["name"]: c for c in json.loads(wrong.stdout)["checks"]}
     assert wrong.returncode == 1 and found["slurm job settings"]["status"] == "fail"
     assert "invalid partition" in found["slurm job settings"]["evidence"].lower()
+
+
+def test_sigterm_cancels_a_runs_job_and_the_bundle_says_so(slurm, tmp_path):
+    write(tmp_path / "slow.py", "import time\ntime.sleep(600)\n")
+    with open(tmp_path / "run.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "xlatools", "run", "slow.py", "--executor", "slurm", "--out",
+                                 str(tmp_path / "out")], cwd=tmp_path, env={**os.environ, **_env(slurm)}, stdout=log,
+                                stderr=subprocess.STDOUT)
+    _wait_for("the run's job", lambda: [j for j in _squeue(slurm) if "RUNNING" in j])
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=120)
+    assert proc.returncode == 130, (tmp_path / "run.log").read_text()[-2000:]
+    assert _squeue(slurm) == []
+    record = manifest(bundles(tmp_path / "out")[0])
+    assert record["status"] == "interrupted" and record["slurm"]["cancelled_by_xlatools"]
