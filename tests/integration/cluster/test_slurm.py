@@ -2,7 +2,8 @@
 
 Cost: about 1-1.5 min with the bisect environments cached (XLATOOLS_TEST_BISECT_CACHE): a 2-process
 run, a K=2 bisection, a step whose job hits its time limit (Slurm checks limits every 30 s: up to 30 s),
-Ctrl-C and SIGTERM, a node set DOWN mid-bisection, doctor (58 s for all here, on 2 shared cores)."""
+Ctrl-C and SIGTERM, a node set DOWN mid-bisection, doctor, a triage of releases and dumps (about 2 min
+for all here, on 2 shared cores)."""
 
 from __future__ import annotations
 
@@ -194,3 +195,15 @@ def test_sigterm_cancels_a_runs_job_and_the_bundle_says_so(slurm, tmp_path):
     assert _squeue(slurm) == []
     record = manifest(bundles(tmp_path / "out")[0])
     assert record["status"] == "interrupted" and record["slurm"]["cancelled_by_xlatools"]
+
+
+def test_triage_runs_its_release_bisection_and_dumping_runs_as_jobs(slurm, bisect_cache, tmp_path):
+    write(tmp_path / "check.py", CHECK)
+    skips = [part for stage in ("diff", "passes", "reduce", "isolate") for part in ("--skip", stage)]
+    done = run_cli("triage", "--good", GOOD, "--bad", BAD, "--executor", "slurm", *skips, "--json", "--", "check.py",
+                   cwd=tmp_path, env=_env(slurm, bisect_cache), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = json.loads(done.stdout)
+    assert (state["releases"]["last_good"], state["releases"]["first_bad"]) == ("0.4.30", BAD)
+    jobs = [manifest(Path(state["dumps"][side]["bundle"]))["slurm"] for side in ("last_good", "first_bad")]
+    assert [j["state"] for j in jobs] == ["COMPLETED", "FAILED"]  # the dumping runs: exit 0 and 1, as jobs
