@@ -29,14 +29,15 @@ SHARED |= {"gitcmd", "crashlog"}  # the one git runner; the crash log of a bug o
 ALLOWED = {
     "profiles": set(),
     "pin": {"profiles"},
-    "run": {"profiles", "debug"},  # debug.crash: native backtraces of crashed programs
+    "run": {"profiles", "debug", "cluster"},  # debug.crash: native backtraces; cluster: runs as Slurm jobs
+    "cluster": {"profiles"},  # the executor: a profile's cluster: section
     "remote": set(),
     "builder": {"profiles", "pin", "remote"},
     "replay": {"run", "profiles", "debug"},
     "debug": {"profiles"},
     "compare": {"run", "replay"},
-    "doctor": {"run", "builder", "pin", "profiles", "remote", "debug"},
-    "bisect": {"run", "replay", "compare", "builder", "pin", "profiles"},
+    "doctor": {"run", "builder", "pin", "profiles", "remote", "debug", "cluster"},
+    "bisect": {"run", "replay", "compare", "builder", "pin", "profiles", "cluster"},
     "reduce": {"run", "replay", "bisect", "debug"},  # debug.crash: the reduced module's native backtrace
     "triage": {"run", "replay", "compare", "bisect", "reduce"},
 }

@@ -25,6 +25,7 @@ from xlatools.records.build import BazelProcesses
 from xlatools.vocab import ExitCodeMode, Platform, ReproOutcome, Status, StepOutcome
 
 if TYPE_CHECKING:
+    from xlatools.cluster.spec import ClusterSpec
     from xlatools.console import Reporter
     from xlatools.records.run import RunManifest
     from xlatools.run.program import Program
@@ -189,11 +190,14 @@ class TestOptions:
     platform: Platform | None = None
     timeout: float | None = None
     cwd: Path = field(default_factory=Path.cwd)
+    cluster: ClusterSpec | None = None  # --executor slurm: each step's run is a Slurm job (xlatools/cluster)
 
 
 def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTest:
     """The Test the options describe (a program run, or a repro pack), checked before anything runs."""
     if opts.replay is not None:
+        if opts.cluster is not None:
+            raise UsageError("--replay steps run on this machine; --executor slurm goes with a program test (-- prog.py)")
         if opts.program or opts.module:
             raise UsageError("--replay PACK and a program (-- prog.py) are two tests; give one")
         test = ReplayTest(Path(opts.replay).resolve())
@@ -254,10 +258,12 @@ class ProgramTest:
             raise SkipStep(f"not runnable with these options: {exc.message}") from None
         # The program's own status decides (--bad-exit, --skip-exit), not xlatools' exit-code scheme.
         record = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env, self.reporter,
-                              echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM).record
+                              echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM, cluster=o.cluster).record
         run_s = time.monotonic() - t0
         if record.status == Status.INTERRUPTED:
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")
+        if record.slurm is not None and record.slurm.killed_by_slurm:  # the executor, not the candidate: never good/bad
+            raise SkipStep(record.slurm.killed_by_slurm, record.bundle)
         judged = o.rule.judge(record, Path(record.bundle))
         return Verdict(judged.outcome, judged.reason, record.bundle, step.install_s, run_s,
                        StepDetail(exit_code=record.exit_code, jax=record.jax.jax, jaxlib=record.jax.jaxlib))

@@ -59,9 +59,11 @@ class ParallelSteps:
 
     def _stop(self, pending: set[Future]) -> None:
         """Stop the steps still running and wait for their workers."""
+        from xlatools.cluster.slurm import cancel_all
         from xlatools.run.process import interrupt_running
 
         self.cancel.set()
         while pending:
             interrupt_running()
+            cancel_all()  # steps running as Slurm jobs (--executor slurm): scancel
             _, pending = wait(pending, timeout=POLL_SECONDS)

@@ -7,8 +7,9 @@ from typing import List, Optional
 
 import typer
 
-from xlatools.commands.options import (DryRunOption, JsonOption, PlatformOption, ProfileOption, PythonOption, QuietOption,
-                                       TimeoutOption, XlaFlagOption)
+from xlatools.commands.options import (AccountOption, DryRunOption, ExecutorOption, JsonOption, PartitionOption,
+                                       PlatformOption, ProfileOption, PythonOption, QuietOption, SbatchOption,
+                                       TimeLimitOption, TimeoutOption, XlaFlagOption, executor_choice)
 
 app = typer.Typer(help="Find the first bad jax release, XLA/JAX commit or HLO pass (resumable; see docs/bisect.md).",
                   no_args_is_help=True)
@@ -41,7 +42,11 @@ _TEST_OPTIONS = [
     ("threshold", Optional[float], THRESHOLD), ("higher_is_better", bool, HIGHER), ("preset", List[str], PRESET),
     ("xla_flag", XlaFlagOption, []), ("env", List[str], ENV), ("timeout", TimeoutOption, None),
     ("platform", PlatformOption, None), ("quiet", QuietOption, None),
+    ("executor", ExecutorOption, None), ("partition", PartitionOption, None), ("account", AccountOption, None),
+    ("time_limit", TimeLimitOption, None), ("sbatch_option", SbatchOption, []),
 ]
+CLUSTER_PROFILE = typer.Option(None, "--profile", "-p", help="A profile whose cluster: section says where steps run "
+                               "(--executor and the sbatch settings; see docs/cluster.md).")
 
 
 def with_test_options(command):
@@ -68,12 +73,27 @@ def with_test_options(command):
                     higher_is_better=v["higher_is_better"])
         test = TestOptions(program=v["program"], args=tuple(v["args"] or ()), module=v["module"], replay=v["replay"],
                            rule=rule, presets=tuple(v["preset"]), xla_flags=tuple(v["xla_flag"]), env=tuple(v["env"]),
-                           platform=v["platform"], timeout=v["timeout"], cwd=Path.cwd())
+                           platform=v["platform"], timeout=v["timeout"], cwd=Path.cwd(),
+                           cluster=_cluster(executor_choice(v["executor"], v["partition"], v["account"],
+                                                            v["time_limit"], v["sbatch_option"]),
+                                            values.get("profile"), values.get("dry_run", False)))
         return command(test=test, reporter=Reporter(quiet=bool(v["quiet"])), **values)
 
     wrapper.__signature__ = inspect.Signature([*(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *shared])
     wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: k for n, k, _ in _TEST_OPTIONS}}
     return wrapper
+
+
+def _cluster(choice, profile: str | None, dry_run: bool):
+    """--executor and the profile's cluster: section; with slurm, Slurm checks the settings first (sbatch --test-only)."""
+    from xlatools.cluster.spec import resolve
+
+    cluster = resolve(choice, profile)
+    if cluster is not None and not dry_run:
+        from xlatools.cluster.slurm import preflight
+
+        preflight(cluster, 1)
+    return cluster
 
 
 @app.command("releases")
@@ -84,6 +104,7 @@ def releases(
     python_version: str = typer.Option("3.11", "--python-version", help="Python of the step environments."),
     nightly: bool = typer.Option(False, "--nightly", help="Also nightly (pre-release) builds the index lists."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Test K candidates at once (K-ary search; installs in parallel; the same answer, any K continues a bisection)."),
+    profile: Optional[str] = CLUSTER_PROFILE,
     test=None, reporter=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
     as_json: JsonOption = False, dry_run: DryRunOption = False,
 ) -> None:
@@ -95,11 +116,11 @@ def releases(
     request = ReleaseRequest(good=good, bad=bad, test=test, python_version=python_version, nightly=nightly, out=out,
                              confirm=confirm, fresh=fresh, jobs=jobs)
     if dry_run:
-        return _print_plan(plan_releases(request, reporter), as_json)
+        return _print_plan(plan_releases(request, reporter), as_json, test.cluster)
     _finish(bisect_releases(request, reporter), as_json)
 
 
-def _print_plan(plan, as_json: bool) -> None:
+def _print_plan(plan, as_json: bool, cluster=None) -> None:
     import json
 
     from xlatools.records import to_json
@@ -114,6 +135,12 @@ def _print_plan(plan, as_json: bool) -> None:
         typer.echo(f"(jax {version}: no jaxlib of that version for this Python; not a candidate)")
     test = getattr(plan.test, "program", None) or getattr(plan.test, "pack", None)
     typer.echo(f"{len(plan.candidates)} candidates; at most {plan.ideal_steps} steps without skips; test: {test}")
+    if cluster is not None:
+        from xlatools.cluster.plan import JOB_FOLDER, plan_job
+
+        job = plan_job(cluster, "stepNN-<candidate>", f"<step bundle>/{JOB_FOLDER}", 1, "<step python>", str(Path.cwd()))
+        typer.echo(f"each step a Slurm job ({cluster.describe()}; from {cluster.source}):")
+        typer.echo("\n".join(job.lines()))
 
 
 def _finish(state, as_json: bool) -> None:
@@ -140,6 +167,7 @@ def _finish(state, as_json: bool) -> None:
 def passes(
     python: PythonOption = None,
     module_filter: Optional[str] = typer.Option(None, "--module", help="Take candidate passes from this HLO module only (name or id)."),
+    profile: Optional[str] = CLUSTER_PROFILE,
     test=None, reporter=None, out: Path = OUT, confirm: int = CONFIRM, fresh: bool = FRESH,
     as_json: JsonOption = False,
 ) -> None:
@@ -178,5 +206,5 @@ def commits(
     request = CommitRequest(commits=xla or jax, which="xla" if xla else "jax", source=source, profile=profile, test=test,
                             repo=xla_repo, local=local, python=python, jobs=jobs, out=out, confirm=confirm, fresh=fresh)
     if dry_run:
-        return _print_plan(plan_commits(request, reporter), as_json)
+        return _print_plan(plan_commits(request, reporter), as_json, test.cluster)
     _finish(bisect_commits(request, reporter), as_json)

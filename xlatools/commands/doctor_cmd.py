@@ -8,7 +8,8 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import JsonOption, ProfileOption, PythonOption
+from xlatools.commands.options import (AccountOption, ExecutorOption, JsonOption, PartitionOption, ProfileOption,
+                                       PythonOption, TimeLimitOption, executor_choice)
 
 
 def doctor(
@@ -17,10 +18,16 @@ def doctor(
     source: Optional[Path] = typer.Option(None, "--source", help="Also check this JAX source tree (bazel, .bazelrc, lock)."),
     as_json: JsonOption = False,
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
+    executor: ExecutorOption = None,
+    partition: PartitionOption = None,
+    account: AccountOption = None,
+    time_limit: TimeLimitOption = None,
 ) -> int:
     """Check the target interpreter, the environment, native libraries and (with --profile/--source)
     the build side; each check says ok/warn/fail, its evidence and the fix.
 
+    --executor slurm (or a profile's cluster: section): also the cluster: the Slurm client, the controller,
+    the partition/account/time, and a 1-second job (how long it queued).
     The target interpreter: --python, default this one. Exit 0 when nothing failed, 1 on a failure (or a warning with --strict), 2 bad input, 3 no usable interpreter."""
     import json
 
@@ -30,8 +37,15 @@ def doctor(
     from xlatools.records.base import to_json
     from xlatools.run.target import resolve_python
 
+    from xlatools.cluster.spec import resolve
+
+    cluster = resolve(executor_choice(executor, partition, account, time_limit, ()), profile)
     options = DoctorOptions(python=python, profile=profile, source=source, strict=strict)
     report = run_doctor(plan_doctor(options, resolve_python(python)))
+    if cluster is not None:
+        from xlatools.doctor.checks_cluster import cluster_checks
+
+        report.checks += cluster_checks(cluster)
     if as_json:
         typer.echo(json.dumps(to_json(report.result()), indent=2))
     else:

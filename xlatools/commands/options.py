@@ -116,6 +116,26 @@ PackMatchOption = Annotated[PackMatch, typer.Option(
 ProcessOption = Annotated[Optional[int], typer.Option(
     "--process", min=0, help="A multi-process run (run --processes N): read this process's dump (default 0); "
                              "BUNDLE/xla_dump/pN names one too.")]
+# Where the work runs (xlatools/cluster): run, bisect. A profile's cluster: section gives the defaults.
+ExecutorOption = Annotated[Optional[str], typer.Option(
+    "--executor", help="local (this machine) or slurm (a Slurm job per run or bisection step); default: the profile's "
+    "cluster.executor, else local. See docs/cluster.md.")]
+PartitionOption = Annotated[Optional[str], typer.Option("--partition", help="With --executor slurm: sbatch --partition.")]
+AccountOption = Annotated[Optional[str], typer.Option("--account", help="With --executor slurm: sbatch --account.")]
+TimeLimitOption = Annotated[Optional[str], typer.Option(
+    "--time-limit", help="With --executor slurm: sbatch --time of each job (minutes, or H:MM:SS).")]
+SbatchOption = Annotated[List[str], typer.Option(
+    "--sbatch-option", help="With --executor slurm: one more sbatch option, e.g. --sbatch-option=--qos=debug (repeatable).")]
+
+
+def executor_choice(executor, partition, account, time_limit, sbatch_options):
+    """The command line's executor settings (cluster.spec.ExecutorChoice)."""
+    from xlatools.cluster.spec import ExecutorChoice
+
+    return ExecutorChoice(executor=executor, partition=partition, account=account, time=time_limit,
+                          sbatch_options=tuple(sbatch_options or ()))
+
+
 # What replay compares with, and on which inputs (replay, reduce, triage).
 ReferenceOption = Annotated[List[str], typer.Option(
     "--reference", help="Compare with a reference backend: cpu (the same interpreter's CPU backend).")]

@@ -7,8 +7,9 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import (DryRunOption, ExitCodeOption, JsonOption, ProgramOptions, QuietOption, invocation,
-                                       with_program_options)
+from xlatools.commands.options import (AccountOption, DryRunOption, ExecutorOption, ExitCodeOption, JsonOption,
+                                       PartitionOption, ProgramOptions, QuietOption, SbatchOption, TimeLimitOption,
+                                       executor_choice, invocation, with_program_options)
 from xlatools.vocab import ExitCodeMode
 
 
@@ -25,6 +26,11 @@ def run(
     processes: Optional[int] = typer.Option(None, "--processes", help="Run N processes of the program as one jax distributed job on this machine (default 1; smoke:multiprocess 2); see docs/multiprocess.md."),
     devices_per_process: int = typer.Option(1, "--devices-per-process", help="With --processes: devices of each process (CPU devices, or GPUs by index)."),
     record_inputs: bool = typer.Option(False, "--record-inputs", help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none."),
+    executor: ExecutorOption = None,
+    partition: PartitionOption = None,
+    account: AccountOption = None,
+    time_limit: TimeLimitOption = None,
+    sbatch_option: SbatchOption = [],
 ) -> None:
     """Run a program (a smoke program, a script or a module) with XLA dump/log presets into a fresh bundle.
 
@@ -33,10 +39,16 @@ def run(
     import json
     import os
 
+    from xlatools.cluster.spec import resolve
     from xlatools.console import Reporter
     from xlatools.run.execute import execute_plan, prepare, profile_run
 
     argv = invocation().argv
+    cluster = resolve(executor_choice(executor, partition, account, time_limit, sbatch_option), program_options.profile)
+    if cluster is not None and not dry_run:
+        from xlatools.cluster.slurm import require
+
+        require()  # no Slurm here: exit 3 before anything is probed
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
     request = program_options.run_request(argv, cwd, dump=dump, quiet=quiet, processes=processes,
@@ -54,9 +66,14 @@ def run(
             typer.echo(json.dumps({"plan": plan, "target": to_json(prepared.target), "flag_checks": prepared.flag_checks}, indent=2))
         else:
             _print_plan(prepared)
+            _print_job(prepared, cluster)
         return
+    if cluster is not None:
+        from xlatools.cluster.slurm import preflight
+
+        preflight(cluster, max(1, len(prepared.plan.processes)))  # a wrong partition/account: exit 2, no bundle
     outcome = execute_plan(prepared, program_options.out, argv, caller_env, reporter, archive=archive,
-                           echo_stdout_to_stderr=as_json, exit_code_mode=exit_code)
+                           echo_stdout_to_stderr=as_json, exit_code_mode=exit_code, cluster=cluster)
     record = outcome.record
     from xlatools.console import append_job_summary
 
@@ -68,7 +85,7 @@ def run(
         data = to_json(record)
         keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "native_backtrace", "bundle",
                 "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "warnings", "archive",
-                "processes", "first_failed", "coordinator")
+                "processes", "first_failed", "coordinator", "slurm")
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
         _print_outcome(record, outcome.table, prepared.plan.quiet, reporter)
@@ -111,6 +128,21 @@ def _print_plan(prepared) -> None:
               f"{'; dump ' + esc(process.dump_dir) if process.dump_dir else ''})")
     for note in plan.notes:
         write(f"note:     {esc(note)}")
+
+
+def _print_job(prepared, cluster) -> None:
+    """--dry-run --executor slurm: the job script and the sbatch/srun lines the run would use."""
+    if cluster is None:
+        return
+    from xlatools import console
+    from xlatools.cluster.plan import JOB_FOLDER, plan_job
+
+    plan = prepared.plan
+    job = plan_job(cluster, plan.name, f"<bundle>/{JOB_FOLDER}", max(1, len(plan.processes)), plan.python, plan.cwd)
+    write = console.out().print
+    write(f"executor: slurm ({console.escape(cluster.describe())}; from {console.escape(cluster.source)})")
+    for line in job.lines():
+        write(console.escape(line))
 
 
 def _print_outcome(record, table: str, quiet: bool, reporter) -> None:

@@ -246,6 +246,22 @@ class Run(_Section):
     )
 
 
+class Cluster(_Section):
+    """Where `--executor slurm` runs work: the sbatch settings of every job xlatools submits."""
+
+    executor: Literal["local", "slurm"] = Field("local", description="Where runs and bisection steps run by default.")
+    partition: str | None = Field(None, pattern=r"^[A-Za-z0-9_.,-]+$", description="sbatch --partition.")
+    account: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$", description="sbatch --account.")
+    time: str | None = Field(None, pattern=r"^[0-9:-]+$", description='sbatch --time, e.g. "30" (minutes) or "1:00:00".')
+    nodes: int | None = Field(None, ge=1, description="sbatch --nodes (default: as many as the tasks need).")
+    gpus_per_task: int | None = Field(None, ge=0, description="sbatch --gpus-per-task.")
+    cpus_per_task: int | None = Field(None, ge=1, description="sbatch --cpus-per-task.")
+    sbatch_options: list[Annotated[str, Field(pattern=r"^--[a-z][a-z-]*(=\S.*)?$")]] = Field(
+        default_factory=list, description='More sbatch options, e.g. "--qos=debug", "--constraint=h100".')
+    setup: list[str] = Field(default_factory=list, description="Shell lines the job runs on the node first "
+                             "(module load ..., source venv/bin/activate).")
+
+
 class Profile(_Section):
     """A build-and-debug setup. `name` defaults to the file name."""
 
@@ -257,6 +273,7 @@ class Profile(_Section):
     source: Source = Field(default_factory=Source)
     build: Build = Field(default_factory=Build)
     run: Run = Field(default_factory=Run)
+    cluster: Cluster = Field(default_factory=Cluster)
 
     @property
     def parents(self) -> list[str]:

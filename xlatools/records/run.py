@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE, BundleRecord
+from xlatools.records.cluster import SlurmJobRecord
 from xlatools.vocab import Platform, ProcessStatus
 
 RUN_SCHEMA = "xlatools.run/1"
@@ -218,3 +219,4 @@ class RunManifest(BundleRecord):
     processes: list[ProcessRecord] | None = None
     first_failed: int | None = None
     coordinator: str | None = None  # 127.0.0.1:PORT
+    slurm: SlurmJobRecord | None = field(default=None, metadata=OMIT_NONE)  # ran as a Slurm job (--executor slurm)

@@ -23,6 +23,7 @@ from xlatools.run.target import Target
 from xlatools.vocab import ExitCodeMode, Platform, Status
 
 if TYPE_CHECKING:
+    from xlatools.cluster.spec import ClusterSpec
     from xlatools.console import Reporter
 
 HEARTBEAT_SECONDS = float(os.environ.get("XLATOOLS_HEARTBEAT_S", "15"))  # quiet runs: a line this often
@@ -127,9 +128,9 @@ class RunOutcome:
 
 def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env: dict[str, str], reporter: Reporter,
                  archive: bool = False, echo_stdout_to_stderr: bool = False,
-                 exit_code_mode: ExitCodeMode = ExitCodeMode.XLATOOLS) -> RunOutcome:
-    """Run the plan into a fresh bundle. The program starts as soon as the bundle exists; the
-    program copy and the running manifest are written while it runs. A record we cannot write
+                 exit_code_mode: ExitCodeMode = ExitCodeMode.XLATOOLS, cluster: ClusterSpec | None = None) -> RunOutcome:
+    """Run the plan into a fresh bundle (with `cluster`, as a Slurm job: run/slurm_launch.py). The program
+    starts as soon as the bundle exists; the program copy and the running manifest are written while it runs. A record we cannot write
     (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
     from xlatools.bundle import bundle_session
     from xlatools.run.process import execute
@@ -144,7 +145,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
         if plan.processes:
             from xlatools.run.group_record import bind_coordinator, make_process_folders
 
-            plan, session.record.coordinator = bind_coordinator(plan)
+            plan, session.record.coordinator = bind_coordinator(plan, cluster)
             make_process_folders(plan, session.path)
         _make_folders(plan, session.path)
 
@@ -160,7 +161,11 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
         heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
         group = None
         with reporter.group(f"{plan.program.label} output", announce=False):
-            if plan.processes:
+            if cluster is not None:
+                from xlatools.run.slurm_launch import execute_in_session
+
+                result, group = execute_in_session(plan, session, cluster, caller_env, on_start, reporter, (echo_out, echo_err))
+            elif plan.processes:
                 from xlatools.run.group import execute_group
 
                 reporter.info(f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
@@ -175,7 +180,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
                 result = execute(plan.argv, env, plan.cwd, session.path / "stdout.log",
                                  session.path / "stderr.log", plan.timeout, echo_out, echo_err, on_start=on_start,
                                  heartbeat=heartbeat, reporter=reporter)
-        if result.status == Status.ERROR:  # a log the program's output could not go to: the disk is full
+        if result.status == Status.ERROR and cluster is None:  # a log the program's output could not go to: the disk is full
             finish_record(session.record, result, EnvironmentMissing.exit_code)
             raise EnvironmentMissing(f"{result.error}; the program was stopped. Record: {session.path}",
                                      hint="free some space (or pick another --out) and run again")

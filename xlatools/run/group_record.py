@@ -14,8 +14,13 @@ if TYPE_CHECKING:
     from xlatools.run.plan import RunPlan
 
 
-def bind_coordinator(plan: RunPlan) -> tuple[RunPlan, str]:
-    """The (bundle-bound) plan with a free 127.0.0.1 port for jax's coordinator, and that address."""
+def bind_coordinator(plan: RunPlan, cluster=None) -> tuple[RunPlan, str]:
+    """The (bundle-bound) plan with a free 127.0.0.1 port for jax's coordinator, and that address; as a Slurm
+    job (`cluster`, a cluster.spec.ClusterSpec), jax finds its coordinator from Slurm's variables instead."""
+    if cluster is not None:
+        from xlatools.run.slurm_launch import slurm_coordinator
+
+        return slurm_coordinator(plan, cluster)
     from xlatools.run.multiprocess import free_port
 
     address = f"127.0.0.1:{free_port()}"

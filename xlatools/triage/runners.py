@@ -88,7 +88,8 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
     caller_env = dict(os.environ)
     prepared = prepare(request, ProfileRun(), {}, caller_env, Path(opts.cwd), ctx.reporter)
     record = execute_plan(prepared, ctx.folder / "runs", ctx.argv + [f"(dumping run, jax {version})"], caller_env,
-                          ctx.reporter, echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM).record
+                          ctx.reporter, echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM,
+                          cluster=opts.cluster).record  # --executor slurm: the dumping runs are jobs too
     return SideRun(version=version, python=prepared.plan.python, bundle=str(record.bundle), exit_code=record.exit_code)
 
 

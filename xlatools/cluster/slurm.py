@@ -1,0 +1,206 @@
+"""The Slurm commands xlatools drives (sbatch, squeue, scontrol, scancel, sinfo): the execute side.
+
+Job states come from `squeue` while a job is known to the controller and `scontrol show job` after
+it ends (slurmctld keeps ended jobs for MinJobAge, 300 s by default): no accounting database
+(slurmdbd, sacct) is needed. Every job submitted here is remembered until it ends, so Ctrl-C or
+SIGTERM cancels all of them (cancel_all), from any thread.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import threading
+import time
+from typing import Callable
+from dataclasses import dataclass
+
+from xlatools.errors import EnvironmentMissing, UsageError
+
+COMMAND_TIMEOUT = 60.0
+# sbatch's refusals that are the user's input (partition, account, QOS, limits), not the cluster's state.
+_BAD_INPUT = ("invalid partition", "invalid account", "invalid qos", "invalid time limit", "requested time limit",
+              "requested node configuration is not available", "invalid generic resource", "unrecognized option",
+              "invalid option", "invalid argument", "access/permission denied", "user's group not permitted",
+              "more processors requested than permitted", "node count specification invalid", "invalid --")
+# States in which the job has ended; the others (PENDING, RUNNING, COMPLETING, ...) have not.
+ENDED = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
+         "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
+KILLED_WHY = {"TIMEOUT": "Slurm's time limit", "NODE_FAIL": "node failure", "PREEMPTED": "preempted",
+              "CANCELLED": "cancelled", "OUT_OF_MEMORY": "out of memory (Slurm)", "BOOT_FAIL": "node boot failure",
+              "DEADLINE": "deadline passed", "REVOKED": "revoked"}
+
+_LOCK = threading.Lock()
+_ACTIVE: set[str] = set()  # jobs submitted and not yet seen ended
+_CANCELLED: set[str] = set()  # jobs cancel_all stopped
+
+
+def require() -> None:
+    """No Slurm client on this machine: exit 3 with the fix."""
+    missing = [tool for tool in ("sbatch", "squeue", "scontrol", "scancel") if shutil.which(tool) is None]
+    if missing:
+        raise EnvironmentMissing(f"--executor slurm: no Slurm client here ({', '.join(missing)} not found on PATH)",
+                                 hint="run xlatools on a login node of the cluster (or install slurm-client and set "
+                                      "SLURM_CONF), or use --executor local")
+
+
+def _call(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        require()
+        raise
+    except subprocess.TimeoutExpired:
+        raise EnvironmentMissing(f"`{' '.join(argv[:2])}` did not answer in {timeout:.0f} s: the Slurm controller "
+                                 "is not responding", hint="check `sinfo`; try again when the cluster answers") from None
+
+
+def refusal(stderr: str, what: str) -> Exception:
+    """The error for a Slurm command that refused: bad input (exit 2) when Slurm says the options are wrong,
+    else the cluster cannot be used (exit 3); Slurm's own message either way."""
+    message = " ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "no message"
+    lowered = message.lower()
+    if any(marker in lowered for marker in _BAD_INPUT):
+        return UsageError(f"{what}: Slurm refused the job: {message}",
+                          hint="check --partition/--account/--time-limit or the profile's "
+                               "cluster: section (`sinfo -s` lists partitions)")
+    return EnvironmentMissing(f"{what}: Slurm could not take the job: {message}",
+                              hint="check that the cluster answers (`sinfo`) and SLURM_CONF")
+
+
+def submit(script_path: str) -> str:
+    """sbatch the script; the job id."""
+    require()
+    done = _call(["sbatch", "--parsable", script_path])
+    if done.returncode != 0:
+        raise refusal(done.stderr, "sbatch")
+    job_id = done.stdout.strip().split(";")[0]
+    if not job_id.isdigit():
+        raise EnvironmentMissing(f"sbatch answered {done.stdout.strip()!r}, not a job id")
+    with _LOCK:
+        _ACTIVE.add(job_id)
+    return job_id
+
+
+def queue_state(job_id: str) -> str | None:
+    """The job's state while the controller lists it in the queue; None once it has left the queue."""
+    done = _call(["squeue", "-h", "-j", job_id, "-o", "%T"])
+    state = done.stdout.strip()
+    if done.returncode != 0 or not state:
+        return None
+    return state
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    job_id: str
+    state: str | None
+    reason: str | None
+    exit_code: str | None
+    nodes: list[str]
+    partition: str | None
+
+
+def parse_show_job(text: str, job_id: str) -> JobInfo:
+    """`scontrol show job -o ID`'s line (Key=Value pairs) as a JobInfo."""
+    fields: dict[str, str] = {}
+    for token in text.split():
+        key, sep, value = token.partition("=")
+        if sep and key not in fields:
+            fields[key] = value
+    state = fields.get("JobState")
+    reason = fields.get("Reason")
+    nodelist = fields.get("NodeList")
+    return JobInfo(job_id, state, None if reason in (None, "None") else reason, fields.get("ExitCode"),
+                   expand_nodes(nodelist) if nodelist and nodelist != "(null)" else [], fields.get("Partition"))
+
+
+def expand_nodes(nodelist: str) -> list[str]:
+    """Slurm's host list (`gpu[01-02],cpu7`) as names; with scontrol when it has brackets."""
+    if "[" not in nodelist:
+        return nodelist.split(",")
+    done = _call(["scontrol", "show", "hostnames", nodelist])
+    return done.stdout.split() if done.returncode == 0 else [nodelist]
+
+
+def job_info(job_id: str) -> JobInfo:
+    done = _call(["scontrol", "show", "job", "-o", job_id])
+    if done.returncode != 0:  # forgotten already (MinJobAge): the state is unknown
+        return JobInfo(job_id, None, None, None, [], None)
+    return parse_show_job(done.stdout, job_id)
+
+
+def wait(job_id: str, finished: Callable[[], bool], poll: float = 1.0) -> JobInfo:
+    """Until the job has left the queue: `finished()` (its tasks' exit files all written) is checked every
+    50 ms, squeue every `poll` seconds and every 100 ms once the tasks are done; then its final state."""
+    next_query = 0.0
+    while True:
+        done = finished()
+        now = time.monotonic()
+        if done or now >= next_query:
+            state = queue_state(job_id)
+            if state is None or state in ENDED:
+                break
+            next_query = now + (0.1 if done else poll)
+        time.sleep(0.05)
+    info = job_info(job_id)
+    with _LOCK:
+        _ACTIVE.discard(job_id)
+    return info
+
+
+def wait_gone(job_id: str, limit: float = 30.0) -> JobInfo:
+    """After scancel: until the job has left the queue (at most `limit` seconds); its final state."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end and queue_state(job_id) not in (None, *ENDED):
+        time.sleep(0.1)
+    info = job_info(job_id)
+    with _LOCK:
+        _ACTIVE.discard(job_id)
+    return info
+
+
+def was_cancelled(job_id: str) -> bool:
+    with _LOCK:
+        return job_id in _CANCELLED
+
+
+def cancel(job_ids: list[str]) -> None:
+    if not job_ids:
+        return
+    with _LOCK:
+        _CANCELLED.update(job_ids)
+    try:
+        _call(["scancel", *job_ids], timeout=30)
+    except EnvironmentMissing:
+        pass  # best effort: the controller does not answer; the jobs' time limits end them
+
+
+def cancel_all() -> list[str]:
+    """scancel every job submitted here that has not been seen ended (Ctrl-C, SIGTERM); their ids."""
+    with _LOCK:
+        ids = sorted(_ACTIVE - _CANCELLED)
+    cancel(ids)
+    return ids
+
+
+def partition_exists(partition: str | None) -> tuple[bool, str]:
+    """(found, sinfo's summary or message): the partition (or the default one when None)."""
+    argv = ["sinfo", "-h", "-o", "%P %a %D %T"] + (["-p", partition] if partition else [])
+    done = _call(argv)
+    if done.returncode != 0:
+        return False, done.stderr.strip()
+    return bool(done.stdout.strip()), done.stdout.strip()
+
+
+def preflight(spec, tasks: int) -> str:
+    """`sbatch --test-only` with the job's settings: Slurm checks partition, account, time and size without
+    submitting anything. Refused: bad input (exit 2) or no cluster (exit 3), with Slurm's message.
+    Returns Slurm's estimate (when and where such a job would start)."""
+    from xlatools.cluster.plan import sbatch_options
+
+    require()
+    done = _call(["sbatch", "--test-only", *sbatch_options(spec, tasks), "--wrap=true"])
+    if done.returncode != 0:
+        raise refusal(done.stderr, f"--executor slurm ({spec.describe()})")
+    return (done.stderr or done.stdout).strip().removeprefix("sbatch: ")
