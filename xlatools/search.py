@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
-Answers = list[bool | None]
+Answers = Sequence[bool | None]  # one per try: True interesting, False not, None skip (covariant: list[bool] fits)
 
 
 def never() -> bool:

@@ -175,14 +175,17 @@ def parse_dump_name(file_name: str, *, module_name: str | None = None, folder: b
     if not found:
         return None
     stamp = int(found["stamp"]) if found["stamp"] else None
-    base = dict(path=file_name, module_id=int(found["id"]), timestamp=stamp, process=process)
+    module_id = int(found["id"])
+
+    def make(**rest) -> DumpName:  # the fields every name has, and those of its kind
+        return DumpName(path=file_name, module_id=module_id, timestamp=stamp, process=process, **rest)
     if folder or len(parts) > 1:  # the folder, or a file inside it: the folder's whole name is the module's
         stem = parts[0]
         inner = "/".join(parts[1:])
         kind = DumpKind.MODULE_FOLDER if not inner else next(
             (k for prefix, k in _FOLDER_FILES.items() if inner == prefix or inner.startswith(prefix + ".")), DumpKind.OTHER)
         fmt = inner.split(".", 1)[1] if "." in inner else None
-        return DumpName(**base, module_name=found["rest"], kind=kind, stem=stem, tail=inner, fmt=fmt)
+        return make(module_name=found["rest"], kind=kind, stem=stem, tail=inner, fmt=fmt)
     name, tail, kind, fields, certain = _split(found["rest"], module_name)
     report = fields.get("report")
     if kind is DumpKind.AFTER_OPTIMIZATIONS and report:
@@ -191,7 +194,7 @@ def parse_dump_name(file_name: str, *, module_name: str | None = None, folder: b
     detail = report or fields.get("run") or fields.get("execution") or fields.get("detail")
     stem = parts[0][:len(parts[0]) - len(tail) - 1] if tail else parts[0]
     fmt = fields.get("fmt") or ("pb" if kind in SNAPSHOT_KINDS else None)
-    return DumpName(**base, module_name=name, kind=kind, stem=stem, tail=tail, fmt=fmt, platform=fields.get("platform"),
+    return make(module_name=name, kind=kind, stem=stem, tail=tail, fmt=fmt, platform=fields.get("platform"),
                     step=int(step) if step else None, pipeline=fields.get("pipeline"), pass_name=fields.get("pass"),
                     next_pass=fields.get("next"), detail=detail, name_certain=certain)
 

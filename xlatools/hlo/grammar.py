@@ -66,7 +66,7 @@ def _scan(text: str, start: int, separator: str = "") -> tuple[list[int], int | 
     runs to the end), jumping from one special character to the next (a regex search). Without a separator:
     ([], index just past the bracket closing the one at `start`, or None). With one: (its indexes at depth 0,
     None)."""
-    depth, index, cuts = 0, start, []
+    depth, index, cuts = 0, start, list[int]()
     search = _specials(separator).search
     while (found := search(text, index)) is not None:
         at, index = found.start(), found.end()
