@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from xlatools.bisect.engine import Verdict
+from xlatools.bisect.engine import StepVerdict
 from xlatools.errors import REGEX_ERRORS, EnvironmentMissing, Interrupted, UsageError, XlaToolsError
 from xlatools.records.bisect import ProgramTestSpec, ReplayTestSpec, RuleSpec, StepDetail, TestSpec
 from xlatools.records.build import BazelProcesses
@@ -57,7 +57,7 @@ class SkipStep(Exception):
 class Test(Protocol):
     def describe(self) -> TestSpec: ...
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict: ...
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict: ...
 
 
 class Judgement(NamedTuple):
@@ -200,7 +200,7 @@ class ProgramTest:
                                presets=list(o.presets), xla_flags=redact_argv(list(o.xla_flags)), env=env,
                                platform=o.platform, timeout=o.timeout)
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
         import os
 
         from xlatools.records.run import ProfileRun
@@ -229,7 +229,7 @@ class ProgramTest:
         if record.status == Status.INTERRUPTED:
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")
         judged = o.rule.judge(record, Path(record.bundle))
-        return Verdict(judged.outcome, judged.reason, record.bundle, step.install_s, run_s,
+        return StepVerdict(judged.outcome, judged.reason, record.bundle, step.install_s, run_s,
                        StepDetail(exit_code=record.exit_code, jax=record.jax.jax, jaxlib=record.jax.jaxlib))
 
 
@@ -261,7 +261,7 @@ class ReplayTest:
                              "a bisection replays it in each step's interpreter against its expected outcome only",
                              hint="make the pack without --reference-python (`xlatools repro pack BUNDLE -o PACK`)")
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
         from xlatools.replay.repro import run_pack
 
         if step.xla_flags:
@@ -276,5 +276,5 @@ class ReplayTest:
             raise SkipStep(f"replay could not run: {exc.message}") from None
         outcome = {ReproOutcome.REPRODUCED: StepOutcome.BAD, ReproOutcome.NOT_REPRODUCED: StepOutcome.GOOD,
                    ReproOutcome.CANNOT_RUN: StepOutcome.SKIP}[ReproOutcome(answer.outcome)]
-        return Verdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
+        return StepVerdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
                        time.monotonic() - t0)

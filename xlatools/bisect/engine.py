@@ -28,12 +28,12 @@ from xlatools.records.bisect import StepDetail, StepRecord
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import StepOutcome
 
-__all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "Verdict", "bisect_ordered", "ddmin",
+__all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "StepVerdict", "bisect_ordered", "ddmin",
            "ideal_steps"]
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StepVerdict:
     """What one step found (the test's answer plus where the evidence is)."""
 
     outcome: StepOutcome
@@ -48,7 +48,7 @@ class Verdict:
         object.__setattr__(self, "outcome", StepOutcome(self.outcome))  # a plain "good" from a test's step too
 
 
-StepFunction = Callable[[str, str], Verdict]  # (key, label) -> Verdict
+StepFunction = Callable[[str, str], StepVerdict]  # (key, label) -> StepVerdict
 
 
 class Oracle:
@@ -74,7 +74,7 @@ class Oracle:
         verdict = self.run_step(key, label)
         return self.record(len(self.steps) + 1, key, label, role, attempt, verdict, started).outcome
 
-    def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: Verdict,
+    def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: StepVerdict,
                started: str) -> StepRecord:
         """Keep one step's answer (and hand it to `on_record`, which saves the state)."""
         record = StepRecord(n=n, key=key, label=label, role=role, attempt=attempt, outcome=verdict.outcome,

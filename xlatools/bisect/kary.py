@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from xlatools import search
-from xlatools.bisect.engine import (BisectResult, Oracle, StepFunction, Verdict, answer, bisect_ordered, check_end,
+from xlatools.bisect.engine import (BisectResult, Oracle, StepFunction, StepVerdict, answer, bisect_ordered, check_end,
                                     search_result)
 from xlatools.errors import UsageError
 from xlatools.vocab import StepOutcome
@@ -39,12 +39,12 @@ class StepCall:
 
 # Runs a batch, yielding each call's verdict as it finishes; it raises (after yielding every
 # verdict it got) when a step raised.
-BatchRunner = Callable[[list[StepCall]], Iterable[tuple[StepCall, Verdict]]]
+BatchRunner = Callable[[list[StepCall]], Iterable[tuple[StepCall, StepVerdict]]]
 
 
 def one_at_a_time(run_step: StepFunction) -> BatchRunner:
     """The batch runner of K = 1 and of tests: each call in order."""
-    def run(calls: list[StepCall]) -> Iterable[tuple[StepCall, Verdict]]:
+    def run(calls: list[StepCall]) -> Iterable[tuple[StepCall, StepVerdict]]:
         for call in calls:
             yield call, run_step(call.key, call.label)
 
