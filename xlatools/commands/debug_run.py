@@ -21,7 +21,7 @@ from xlatools.records.debug import DebugManifest
 if TYPE_CHECKING:
     from xlatools.commands.options import ProgramOptions
     from xlatools.console import Reporter
-    from xlatools.run.execute import Prepared as PreparedRun
+    from xlatools.run.execute import PreparedRun
     from xlatools.run.target import Target
 
 

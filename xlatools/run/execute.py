@@ -29,10 +29,13 @@ HEARTBEAT_SECONDS = float(os.environ.get("XLATOOLS_HEARTBEAT_S", "15"))  # quiet
 
 
 @dataclass
-class Prepared:
+class PreparedRun:
     plan: RunPlan
     target: Target
     flag_checks: dict[str, str]
+
+
+Prepared = PreparedRun  # the old name, kept while branches of this round still use it (issue 27 part 6): then remove
 
 
 def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
@@ -65,7 +68,7 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
 
 def prepare(request: RunRequest, profile: ProfileRun,
             define_presets: dict[str, Any],  # run.define_presets: the profile's raw YAML mapping, validated by the catalog
-            caller_env: dict[str, str], cwd: Path, reporter: Reporter | None = None) -> Prepared:
+            caller_env: dict[str, str], cwd: Path, reporter: Reporter | None = None) -> PreparedRun:
     """Settle the request against the profile, probe the target, plan, and check every flag.
     Writes nothing but the target probe's cache."""
     from dataclasses import replace
@@ -87,7 +90,7 @@ def prepare(request: RunRequest, profile: ProfileRun,
         )
     plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform(),
                     frontend=target.frontend)
-    return Prepared(plan, target, check_flags(target, plan, reporter))
+    return PreparedRun(plan, target, check_flags(target, plan, reporter))
 
 
 def _copy_program(plan: RunPlan, bundle_path: Path) -> None:
@@ -119,7 +122,7 @@ class RunOutcome:
     table: str  # the module table, empty when nothing was dumped
 
 
-def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env: dict[str, str], reporter: Reporter,
+def execute_plan(prepared: PreparedRun, out_root: Path, argv: list[str], caller_env: dict[str, str], reporter: Reporter,
                  archive: bool = False, echo_stdout_to_stderr: bool = False,
                  exit_code_mode: ExitCodeMode = ExitCodeMode.XLATOOLS) -> RunOutcome:
     """Run the plan into a fresh bundle. The program starts as soon as the bundle exists; the
