@@ -28,10 +28,13 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Prepared:
+class PreparedReplay:
     plan: ReplayPlan
     targets: dict[str, Target]  # by interpreter path
     flag_checks: dict[str, dict[str, str]]
+
+
+Prepared = PreparedReplay  # the old name, kept while branches of this round still use it (issue 27 part 6): then remove
 
 
 @dataclass
@@ -58,7 +61,7 @@ def check_flags(target: Target, flags: list[str], sources: dict[str, str]) -> di
     return refuse_unknown(target, {flag_name(f): f for f in flags}, sources)
 
 
-def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> Prepared:
+def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> PreparedReplay:
     """`resolved`: (source kind, modules) when the caller already has them (a repro pack)."""
     from xlatools.replay.settings import adopt_run_settings, of_bundle
     from xlatools.replay.sources import resolve
@@ -79,7 +82,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
             raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})",
                                      hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
         checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
-    return Prepared(plan, found, checks)
+    return PreparedReplay(plan, found, checks)
 
 
 def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bool) -> None:
@@ -99,7 +102,7 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
         refuse_elided_text(module, source_from)
 
 
-def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
+def replay_module(prepared: PreparedReplay, source: ModuleSource, folder: Path, caller_env: dict[str, str],
                   reporter: Reporter) -> ModuleRecord:
     from xlatools.replay.hloproto import is_unoptimized
     from xlatools.replay.jobs import prepare_materials, run_job
@@ -131,7 +134,7 @@ def target_versions(targets: dict[str, Target]) -> dict[str, TargetVersions]:
                                    devices=list(t.devices), plugins=list(t.plugins)) for python, t in targets.items()}
 
 
-def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
+def replay_record(prepared: PreparedReplay, argv: list[str]) -> ReplayManifest:
     """The manifest of a replay that is starting (status "running")."""
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
@@ -142,7 +145,7 @@ def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
                           targets=target_versions(prepared.targets), flag_checks=prepared.flag_checks)
 
 
-def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter: Reporter,
+def execute_replay(prepared: PreparedReplay, out_root: Path, argv: list[str], reporter: Reporter,
                    caller_env: dict[str, str] | None = None,
                    then: Callable[[Path, ReplayManifest], None] | None = None) -> ReplayResult:
     """Replay every module into a fresh bundle. Ctrl-C ends it as an interrupted bundle holding
@@ -171,7 +174,7 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
     return ReplayResult(session.record, code, rendered)
 
 
-def _write_summary(bundle: Path, prepared: Prepared, status: Status, code: int, rendered: str) -> None:
+def _write_summary(bundle: Path, prepared: PreparedReplay, status: Status, code: int, rendered: str) -> None:
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
 
