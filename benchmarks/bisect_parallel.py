@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository's packages
 
 from benchmarks._bench import installed_env, release_bisection  # noqa: E402
-from xlatools.bisect.engine import Oracle, Verdict  # noqa: E402
+from xlatools.bisect.engine import Oracle, StepVerdict  # noqa: E402
 from xlatools.bisect.kary import bisect_kary, one_at_a_time  # noqa: E402
 
 GOOD, BAD = "0.4.28", "0.4.31"
@@ -46,8 +46,8 @@ def synthetic(jobs: list[int]) -> list[dict]:
                 batches: list[int] = []
                 recorded: list = []
 
-                def step(key: str, label: str, first_bad=first_bad) -> Verdict:
-                    return Verdict("bad" if int(key) >= first_bad else "good")
+                def step(key: str, label: str, first_bad=first_bad) -> StepVerdict:
+                    return StepVerdict("bad" if int(key) >= first_bad else "good")
 
                 def run_batch(calls, step=step, batches=batches):
                     batches.append(len(calls))

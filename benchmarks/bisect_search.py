@@ -22,18 +22,18 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository's packages
 
 from benchmarks._bench import installed_env, release_bisection  # noqa: E402
-from xlatools.bisect.engine import Oracle, Verdict, bisect_ordered  # noqa: E402
+from xlatools.bisect.engine import Oracle, StepVerdict, bisect_ordered  # noqa: E402
 
 
 def steps_for(n: int, first_bad: int, skip: set[int]) -> tuple[int, bool]:
     """Steps one bisection takes, and whether its answer is exact (no skip left in the boundary)."""
     steps: list = []
 
-    def step(key: str, label: str) -> Verdict:
+    def step(key: str, label: str) -> StepVerdict:
         i = int(key)
         if i in skip:
-            return Verdict("skip")
-        return Verdict("bad" if i >= first_bad else "good")
+            return StepVerdict("skip")
+        return StepVerdict("bad" if i >= first_bad else "good")
 
     keys = [str(i) for i in range(n)]
     result = bisect_ordered(keys, keys, Oracle(steps, step, lambda r: None, lambda: ""), 0)

@@ -99,19 +99,26 @@ def narrow(lo: int, hi: int, skipped: set[int], found: Iterable[tuple[int, bool 
     return lo, hi
 
 
+def k_ary(lo: int, hi: int, test: Callable[[list[int]], Answers], k: int, skipped: set[int] | None = None,
+          stop: Callable[[], bool] = never) -> tuple[int, int]:
+    """The open range (lo, hi) narrowed until no index between them is left to ask: `k` cut points a round,
+    answered together by `test`. `lo` must be uninteresting and `hi` interesting; an unresolved index joins
+    `skipped` and is not asked again."""
+    skipped = set() if skipped is None else skipped
+    while not stop():
+        usable = [i for i in range(lo + 1, hi) if i not in skipped]
+        if not usable:
+            break
+        points = cut_points(lo, hi, usable, k)
+        lo, hi = narrow(lo, hi, skipped, zip(points, test(points)))
+    return lo, hi
+
+
 def smallest_interesting(high: int, test: Callable[[list[int]], Answers], batch: int = 1, low: int = 0,
                          stop: Callable[[], bool] = never) -> int:
     """The smallest n in (low, high] for which the test holds, assuming `high` holds and the answers are
-    mostly monotone (as hlo_bisect assumes): a (batch+1)-ary search, `batch` points per round; a point left
-    unresolved is not asked again."""
-    skipped: set[int] = set()
-    while not stop():
-        usable = [i for i in range(low + 1, high) if i not in skipped]
-        if not usable:
-            break
-        points = cut_points(low, high, usable, batch)
-        low, high = narrow(low, high, skipped, zip(points, test(points)))
-    return high
+    mostly monotone (as hlo_bisect assumes): a (batch+1)-ary search, `batch` points per round."""
+    return k_ary(low, high, test, batch, stop=stop)[1]
 
 
 def largest_interesting(high: int, test: Callable[[list[int]], Answers], batch: int = 1,

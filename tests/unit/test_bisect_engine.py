@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from xlatools.bisect.engine import EndpointProblem, Oracle, Verdict, bisect_ordered, ddmin, ideal_steps
+from xlatools.bisect.engine import EndpointProblem, Oracle, StepVerdict, bisect_ordered, ddmin, ideal_steps
 from xlatools.bisect.state import load, open_state, State
 from xlatools.errors import UsageError
 from xlatools.records.bisect import Candidate, ProgramTestSpec, ReleaseSpec
@@ -24,16 +24,16 @@ def history(n: int, first_bad: int, skips=(), flaky=None):
     calls: list[str] = []
     runs: dict[int, int] = {}
 
-    def step(key: str, label: str) -> Verdict:
+    def step(key: str, label: str) -> StepVerdict:
         calls.append(key)
         i = int(key)
         attempt = runs.get(i, 0)
         runs[i] = attempt + 1
         if flaky and i in flaky:
-            return Verdict(flaky[i][attempt % len(flaky[i])], "flaky")
+            return StepVerdict(flaky[i][attempt % len(flaky[i])], "flaky")
         if i in skips:
-            return Verdict("skip", "cannot build")
-        return Verdict("bad" if i >= first_bad else "good", "")
+            return StepVerdict("skip", "cannot build")
+        return StepVerdict("bad" if i >= first_bad else "good", "")
 
     return step, calls
 
@@ -181,7 +181,7 @@ def test_ddmin_resumes_from_recorded_steps_without_repeating_any():
         if len(calls) == 5 and "stop" not in calls:
             calls.append("stop")
             raise KeyboardInterrupt
-        return Verdict("good" if "p6" in key.split(",") else "bad")
+        return StepVerdict("good" if "p6" in key.split(",") else "bad")
 
     steps = []
     oracle = Oracle(steps, step, lambda r: None, lambda: "t")

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from tests.unit.test_bisect_engine import history, search
-from xlatools.bisect.engine import EndpointProblem, Oracle, Verdict
+from xlatools.bisect.engine import EndpointProblem, Oracle, StepVerdict
 from xlatools.bisect.kary import bisect_kary, narrow, one_at_a_time
 from xlatools.search import cut_points
 
@@ -161,7 +161,7 @@ def test_one_job_is_the_binary_search_itself():
 def test_verdicts_keep_their_reasons_and_bundles():
     def step(key, label):
         i = int(key)
-        return Verdict("bad" if i >= 3 else "good", f"exit {int(i >= 3)}", f"/b/{key}")
+        return StepVerdict("bad" if i >= 3 else "good", f"exit {int(i >= 3)}", f"/b/{key}")
 
     _, steps, _ = kary(6, step, 3)
     assert all(s.bundle == f"/b/{s.key}" and s.reason.startswith("exit") for s in steps)

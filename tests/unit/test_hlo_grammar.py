@@ -18,7 +18,8 @@ from xlatools.hlo.grammar import (
 from xlatools.hlo.values import backend_config, operand_precision
 
 GPU = REPO.parent / "shared" / "fixtures" / "gpu-h200"
-CPU_TEXTS = sorted((REPO / "tests" / "fixtures" / "hlo").glob("*.txt"))
+# Every HLO text among the tests' fixtures (jaxlib 0.4.30 to 0.12 dumps, bundles, replay and debug sessions).
+CPU_TEXTS = sorted(p for p in (REPO / "tests" / "fixtures").rglob("*.txt") if p.read_text(errors="replace").startswith("HloModule"))
 # What each file of an H200 dump is, by what follows the module name.
 GPU_TAILS = {
     "before_optimizations.txt": DumpKind.BEFORE_OPTIMIZATIONS,
@@ -106,6 +107,13 @@ def test_names_not_in_the_gpu_fixtures(name, kind, fields):
     parsed = parse_dump_name(name)
     assert parsed is not None and parsed.kind is kind
     assert {key: getattr(parsed, key) for key in fields} == fields
+
+
+def test_dump_names_among_the_fixtures():
+    found = [(name, path.is_dir()) for path in (REPO / "tests" / "fixtures").rglob("*")
+             if (name := _dump_path(path.relative_to(REPO).as_posix()))]
+    kinds = [parse_dump_name(name, folder=is_dir) for name, is_dir in found]
+    assert len(found) > 10 and all(k is not None and k.kind is not DumpKind.OTHER for k in kinds), found
 
 
 def test_kernel_names_need_the_module_name():

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from xlatools.bisect.engine import Verdict
+from xlatools.bisect.engine import StepVerdict
 from xlatools.errors import REGEX_ERRORS, EnvironmentMissing, Interrupted, UsageError, XlaToolsError
 from xlatools.records.bisect import ProgramTestSpec, ReplayTestSpec, RuleSpec, StepDetail, TestSpec
 from xlatools.records.build import BazelProcesses
@@ -58,7 +58,7 @@ class SkipStep(Exception):
 class Test(Protocol):
     def describe(self) -> TestSpec: ...
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict: ...
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict: ...
 
 
 class Judgement(NamedTuple):
@@ -234,7 +234,7 @@ class ProgramTest:
                                presets=list(o.presets), xla_flags=redact_argv(list(o.xla_flags)), env=env,
                                platform=o.platform, timeout=o.timeout)
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
         import os
 
         from xlatools.records.run import ProfileRun
@@ -265,7 +265,7 @@ class ProgramTest:
         if record.slurm is not None and record.slurm.killed_by_slurm:  # the executor, not the candidate: never good/bad
             raise SkipStep(record.slurm.killed_by_slurm, record.bundle)
         judged = o.rule.judge(record, Path(record.bundle))
-        return Verdict(judged.outcome, judged.reason, record.bundle, step.install_s, run_s,
+        return StepVerdict(judged.outcome, judged.reason, record.bundle, step.install_s, run_s,
                        StepDetail(exit_code=record.exit_code, jax=record.jax.jax, jaxlib=record.jax.jaxlib))
 
 
@@ -302,7 +302,7 @@ class ReplayTest:
                              "a bisection replays it in each step's interpreter against its expected outcome only",
                              hint="make the pack without --reference-python (`xlatools repro pack BUNDLE -o PACK`)")
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> Verdict:
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
         from xlatools.replay.repro import run_pack
 
         if step.xla_flags:
@@ -318,5 +318,5 @@ class ReplayTest:
         outcome = {ReproOutcome.REPRODUCED: StepOutcome.BAD, ReproOutcome.NOT_REPRODUCED: StepOutcome.GOOD,
                    ReproOutcome.CANNOT_RUN: StepOutcome.SKIP,
                    ReproOutcome.NOTHING_TO_REPRODUCE: StepOutcome.SKIP}[ReproOutcome(answer.outcome)]  # refused in validate
-        return Verdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
+        return StepVerdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
                        time.monotonic() - t0)

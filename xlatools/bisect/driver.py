@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from xlatools.bisect.checks import SkipStep, StepEnv, Test
-from xlatools.bisect.engine import (BisectResult, EndpointProblem, Oracle, StepRecord, Verdict,
+from xlatools.bisect.engine import (BisectResult, EndpointProblem, Oracle, StepRecord, StepVerdict,
                                     bisect_ordered, ideal_steps)
 from xlatools.bisect.parallel import ParallelSteps
 from xlatools.bisect.state import State, point_link
@@ -43,12 +43,12 @@ class Progress:
 
 
 def make_step(state: State, source: Source, test: Test, progress: Progress, parallel: ParallelSteps | None = None):
-    """The step function: (key, label) -> Verdict; with `parallel`, (n, key, label) -> Verdict for its
+    """The step function: (key, label) -> StepVerdict; with `parallel`, (n, key, label) -> StepVerdict for its
     worker threads, whose programs run quiet (their output in each step's logs) and which give up
     before testing once the round is being stopped."""
     steps_root = state.folder / "steps"
 
-    def numbered(n: int, key: str, label: str) -> Verdict:
+    def numbered(n: int, key: str, label: str) -> StepVerdict:
         progress(f"step {n}: {label}: preparing{where(state)}")
         t0 = time.monotonic()
         try:
@@ -62,7 +62,7 @@ def make_step(state: State, source: Source, test: Test, progress: Progress, para
             if env.bazel_processes is not None:
                 verdict = replace(verdict, bazel_processes=env.bazel_processes)
         except SkipStep as skip:
-            verdict = Verdict(StepOutcome.SKIP, skip.reason, skip.bundle, skip.install_s or (time.monotonic() - t0), 0.0)
+            verdict = StepVerdict(StepOutcome.SKIP, skip.reason, skip.bundle, skip.install_s or (time.monotonic() - t0), 0.0)
         progress(f"step {n}: {label}: {verdict.outcome.upper()} ({verdict.reason}; install {verdict.install_s:.1f} s, "
                  f"run {verdict.run_s:.1f} s)")
         return verdict

@@ -28,12 +28,12 @@ from xlatools.records.bisect import StepDetail, StepRecord
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import StepOutcome
 
-__all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "Verdict", "bisect_ordered", "ddmin",
+__all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "StepVerdict", "bisect_ordered", "ddmin",
            "ideal_steps"]
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StepVerdict:
     """What one step found (the test's answer plus where the evidence is)."""
 
     outcome: StepOutcome
@@ -48,7 +48,7 @@ class Verdict:
         object.__setattr__(self, "outcome", StepOutcome(self.outcome))  # a plain "good" from a test's step too
 
 
-StepFunction = Callable[[str, str], Verdict]  # (key, label) -> Verdict
+StepFunction = Callable[[str, str], StepVerdict]  # (key, label) -> StepVerdict
 
 
 class Oracle:
@@ -74,7 +74,7 @@ class Oracle:
         verdict = self.run_step(key, label)
         return self.record(len(self.steps) + 1, key, label, role, attempt, verdict, started).outcome
 
-    def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: Verdict,
+    def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: StepVerdict,
                started: str) -> StepRecord:
         """Keep one step's answer (and hand it to `on_record`, which saves the state)."""
         record = StepRecord(n=n, key=key, label=label, role=role, attempt=attempt, outcome=verdict.outcome,
@@ -123,23 +123,21 @@ def bisect_ordered(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, c
         raise UsageError("a bisection needs at least two candidates (the good and the bad end)")
     for index, role in ((0, "good end"), (n - 1, "bad end")):
         check_end(oracle, keys, labels, index, role, oracle.ask(keys[index], labels[index], role))
-    lo, hi, skipped = 0, n - 1, set()
-    while True:
-        usable = [i for i in range(lo + 1, hi) if i not in skipped]
-        if not usable:
-            break
-        [mid] = search.cut_points(lo, hi, usable, 1)  # the usable index closest to the middle, ties to the lower
-        outcome = oracle.ask(keys[mid], labels[mid], "search")
-        if outcome == StepOutcome.GOOD:
-            lo = mid
-        elif outcome == StepOutcome.BAD:
-            hi = mid
-        else:
-            skipped.add(mid)
+    skipped: set[int] = set()
+
+    def middle(points: list[int]) -> list[bool | None]:
+        return [answer(oracle.ask(keys[i], labels[i], "search")) for i in points]
+
+    lo, hi = search.k_ary(0, n - 1, middle, 1, skipped)  # one point a round: the middle, ties to the lower
     for index in (lo, hi):
         for attempt in range(1, confirm + 1):
             oracle.ask(keys[index], labels[index], "confirm", attempt)
     return search_result(oracle, keys, lo, hi, skipped, confirm)
+
+
+def answer(outcome: StepOutcome) -> bool | None:
+    """A step's outcome as the search reads it: bad is the interesting side, a skip unresolved."""
+    return {StepOutcome.BAD: True, StepOutcome.GOOD: False}.get(outcome)
 
 
 def search_result(oracle: Oracle, keys: Sequence[str], lo: int, hi: int, skipped: set[int], confirm: int) -> BisectResult:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from xlatools import search
-from xlatools.bisect.engine import (BisectResult, Oracle, StepFunction, Verdict, bisect_ordered, check_end,
+from xlatools.bisect.engine import (BisectResult, Oracle, StepFunction, StepVerdict, answer, bisect_ordered, check_end,
                                     search_result)
 from xlatools.errors import UsageError
 from xlatools.vocab import StepOutcome
@@ -39,12 +39,12 @@ class StepCall:
 
 # Runs a batch, yielding each call's verdict as it finishes; it raises (after yielding every
 # verdict it got) when a step raised.
-BatchRunner = Callable[[list[StepCall]], Iterable[tuple[StepCall, Verdict]]]
+BatchRunner = Callable[[list[StepCall]], Iterable[tuple[StepCall, StepVerdict]]]
 
 
 def one_at_a_time(run_step: StepFunction) -> BatchRunner:
     """The batch runner of K = 1 and of tests: each call in order."""
-    def run(calls: list[StepCall]) -> Iterable[tuple[StepCall, Verdict]]:
+    def run(calls: list[StepCall]) -> Iterable[tuple[StepCall, StepVerdict]]:
         for call in calls:
             yield call, run_step(call.key, call.label)
 
@@ -73,9 +73,8 @@ def ask_batch(oracle: Oracle, asks: list[tuple[str, str, str, int]], run_batch: 
 
 
 def narrow(lo: int, hi: int, skipped: set[int], found: Iterable[tuple[int, StepOutcome]]) -> tuple[int, int]:
-    """search.narrow over step outcomes: bad is the interesting side, a skip unresolved."""
-    answers = [(i, None if outcome == StepOutcome.SKIP else outcome == StepOutcome.BAD) for i, outcome in found]
-    return search.narrow(lo, hi, skipped, answers)
+    """search.narrow over step outcomes (engine.answer)."""
+    return search.narrow(lo, hi, skipped, [(i, answer(outcome)) for i, outcome in found])
 
 
 def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_batch: BatchRunner, jobs: int,
@@ -99,12 +98,8 @@ def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_
         check_end(oracle, keys, labels, index, role, outcome)
     skipped: set[int] = set()
     lo, hi = narrow(0, n - 1, skipped, first[2:])
-    while True:
-        usable = [i for i in range(lo + 1, hi) if i not in skipped]
-        if not usable:
-            break
-        points = search.cut_points(lo, hi, usable, jobs)
-        lo, hi = narrow(lo, hi, skipped, ask(points, ["search"] * len(points)))
+    lo, hi = search.k_ary(lo, hi, lambda points: [answer(o) for _, o in ask(points, ["search"] * len(points))], jobs,
+                          skipped)
     for attempt in range(1, confirm + 1):  # one attempt of each boundary at a time: records stay in attempt order
         ask_batch(oracle, [(keys[i], labels[i], "confirm", attempt) for i in (lo, hi)], run_batch)
     return search_result(oracle, keys, lo, hi, skipped, confirm)

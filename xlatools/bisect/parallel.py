@@ -15,10 +15,10 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterator
 
-from xlatools.bisect.engine import Verdict
+from xlatools.bisect.engine import StepVerdict
 from xlatools.bisect.kary import StepCall
 
-NumberedStep = Callable[[int, str, str], Verdict]  # (n, key, label) -> Verdict
+NumberedStep = Callable[[int, str, str], StepVerdict]  # (n, key, label) -> StepVerdict
 POLL_SECONDS = 0.2
 
 
@@ -30,7 +30,7 @@ class ParallelSteps:
         self.jobs = jobs
         self.cancel = threading.Event()  # set: steps not yet testing give up (make_step checks it)
 
-    def __call__(self, calls: list[StepCall]) -> Iterator[tuple[StepCall, Verdict]]:
+    def __call__(self, calls: list[StepCall]) -> Iterator[tuple[StepCall, StepVerdict]]:
         from xlatools.proctree import sigterm_as_interrupt
 
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="bisect-step")
@@ -44,7 +44,7 @@ class ParallelSteps:
         finally:
             pool.shutdown(wait=True)
 
-    def _collect(self, futures: dict[Future, StepCall], pending: set[Future]) -> Iterator[tuple[StepCall, Verdict]]:
+    def _collect(self, futures: dict[Future, StepCall], pending: set[Future]) -> Iterator[tuple[StepCall, StepVerdict]]:
         """Each verdict as its step ends; a step that raised ends the round (after what finished with it)."""
         failure: BaseException | None = None
         while pending and failure is None:

@@ -21,7 +21,7 @@ from xlatools.records.debug import DebugManifest
 if TYPE_CHECKING:
     from xlatools.commands.options import ProgramOptions
     from xlatools.console import Reporter
-    from xlatools.run.execute import Prepared as PreparedRun
+    from xlatools.run.execute import PreparedRun
     from xlatools.run.target import Target
 
 
@@ -39,7 +39,7 @@ class Stops:
 
 
 @dataclass
-class Prepared:
+class PreparedDebugRun:
     run: PreparedRun  # the run's plan, target and flag checks
     request: DebugRequest
     argv: list[str]
@@ -107,7 +107,7 @@ def catalog(python: str | None, libraries: list[str], reporter: Reporter, target
 
 
 def prepare(stops: Stops, options: ProgramOptions, argv: list[str], caller_env: dict[str, str], cwd: Path,
-            reporter: Reporter) -> Prepared:
+            reporter: Reporter) -> PreparedDebugRun:
     """Everything checked before the bundle exists: gdb, the run's plan and target, the breakpoints."""
     from dataclasses import replace
 
@@ -128,10 +128,10 @@ def prepare(stops: Stops, options: ProgramOptions, argv: list[str], caller_env: 
     session = SessionOptions(breakpoints, gdb, stops.max_stops, stops.interactive, stops.module_re)
     debug = DebugRequest(name=options.name or f"debug-{run.plan.name}", out=options.out, options=session,
                          libraries=[m.library for m in found.maps], gdb_version=gdb_version(gdb))
-    return Prepared(run, debug, argv, caller_env)
+    return PreparedDebugRun(run, debug, argv, caller_env)
 
 
-def bind(prepared: Prepared, bundle: Path, make_folders: bool = True) -> tuple[ProgramSpec, DebugManifest]:
+def bind(prepared: PreparedDebugRun, bundle: Path, make_folders: bool = True) -> tuple[ProgramSpec, DebugManifest]:
     """The program gdb starts (the run's plan bound to the bundle, its dump folder made) and its record."""
     from xlatools.run.record import run_record
 
@@ -142,13 +142,13 @@ def bind(prepared: Prepared, bundle: Path, make_folders: bool = True) -> tuple[P
     return program, run_record(plan, prepared.run.target, prepared.argv, prepared.run.flag_checks, kind=DebugManifest)
 
 
-def execute(prepared: Prepared, reporter: Reporter) -> DebugOutcome:
+def execute(prepared: PreparedDebugRun, reporter: Reporter) -> DebugOutcome:
     from xlatools.debug.api import run_debug
 
     return run_debug(prepared.request, lambda bundle: bind(prepared, bundle), reporter)
 
 
-def print_plan(prepared: Prepared, as_json: bool) -> None:
+def print_plan(prepared: PreparedDebugRun, as_json: bool) -> None:
     from xlatools.debug.session import plan_session
     from xlatools.records.base import to_json
     from xlatools.redact import redact

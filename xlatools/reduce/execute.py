@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Prepared:
+class PreparedReduce:
     plan: ReducePlan
     targets: dict[str, Target]
+
+
 
 
 @dataclass
@@ -59,7 +61,7 @@ class Outcome:
         return any(v.interesting is not True for v in self.rechecks)
 
 
-def prepare(request: ReduceRequest) -> Prepared:
+def prepare(request: ReduceRequest) -> PreparedReduce:
     from xlatools.replay.execute import check_flags
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
@@ -74,7 +76,7 @@ def prepare(request: ReduceRequest) -> Prepared:
         if run.platform == Platform.GPU and not target.has_gpu:
             raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})")
         check_flags(target, run.xla_flags, run.flag_sources)
-    return Prepared(plan, found)
+    return PreparedReduce(plan, found)
 
 
 def _original(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> tuple[str, int]:
@@ -155,7 +157,7 @@ def _state_identity(plan: ReducePlan) -> object:
 class Reduction:
     """A reduction whose input was checked: the saved or original best, and the workers that run candidates."""
 
-    prepared: Prepared
+    prepared: PreparedReduce
     evaluator: Evaluator
     store: StateStore
     original: Candidate
@@ -166,7 +168,7 @@ class Reduction:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, prepared: Prepared, out_root: Path, reporter: Reporter, fresh: bool = False,
+    def start(cls, prepared: PreparedReduce, out_root: Path, reporter: Reporter, fresh: bool = False,
               caller_env: dict[str, str] | None = None) -> Iterator["Reduction"]:
         """Check the oracle on the input (or resume from the saved state); the workers stop on the way out.
         A refused input (UsageError) leaves no state behind."""

@@ -22,7 +22,7 @@ from xlatools.records.replay import IsolatedInstruction, Isolation, IsolationSum
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.evaluate import Evaluator
-from xlatools.reduce.execute import Prepared, original_candidate, prepare
+from xlatools.reduce.execute import PreparedReduce, original_candidate, prepare
 from xlatools.reduce.hlo_text import Instruction
 from xlatools.reduce.plan import ReducePlan
 from xlatools.reduce.state import StateStore
@@ -127,7 +127,7 @@ def _first_in_context(evaluator: Evaluator, cand: Candidate, todo: list[Instruct
     return None
 
 
-def run_isolation(prepared: Prepared, folder: Path, reporter: Reporter,
+def run_isolation(prepared: PreparedReduce, folder: Path, reporter: Reporter,
                   caller_env: dict[str, str] | None = None) -> Isolation:
     """Every instruction of the prepared module alone against the reference; work files under `folder`."""
     plan = prepared.plan
@@ -145,7 +145,7 @@ def run_isolation(prepared: Prepared, folder: Path, reporter: Reporter,
 class IsolationRun:
     """`replay --isolate`: prepared with the replay (one module, one reference), run inside its bundle."""
 
-    prepared: Prepared
+    prepared: PreparedReduce
 
     @classmethod
     def prepare(cls, request: ReplayRequest) -> "IsolationRun":

@@ -19,7 +19,7 @@ from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, Interrupted
 from xlatools.records.base import to_json
 from xlatools.records.reduce import ReduceManifest, ReduceResult
-from xlatools.reduce.execute import Outcome, Prepared, Reduction
+from xlatools.reduce.execute import Outcome, PreparedReduce, Reduction
 from xlatools.reduce.hlo_text import print_module
 from xlatools.reduce.issue import IssueFacts, commands, render_issue
 from xlatools.vocab import Status
@@ -156,7 +156,7 @@ def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -
                   Path(test_dir) / "literals.txt" if test_dir else None, shown)
 
 
-def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
+def reduce_record(prepared: PreparedReduce, argv: list[str]) -> ReduceManifest:
     """The manifest of a reduction that is starting (status "running")."""
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
@@ -169,7 +169,7 @@ def reduce_record(prepared: Prepared, argv: list[str]) -> ReduceManifest:
                           targets=target_versions(prepared.targets))
 
 
-def execute_reduce(prepared: Prepared, out_root: Path, argv: list[str], reporter: Reporter, fresh: bool = False,
+def execute_reduce(prepared: PreparedReduce, out_root: Path, argv: list[str], reporter: Reporter, fresh: bool = False,
                    caller_env: dict[str, str] | None = None) -> ReduceRun:
     """Reduce into a fresh bundle. Exit 1 when the result is flaky (not interesting on every re-check)."""
     from xlatools.bundle import bundle_session

@@ -32,10 +32,12 @@ HELPERS_NOTE = "left out as jax helper modules"
 
 
 @dataclass
-class Prepared:
+class PreparedReplay:
     plan: ReplayPlan
     targets: dict[str, Target]  # by interpreter path
     flag_checks: dict[str, dict[str, str]]
+
+
 
 
 @dataclass
@@ -62,7 +64,7 @@ def check_flags(target: Target, flags: list[str], sources: dict[str, str]) -> di
     return refuse_unknown(target, {flag_name(f): f for f in flags}, sources)
 
 
-def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> Prepared:
+def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) -> PreparedReplay:
     """`resolved`: (source kind, modules) when the caller already has them (a repro pack)."""
     from xlatools.replay.settings import adopt_run_settings, of_bundle
     from xlatools.replay.sources import resolve
@@ -93,7 +95,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
                                      hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
         plan.notes += _deterministic(request, run, target)
         checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
-    return Prepared(plan, found, checks)
+    return PreparedReplay(plan, found, checks)
 
 
 def _deterministic(request: ReplayRequest, run, target: Target) -> list[str]:
@@ -127,7 +129,7 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
         refuse_elided_text(module, source_from)
 
 
-def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller_env: dict[str, str],
+def replay_module(prepared: PreparedReplay, source: ModuleSource, folder: Path, caller_env: dict[str, str],
                   reporter: Reporter, pool: ReplayPool | None = None) -> ModuleRecord:
     """Every run of one module; through `pool`'s long-lived workers when given (not when the test dumps:
     its dump folder is the module's own)."""
@@ -177,7 +179,7 @@ def replay_module(prepared: Prepared, source: ModuleSource, folder: Path, caller
     return _no_verdict_unless_as_run(finish_module(record))
 
 
-def _test_as_run(prepared: Prepared, materials, source: ModuleSource, run, run_dir: Path, record: ModuleRecord,
+def _test_as_run(prepared: PreparedReplay, materials, source: ModuleSource, run, run_dir: Path, record: ModuleRecord,
                  reporter: Reporter, job):
     """The test run, from the first form that compiles the run's own module (`--from auto`; an explicit form is
     kept whatever it compiles): (its record, the materials it used). Each difference is a note of the module.
@@ -258,7 +260,7 @@ def target_versions(targets: dict[str, Target]) -> dict[str, TargetVersions]:
                                    devices=list(t.devices), plugins=list(t.plugins)) for python, t in targets.items()}
 
 
-def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
+def replay_record(prepared: PreparedReplay, argv: list[str]) -> ReplayManifest:
     """The manifest of a replay that is starting (status "running")."""
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
@@ -269,7 +271,7 @@ def replay_record(prepared: Prepared, argv: list[str]) -> ReplayManifest:
                           targets=target_versions(prepared.targets), flag_checks=prepared.flag_checks)
 
 
-def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter: Reporter,
+def execute_replay(prepared: PreparedReplay, out_root: Path, argv: list[str], reporter: Reporter,
                    caller_env: dict[str, str] | None = None,
                    then: Callable[[Path, ReplayManifest], None] | None = None) -> ReplayResult:
     """Replay every module into a fresh bundle. Ctrl-C ends it as an interrupted bundle holding
@@ -304,7 +306,7 @@ def execute_replay(prepared: Prepared, out_root: Path, argv: list[str], reporter
     return ReplayResult(session.record, code, rendered)
 
 
-def _write_summary(bundle: Path, prepared: Prepared, status: Status, code: int, rendered: str) -> None:
+def _write_summary(bundle: Path, prepared: PreparedReplay, status: Status, code: int, rendered: str) -> None:
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
 

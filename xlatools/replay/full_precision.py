@@ -19,7 +19,7 @@ from xlatools.vocab import Platform, PrecisionMode
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
-    from xlatools.replay.execute import Prepared
+    from xlatools.replay.execute import PreparedReplay
 
 RAISED_FILE = "module.highest.txt"
 
@@ -58,7 +58,7 @@ def highest_materials(materials: Materials, folder: Path, record: ModuleRecord, 
     return replace(materials, module={"kind": "text", "path": str(folder / RAISED_FILE)}, alternatives=[])
 
 
-def second_run(prepared: Prepared, materials: Materials, record: ModuleRecord, folder: Path,
+def second_run(prepared: PreparedReplay, materials: Materials, record: ModuleRecord, folder: Path,
                caller_env: dict[str, str], reporter: Reporter) -> None:
     """auto: when the test differs from its references, run it again at full precision and classify."""
     from xlatools.fsutil import atomic_write_text

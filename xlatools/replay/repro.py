@@ -25,7 +25,7 @@ from xlatools.fsutil import check_output, make_dir
 from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, LeftOut, ModuleRecord, PackedOptions, PackIndex,
                                      PackModule, PackReference, PackRun, PackVersions)
 from xlatools.records.run import RunManifest
-from xlatools.replay.execute import Prepared, ReplayResult
+from xlatools.replay.execute import PreparedReplay, ReplayResult
 from xlatools.replay.pack import extract, member_path, verify, write_pack
 from xlatools.replay.pack_index import check_packed, modules_of, pack_references, read_index
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest
@@ -200,7 +200,7 @@ def _pack_files(modules: list[ModuleSource], source: Path, run: RunManifest | No
     return files, entries
 
 
-def _index(prepared: Prepared, replayed: ReplayResult, run: RunManifest | None, entries: Entries) -> PackIndex:
+def _index(prepared: PreparedReplay, replayed: ReplayResult, run: RunManifest | None, entries: Entries) -> PackIndex:
     request = prepared.plan.request
     target = prepared.targets[request.python]
     options = PackedOptions(**{f.name: copy(getattr(request, f.name)) for f in fields(PackedOptions)})

@@ -30,10 +30,12 @@ HEARTBEAT_SECONDS = float(os.environ.get("XLATOOLS_HEARTBEAT_S", "15"))  # quiet
 
 
 @dataclass
-class Prepared:
+class PreparedRun:
     plan: RunPlan
     target: Target
     flag_checks: dict[str, str]
+
+
 
 
 def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
@@ -66,7 +68,7 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
 
 def prepare(request: RunRequest, profile: ProfileRun,
             define_presets: dict[str, Any],  # run.define_presets: the profile's raw YAML mapping, validated by the catalog
-            caller_env: dict[str, str], cwd: Path, reporter: Reporter | None = None) -> Prepared:
+            caller_env: dict[str, str], cwd: Path, reporter: Reporter | None = None) -> PreparedRun:
     """Settle the request against the profile, probe the target, plan, and check every flag.
     Writes nothing but the target probe's cache."""
     from dataclasses import replace
@@ -94,7 +96,7 @@ def prepare(request: RunRequest, profile: ProfileRun,
 
         check_gpu_fit(plan.processes, [d for d in target.devices if d.platform not in ("cpu", None)], request.python,
                       plan.child_env(caller_env), caller_env)
-    return Prepared(plan, target, check_flags(target, plan, reporter))
+    return PreparedRun(plan, target, check_flags(target, plan, reporter))
 
 
 def _copy_program(plan: RunPlan, bundle_path: Path) -> None:
@@ -126,7 +128,7 @@ class RunOutcome:
     table: str  # the module table, empty when nothing was dumped
 
 
-def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env: dict[str, str], reporter: Reporter,
+def execute_plan(prepared: PreparedRun, out_root: Path, argv: list[str], caller_env: dict[str, str], reporter: Reporter,
                  archive: bool = False, echo_stdout_to_stderr: bool = False,
                  exit_code_mode: ExitCodeMode = ExitCodeMode.XLATOOLS, cluster: ClusterSpec | None = None) -> RunOutcome:
     """Run the plan into a fresh bundle (with `cluster`, as a Slurm job: run/slurm_launch.py). The program
@@ -191,7 +193,7 @@ def execute_plan(prepared: Prepared, out_root: Path, argv: list[str], caller_env
     return RunOutcome(record, record.exit_code, table)
 
 
-def _recording(plan: RunPlan, prepared: Prepared, env: dict[str, str], bundle: Path) -> dict[str, str]:
+def _recording(plan: RunPlan, prepared: PreparedRun, env: dict[str, str], bundle: Path) -> dict[str, str]:
     """The program's environment, with the argument recorder where it is wanted (run/recorder.py)."""
     from xlatools.run.recorder import FOLDER, recorder_env, wanted
 
