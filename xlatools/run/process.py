@@ -53,12 +53,9 @@ class ProgramResult:
 
     @property
     def signal_name(self) -> str | None:
-        if self.returncode is None or self.returncode >= 0:
-            return None
-        try:
-            return signal.Signals(-self.returncode).name
-        except ValueError:
-            return f"signal {-self.returncode}"
+        from xlatools.proctree import signal_name
+
+        return signal_name(self.returncode)
 
     def describe(self) -> str:
         """The program's own outcome in words: `exit 3`, `killed by SIGSEGV`."""
