@@ -144,6 +144,8 @@ def replay_module(prepared: PreparedReplay, source: ModuleSource, folder: Path, 
         return finish_module(record)
     request = plan.request
     materials = prepare_materials(source, request.source_from, folder, literals=request.inputs is None)
+    if request.as_run is False:  # a pack's outcome is recorded as its repro run will replay it: no run files there
+        materials.compile_options = {}
     record.input_source = input_source(request.inputs, request.seed, source.snapshot)
     if request.inputs is None and record.input_source.kind == "random":
         record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {request.seed})")
@@ -188,7 +190,7 @@ def _test_as_run(prepared: PreparedReplay, materials, source: ModuleSource, run,
 
     request, plan_kind, plan_source = prepared.plan.request, prepared.plan.source_kind, prepared.plan.request.source
     jaxlib = prepared.targets[run.python].jaxlib
-    same = plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
+    same = request.as_run is not False and plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
     files = run_files(source.text or source.proto) if same else RunFiles()
     forms = materials.forms() if request.source_from == SourceForm.AUTO and files.optimized else [materials]
     first, tried = None, list[str]()

@@ -15,7 +15,7 @@ import os
 import secrets
 import shutil
 from copy import copy
-from dataclasses import dataclass, field, fields
+from dataclasses import replace, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -241,6 +241,7 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
             raise UsageError(f"repro pack: --xla-flag {flag}: names a path of this machine, which a pack may not carry",
                              hint="drop the flag (docs/security.md: what a pack may contain)")
     check_output(out_file, "-o")  # before the replay: a pack that cannot be written is refused at once
+    request = replace(request, as_run=False)  # the expected outcome: replayed as the pack's repro run will
     kind, modules = resolve(request.source, request.modules, request.include_all, request.process)
     run = run_of(request.source) if kind == "bundle" else None
     prepared = prepare(request, (kind, modules))
