@@ -123,8 +123,10 @@ class Worker:
         """Per array of the .npz: the HLO literal of its value when every element is the same, else None."""
         return list(self.request("splats", path=str(path)).get("literals", []))
 
-    def replay(self, spec: dict[str, object], run_dir: Path, timeout: float | None) -> RunRecord:  # job_spec's job.json
-        """Run one replay job here; the record replay would have made of it."""
+    def replay(self, spec: dict[str, object], run_dir: Path, timeout: float | None,
+               run: RunConfig | None = None) -> RunRecord:  # job_spec's job.json
+        """Run one replay job here; the record replay would have made of it, as `run` (a worker serves every run
+        of its interpreter and settings: the test and a reference alike; default: the run it was started for)."""
         from xlatools.fsutil import atomic_write_json
         from xlatools.replay.jobs import job_record
 
@@ -141,7 +143,7 @@ class Worker:
             self.stop()
             raise Interrupted(f"interrupted while replaying ({self.run.label})") from None
         _copy_log(self.log, offset, run_dir / "stderr.log")
-        return job_record(self.run, run_dir, status, code, round(time.monotonic() - started, 3), timeout)
+        return job_record(run or self.run, run_dir, status, code, round(time.monotonic() - started, 3), timeout)
 
 
 def _copy_log(log: Path, offset: int, dest: Path) -> None:
@@ -204,7 +206,7 @@ class ReplayPool:
             return one_shot()
         worker = self.worker_for(run, env)
         run_dir.mkdir(parents=True, exist_ok=True)
-        record = worker.replay(job_spec(request, materials, run, run_dir, test_dir), run_dir, request.timeout)
+        record = worker.replay(job_spec(request, materials, run, run_dir, test_dir), run_dir, request.timeout, run)
         if worker.proc is None and record.failure == ReplayOutcome.CRASH:  # it took the worker with it
             return one_shot()
         return record

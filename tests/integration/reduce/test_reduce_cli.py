@@ -91,7 +91,7 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
     assert result.returncode == 0, result.stderr
     reduced = open(json.loads(result.stdout)["files"]["reduced.hlo.txt"]).read()
     assert " tanh(" in reduced and json.loads(result.stdout)["instructions_after"] <= 3
-    plan = manifest(tmp_path / "out" / "latest")["plan"]  # the reduction names its inputs
+    plan = manifest(Path(json.loads(result.stdout)["bundle"]))["plan"]  # the reduction names its inputs
     assert plan["input_source"]["kind"] in ("snapshot", "random"), plan.get("input_source")
     # ISSUE.md is filled from what xlatools knows (the script runs no replay), and the pack says what it cannot show.
     bundle = Path(json.loads(result.stdout)["bundle"])

@@ -203,7 +203,11 @@ def test_inputs_that_do_not_fit_exit_2(dumped, replay, tmp_path):
 def test_text_alone_names_its_made_up_inputs(dumped, replay, tmp_path):
     """No snapshot beside the text: random inputs, and the record, the note and the summary say so."""
     bundle, _ = dumped
-    text = next((bundle / "xla_dump").glob("*jit_fn.before_optimizations.txt"))
+    dumped_text = next((bundle / "xla_dump").glob("*jit_fn.before_optimizations.txt"))
+    alone = tmp_path / "alone"  # beside its snapshot the text would take that snapshot's arguments (issue 29)
+    alone.mkdir()
+    text = alone / dumped_text.name
+    text.write_text(dumped_text.read_text())
     result = replay("replay", str(text), "--seed", "7", "--json", "--out", "out")
     assert result.returncode == 0, result.stderr
     module = _json(result)["modules"][0]
@@ -234,7 +238,9 @@ def test_unknown_flag_is_refused_before_anything_runs(dumped, replay, tmp_path):
 
 def test_timeout_stops_the_target(dumped, replay, tmp_path):
     bundle, _ = dumped
-    result = replay("replay", str(bundle), "--module", "jit_fn", "--timeout", "0.2", "--json", "--out", "out")
+    # Enough executions to outlast the limit even in a warm replay worker (its jax start-up is paid before the job).
+    result = replay("replay", str(bundle), "--module", "jit_fn", "--timeout", "0.2", "--iterations", "1000000", "--json",
+                    "--out", "out")
     assert result.returncode == 124, result.stderr
     assert _json(result)["modules"][0]["outcome"] == "timeout"
     assert manifest(bundles(tmp_path / "out")[0])["status"] == "timeout"
