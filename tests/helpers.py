@@ -164,3 +164,18 @@ def check_dump_grammar(root: Path) -> dict[str, int]:
             if rel == module.before_file:
                 assert module.instructions_before == count, rel
     return dict(kinds)
+
+
+def as_one_interpreter_record(data):
+    """An old record's JSON as xlatools writes it back now: every interpreter's `versions` (a replayed module's run,
+    a reduction's re-check, a pack) is the one interpreter record, whose Python version key is `python_version`."""
+    if isinstance(data, list):
+        return [as_one_interpreter_record(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    data = {key: as_one_interpreter_record(value) for key, value in data.items()}
+    versions = data.get("versions")
+    if isinstance(versions, dict) and "python" in versions:
+        data["versions"] = {"python_version": versions["python"], "backend": None, "devices": [], "plugins": [],
+                            **{key: value for key, value in versions.items() if key != "python"}}
+    return data

@@ -154,14 +154,14 @@ def test_the_default_out_inside_a_bundle_is_the_folder_that_holds_it(tmp_path, m
 
 
 def test_the_manifest_lists_the_cpu_devices_the_smoke_programs_ran_on():
-    from xlatools.records.run import Device, JaxInfo, SmokeReport, SmokeResult
+    from xlatools.records.run import Device, InterpreterFacts, SmokeReport, SmokeResult
     from xlatools.run.record import reconcile_devices
 
-    jax = JaxInfo(jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[Device(id=0, platform="cpu", kind="cpu")])
+    jax = InterpreterFacts(jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[Device(id=0, platform="cpu", kind="cpu")])
     smoke = SmokeReport(jax="0.10.2", results=[SmokeResult(name=n, ok=True, backend="cpu", devices=4) for n in ("a", "b")])
     reconcile_devices(jax, smoke)
     assert [d.id for d in jax.devices] == [0, 1, 2, 3] and {d.kind for d in jax.devices} == {"cpu"}
-    gpu = JaxInfo(backend="gpu", devices=[Device(id=0, platform="gpu", kind="H100")])
+    gpu = InterpreterFacts(backend="gpu", devices=[Device(id=0, platform="gpu", kind="H100")])
     reconcile_devices(gpu, SmokeReport(results=[SmokeResult(name="a", ok=True, backend="gpu", devices=2)]))
     assert len(gpu.devices) == 1  # GPUs are what the probe saw; only a forced host count differs
 

@@ -116,15 +116,16 @@ def test_oracle_choice():
 
 def test_issue_report_has_every_part():
     from xlatools.records.reduce import RanWith, Verdict
-    from xlatools.records.replay import Comparison, TargetSeen
+    from xlatools.records.replay import Comparison
+    from xlatools.records.run import InterpreterFacts
     from xlatools.vocab import Interest, OracleKind
 
     verdict = Verdict(interest=Interest.INTERESTING, reason="8/8 differ",
                       comparison=Comparison(against="reference-python-1", ok=False, mismatches=8, elements=8))
     facts = IssueFacts(module_name="0001 jit_f", oracle="outputs differ", oracle_kind=OracleKind.MISMATCH,
                        instructions_before=158, instructions_after=5, reduced_hlo="HloModule m\n", verdict=verdict,
-                       test=RanWith(versions=TargetSeen(jax="0.6.2", jaxlib="0.6.2")),
-                       reference=RanWith(versions=TargetSeen(jaxlib="0.10.2")), platform="cpu",
+                       test=RanWith(versions=InterpreterFacts(jax="0.6.2", jaxlib="0.6.2")),
+                       reference=RanWith(versions=InterpreterFacts(jaxlib="0.10.2")), platform="cpu",
                        xla_flags=["--xla_cpu_x=1"], disabled_passes=["algsimp"], culprit_pass="algsimp",
                        inputs_text="input 0: f64[8]", test_outputs_text="output 0: bad", reference_outputs_text="output 0: nan",
                        rechecks="interesting x3",

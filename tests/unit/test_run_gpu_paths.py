@@ -89,11 +89,11 @@ def test_auto_on_a_gpu_target_makes_up_no_cpu_devices(fake_target):
 
 
 def test_the_manifest_and_inspect_name_each_processs_gpu():
-    from xlatools.records.run import Device, JaxInfo, ProcessRecord, RunManifest
+    from xlatools.records.run import Device, InterpreterFacts, ProcessRecord, RunManifest
     from xlatools.run.group_record import given_gpus
     from xlatools.run.process_dumps import DumpChoice, process_lines
 
-    record = RunManifest(platform="gpu", jax=JaxInfo(devices=[Device(id=0, platform="gpu", kind="NVIDIA H200"),
+    record = RunManifest(platform="gpu", jax=InterpreterFacts(devices=[Device(id=0, platform="gpu", kind="NVIDIA H200"),
                                                               Device(id=1, platform="gpu", kind="NVIDIA H200")]))
     gpus = given_gpus(record, {"JAX_LOCAL_DEVICE_IDS": "1"})
     assert [(g.id, g.kind) for g in gpus] == [(1, "NVIDIA H200")]

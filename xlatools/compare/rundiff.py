@@ -9,7 +9,7 @@ from __future__ import annotations
 from xlatools.compare.model import FieldChange, Leaf, RunDiff
 from xlatools.compare.sides import Side
 from xlatools.records.base import BundleRecord
-from xlatools.records.run import JaxInfo, RunManifest
+from xlatools.records.run import InterpreterFacts, RunManifest
 from xlatools.run.flags import flag_name
 
 
@@ -17,7 +17,7 @@ def _run(manifest: BundleRecord) -> RunManifest | None:
     return manifest if isinstance(manifest, RunManifest) else None
 
 
-def _devices(jax: JaxInfo | None) -> str | None:
+def _devices(jax: InterpreterFacts | None) -> str | None:
     if jax is None:
         return None
     kinds: dict[str, int] = {}

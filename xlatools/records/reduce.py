@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.records.base import OMIT_NONE, BundleRecord
-from xlatools.records.replay import (DEFAULT_TOLERANCE, Comparison, InputSource, PlannedModule, PlannedRun, TargetSeen,
-                                     TargetVersions)
-from xlatools.records.run import Device
+from xlatools.records.replay import DEFAULT_TOLERANCE, Comparison, InputSource, PlannedModule, PlannedRun
+from xlatools.records.run import Device, InterpreterFacts
 from xlatools.vocab import Interest, OracleKind, Platform, PrecisionMode, ReduceStrategy, ReplayOutcome
 
 REDUCE_SCHEMA = "xlatools.reduce/1"
@@ -129,7 +128,7 @@ class Counters:
 class RanWith:
     """The interpreter a final re-check ran in, as the target reported it."""
 
-    versions: TargetSeen | None = None
+    versions: InterpreterFacts | None = None
     device: Device | None = None
 
 
@@ -159,7 +158,7 @@ class ReduceManifest(BundleRecord):
     manifest_schema: str = REDUCE_SCHEMA
     source: str | None = None
     plan: ReducePlanRecord | None = None
-    targets: dict[str, TargetVersions] = field(default_factory=dict)  # by interpreter path
+    targets: dict[str, InterpreterFacts] = field(default_factory=dict)  # by interpreter path
     rounds: list[Round] = field(default_factory=list)
     test: RanWith | None = None
     reference: RanWith | None = None

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Literal
 
 from xlatools.records.base import OMIT_NONE, BundleRecord
-from xlatools.records.run import Device, EnvChangeRecord, JaxInfo, PresetRef, ProgramRecord
+from xlatools.records.run import EnvChangeRecord, InterpreterFacts, PresetRef, ProgramRecord
 from xlatools.records.replay_runs import (DEFAULT_TOLERANCE, Comparison, LoadedFrom, OutputCheck,  # noqa: F401
-                                          OutputDigest, PrecisionCheck, RaisedInstruction, RunRecord, TargetSeen,
+                                          OutputDigest, PrecisionCheck, RaisedInstruction, RunRecord,
                                           Timings)  # re-exported: readers import a replay's records from here
 from xlatools.vocab import IsolationOutcome, Platform, PrecisionMode, ReplayOutcome, SourceForm
 
@@ -104,18 +104,6 @@ class PlanRecord:
 
 
 @dataclass(kw_only=True)
-class TargetVersions:
-    """An interpreter the replay used, as its probe saw it."""
-
-    python_version: str | None = None
-    jax: str | None = None
-    jaxlib: str | None = None
-    backend: str | None = None
-    devices: list[Device] = field(default_factory=list)
-    plugins: list[str] = field(default_factory=list)
-
-
-@dataclass(kw_only=True)
 class ModuleRecord(Labelled):
     """One module replayed: every run, and the outcome they add up to."""
 
@@ -176,7 +164,7 @@ class ReplayManifest(BundleRecord):
     manifest_schema: str = REPLAY_SCHEMA
     source: str | None = None
     plan: PlanRecord | None = None
-    targets: dict[str, TargetVersions] = field(default_factory=dict)  # by interpreter path
+    targets: dict[str, InterpreterFacts] = field(default_factory=dict)  # by interpreter path
     flag_checks: dict[str, dict[str, str]] = field(default_factory=dict)  # run label -> flag -> how it was decided
     modules: list[ModuleRecord] = field(default_factory=list)
     isolation: IsolationSummary | None = field(default=None, metadata=OMIT_NONE)  # replay --isolate
@@ -205,23 +193,11 @@ class PackedOptions:
 
 
 @dataclass(kw_only=True)
-class PackVersions:
-    """The interpreter that recorded the expected outcome."""
-
-    python: str | None = None
-    jax: str | None = None
-    jaxlib: str | None = None
-    plugins: list[str] = field(default_factory=list)
-    backend: str | None = None
-    devices: list[Device] = field(default_factory=list)
-
-
-@dataclass(kw_only=True)
 class PackRun:
     """What the pack keeps of the run bundle it was made from."""
 
     program: ProgramRecord | None = None
-    jax: JaxInfo | None = None
+    jax: InterpreterFacts | None = None
     xla_flags: list[str] = field(default_factory=list)
     env_changes: list[EnvChangeRecord] = field(default_factory=list)
     platform: Platform | None = None
@@ -266,7 +242,7 @@ class PackIndex:
     xlatools_version: str | None = None
     source: str = ""  # the name of the bundle or file it was made from
     replay: PackedOptions = field(default_factory=PackedOptions)
-    versions: PackVersions | None = None
+    versions: InterpreterFacts | None = None
     run: PackRun | None = None
     modules: list[PackModule] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)

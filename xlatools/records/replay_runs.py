@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xlatools.records.base import OMIT_NONE
-from xlatools.records.run import Device
+from xlatools.records.run import Device, InterpreterFacts
 from xlatools.vocab import PrecisionMode, ReplayOutcome
 
 DEFAULT_TOLERANCE = 1e-3  # run_hlo_module's --abs_error_bound / --rel_error_bound
@@ -70,15 +70,6 @@ class LoadedFrom:
 
 
 @dataclass(kw_only=True)
-class TargetSeen:
-    """The versions a target process reported."""
-
-    jax: str | None = None
-    jaxlib: str | None = None
-    python: str | None = None
-
-
-@dataclass(kw_only=True)
 class RunRecord:
     """One target process: the module compiled and run once (the test or a reference)."""
 
@@ -100,7 +91,7 @@ class RunRecord:
     # the run's non-default debug options, applied (None: none were given)
     compile_options: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
     options_dropped: str | None = field(default=None, metadata=OMIT_NONE)  # why they were not (an older jaxlib)
-    versions: TargetSeen | None = None
+    versions: InterpreterFacts | None = None
     device: Device | None = None
     duration_s: float | None = None
     dir: str | None = None

@@ -26,6 +26,8 @@ class ProgramRecord:
 
 @dataclass(kw_only=True)
 class Interpreter:
+    """Which interpreter ran the program (the facts it reported are the manifest's `jax`)."""
+
     python: str | None = None
     python_version: str | None = None
 
@@ -37,8 +39,19 @@ class Device:
     kind: str | None = None
 
 
+# Packs and replay runs written before the one record below named the Python version `python`.
+_OLD_VERSION_KEY = {"alias_generator": lambda name: "python" if name == "python_version" else name,
+                    "populate_by_name": True}
+
+
 @dataclass(kw_only=True)
-class JaxInfo:
+class InterpreterFacts:
+    """What an interpreter reported about itself: a run manifest's `jax`, a replay's or reduction's `targets`,
+    a replayed module's `versions`, a pack's `versions`. One record, so every reader asks the same fields."""
+
+    __pydantic_config__ = _OLD_VERSION_KEY  # readers accept `python` (old packs, old replays) as `python_version`
+
+    python_version: str | None = field(default=None, metadata=OMIT_NONE)  # a run manifest has it in `interpreter`
     jax: str | None = None
     jaxlib: str | None = None
     backend: str | None = None
@@ -190,7 +203,7 @@ class RunManifest(BundleRecord):
     program_argv: list[str] = field(default_factory=list)
     cwd: str | None = None
     interpreter: Interpreter = field(default_factory=Interpreter)
-    jax: JaxInfo = field(default_factory=JaxInfo)
+    jax: InterpreterFacts = field(default_factory=InterpreterFacts)
     frontend: FrontendInfo = field(default_factory=FrontendInfo)
     platform: Platform = Platform.AUTO
     profile: ProfileRun | None = None

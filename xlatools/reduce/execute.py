@@ -131,7 +131,6 @@ def recheck(evaluator: Evaluator, best: Candidate, times: int, folder: Path) -> 
 def _ran_with(folder: Path, run, target: Target | None = None) -> RanWith:
     """The interpreter the last re-check ran in, as it reported itself; where it reported nothing (a check script
     is the oracle: no replay ran), as xlatools probed it before the reduction."""
-    from xlatools.records.replay import TargetSeen
     from xlatools.replay.jobs import read_answer
 
     record = read_answer(folder, run)
@@ -139,8 +138,7 @@ def _ran_with(folder: Path, run, target: Target | None = None) -> RanWith:
         return RanWith(versions=record.versions, device=record.device)
     if target is None:
         return RanWith()
-    return RanWith(versions=TargetSeen(jax=target.jax, jaxlib=target.jaxlib, python=target.python_version),
-                   device=target.devices[0] if target.devices else None)
+    return RanWith(versions=target.facts(), device=target.devices[0] if target.devices else None)
 
 
 def _state_identity(plan: ReducePlan) -> object:

@@ -36,7 +36,7 @@ def _versions(ran: RanWith | None) -> str:
     if ran is None:
         return "-"
     v, device = ran.versions, ran.device
-    return (f"jax {v.jax if v else '?'}, jaxlib {v.jaxlib if v else '?'}, Python {v.python if v else '?'}, "
+    return (f"jax {v.jax if v else '?'}, jaxlib {v.jaxlib if v else '?'}, Python {v.python_version if v else '?'}, "
             f"device {device.platform if device else '?'} {device.kind if device else ''}".rstrip())
 
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Callable
 
 from xlatools import __version__
 from xlatools.errors import EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EnvironmentMissing, Interrupted, UsageError
-from xlatools.records.replay import ModuleRecord, ReplayManifest, TargetVersions
+from xlatools.records.replay import ModuleRecord, ReplayManifest
+from xlatools.records.run import InterpreterFacts
 from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
 from xlatools.replay.records import NO_RESULT, exit_code, finish_module, replay_notes, table
 from xlatools.replay.sources import ModuleSource
@@ -256,10 +257,9 @@ def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
     return record
 
 
-def target_versions(targets: dict[str, Target]) -> dict[str, TargetVersions]:
+def target_versions(targets: dict[str, Target]) -> dict[str, InterpreterFacts]:
     """The interpreters a replay (or reduction) uses, as its manifest records them."""
-    return {python: TargetVersions(python_version=t.python_version, jax=t.jax, jaxlib=t.jaxlib, backend=t.backend,
-                                   devices=list(t.devices), plugins=list(t.plugins)) for python, t in targets.items()}
+    return {python: target.facts() for python, target in targets.items()}
 
 
 def replay_record(prepared: PreparedReplay, argv: list[str]) -> ReplayManifest:

@@ -23,7 +23,7 @@ from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_NOTHING_TO_REPRODUCE, EXIT_OK, EnvironmentMissing, UsageError
 from xlatools.fsutil import check_output, make_dir
 from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, LeftOut, ModuleRecord, PackedOptions, PackIndex,
-                                     PackModule, PackReference, PackRun, PackVersions)
+                                     PackModule, PackReference, PackRun)
 from xlatools.records.run import RunManifest
 from xlatools.replay.execute import PreparedReplay, ReplayResult
 from xlatools.replay.pack import extract, member_path, verify, write_pack
@@ -204,8 +204,7 @@ def _index(prepared: PreparedReplay, replayed: ReplayResult, run: RunManifest | 
     request = prepared.plan.request
     target = prepared.targets[request.python]
     options = PackedOptions(**{f.name: copy(getattr(request, f.name)) for f in fields(PackedOptions)})
-    versions = PackVersions(python=target.python_version, jax=target.jax, jaxlib=target.jaxlib,
-                            plugins=list(target.plugins), backend=target.backend, devices=list(target.devices))
+    versions = target.facts()
     packed_run = PackRun(program=run.program, jax=run.jax, xla_flags=list(run.xla_flags), env_changes=list(run.env_changes),
                          platform=run.platform, presets=list(run.presets)) if run else None
     modules = []

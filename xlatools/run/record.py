@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from xlatools import __version__
-from xlatools.records.run import (DumpSummary, FrontendInfo, Interpreter, JaxInfo, RunManifest, SmokeReport,
+from xlatools.records.run import (DumpSummary, FrontendInfo, Interpreter, InterpreterFacts, RunManifest, SmokeReport,
                                   SmokeResult)
 from xlatools.run.plan import RunPlan
 from xlatools.run.process import ProgramResult
@@ -39,8 +39,7 @@ def run_record(plan: RunPlan, target: Target, argv: list[str], flag_checks: dict
         cwd=plan.cwd,
         host=host_info(),
         interpreter=Interpreter(python=target.python, python_version=target.python_version),
-        jax=JaxInfo(jax=target.jax, jaxlib=target.jaxlib, backend=target.backend, devices=list(target.devices),
-                    plugins=list(target.plugins)),
+        jax=target.facts(with_python_version=False),  # the version is the interpreter's, above
         frontend=FrontendInfo(name=target.frontend, version=target.frontend_version, xla_source=target.xla_source,
                               versions=dict(target.versions), tf_xla_flags=list(plan.tf_xla_flags)),
         platform=plan.platform,
@@ -81,7 +80,7 @@ def dump_summary(index: DumpIndex) -> DumpSummary:
                        modules=[m.summary() for m in index.sorted_modules()])
 
 
-def reconcile_devices(jax: JaxInfo | None, smoke: SmokeReport | None) -> None:
+def reconcile_devices(jax: InterpreterFacts | None, smoke: SmokeReport | None) -> None:
     """The CPU devices the smoke programs ran on, in the manifest: the target was probed without the run's
     XLA_FLAGS, so a forced host device count (`--xla_force_host_platform_device_count=4` of the collectives
     program) showed there as one device while the programs saw four."""

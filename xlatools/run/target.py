@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.records.run import Device
+from xlatools.records.run import Device, InterpreterFacts
 from xlatools.run.flags import join_flags
 from xlatools.run.frontends import SPECS, probe_env
 from xlatools.run.target_cache import TargetCache
@@ -88,6 +88,12 @@ class Target:
     def from_json(cls, data: dict[str, Any]) -> "Target":  # the probe's answer or the cache's copy of it (JSON at the edge)
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known and v is not None})
+
+    def facts(self, *, with_python_version: bool = True) -> InterpreterFacts:
+        """What manifests, replays and packs record of this interpreter (one record everywhere)."""
+        return InterpreterFacts(python_version=self.python_version if with_python_version else None, jax=self.jax,
+                                jaxlib=self.jaxlib, backend=self.backend, devices=list(self.devices),
+                                plugins=list(self.plugins))
 
     @property
     def has_gpu(self) -> bool:
