@@ -127,6 +127,7 @@ class SourceRef:
     file: str
     line: int
     function: str | None = None  # None on jaxlib 0.4.30 (no function names in the dump)
+    via: SourceRef | None = field(default=None, metadata=OMIT_NONE)  # the library frame that line called into
 
 
 @dataclass(kw_only=True)

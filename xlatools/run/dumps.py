@@ -82,7 +82,7 @@ class Module:
             id=self.id, name=self.name, bytes=self.bytes, stages=sorted(self.stages), before_file=self.before_file,
             after_file=self.after_file, platform=self.platform, snapshots=self.snapshots,
             instructions_before=self.instructions_before, instructions_after=self.instructions_after,
-            source=SourceRef(file=source.file, line=source.line, function=source.function) if source else None,
+            source=source_ref(source) if source else None,
             short_name=self.short_name, origin=self.origin, pass_steps=len(self.steps), file_count=len(self.files))
 
     def listing(self) -> "ModuleListing":
@@ -91,6 +91,12 @@ class Module:
     def detail(self) -> "ModuleDetail":
         return ModuleDetail(**vars(self.summary()), files=list(self.files), steps=list(self.steps),
                             gpu_files=dict(self.gpu_files))
+
+
+def source_ref(source: SourceLine) -> SourceRef:
+    """A source line as manifests and `inspect --json` record it, with the library frame it called."""
+    return SourceRef(file=source.file, line=source.line, function=source.function,
+                     via=source_ref(source.via) if source.via else None)
 
 
 @dataclass(kw_only=True)

@@ -7,6 +7,9 @@ Cost: one small dumping run on the corpus venv (about 8 s).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.helpers import run_cli
 from tests.integration.corpus.conftest import corpus_python
 
@@ -33,3 +36,7 @@ def test_library_jit_is_credited_to_the_programs_call(tmp_path, corpus_env):
     row = next(line for line in shown.stdout.splitlines() if " jit_linear_solve " in line)
     # the program's line 7 (the lx.linear_solve call), the library frame it entered beside it
     assert "prog.py:7 (via _jit.py:" in row, row
+    # --json (and the manifest) carry the same two frames
+    listed = json.loads(run_cli("inspect", "artifacts/latest", "--json", cwd=tmp_path, env=corpus_env).stdout)
+    source = next(m["source"] for m in listed["modules"] if m["name"].endswith("jit_linear_solve"))
+    assert (source["line"], Path(source["via"]["file"]).name) == (7, "_jit.py"), source
