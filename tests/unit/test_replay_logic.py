@@ -13,7 +13,7 @@ from xlatools.proctree import signal_name
 from xlatools.replay.jobs import Materials, job_spec
 from xlatools.replay.plan import ReplayRequest, plan_replay
 from xlatools.replay.records import RunRecord, exit_code, module_outcome
-from xlatools.replay.repro import verdict
+from xlatools.replay.repro_verdict import verdict
 from xlatools.replay.sources import ModuleSource, is_helper
 from xlatools.run import flag_probe
 from xlatools.run import target as targets
@@ -114,7 +114,7 @@ def _module(outcome="mismatch", fingerprint="f" * 64, outputs=("d1",), phase="co
 
 
 def _expected(**kwargs):
-    from xlatools.replay.repro import expected_of
+    from xlatools.replay.repro_verdict import expected_of
 
     return expected_of(_module(**kwargs))
 
