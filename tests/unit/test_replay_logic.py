@@ -189,7 +189,7 @@ def test_npz_and_literals_round_trip(tmp_path):
 
     from xlatools.replay.jobs import PROBE
 
-    spec = importlib.util.spec_from_file_location("replay_module_probe", PROBE)
+    spec = importlib.util.spec_from_file_location("replay_arrays_probe", PROBE.parent / "replay_arrays.py")
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
     logical, scalar = probe.load_arrays({"path": str(tmp_path / "a.npz"), "minor_to_major": [[0, 1], []]})
