@@ -63,7 +63,7 @@ def test_a_pack_made_before_keys_were_sorted_still_matches_its_fingerprint(tmp_p
     """Packs record the fingerprint of their xlatools: one made before backend_config keys were sorted holds the
     unsorted one; the same compile must still match it (--match fingerprint), and another compile must not."""
     from xlatools.records.replay import ModuleRecord, PackModule, RunRecord
-    from xlatools.replay.repro import verdict
+    from xlatools.replay.repro_verdict import verdict
     from xlatools.vocab import PackMatch, ReplayOutcome
 
     (tmp_path / "optimized.txt").write_text(_module(LINE))

@@ -93,7 +93,7 @@ def test_nan_and_inf_in_outputs_are_flagged_whatever_the_checks_say():
 
 def test_a_pack_that_records_no_failure_has_nothing_to_reproduce():
     from xlatools.records.replay import PackModule
-    from xlatools.replay.repro import EXIT_CODES, ReproResult, healthy_answer, nothing_to_reproduce
+    from xlatools.replay.repro_verdict import EXIT_CODES, ReproResult, healthy_answer, nothing_to_reproduce
     from xlatools.vocab import ReproOutcome
 
     ok, bad = PackModule(name="jit_f", id=0, outcome=OUT.OK), PackModule(name="jit_g", id=1, outcome=OUT.MISMATCH)

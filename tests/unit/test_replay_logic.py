@@ -13,7 +13,7 @@ from xlatools.proctree import signal_name
 from xlatools.replay.jobs import Materials, job_spec
 from xlatools.replay.plan import ReplayRequest, plan_replay
 from xlatools.replay.records import RunRecord, exit_code, module_outcome
-from xlatools.replay.repro import verdict
+from xlatools.replay.repro_verdict import verdict
 from xlatools.replay.sources import ModuleSource, is_helper
 from xlatools.run import flag_probe
 from xlatools.run import target as targets
@@ -114,7 +114,7 @@ def _module(outcome="mismatch", fingerprint="f" * 64, outputs=("d1",), phase="co
 
 
 def _expected(**kwargs):
-    from xlatools.replay.repro import expected_of
+    from xlatools.replay.repro_verdict import expected_of
 
     return expected_of(_module(**kwargs))
 
@@ -189,7 +189,7 @@ def test_npz_and_literals_round_trip(tmp_path):
 
     from xlatools.replay.jobs import PROBE
 
-    spec = importlib.util.spec_from_file_location("replay_module_probe", PROBE)
+    spec = importlib.util.spec_from_file_location("replay_arrays_probe", PROBE.parent / "replay_arrays.py")
     probe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(probe)
     logical, scalar = probe.load_arrays({"path": str(tmp_path / "a.npz"), "minor_to_major": [[0, 1], []]})

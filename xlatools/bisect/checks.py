@@ -291,7 +291,7 @@ class ReplayTest:
             raise UsageError(f"--replay {self.pack}: no such repro pack", hint="make one with `xlatools repro pack BUNDLE`")
         with tempfile.TemporaryDirectory(prefix="xlatools-pack-") as folder:
             index = read_index(extract(self.pack, Path(folder) / "pack"), self.pack)
-        from xlatools.replay.repro import nothing_to_reproduce
+        from xlatools.replay.repro_verdict import nothing_to_reproduce
 
         healthy = nothing_to_reproduce(index.modules)
         if healthy:  # every step would be "reproduced": the expected outcome is ok

@@ -163,7 +163,8 @@ def pack(
 
     from xlatools.console import Reporter
     from xlatools.replay.plan import ReplayRequest
-    from xlatools.replay.repro import build_pack, nothing_to_reproduce, run_of
+    from xlatools.replay.repro import build_pack, run_of
+    from xlatools.replay.repro_verdict import nothing_to_reproduce
     from xlatools.run.target import resolve_python
 
     bundle = followed_run(bundle)

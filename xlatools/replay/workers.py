@@ -123,8 +123,8 @@ class Worker:
         """Per array of the .npz: the HLO literal of its value when every element is the same, else None."""
         return list(self.request("splats", path=str(path)).get("literals", []))
 
-    def replay(self, spec: dict[str, object], run_dir: Path, timeout: float | None,  # spec: job_spec's job.json
-               run: RunConfig | None = None) -> RunRecord:
+    def replay(self, spec: dict[str, object],  # job_spec's job.json
+               run_dir: Path, timeout: float | None, run: RunConfig | None = None) -> RunRecord:
         """Run one replay job here; the record replay would have made of it, as `run` (a worker serves every run
         of its interpreter and settings: the test and a reference alike; default: the run it was started for)."""
         from xlatools.fsutil import atomic_write_json

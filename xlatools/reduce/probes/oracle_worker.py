@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "replay", "probes"))
 
 import jaxcompat  # noqa: E402
+import replay_arrays  # noqa: E402
 import replay_module  # noqa: E402
 
 
@@ -60,7 +61,7 @@ def splats(path):
     import numpy as np
 
     out = []
-    for array in replay_module.load_arrays({"path": path}):
+    for array in replay_arrays.load_arrays({"path": path}):
         flat = np.asarray(array).reshape(-1)
         same = flat.size > 0 and (np.all(flat == flat[0]) or (flat.dtype.kind == "f" and np.all(np.isnan(flat))))
         out.append(literal(flat[0]) if same else None)
@@ -76,21 +77,21 @@ def compose(sources, out, layouts=None):
     for path, index in sources:
         if layouts and path in layouts:
             if path not in whole:
-                whole[path] = replay_module.load_arrays({"path": path, "minor_to_major": layouts[path]})
+                whole[path] = replay_arrays.load_arrays({"path": path, "minor_to_major": layouts[path]})
             arrays.append(whole[path][index])
             continue
         if path not in cache:
             cache[path] = np.load(path, allow_pickle=False)
         data = cache[path]
         array = np.asarray(data["a%d" % index])
-        if replay_module.DTYPES_KEY in data.files:
-            name = str(data[replay_module.DTYPES_KEY][index])
-            if name and array.dtype != replay_module.numpy_dtype(name):
-                array = array.view(replay_module.numpy_dtype(name))
+        if replay_arrays.DTYPES_KEY in data.files:
+            name = str(data[replay_arrays.DTYPES_KEY][index])
+            if name and array.dtype != replay_arrays.numpy_dtype(name):
+                array = array.view(replay_arrays.numpy_dtype(name))
         arrays.append(array)
     for data in cache.values():
         data.close()
-    replay_module.save_arrays(out, arrays)
+    replay_arrays.save_arrays(out, arrays)
     return {"count": len(arrays)}
 
 
