@@ -99,12 +99,16 @@ def test_skip_leaves_a_stage_alone_and_its_earlier_finding_still_counts():
     assert book.records[S.DIFF].status == StageStatus.DONE and book.calls == [S.REPORT]
 
 
-def test_a_stage_that_finds_nothing_usable_blocks_its_dependents():
+def test_a_stage_that_finds_nothing_to_work_on_leaves_its_dependents_nothing_to_do():
     book = Book()
-    book.behaviour[S.DIFF] = "no-finding"
+    book.run()  # a module mismatched: reduce and isolate found something
+    book.behaviour[S.DIFF] = "no-finding"  # the dumps changed; now every module differs only by precision
+    book.bases[S.DIFF] = "other dumps"
     book.run()
-    assert book.records[S.DIFF].status == StageStatus.DONE
-    assert book.records[S.REDUCE].status == StageStatus.BLOCKED
+    assert book.records[S.DIFF].status == StageStatus.DONE and S.REDUCE not in book.calls
+    assert book.records[S.REDUCE].status == book.records[S.ISOLATE].status == StageStatus.SKIPPED  # not kept as done
+    assert book.records[S.REDUCE].reason == "nothing to reduce: diff: diff found it"
+    assert exit_code(list(book.records.values())) == 0  # the triage answered
 
 
 def test_a_flaky_stage_fails_but_its_finding_feeds_the_rest():

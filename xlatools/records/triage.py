@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlatools.records.base import OMIT_NONE
 from xlatools.records.bisect import ProgramTestSpec
 from xlatools.records.replay import IsolatedInstruction
 from xlatools.vocab import StageStatus, TriageStage
@@ -89,6 +90,8 @@ class DiffFound:
     module_name: str | None = None
     module_label: str | None = None
     mismatch: str | None = None  # how it mismatches
+    # No module mismatches: these differ only by precision (None: not that finding).
+    precision_only: list[str] | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

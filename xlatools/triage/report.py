@@ -28,8 +28,13 @@ def _instruction(row: IsolatedInstruction) -> str:
 def _title(state: TriageState, program: str) -> str:
     good, bad = (state.releases.last_good, state.releases.first_bad) if state.releases else (state.spec.good, state.spec.bad)
     what = "a wrong result" if state.reduce or (state.diff and state.diff.module) else "a regression"
-    culprit = f", pass {', '.join(state.passes.culprits)}" if state.passes and state.passes.culprits else ""
-    return f"# jaxlib {bad} (CPU{culprit}): {what} in `{program}` (jaxlib {good} is right)"
+    verdict = f"jaxlib {good} is right"
+    if state.diff and state.diff.precision_only:
+        what, verdict = "a precision difference, not a miscompile,", f"jaxlib {good} agrees at full precision"
+    where = {"cpu": ["CPU"], "gpu": ["GPU"]}.get(str(state.spec.platform), [])  # auto: whatever the runs found
+    culprit = [f"pass {', '.join(state.passes.culprits)}"] if state.passes and state.passes.culprits else []
+    about = f" ({', '.join(where + culprit)})" if where or culprit else ""
+    return f"# jaxlib {bad}{about}: {what} in `{program}` ({verdict})"
 
 
 def _stage_rows(state: TriageState) -> list[str]:
@@ -63,6 +68,10 @@ def _findings(state: TriageState, root: Path) -> list[str]:
         out.append(f"- Modules replayed against the last good release ({_link(f.replay_bundle, root, 'replay')}): "
                    + ", ".join(f"{m.name} {m.outcome}" for m in f.modules)
                    + (f"; **{f.module_label}**: {f.mismatch}" if f.module_label else ""))
+        if f.precision_only:
+            out.append(f"- **Not a miscompile**: {', '.join(f.precision_only)} differ from the last good release only "
+                       "by precision: with their dots and convolutions at full precision the two agree (on a GPU, "
+                       "TF32 and like modes). Nothing to reduce or isolate.")
     if state.passes:
         p = state.passes
         culprit = ", ".join(f"`{c}`" for c in p.culprits) or "none"

@@ -21,6 +21,7 @@ from xlatools.vocab import BisectStatus, Platform, ReplayOutcome, StageStatus, T
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
+    from xlatools.records.replay import ModuleRecord
     from xlatools.console import Reporter
 
 DUMP_PRESETS = ("dump:hlo", "dump:snapshots")  # before/after text, and the real arguments of each execution
@@ -121,6 +122,10 @@ def diff(ctx: Context) -> str:
     ctx.state.diff = found
     wrong = next((m for m in replayed.record.modules if m.outcome == ReplayOutcome.MISMATCH), None)
     counted = f"{sum(differs.values())} of {len(differs)} modules' optimised HLO differ"
+    if wrong is None and (precision := precision_only(replayed.record.modules)):
+        found.precision_only = precision
+        return (f"{counted}; no module miscompiles: {', '.join(precision)} differ from jax {runs.last_good.version} "
+                "only by precision (they agree with it at full precision)")
     if wrong is None:
         outcomes = ", ".join(f"{m.label} {m.outcome}" for m in replayed.record.modules) or "no module replayed"
         raise StageProblem(StageStatus.CANNOT_RUN, f"{counted}; no module of jax {runs.first_bad.version} mismatches "
@@ -142,6 +147,14 @@ def _replay_modules(ctx: Context, runs: DumpsFound):
                             reference_pythons=[runs.last_good.python], atol=ctx.request.atol, rtol=ctx.request.rtol,
                             platform=ctx.request.test.platform or Platform.AUTO, name="first-bad-vs-last-good")
     return execute_replay(prepare(request), ctx.folder / "replay", ctx.argv + ["(modules against last good)"], ctx.reporter)
+
+
+def precision_only(modules: list[ModuleRecord]) -> list[str]:
+    """The modules that differ only by precision, when that is all that differs (every other one ran ok);
+    else nothing: a crash or a module that could not run is no precision finding."""
+    if any(m.outcome not in (ReplayOutcome.OK, ReplayOutcome.PRECISION) for m in modules):
+        return []
+    return [m.label for m in modules if m.outcome == ReplayOutcome.PRECISION]
 
 
 def passes(ctx: Context) -> str:

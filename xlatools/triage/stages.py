@@ -49,6 +49,7 @@ class Action(StrEnum):
     KEEP = "keep"  # done before, on the same basis
     SKIP = "skip"  # --skip
     BLOCKED = "blocked"  # a stage it needs has no finding
+    NOTHING_TO_DO = "nothing to do"  # a stage it needs ran and found nothing for it (diff: precision differences only)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,10 @@ def decide(stage: TriageStage, record: StageRecord, skip: frozenset[TriageStage]
     if stage in skip:
         return PlannedStage(stage, Action.SKIP, "--skip")
     missing = [need for need in NEEDS.get(stage, ()) if not found(need)]
+    answered = [need for need in missing if records(need).status == StageStatus.DONE]
+    if answered:  # done, and what it found leaves this stage nothing to work on
+        why = "; ".join(f"{need}: {records(need).reason}" for need in answered)
+        return PlannedStage(stage, Action.NOTHING_TO_DO, f"nothing to {stage}: {why}")
     if missing:
         why = "; ".join(f"{need}: {records(need).status}" for need in missing)  # its own record says why
         return PlannedStage(stage, Action.BLOCKED, f"needs what the {', '.join(missing)} stage finds ({why})")
@@ -142,7 +147,7 @@ def run_stages(records: Callable[[TriageStage], StageRecord], runners: dict[Tria
         if planned.action == Action.KEEP:
             reporter.info(f"{head}: done before: {record.reason}")
             continue
-        if planned.action == Action.BLOCKED or record.status != StageStatus.DONE:
+        if planned.action != Action.SKIP or record.status != StageStatus.DONE:  # --skip keeps what it found before
             record.status = StageStatus.BLOCKED if planned.action == Action.BLOCKED else StageStatus.SKIPPED
             record.reason, record.exit_code = planned.reason, None
         reporter.info(f"{head}: {planned.action}: {planned.reason}")
