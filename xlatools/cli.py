@@ -5,7 +5,8 @@ typer at start-up and everything heavy inside the command. A command line builds
 command it invokes; `xlatools --help` builds none (it lists the names and one-line helps of the
 COMMANDS table). `main()` is the only place that reports errors: every error reaches it as an
 XlaToolsError (or a usage error of the command line) and leaves as a message on stderr and an
-exit code, plus, when the command line asks for `--json`, the same error as JSON on stdout.
+exit code, plus, when the command line asks for `--json`, the same error as JSON on stdout
+(commands/error_output.py writes both).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import typer
 from typer.core import TyperGroup
 
 from xlatools import __version__
+from xlatools.commands.error_output import crashed, fail, report
 from xlatools.commands.registry import COMMANDS, Entry  # noqa: F401  (tests read Entry here)
 from xlatools.errors import EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, XlaToolsError
 
@@ -157,44 +159,6 @@ def typer_click_exceptions():
     return exceptions
 
 
-def wants_json(argv: list[str]) -> bool:
-    """`--json` among the options (not among a program's arguments after `--`)."""
-    return "--json" in (argv[: argv.index("--")] if "--" in argv else argv)
-
-
-def error_json(kind: str, exit_code: int, message: str, exc: XlaToolsError | None = None) -> str:
-    """An error as `--json` prints it on stdout: {"ok": false, "error": {type, exit_code, message,
-    hint, problems (each as one line of text), details (each problem's message, file, line, key, hint)}}."""
-    import json
-
-    from xlatools.records.base import to_json
-
-    problems = exc.problems if exc is not None else []
-    return json.dumps({"ok": False, "error": {
-        "type": kind, "exit_code": exit_code, "message": message, "hint": exc.hint if exc is not None else None,
-        "problems": [problem.render() for problem in problems], "details": to_json(problems)}}, indent=2)
-
-
-def report(exc: XlaToolsError) -> None:
-    from xlatools import console
-
-    console.error(exc.message)
-    for problem in exc.problems:
-        console.err().print(f"  - {console.escape(problem.render())}")
-    if exc.hint:
-        console.err().print(f"  hint: {console.escape(exc.hint)}")
-
-
-def _failed(args: list[str], kind: str, exit_code: int, message: str, exc: XlaToolsError | None = None) -> int:
-    """The JSON twin of an error message (the message itself is already on stderr)."""
-    if wants_json(args) and not (exc is not None and exc.reported_json):
-        try:
-            typer.echo(error_json(kind, exit_code, message, exc))
-        except OSError:
-            pass  # stdout gone: the message on stderr and the exit code still say it
-    return exit_code
-
-
 def _standard_streams() -> None:
     """A closed stdin, stdout or stderr (`xlatools run ... >&-`) is reopened on /dev/null first: else the
     next file opened takes its number, and output meant for the terminal lands in that file."""
@@ -237,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(args)
     except Exception as exc:  # a bug of ours: never exit 1 (a verdict), never a bare traceback
-        return _crashed(args, exc)
+        return crashed(args, exc, _State.debug)
     finally:
         _flush_stdout()
         sys.stdout, sys.stderr = streams
@@ -246,31 +210,6 @@ def main(argv: list[str] | None = None) -> int:
 # A path that cannot be read or written as asked (read-only, a file in the way, no permission): bad input
 # wherever a reader or writer did not say so itself, never a traceback.
 _PATH_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP)
-
-
-def _crashed(args: list[str], exc: Exception) -> int:
-    """An exception no error class names: a bug in xlatools. Exit EXIT_INTERNAL, a crash log
-    (versions, command, traceback) whose path is printed, the JSON twin, the traceback under --debug."""
-    from xlatools.crashlog import record_crash
-    from xlatools.errors import EXIT_INTERNAL
-
-    crash = record_crash(exc, args)
-    if _State.debug:
-        import traceback
-
-        traceback.print_exception(type(exc), exc, exc.__traceback__)
-    where = f"the crash log is {crash.log}" if crash.log else "no crash log could be written; here it is:\n" + crash.text
-    message = f"internal error (a bug in xlatools, not in your program): {crash.kind}: {crash.message}"
-    try:
-        sys.stderr.write(f"error: {message}\n  {where}\n  please report it to the xlatools maintainers with that log"
-                         f"{'' if _State.debug else ' (--debug shows the traceback here)'}\n")
-    except OSError:
-        pass
-    from xlatools.errors import XlaToolsError
-
-    error = XlaToolsError(message, hint=f"crash log: {crash.log}" if crash.log else None)
-    _failed(args, "InternalError", EXIT_INTERNAL, message, error)
-    return EXIT_INTERNAL
 
 
 def _main(args: list[str]) -> int:
@@ -290,13 +229,13 @@ def _main(args: list[str]) -> int:
 
             traceback.print_exc()
         report(exc)
-        return _failed(args, type(exc).__name__, exc.exit_code, exc.message, exc)
+        return fail(args, type(exc).__name__, exc.exit_code, exc.message, exc)
     except click_exc.ClickException as exc:
         exc.show()
-        return _failed(args, "UsageError", exc.exit_code, exc.format_message())
+        return fail(args, "UsageError", exc.exit_code, exc.format_message())
     except (typer.Abort, KeyboardInterrupt):  # typer 0.29 keeps Abort/Exit outside its click copy
         sys.stderr.write("\ninterrupted\n")
-        return _failed(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
+        return fail(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
     except typer.Exit as exc:
         return exc.exit_code
     except BrokenPipeError:
@@ -314,13 +253,13 @@ def _main(args: list[str]) -> int:
                                                               "a folder goes, permissions) or pick another --out"))
         report(error)
         _flush_stdout()
-        return _failed(args, type(error).__name__, error.exit_code, error.message, error)
+        return fail(args, type(error).__name__, error.exit_code, error.message, error)
     failed = _flush_stdout()
     if failed is not None:
         return failed
     if result == EXIT_INTERRUPTED and _State.interrupted:
         sys.stderr.write(f"\ninterrupted ({_State.interrupted}): stopped; temporary files and child processes removed\n")
-        return _failed(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
+        return fail(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
     return result if isinstance(result, int) else EXIT_OK
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from xlatools.bisect.checks import Rule
 from xlatools.bisect.commits import parse_range
 from xlatools.bisect.envs import release_env, release_requirements
 from xlatools.bisect.passes import culprit_hlo, passes_from_dump
 from xlatools.bisect.releases import plan_release_candidates
+from xlatools.bisect.rule import Rule
 from xlatools.errors import UsageError
 from xlatools.records import to_json
 from xlatools.records.run import RunManifest

@@ -3,31 +3,28 @@
 A candidate source prepares a `StepEnv` (the interpreter with that release or
 build, extra XLA flags such as `--xla_disable_hlo_passes=...`) and the test
 runs in it. `ProgramTest` (implemented here) makes every step a full `run`
-bundle and judges it by exit status, by a regex on the output or a dump file,
-or by a metric the program writes. `ReplayTest` replays a repro pack in each
+bundle and judges it by its `Rule` (bisect/rule.py): exit status, a regex on the
+output or a dump file, or a metric the program writes. `ReplayTest` replays a repro pack in each
 step's interpreter (`xlatools.replay.repro.run_pack`).
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from xlatools.bisect.engine import StepVerdict
-from xlatools.errors import REGEX_ERRORS, EnvironmentMissing, Interrupted, UsageError, XlaToolsError
-from xlatools.records.bisect import ProgramTestSpec, ReplayTestSpec, RuleSpec, StepDetail, TestSpec
+from xlatools.bisect.rule import Rule
+from xlatools.errors import EnvironmentMissing, Interrupted, UsageError, XlaToolsError
+from xlatools.records.bisect import ProgramTestSpec, ReplayTestSpec, StepDetail, TestSpec
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import ExitCodeMode, Platform, ReproOutcome, Status, StepOutcome
 
 if TYPE_CHECKING:
     from xlatools.cluster.spec import ClusterSpec
     from xlatools.console import Reporter
-    from xlatools.records.run import RunManifest
     from xlatools.run.program import Program
 
 CANNOT_RUN = "cannot run here"  # a skip whose reason starts so: this machine, not the candidate, is the problem
@@ -59,119 +56,6 @@ class Test(Protocol):
     def describe(self) -> TestSpec: ...
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict: ...
-
-
-class Judgement(NamedTuple):
-    outcome: StepOutcome
-    reason: str
-
-
-class Rule(RuleSpec):
-    """How a finished run becomes good/bad/skip (the fields are the spec's)."""
-
-    def validate(self) -> None:
-        if self.match is not None:
-            try:
-                pattern = re.compile(self.match)
-            except REGEX_ERRORS as exc:
-                raise UsageError(f"--match {self.match!r}: not a regular expression ({exc})") from None
-            if pattern.search(""):  # '', '.*', 'a?': found in any output, so every step would be bad
-                raise UsageError(f"--match {self.match!r} matches the empty text, so it is found everywhere",
-                                 hint="give a pattern that needs at least one character, e.g. 'Mismatch'")
-        for option, codes in (("--bad-exit", self.bad_exit), ("--skip-exit", self.skip_exit)):
-            wrong = [code for code in codes if not 0 <= code <= 255]
-            if wrong:
-                raise UsageError(f"{option} {wrong[0]}: an exit status is 0 to 255",
-                                 hint="a program killed by a signal N exits 128+N")
-        if self.threshold is not None and not math.isfinite(self.threshold):
-            raise UsageError(f"--threshold {self.threshold}: must be a finite number", hint="e.g. --threshold 0.5")
-        if self.match_in != "output" and not (self.match_in.startswith("dump:") and len(self.match_in) > 5):
-            raise UsageError(f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)")
-        if (self.metric is None) != (self.threshold is None):
-            raise UsageError("--metric and --threshold go together", hint="e.g. --metric step_time_s --threshold 0.5")
-        if self.match is not None and self.metric is not None:
-            raise UsageError("--match and --metric cannot be combined; pick one test")
-
-    def needs_dump(self) -> bool:
-        return self.match is not None and self.match_in.startswith("dump:")
-
-    def spec(self) -> RuleSpec:
-        return RuleSpec(**vars(self))
-
-    def judge(self, manifest: RunManifest, bundle: Path) -> Judgement:
-        code = manifest.exit_code
-        if code in self.skip_exit:
-            return Judgement(StepOutcome.SKIP, f"exit {code} means skip")
-        if self.metric is not None:
-            return self._judge_metric(code, bundle)
-        if self.match is not None:
-            found = _search(self.match, self.match_in, bundle, self.hlo_module)
-            unasked = self._unasked_failure(code)
-            if unasked:  # the program failed in a way the test did not ask about: it says nothing about the match
-                return Judgement(StepOutcome.SKIP, unasked)
-            if found:
-                return Judgement(StepOutcome.BAD, f"/{self.match}/ found in {found}")
-            if code == 0:
-                return Judgement(StepOutcome.GOOD, f"/{self.match}/ not found in {self.match_in}")
-            return Judgement(StepOutcome.SKIP, f"/{self.match}/ not found and the program failed (exit {code}): cannot tell")
-        if code == 0:
-            return Judgement(StepOutcome.GOOD, "exit 0")
-        if self.bad_exit and code not in self.bad_exit:
-            return Judgement(StepOutcome.SKIP, f"exit {code} is not one of --bad-exit {','.join(map(str, self.bad_exit))}")
-        return Judgement(StepOutcome.BAD, f"exit {code} ({manifest.status})")
-
-    def _unasked_failure(self, code: int | None) -> str | None:
-        """Why a --match step whose program failed is a skip, or None: a dump match (it is about a compiled module)
-        with an exit status --bad-exit does not name, or a crash (a signal) that --bad-exit does not name."""
-        if code in (0, None) or code in self.bad_exit:
-            return None
-        crashed = code < 0 or code >= 128
-        if crashed or self.match_in.startswith("dump:"):
-            what = f"crashed (exit {code})" if crashed else f"failed (exit {code})"
-            named = f"--bad-exit {','.join(map(str, self.bad_exit))}" if self.bad_exit else "no --bad-exit"
-            return f"the program {what}, which the test did not ask about ({named}): skip"
-        return None
-
-    def _judge_metric(self, code: int | None, bundle: Path) -> Judgement:
-        try:
-            value = float(json.loads((bundle / "metrics.json").read_text())[self.metric])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            return Judgement(StepOutcome.SKIP, f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})")
-        worse = value < self.threshold if self.higher_is_better else value > self.threshold
-        side = "below" if self.higher_is_better else "above"
-        return Judgement(StepOutcome.BAD if worse else StepOutcome.GOOD,
-                         f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})")
-
-
-def _search(pattern: str, where: str, bundle: Path, module: str | None = None) -> str | None:
-    """The first file where `pattern` is found: the program's output, or dump files whose name holds PART
-    (only module `module`'s, by id or name, when given)."""
-    regex = re.compile(pattern)
-    if where == "output":
-        files = [bundle / "stdout.log", bundle / "stderr.log"]
-    else:
-        part = where[len("dump:"):]
-        mine = _module_files(bundle / "xla_dump", module) if module else None
-        files = sorted(p for p in (bundle / "xla_dump").rglob("*.txt") if part in p.name and (mine is None or p in mine))
-    for path in files:
-        try:
-            if regex.search(path.read_text(errors="replace")):
-                return path.name
-        except OSError:
-            continue
-    return None
-
-
-def _module_files(root: Path, ref: str) -> set[Path]:
-    """Every file of the modules `ref` names (an id, or a name several compilations may share) in a dump."""
-    from xlatools.run.dumps import index_dump
-
-    if not root.is_dir():
-        return set()
-    index = index_dump(root)
-    chosen = [index.modules[int(ref)]] if ref.isdigit() and int(ref) in index.modules else \
-        [m for m in index.modules.values() if ref in (m.name, m.short_name)]
-    return {root / f for m in chosen for f in m.files}
 
 
 @dataclass(frozen=True, kw_only=True)

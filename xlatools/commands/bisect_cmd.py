@@ -64,7 +64,8 @@ def with_test_options(command):
 
     @functools.wraps(command)
     def wrapper(**values):
-        from xlatools.bisect.checks import Rule, TestOptions
+        from xlatools.bisect.checks import TestOptions
+        from xlatools.bisect.rule import Rule
         from xlatools.console import Reporter
 
         v = {name: values.pop(name) for name, _, _ in _TEST_OPTIONS}

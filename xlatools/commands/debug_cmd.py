@@ -2,7 +2,7 @@
 symbols know; write debugger configs for a debug-built tree.
 
 `xlatools debug PROGRAM ...` is `xlatools debug run PROGRAM ...` (run is the group's default).
-The program's own settings are `xlatools run`'s options (commands/options.py)."""
+The program's own settings are `xlatools run`'s options (commands/program_options.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Annotated, List, Optional
 import typer
 from typer.core import TyperGroup
 
-from xlatools.commands.options import (DryRunOption, JsonOption, ProfileOption, ProgramOptions, PythonOption, QuietOption,
-                                       invocation, with_program_options)
+from xlatools.commands.options import DryRunOption, JsonOption, ProfileOption, PythonOption, QuietOption, invocation
+from xlatools.commands.program_options import ProgramOptions, with_program_options
 
 
 class _RunByDefault(TyperGroup):

@@ -19,7 +19,7 @@ from xlatools.errors import REGEX_ERRORS, UsageError
 from xlatools.records.debug import DebugManifest
 
 if TYPE_CHECKING:
-    from xlatools.commands.options import ProgramOptions
+    from xlatools.commands.program_options import ProgramOptions
     from xlatools.console import Reporter
     from xlatools.run.execute import PreparedRun
     from xlatools.run.target import Target

@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 
 from xlatools.commands.options import (AccountOption, DryRunOption, ExecutorOption, ExitCodeOption, JsonOption,
-                                       PartitionOption, ProgramOptions, QuietOption, SbatchOption, TimeLimitOption,
-                                       executor_choice, invocation, with_program_options)
+                                       PartitionOption, QuietOption, SbatchOption, TimeLimitOption, executor_choice,
+                                       invocation)
+from xlatools.commands.program_options import ProgramOptions, with_program_options
 from xlatools.vocab import ExitCodeMode
 
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Callable
 
+from xlatools.run.child import Spec
 from xlatools.run.multiprocess import ProcessPlan
-from xlatools.run.process import FATAL_QUIET_S, ProgramResult, Spec, run_processes
+from xlatools.run.process import FATAL_QUIET_S, ProgramResult, run_processes
 from xlatools.vocab import ProcessStatus, Status
 
 if TYPE_CHECKING:

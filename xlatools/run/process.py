@@ -1,6 +1,6 @@
 """The one process runner: a program is a group of processes (a single program is a group of one).
 
-Each process runs in its own session with stdout and stderr drained by one thread each (a child
+Each process (run/child.py) runs in its own session with stdout and stderr drained by one thread each (a child
 that writes tens of thousands of VLOG lines to stderr never blocks on a full pipe) into its logs,
 and, when asked, echoed. One waiter thread per process notes when it ended, so the first process
 to fail is known by time, not by id; the calling thread sleeps on one event that every waiter, tee
@@ -19,9 +19,7 @@ Whole process trees are stopped (terminate, then kill), so no grandchild outlive
 from __future__ import annotations
 
 import os
-import re
 import signal
-import subprocess
 import threading
 import time
 from contextlib import ExitStack
@@ -30,16 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Callable
 
 from xlatools.proctree import end_trees, signal_tree, sigterm_as_interrupt
+from xlatools.run.child import Child, Spec
 from xlatools.vocab import ProcessStatus, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
 
-# A line that says the process is dying: Python's uncaught-exception traceback, absl/glog FATAL, CHECK, C++ abort.
-FATAL = re.compile(rb"^(Traceback \(most recent call last\):|Fatal Python error:|F\d{4} \d\d:\d\d:\d\d|"
-                   rb"terminate called after throwing)|Check failed:", re.MULTILINE)
 FATAL_QUIET_S = float(os.environ.get("XLATOOLS_FATAL_QUIET_S", "4"))  # multi-process runs: silent and idle this long
-_TAIL_BYTES = 8192
 
 
 @dataclass(frozen=True)
@@ -62,67 +57,6 @@ class ProgramResult:
         if self.signal_name:
             return f"killed by {self.signal_name}"
         return f"exit {self.returncode}" if self.returncode is not None else "not started"
-
-
-class Tee(threading.Thread):
-    """Copy one pipe to a log file and (while it can) to a terminal stream; keeps the last bytes, the
-    time of the last output and of the first fatal line.
-
-    A log write that fails (disk full) is remembered, not raised: the pipe keeps being
-    drained so the program never blocks, and the runner stops the run."""
-
-    def __init__(self, pipe: BinaryIO, log: BinaryIO, echo: BinaryIO | None, wake: threading.Event):
-        super().__init__(daemon=True)
-        self.pipe, self.log, self.echo, self.wake = pipe, log, echo, wake
-        self.error: OSError | None = None
-        self.tail = b""
-        self.last_output = time.monotonic()
-        self.fatal_at: float | None = None
-
-    def run(self) -> None:
-        fd = self.pipe.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.last_output = time.monotonic()
-            if self.fatal_at is None and FATAL.search(self.tail[-200:] + chunk):
-                self.fatal_at = self.last_output
-            self.tail = (self.tail + chunk)[-_TAIL_BYTES:]
-            self._write(chunk)
-        self._write(None)
-
-    def last_lines(self, count: int = 8) -> list[str]:
-        return self.tail.decode("utf-8", "replace").splitlines()[-count:]
-
-    def _write(self, chunk: bytes | None) -> None:
-        if self.error is None:
-            try:
-                self.log.write(chunk) if chunk is not None else self.log.flush()
-            except OSError as exc:
-                self.error = exc
-                self.wake.set()
-        if chunk is not None and self.echo is not None:
-            try:
-                self.echo.write(chunk)
-                self.echo.flush()
-            except (OSError, ValueError):
-                self.echo = None  # the terminal went away; keep logging
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One process to run: its command, full environment, logs and terminal streams (None: not echoed)."""
-
-    argv: list[str]
-    env: dict[str, str]
-    stdout: Path
-    stderr: Path
-    echo_out: BinaryIO | None = None
-    echo_err: BinaryIO | None = None
 
 
 @dataclass
@@ -150,50 +84,6 @@ class GroupRun:
     error: str | None = None
 
 
-class _Proc:
-    def __init__(self, spec: Spec, cwd: str, stack: ExitStack, wake: threading.Event):
-        out_log, err_log = stack.enter_context(open(spec.stdout, "wb")), stack.enter_context(open(spec.stderr, "wb"))
-        self.popen = subprocess.Popen(spec.argv, cwd=cwd, env=spec.env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        self.spec, self.wake = spec, wake
-        self.tees = [Tee(self.popen.stdout, out_log, spec.echo_out, wake),
-                     Tee(self.popen.stderr, err_log, spec.echo_err, wake)]
-        self.ended: float | None = None
-        self.status: ProcessStatus | None = None
-        self.hung: float | None = None
-        self.samples: list[tuple[float, float]] = []  # (when, CPU seconds) once it printed a fatal line
-        self.waiter = threading.Thread(target=self._wait, daemon=True)
-        for thread in (*self.tees, self.waiter):
-            thread.start()
-
-    def _wait(self) -> None:
-        self.popen.wait()
-        self.ended = time.monotonic()
-        self.wake.set()
-
-    def silent_and_idle_after_fatal(self, now: float, quiet: float) -> bool:
-        """It printed a fatal line, then nothing for `quiet` s, and used under 10% of a core meanwhile."""
-        if not any(t.fatal_at for t in self.tees):
-            return False
-        self.samples = [s for s in self.samples if s[0] >= now - 2 * quiet] + [(now, _cpu_seconds(self.popen.pid))]
-        if now - max(t.last_output for t in self.tees) < quiet:
-            return False
-        before = [s for s in self.samples if s[0] <= now - quiet]
-        if not before:
-            return False
-        (then, used), (_, cpu) = before[-1], self.samples[-1]
-        return cpu - used < 0.1 * (now - then)
-
-
-def _cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
 _RUNNING: set[threading.Event] = set()  # the events of groups running now, in any thread
 _INTERRUPTED: set[threading.Event] = set()
 _RUNNING_LOCK = threading.Lock()
@@ -219,7 +109,7 @@ def run_processes(specs: list[Spec], cwd: str, timeout: float | None, on_start: 
     from xlatools.bundle import utc_now
 
     started, t0, wake = utc_now(), time.monotonic(), threading.Event()
-    procs: list[_Proc] = []
+    procs: list[Child] = []
     status: Status | None = None
     with _RUNNING_LOCK:
         _RUNNING.add(wake)
@@ -227,7 +117,7 @@ def run_processes(specs: list[Spec], cwd: str, timeout: float | None, on_start: 
         try:
             with sigterm_as_interrupt():
                 for spec in specs:
-                    procs.append(_Proc(spec, cwd, stack, wake))
+                    procs.append(Child(spec, cwd, stack, wake))
                 if on_start is not None:
                     on_start([p.popen for p in procs])
                 status = _watch(procs, wake, t0, timeout, heartbeat, reporter, fatal_quiet)
@@ -249,7 +139,7 @@ def run_processes(specs: list[Spec], cwd: str, timeout: float | None, on_start: 
     return _result(procs, status, started, t0)
 
 
-def _watch(procs: list[_Proc], wake: threading.Event, t0: float, timeout: float | None, heartbeat: float | None,
+def _watch(procs: list[Child], wake: threading.Event, t0: float, timeout: float | None, heartbeat: float | None,
            reporter: Reporter | None, fatal_quiet: float | None) -> Status | None:
     """Wait until every process ended or the group must stop; the group's status when decided here."""
     deadline = t0 + timeout if timeout is not None else None
@@ -287,13 +177,13 @@ def _watch(procs: list[_Proc], wake: threading.Event, t0: float, timeout: float 
             next_beat = now + heartbeat
 
 
-def _progress(procs: list[_Proc]) -> str:
+def _progress(procs: list[Child]) -> str:
     if len(procs) == 1:
         return ", ".join(f"{path.name} {_size(path)}" for path in (procs[0].spec.stdout, procs[0].spec.stderr))
     return f"{sum(1 for p in procs if p.status is None)} of {len(procs)} processes still running"
 
 
-def _stop(procs: list[_Proc], status: ProcessStatus, failed: list[_Proc] = ()) -> None:
+def _stop(procs: list[Child], status: ProcessStatus, failed: list[Child] = ()) -> None:
     """End every process still running (one grace period for all); they get `status`, those in `failed` FAILED."""
     alive = [p for p in procs if p.status is None]
     end_trees([p.popen for p in alive])
@@ -301,7 +191,7 @@ def _stop(procs: list[_Proc], status: ProcessStatus, failed: list[_Proc] = ()) -
         proc.status = ProcessStatus.FAILED if proc in failed else status
 
 
-def _result(procs: list[_Proc], status: Status | None, started: str, t0: float) -> GroupRun:
+def _result(procs: list[Child], status: Status | None, started: str, t0: float) -> GroupRun:
     from xlatools.bundle import utc_now
 
     failed = sorted((p for p in procs if p.status == ProcessStatus.FAILED), key=lambda p: p.ended or 0.0)

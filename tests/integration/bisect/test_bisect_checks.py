@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xlatools.bisect.checks import Rule, StepEnv, TestOptions, build_test
+from xlatools.bisect.checks import StepEnv, TestOptions, build_test
+from xlatools.bisect.rule import Rule
 from xlatools.console import Reporter
 
 PROGRAM = """import json, os, sys
