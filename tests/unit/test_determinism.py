@@ -9,9 +9,9 @@ from xlatools.replay.execute import prepare
 from xlatools.run import flag_probe
 from xlatools.run import target as targets
 from xlatools.run.determinism import CANDIDATES, MODE, SOURCE
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 
-GPU = Target(python="/py", jax="0.11.2", jaxlib="0.11.2", backend="gpu", plugins=["jax-cuda13-plugin"],
+GPU = ProbedInterpreter(python="/py", jax="0.11.2", jaxlib="0.11.2", backend="gpu", plugins=["jax-cuda13-plugin"],
              devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H200"}])
 MODULE = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] add(p, p)\n}\n"
 

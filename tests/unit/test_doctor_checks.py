@@ -14,15 +14,15 @@ from xlatools.doctor.model import Check, DoctorOptions, Report
 from xlatools.doctor.runner import plan_doctor
 from xlatools.errors import EnvironmentMissing
 from xlatools.run.flags import check_flag_value
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 
 
-def facts(**kw) -> Target:
+def facts(**kw) -> ProbedInterpreter:
     """The probe's answer about a target (plugins given as distribution -> version)."""
     base = dict(python="/venv/bin/python", python_version="3.11.7", jax="0.10.2", jaxlib="0.10.2", min_jaxlib="0.10.1",
                 jaxlib_origin="/venv/jaxlib/__init__.py")
     plugins = kw.pop("plugins", {})
-    return Target(**{**base, **kw}, plugins=sorted(plugins), plugin_versions=plugins)
+    return ProbedInterpreter(**{**base, **kw}, plugins=sorted(plugins), plugin_versions=plugins)
 
 
 @pytest.mark.parametrize("jax, jaxlib, minimum, status", [

@@ -15,7 +15,7 @@ from xlatools.errors import UsageError
 from xlatools.records.follow import follow_to_run
 from xlatools.records.replay import Comparison, ModuleRecord, OutputDigest, ReplayManifest
 from xlatools.records.run import RunManifest
-from xlatools.replay.records import NOTHING_COMPARED, RunRecord, exit_code, finish_module, replay_notes, table
+from xlatools.replay.outcome import NOTHING_COMPARED, RunRecord, exit_code, finish_module, replay_notes, table
 from xlatools.vocab import ReplayOutcome, Status
 
 OUT = ReplayOutcome
@@ -155,7 +155,7 @@ def test_the_default_out_inside_a_bundle_is_the_folder_that_holds_it(tmp_path, m
 
 def test_the_manifest_lists_the_cpu_devices_the_smoke_programs_ran_on():
     from xlatools.records.run import Device, InterpreterFacts, SmokeReport, SmokeResult
-    from xlatools.run.record import reconcile_devices
+    from xlatools.run.manifest import reconcile_devices
 
     jax = InterpreterFacts(jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[Device(id=0, platform="cpu", kind="cpu")])
     smoke = SmokeReport(jax="0.10.2", results=[SmokeResult(name=n, ok=True, backend="cpu", devices=4) for n in ("a", "b")])

@@ -12,16 +12,16 @@ from xlatools.replay import execute as replay_execute
 from xlatools.proctree import signal_name
 from xlatools.replay.jobs import Materials, job_spec
 from xlatools.replay.plan import ReplayRequest, plan_replay
-from xlatools.replay.records import RunRecord, exit_code, module_outcome
+from xlatools.replay.outcome import RunRecord, exit_code, module_outcome
 from xlatools.replay.repro_verdict import verdict
 from xlatools.replay.sources import ModuleSource, is_helper
 from xlatools.run import flag_probe
 from xlatools.run import target as targets
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 
-GPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="gpu", plugins=["jax-cuda12-plugin"],
+GPU = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="gpu", plugins=["jax-cuda12-plugin"],
              devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H100 80GB HBM3"}])
-CPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[{"id": 0, "platform": "cpu"}])
+CPU = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[{"id": 0, "platform": "cpu"}])
 MODULE = ModuleSource("jit_fn", 0, text=Path("/d/module_0000.jit_fn.before_optimizations.txt"))
 
 
@@ -65,7 +65,7 @@ def test_gpu_platform_without_gpu_is_environment_missing(fake_target):
 
 
 def test_rocm_plugin_picks_rocm(fake_target):
-    rocm = Target(python="/py", jaxlib="0.10.2", backend="gpu", plugins=["jax-rocm60-plugin"],
+    rocm = ProbedInterpreter(python="/py", jaxlib="0.10.2", backend="gpu", plugins=["jax-rocm60-plugin"],
                   devices=[{"id": 0, "platform": "gpu"}])
     fake_target(rocm)
     plan = replay_execute.prepare(_request(platform="gpu"), ("dump", [MODULE])).plan
@@ -137,7 +137,7 @@ def test_verdicts():
 
 def test_a_tool_failure_is_never_a_verdict_and_differences_are_said_once():
     """Issue 19: a crash in loading or a host callback that ran is cannot-run, whatever was expected."""
-    from xlatools.replay.records import tool_failure
+    from xlatools.replay.outcome import tool_failure
 
     expected = [_expected(outcome="ok")]
     refused = _module(outcome="cannot-run", phase="run", message="refused by design: a host callback ran")

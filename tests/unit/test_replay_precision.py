@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import REPO, require
 from xlatools.records.replay import Comparison, ModuleRecord, PrecisionCheck, RunRecord
 from xlatools.replay import precision
-from xlatools.replay.records import exit_code, finish_module
+from xlatools.replay.outcome import exit_code, finish_module
 from xlatools.vocab import PrecisionMode, ReplayOutcome
 
 GPU = REPO.parent / "shared" / "fixtures" / "gpu-h200"

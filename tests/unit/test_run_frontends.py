@@ -9,7 +9,7 @@ from xlatools.run.frontend_checks import installed_in
 from xlatools.run.frontends import check_frontend, platform_env
 from xlatools.run.plan import Program, ProfileRun, RunRequest, plan_run
 from xlatools.run.presets.catalog import Catalog
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +76,8 @@ def test_frontend_presets_and_their_key(catalog):
 
 
 def test_installed_in():
-    tf = Target(python="/py", frontend="tensorflow", frontend_version="2.21.0", versions={"tensorflow": "2.21.0"})
-    both = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", frontend_version="0.10.2", versions={"tensorflow": "2.21.0"})
+    tf = ProbedInterpreter(python="/py", frontend="tensorflow", frontend_version="2.21.0", versions={"tensorflow": "2.21.0"})
+    both = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", frontend_version="0.10.2", versions={"tensorflow": "2.21.0"})
     assert installed_in(tf, "tensorflow") and not installed_in(tf, "jax") and not installed_in(tf, "torch-xla")
     assert installed_in(both, "jax") and installed_in(both, "tensorflow")
     assert tf.described == "tensorflow 2.21.0" and both.described == "jaxlib 0.10.2"

@@ -10,11 +10,11 @@ from xlatools.errors import EnvironmentMissing
 from xlatools.run.plan import ProfileRun, RunRequest
 from xlatools.run.program import Program
 from xlatools.run.execute import prepare
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 
-GPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="gpu", plugins=["jax-cuda12-plugin"],
+GPU = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="gpu", plugins=["jax-cuda12-plugin"],
              devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H100 80GB HBM3"}])
-CPU = Target(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[{"id": 0, "platform": "cpu", "kind": "cpu"}])
+CPU = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[{"id": 0, "platform": "cpu", "kind": "cpu"}])
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_gpu_platform_without_gpu_is_environment_missing(fake_target):
 
 
 def test_rocm_plugin_selects_rocm():
-    assert Target(python="/py", plugins=["jax-rocm60-plugin"]).gpu_platform() == "rocm"
+    assert ProbedInterpreter(python="/py", plugins=["jax-rocm60-plugin"]).gpu_platform() == "rocm"
     assert GPU.has_gpu and not CPU.has_gpu
 
 
@@ -68,7 +68,7 @@ def test_more_processes_than_gpus_is_refused_before_launch(fake_target):
                                          r"\(NVIDIA H100 80GB HBM3\)") as refused:
         prepare(mp, ProfileRun(), {}, {}, Path("/w"))
     assert refused.value.exit_code == 2 and "run one process" in refused.value.hint
-    two = Target(**{**GPU.__dict__, "devices": [{"id": i, "platform": "gpu", "kind": "NVIDIA H200"} for i in (0, 1)]})
+    two = ProbedInterpreter(**{**GPU.__dict__, "devices": [{"id": i, "platform": "gpu", "kind": "NVIDIA H200"} for i in (0, 1)]})
     fake_target(two)
     plan = prepare(mp, ProfileRun(), {}, {}, Path("/w")).plan
     assert [p.env["JAX_LOCAL_DEVICE_IDS"] for p in plan.processes] == ["0", "1"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 from xlatools.run.target_cache import CACHE_VERSION, TargetCache
 
 
@@ -16,7 +16,7 @@ def _site(tmp_path):
     (tmp_path / "jax").mkdir()
     (tmp_path / "jaxlib" / "__init__.py").write_text("")
     (tmp_path / "jax" / "version.py").write_text("_version = '0.10.2'\n")
-    return Target(python=sys.executable, jax="0.10.2", jaxlib="0.10.2", jaxlib_origin=str(tmp_path / "jaxlib" / "__init__.py"),
+    return ProbedInterpreter(python=sys.executable, jax="0.10.2", jaxlib="0.10.2", jaxlib_origin=str(tmp_path / "jaxlib" / "__init__.py"),
                   jax_version_file=str(tmp_path / "jax" / "version.py"), plugins=["jax-cuda12-plugin"],
                   plugin_versions={"jax-cuda12-plugin": "0.10.2"}, shared_objects=["/x/libjax_common.so"],
                   devices=[{"id": 0, "platform": "cpu", "kind": "cpu"}])

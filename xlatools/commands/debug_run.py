@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from xlatools.commands.program_options import ProgramOptions
     from xlatools.console import Reporter
     from xlatools.run.execute import PreparedRun
-    from xlatools.run.target import Target
+    from xlatools.run.target import ProbedInterpreter
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +91,7 @@ def _library(path: str) -> Path:
     return Path(path).resolve()
 
 
-def catalog(python: str | None, libraries: list[str], reporter: Reporter, target: Target | None = None) -> PassCatalog:
+def catalog(python: str | None, libraries: list[str], reporter: Reporter, target: ProbedInterpreter | None = None) -> PassCatalog:
     """The pass maps of `libraries`, else of the target's own shared objects (cached per file)."""
     from xlatools.debug.breaks import catalog_for, package_dirs, pass_libraries
     from xlatools.fsutil import cache_root
@@ -133,7 +133,7 @@ def prepare(stops: Stops, options: ProgramOptions, argv: list[str], caller_env: 
 
 def bind(prepared: PreparedDebugRun, bundle: Path, make_folders: bool = True) -> tuple[ProgramSpec, DebugManifest]:
     """The program gdb starts (the run's plan bound to the bundle, its dump folder made) and its record."""
-    from xlatools.run.record import run_record
+    from xlatools.run.manifest import run_record
 
     plan = prepared.run.plan.bind(bundle)
     if plan.dump_dir and make_folders:

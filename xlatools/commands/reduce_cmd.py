@@ -111,13 +111,13 @@ def culprit_of(folder: Path) -> str:
 
 
 def _inputs(record) -> str:
-    from xlatools.replay.records import describe_inputs
+    from xlatools.replay.outcome import describe_inputs
 
     return describe_inputs(record.plan.input_source if record.plan else None)
 
 
 def _plan_text(plan) -> str:
-    from xlatools.replay.records import describe_inputs
+    from xlatools.replay.outcome import describe_inputs
 
     test, reference, request = plan.test, plan.reference, plan.request
     lines = [f"source:    {request.source}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from xlatools.doctor.model import Check, fail, ok, skip, warn
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 
 # pip distributions of GPU plugins -> the jaxlib they are built with must equal their own version.
 CUDA_PLUGINS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin", "jax-cuda13-pjrt")
@@ -21,11 +21,11 @@ def _release(text: str | None) -> tuple[int, ...] | None:
         return None
 
 
-def check_python(target: Target) -> Check:
+def check_python(target: ProbedInterpreter) -> Check:
     return ok("python", f"Python {target.python_version} at {target.python} ({target.machine}, {target.libc or 'libc ?'})")
 
 
-def check_installed(target: Target) -> Check:
+def check_installed(target: ProbedInterpreter) -> Check:
     missing = [name for name in ("jax", "jaxlib") if not getattr(target, name)]
     if missing:
         return fail("jax installed", f"{target.python} has no {' and no '.join(missing)}",
@@ -33,7 +33,7 @@ def check_installed(target: Target) -> Check:
     return ok("jax installed", f"jax {target.jax}, jaxlib {target.jaxlib} ({target.jaxlib_dir})")
 
 
-def check_compatible(target: Target) -> Check:
+def check_compatible(target: ProbedInterpreter) -> Check:
     """jaxlib within the range jax accepts: [jax's _minimum_jaxlib_version, jax itself]."""
     name = "jax/jaxlib versions"
     if not target.jax or not target.jaxlib:
@@ -52,7 +52,7 @@ def check_compatible(target: Target) -> Check:
     return ok(name, f"{pair}: within jax's accepted range {target.min_jaxlib} ... {target.jax}")
 
 
-def check_plugins(target: Target) -> Check:
+def check_plugins(target: ProbedInterpreter) -> Check:
     name = "plugins"
     plugins = target.plugin_versions
     if not plugins:
@@ -65,7 +65,7 @@ def check_plugins(target: Target) -> Check:
     return ok(name, listed)
 
 
-def check_devices(target: Target, forced: str | None, cached: bool = False) -> Check:
+def check_devices(target: ProbedInterpreter, forced: str | None, cached: bool = False) -> Check:
     """`target`: the probe's answer, with the devices or why jax did not start (`devices_error`);
     `cached`: the answer came from the probe cache (made under the environment of that time)."""
     name = "devices"
@@ -83,7 +83,7 @@ def check_devices(target: Target, forced: str | None, cached: bool = False) -> C
     return ok(name, evidence)
 
 
-def check_run_frontend(profile_name: str, frontend: str | None, target: Target | None, error: str | None) -> Check:
+def check_run_frontend(profile_name: str, frontend: str | None, target: ProbedInterpreter | None, error: str | None) -> Check:
     """The profile's `run.frontend` against the target: `target` is the probe's answer for that
     frontend (None, with `error`, when the target lacks it)."""
     name = "run.frontend"

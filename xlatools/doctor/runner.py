@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from xlatools.doctor.model import Check, DoctorOptions, Report, skip
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 from xlatools.vocab import CheckStatus
 
 
@@ -100,7 +100,7 @@ def system_dirs() -> list[str]:
     return list(dict.fromkeys(conf_dirs() + list(DEFAULT_DIRS)))
 
 
-def _target_checks(target: Target, env: Mapping[str, str], cached: bool) -> list[Check]:
+def _target_checks(target: ProbedInterpreter, env: Mapping[str, str], cached: bool) -> list[Check]:
     from xlatools.doctor import checks_target as t
 
     checks = [t.check_python(target), t.check_installed(target), t.check_compatible(target), t.check_plugins(target)]
@@ -111,7 +111,7 @@ def _target_checks(target: Target, env: Mapping[str, str], cached: bool) -> list
     return checks
 
 
-def _env_checks(target: Target, env: Mapping[str, str]) -> list[Check]:
+def _env_checks(target: ProbedInterpreter, env: Mapping[str, str]) -> list[Check]:
     from xlatools.doctor import checks_env as e
 
     def unknown(names_to_flags: dict[str, str]) -> list[str]:
@@ -144,7 +144,7 @@ def _debugger_checks(env: Mapping[str, str]) -> list[Check]:
     return [check_gdb(gdb, gdb_version(gdb) if gdb else None, found), check_ptrace(ptrace_scope(), attach_error())]
 
 
-def _gpu_checks(target: Target, env: Mapping[str, str]) -> list[Check]:
+def _gpu_checks(target: ProbedInterpreter, env: Mapping[str, str]) -> list[Check]:
     from xlatools.doctor.checks_native import check_cuda_libs, check_gpu_driver, driver_version
 
     plugins = target.plugin_versions

@@ -21,7 +21,7 @@ BisectKind = Literal["releases", "commits", "passes"]
 
 @dataclass(frozen=True, kw_only=True)
 class RuleSpec:
-    """How a finished run becomes good, bad or skip (checks.Rule adds the judging)."""
+    """How a finished run becomes good, bad or skip (bisect.rule.Rule adds the judging)."""
 
     bad_exit: tuple[int, ...] = ()  # empty: any non-zero exit is bad
     skip_exit: tuple[int, ...] = (125,)  # git bisect run's convention

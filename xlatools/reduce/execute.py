@@ -24,7 +24,7 @@ from xlatools.reduce.edits import Candidate
 from xlatools.reduce.evaluate import Evaluator
 from xlatools.reduce.plan import ReducePlan, plan_reduce
 from xlatools.reduce.state import StateStore
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 from xlatools.vocab import Platform
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 @dataclass
 class PreparedReduce:
     plan: ReducePlan
-    targets: dict[str, Target]
+    targets: dict[str, ProbedInterpreter]
 
 
 
@@ -68,7 +68,7 @@ def prepare(request: ReduceRequest) -> PreparedReduce:
 
     kind, modules = resolve(request.source, [request.module] if request.module else [], include_all=bool(request.module))
     plan = plan_reduce(request, modules, kind)
-    found: dict[str, Target] = {}
+    found: dict[str, ProbedInterpreter] = {}
     for run in [plan.test] + ([plan.reference] if plan.reference else []):
         platform = Platform.AUTO if run.platform == Platform.GPU else run.platform
         target = found.get(run.python) or targets.probe(run.python, platform)
@@ -128,7 +128,7 @@ def recheck(evaluator: Evaluator, best: Candidate, times: int, folder: Path) -> 
     return verdicts
 
 
-def _ran_with(folder: Path, run, target: Target | None = None) -> RanWith:
+def _ran_with(folder: Path, run, target: ProbedInterpreter | None = None) -> RanWith:
     """The interpreter the last re-check ran in, as it reported itself; where it reported nothing (a check script
     is the oracle: no replay ran), as xlatools probed it before the reduction."""
     from xlatools.replay.jobs import read_answer

@@ -172,7 +172,7 @@ class IsolationRun:
             found = run_isolation(self.prepared, bundle / "isolate", reporter)
             found.file = str(bundle / ISOLATE_JSON)
             atomic_write_json(bundle / ISOLATE_JSON, to_json(found))
-            from xlatools.replay.records import describe_inputs
+            from xlatools.replay.outcome import describe_inputs
 
             rendered = table(found) + f"\ninputs: {describe_inputs(self.prepared.plan.record().input_source)}"
             atomic_write_text(bundle / ISOLATE_TABLE, rendered + "\n")

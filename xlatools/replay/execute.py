@@ -20,10 +20,10 @@ from xlatools.records.replay import ReplayManifest
 from xlatools.records.run import InterpreterFacts
 from xlatools.replay.module_runs import replay_module
 from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
-from xlatools.replay.records import exit_code, replay_notes, table
+from xlatools.replay.outcome import exit_code, replay_notes, table
 from xlatools.replay.sources import ModuleSource
 from xlatools.replay.workers import ReplayPool
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 from xlatools.vocab import Platform, SourceForm, Status
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ HELPERS_NOTE = "left out as jax helper modules"
 @dataclass
 class PreparedReplay:
     plan: ReplayPlan
-    targets: dict[str, Target]  # by interpreter path
+    targets: dict[str, ProbedInterpreter]  # by interpreter path
     flag_checks: dict[str, dict[str, str]]
 
 
@@ -59,7 +59,7 @@ def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
             if not flag.startswith("--xla_dump_to")]
 
 
-def check_flags(target: Target, flags: list[str], sources: dict[str, str]) -> dict[str, str]:
+def check_flags(target: ProbedInterpreter, flags: list[str], sources: dict[str, str]) -> dict[str, str]:
     from xlatools.run.flags import flag_name
     from xlatools.run.frontend_checks import refuse_unknown
 
@@ -86,7 +86,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
         helpers = helpers_left_out(request.source, request.process)
         if helpers:
             plan.notes.append(f"{HELPERS_NOTE}: {', '.join(helpers)} (replay them with --all)")
-    found: dict[str, Target] = {}
+    found: dict[str, ProbedInterpreter] = {}
     checks: dict[str, dict[str, str]] = {}
     for run in plan.runs:
         platform = run.platform
@@ -100,7 +100,7 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     return PreparedReplay(plan, found, checks)
 
 
-def _deterministic(request: ReplayRequest, run, target: Target) -> list[str]:
+def _deterministic(request: ReplayRequest, run, target: ProbedInterpreter) -> list[str]:
     """The deterministic mode's flags on a run that compiles for a GPU (run/determinism.py): notes."""
     from xlatools.run.determinism import SOURCE, applies, gated, mode_flags
 
@@ -131,7 +131,7 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
         refuse_elided_text(module, source_from)
 
 
-def target_versions(targets: dict[str, Target]) -> dict[str, InterpreterFacts]:
+def target_versions(targets: dict[str, ProbedInterpreter]) -> dict[str, InterpreterFacts]:
     """The interpreters a replay (or reduction) uses, as its manifest records them."""
     return {python: target.facts() for python, target in targets.items()}
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from xlatools.records.replay import ModuleRecord
 from xlatools.replay.plan import ReplayPlan
-from xlatools.replay.records import NO_RESULT, finish_module
+from xlatools.replay.outcome import NO_RESULT, finish_module
 from xlatools.replay.sources import ModuleSource
 from xlatools.replay.workers import ReplayPool
 from xlatools.vocab import PrecisionMode, SourceForm

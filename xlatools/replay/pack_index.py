@@ -11,7 +11,7 @@ from xlatools.errors import UsageError
 from xlatools.records.replay import PACK_FORMAT, PACKED_INPUTS, PackedOptions, PackIndex
 from xlatools.replay.pack import Member, PackError, member_path
 from xlatools.replay.sources import ModuleSource
-from xlatools.run.record import NUMERICS_ENV
+from xlatools.run.manifest import NUMERICS_ENV
 
 SOURCE_KINDS = ("text", "proto", "snapshot", "mlir")
 # XLA flags whose value names a file or folder (--xla_dump_to, --xla_gpu_cuda_data_dir, ..._from, ..._file):

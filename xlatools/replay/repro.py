@@ -30,7 +30,7 @@ from xlatools.replay.execute import PreparedReplay, ReplayResult
 from xlatools.replay.pack import extract, member_path, verify, write_pack
 from xlatools.replay.pack_index import check_packed, modules_of, pack_references, read_index
 from xlatools.replay.plan import INPUT_MODES, ReplayRequest
-from xlatools.replay.records import tool_failure
+from xlatools.replay.outcome import tool_failure
 from xlatools.replay.repro_verdict import ReproResult, expected_of, healthy_answer, verdict
 from xlatools.replay.sources import ModuleSource
 from xlatools.vocab import PackMatch, PrecisionMode, ReproOutcome, choices

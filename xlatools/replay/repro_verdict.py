@@ -8,7 +8,7 @@ from pathlib import Path
 
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_NOTHING_TO_REPRODUCE, EXIT_OK
 from xlatools.records.replay import ModuleRecord, PackModule
-from xlatools.replay.records import missing_kernel, tool_failure
+from xlatools.replay.outcome import missing_kernel, tool_failure
 from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome
 
 EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED: EXIT_OK,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from xlatools.records.replay import ReplayRequest
 from xlatools.records.run import RunManifest
-from xlatools.run.record import numerics_env
+from xlatools.run.manifest import numerics_env
 
 
 @dataclass(kw_only=True)

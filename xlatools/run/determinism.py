@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from xlatools.run.target import Target
+    from xlatools.run.target import ProbedInterpreter
 
 CANDIDATES: dict[str, tuple[str, ...]] = {
     "none": (),
@@ -39,12 +39,12 @@ def mode_flags(mode: str = MODE) -> list[str]:
     return list(CANDIDATES[mode])
 
 
-def applies(platform: str, target: Target) -> bool:
+def applies(platform: str, target: ProbedInterpreter) -> bool:
     """Only a GPU compile needs it: --platform gpu, or auto on an interpreter that sees a GPU."""
     return str(platform) == "gpu" or (str(platform) == "auto" and target.has_gpu)
 
 
-def gated(target: Target, flags: list[str], own: list[str]) -> tuple[list[str], list[str]]:
+def gated(target: ProbedInterpreter, flags: list[str], own: list[str]) -> tuple[list[str], list[str]]:
     """(the mode's flags this target accepts and the user did not set, notes on what was left out)."""
     from xlatools.run.flag_probe import unknown_flags
     from xlatools.run.flags import flag_name

@@ -19,7 +19,7 @@ from xlatools.errors import EXIT_FAILED, EnvironmentMissing, exit_code_for
 from xlatools.records.run import ProfileRun, ProvenanceRow, RunManifest
 from xlatools.run.plan import RunPlan, RunRequest, plan_run
 from xlatools.run.process import ProgramResult
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 from xlatools.vocab import ExitCodeMode, Platform, Status
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ HEARTBEAT_SECONDS = float(os.environ.get("XLATOOLS_HEARTBEAT_S", "15"))  # quiet
 @dataclass
 class PreparedRun:
     plan: RunPlan
-    target: Target
+    target: ProbedInterpreter
     flag_checks: dict[str, str]
 
 
@@ -136,7 +136,7 @@ def execute_plan(prepared: PreparedRun, out_root: Path, argv: list[str], caller_
     (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
     from xlatools.bundle import bundle_session
     from xlatools.run.process import execute
-    from xlatools.run.record import finish_record, numerics_env, run_record
+    from xlatools.run.manifest import finish_record, numerics_env, run_record
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
     with bundle_session(out_root, RunManifest(), name=prepared.plan.name, write_running=False) as session:
@@ -224,7 +224,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
-    from xlatools.run.record import (dump_summary, finish_record, flag_fault_notes, read_smoke_results, reconcile_devices,
+    from xlatools.run.manifest import (dump_summary, finish_record, flag_fault_notes, read_smoke_results, reconcile_devices,
                                      summary_text, unmatched_vmodule)
 
     record: RunManifest = session.record

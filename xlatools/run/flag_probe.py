@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.run.flags import bad_value_from_abort, table_verdict, unknown_from_abort
 from xlatools.run.frontends import SPECS
-from xlatools.run.target import Target, _probe_env, _run_probe
+from xlatools.run.target import ProbedInterpreter, _probe_env, _run_probe
 from xlatools.run.target_cache import TargetCache
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
 
 
-def _flag_cache_key(target: Target, variable: str) -> str:
+def _flag_cache_key(target: ProbedInterpreter, variable: str) -> str:
     return "flags" if (target.frontend, variable) == ("jax", "XLA_FLAGS") else f"flags:{target.frontend}:{variable}"
 
 
-def _known_verdict(target: Target, known: dict[str, bool], variable: str, name: str) -> tuple[bool | None, str]:
+def _known_verdict(target: ProbedInterpreter, known: dict[str, bool], variable: str, name: str) -> tuple[bool | None, str]:
     """The verdict on `name` from the table (jaxlib's XLA_FLAGS only) or the cache, if either decides."""
     if SPECS[target.frontend].uses_flag_table and variable == "XLA_FLAGS":
         verdict = table_verdict(name, target.jaxlib)
@@ -28,7 +28,7 @@ def _known_verdict(target: Target, known: dict[str, bool], variable: str, name: 
     return known.get(name), "cache"
 
 
-def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float = 120,
+def unknown_flags(target: ProbedInterpreter, names_to_flags: dict[str, str], timeout: float = 120,
                   variable: str = "XLA_FLAGS", reporter: Reporter | None = None) -> tuple[list[str], dict[str, str]]:
     """The flag names `target` does not accept in `variable`, and how each verdict was reached ("table", "probe", "cache").
 
@@ -57,7 +57,7 @@ def unknown_flags(target: Target, names_to_flags: dict[str, str], timeout: float
     return sorted(name for name, ok in verdicts.items() if not ok), how
 
 
-def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeout: float = 120,
+def probe_together(target: ProbedInterpreter, by_variable: dict[str, dict[str, str]], timeout: float = 120,
                    reporter: Reporter | None = None) -> None:
     """One frontend start for the undecided flags of several variables (TensorFlow: XLA_FLAGS and
     TF_XLA_FLAGS): if it starts with all of them, each is cached as accepted. If not, nothing is
@@ -81,7 +81,7 @@ def probe_together(target: Target, by_variable: dict[str, dict[str, str]], timeo
         cache.remember_flags(_flag_cache_key(target, variable), {name: True for name in flags}, target.stamp_files)
 
 
-def _refuse_crashing(target: Target, flags: dict[str, str], returncode: int, crashes, variable: str) -> None:
+def _refuse_crashing(target: ProbedInterpreter, flags: dict[str, str], returncode: int, crashes, variable: str) -> None:
     """The frontend died by a signal with these flags: name the flags it dies with, one start each (XLA knows
     them; the build crashes using them, e.g. TensorFlow 2.21 with --xla_dump_hlo_snapshots)."""
     from xlatools.proctree import signal_name
@@ -96,7 +96,7 @@ def _refuse_crashing(target: Target, flags: dict[str, str], returncode: int, cra
                           "dump:full), or use another --python")
 
 
-def _probe_flags(target: Target, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:
+def _probe_flags(target: ProbedInterpreter, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:
     """Start the frontend's XLA backend on the CPU with `flags` in `variable` and read which ones XLA refuses."""
     python = target.python
 

@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from xlatools.records.run import ProfileRun
     from xlatools.run.plan import RunPlan, RunRequest
     from xlatools.run.presets.catalog import Catalog
-    from xlatools.run.target import Target
+    from xlatools.run.target import ProbedInterpreter
 
 
 def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog", platform: str,
-                 reporter: "Reporter | None" = None) -> "Target":
+                 reporter: "Reporter | None" = None) -> "ProbedInterpreter":
     """The target, probed as the frontend the run asks for.
 
     --frontend, else the profile's run.frontend, decide. Otherwise the probe detects one
@@ -42,7 +42,7 @@ def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog
     return probe(request.python, platform, installed[0], reporter=reporter) if len(installed) == 1 else target
 
 
-def installed_in(target: "Target", frontend: str) -> bool:
+def installed_in(target: "ProbedInterpreter", frontend: str) -> bool:
     if frontend == "jax":
         return bool(target.jax and target.jaxlib)
     return bool(target.versions.get({"tensorflow": "tensorflow", "torch-xla": "torch_xla"}[frontend]))
@@ -52,7 +52,7 @@ class UnknownFlags(UsageError):
     """A flag the target does not know (XLA would abort at start-up): bad input, exit 2."""
 
 
-def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str, str],
+def refuse_unknown(target: "ProbedInterpreter", to_check: dict[str, str], sources: dict[str, str],
                    variable: str = "XLA_FLAGS", reporter: "Reporter | None" = None) -> dict[str, str]:
     """How each flag in `to_check` (name -> flag) was found acceptable ("table", "cache", "probe");
     UnknownFlags naming each unknown flag and where it came from (`sources`: flag -> origin)."""
@@ -77,7 +77,7 @@ def refuse_unknown(target: "Target", to_check: dict[str, str], sources: dict[str
     return how
 
 
-def check_flags(target: "Target", plan: "RunPlan", reporter: "Reporter | None" = None) -> dict[str, str]:
+def check_flags(target: "ProbedInterpreter", plan: "RunPlan", reporter: "Reporter | None" = None) -> dict[str, str]:
     """How each flag of the plan was found acceptable; UnknownFlags for unknown ones."""
     from xlatools.run.flag_probe import probe_together
 

@@ -42,7 +42,7 @@ def record_group(record: RunManifest, plan: RunPlan, group: GroupResult, bundle:
     returns process 0's module table."""
     from xlatools.run.dumps import index_dump, modules_table
     from xlatools.run.flags import join_flags
-    from xlatools.run.record import dump_summary, read_smoke_results
+    from xlatools.run.manifest import dump_summary, read_smoke_results
 
     table = ""
     rows = []

@@ -30,7 +30,7 @@ PROBES = Path(__file__).resolve().parent / "probes"
 
 
 @dataclass
-class Target:
+class ProbedInterpreter:
     """What the probe found in an interpreter. The facts (versions, jax's accepted jaxlib range,
     plugins, shared objects) are read without starting the frontend; `devices` and `backend` come
     from starting it, and `devices_error` says why that failed."""
@@ -85,7 +85,7 @@ class Target:
                         for d in self.devices if isinstance(d, (Device, dict))]
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Target":  # the probe's answer or the cache's copy of it (JSON at the edge)
+    def from_json(cls, data: dict[str, Any]) -> "ProbedInterpreter":  # the probe's answer or its cached copy (JSON)
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known and v is not None})
 
@@ -130,7 +130,7 @@ def resolve_python(spec: str | None) -> str:
 class _Answer:
     """One run of the probe script: its answer (None when it wrote none) and the process."""
 
-    target: Target | None
+    target: ProbedInterpreter | None
     finished: bool
     proc: subprocess.CompletedProcess
 
@@ -174,7 +174,7 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
                 data = json.load(handle)
         except (OSError, ValueError):
             return _Answer(None, False, proc)
-        return _Answer(Target.from_json(data), bool(data.get("finished")), proc)
+        return _Answer(ProbedInterpreter.from_json(data), bool(data.get("finished")), proc)
 
 
 def _probe_env(platform: str, frontend: str = "jax", flags: dict[str, list[str]] | None = None) -> dict[str, str]:
@@ -196,13 +196,13 @@ def _probe_key(platform: str, frontend: str | None) -> str:
     return f"devices:{frontend or 'auto'}:{platform}"
 
 
-def cached_probe(python: str, platform: str = "auto", frontend: str | None = None) -> Target | None:
+def cached_probe(python: str, platform: str = "auto", frontend: str | None = None) -> ProbedInterpreter | None:
     """The probe's answer if it is cached (still fresh), else None; probes nothing."""
     return TargetCache.load(python).targets.get(_probe_key(platform, frontend))
 
 
 def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120,
-          reporter: Reporter | None = None, require: bool = True) -> Target:
+          reporter: Reporter | None = None, require: bool = True) -> ProbedInterpreter:
     """Frontend, versions, plugins and devices of `python` (cached). `frontend` None: detected (jax first).
 
     `require`: the frontend must be there and start (else exit 3); without it (doctor, which
@@ -232,7 +232,7 @@ def probe(python: str, platform: str = "auto", frontend: str | None = None, time
     return target
 
 
-def _missing_frontend(target: Target) -> str:
+def _missing_frontend(target: ProbedInterpreter) -> str:
     """What the target lacks for its frontend ("" when nothing)."""
     spec = SPECS[target.frontend]
     if spec.name == "jax":

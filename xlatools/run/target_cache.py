@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from xlatools.fsutil import atomic_write_json, cache_root, read_cache_json
 
 if TYPE_CHECKING:
-    from xlatools.run.target import Target
+    from xlatools.run.target import ProbedInterpreter
 
 CACHE_VERSION = 4  # 4: one probe for run and doctor (targets and flags kept apart)
 
@@ -30,7 +30,7 @@ class TargetCache:
     """The answers known for `python`; `targets` by probe key, `flags` by flag-table key (flag name -> accepted)."""
 
     python: str
-    targets: dict[str, Target] = field(default_factory=dict)
+    targets: dict[str, ProbedInterpreter] = field(default_factory=dict)
     flags: dict[str, dict[str, bool]] = field(default_factory=dict)
     stamps: dict[str, int | None] = field(default_factory=dict)  # file -> its mtime when the answers were made
 
@@ -43,7 +43,7 @@ class TargetCache:
     @classmethod
     def load(cls, python: str) -> "TargetCache":
         """The cache of `python`; empty when missing, unreadable, of another version, or stale."""
-        from xlatools.run.target import Target
+        from xlatools.run.target import ProbedInterpreter
 
         cache = cls(python)
         data = read_cache_json(cache.path)  # {} when missing or damaged (a FIFO is never opened)
@@ -53,7 +53,7 @@ class TargetCache:
         if data.get("python_stamp") != stamp(python) or any(stamp(path) != when for path, when in stamps.items()):
             return cache  # reinstalled or rebuilt: everything we knew may be wrong
         try:
-            cache.targets = {key: Target.from_json(value) for key, value in data.get("targets", {}).items()}
+            cache.targets = {key: ProbedInterpreter.from_json(value) for key, value in data.get("targets", {}).items()}
             cache.flags = {key: {str(name): bool(ok) for name, ok in value.items()}
                            for key, value in data.get("flags", {}).items()}
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError):  # damaged by hand: start afresh
@@ -61,7 +61,7 @@ class TargetCache:
         cache.stamps = stamps
         return cache
 
-    def remember_target(self, keys: set[str], target: Target) -> None:
+    def remember_target(self, keys: set[str], target: ProbedInterpreter) -> None:
         for key in keys:
             self.targets[key] = target
         self._save(target.stamp_files)

@@ -13,7 +13,7 @@ from xlatools.records.run import (DumpSummary, FrontendInfo, Interpreter, Interp
                                   SmokeResult)
 from xlatools.run.plan import RunPlan
 from xlatools.run.process import ProgramResult
-from xlatools.run.target import Target
+from xlatools.run.target import ProbedInterpreter
 
 if TYPE_CHECKING:
     from xlatools.run.dumps import DumpIndex
@@ -24,7 +24,7 @@ Manifest = TypeVar("Manifest", bound=RunManifest)  # a run's manifest, or one th
 _LOG_SOURCE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<file>[\w.\-]+)\.(?:cc|h|cpp|c):\d+\]")
 
 
-def run_record(plan: RunPlan, target: Target, argv: list[str], flag_checks: dict[str, str],
+def run_record(plan: RunPlan, target: ProbedInterpreter, argv: list[str], flag_checks: dict[str, str],
                kind: type[Manifest] = RunManifest) -> Manifest:
     """The manifest of a run that is starting (status "running"); finish_record() completes it."""
     from xlatools.records.base import host_info
