@@ -213,7 +213,7 @@ class RunManifest(BundleRecord):
     xla_flag_sources: dict[str, str] = field(default_factory=dict)
     overridden_flags: list[OverrideRecord] = field(default_factory=list)
     env_changes: list[EnvChangeRecord] = field(default_factory=list)
-    # The variables that change numbers (run.record.NUMERICS_ENV) the program ran with; None: a run
+    # The variables that change numbers (run.manifest.NUMERICS_ENV) the program ran with; None: a run
     # recorded before xlatools kept them (its env_changes are what it knows).
     numerics_env: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
     timeout: float | None = None

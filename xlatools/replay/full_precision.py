@@ -2,7 +2,7 @@
 
 `highest`: the test runs the module with its dots and convolutions raised; the references run it as it is.
 `auto`: a test that differs from its references is run once more, raised, on the same inputs, and compared
-with the outputs the references already computed: `precision` or `mismatch` (records.finish_module).
+with the outputs the references already computed: `precision` or `mismatch` (outcome.finish_module).
 """
 
 from __future__ import annotations
