@@ -41,8 +41,9 @@ def timed(argv: list[str], check: bool = True, cpu: list[float] | None = None, *
     return wall
 
 
-def alternate(first: list[str], second: list[str], runs: int, cpu: tuple[list[float], list[float]] | None = None,
-              **kwargs) -> tuple[list[float], list[float]]:
+def alternate(
+    first: list[str], second: list[str], runs: int, cpu: tuple[list[float], list[float]] | None = None, **kwargs
+) -> tuple[list[float], list[float]]:
     """Wall times of `runs` runs of each command, alternating, so machine drift hits both alike.
     With `cpu` (two lists), the CPU seconds of each run are appended to them as well."""
     a, b = [], []
@@ -58,8 +59,10 @@ def cpu_line(label: str, first: list[float], second: list[float]) -> tuple[float
     import statistics
 
     ratio = statistics.median(second) / statistics.median(first)
-    return ratio, (f"CPU seconds (user+system, children included): median {label} {statistics.median(first):.3f} vs "
-                   f"{statistics.median(second):.3f}, ratio {ratio:.3f}")
+    return ratio, (
+        f"CPU seconds (user+system, children included): median {label} {statistics.median(first):.3f} vs "
+        f"{statistics.median(second):.3f}, ratio {ratio:.3f}"
+    )
 
 
 def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, as_json: bool, **extra) -> dict:
@@ -68,18 +71,27 @@ def report_ratio(hand_times: list[float], tool_times: list[float], goal: float, 
     import statistics
 
     hand, tool = statistics.median(hand_times), statistics.median(tool_times)
-    result = {**extra, "runs": len(hand_times), "by_hand_median_s": round(hand, 3), "xlatools_median_s": round(tool, 3),
-              "ratio": round(tool / hand, 3), "goal": goal,
-              # On a shared machine the fastest runs show the intrinsic cost best; reported beside the medians.
-              "ratio_of_minimums": round(min(tool_times) / min(hand_times), 3),
-              "by_hand_s": [round(t, 3) for t in hand_times], "xlatools_s": [round(t, 3) for t in tool_times]}
+    result = {
+        **extra,
+        "runs": len(hand_times),
+        "by_hand_median_s": round(hand, 3),
+        "xlatools_median_s": round(tool, 3),
+        "ratio": round(tool / hand, 3),
+        "goal": goal,
+        # On a shared machine the fastest runs show the intrinsic cost best; reported beside the medians.
+        "ratio_of_minimums": round(min(tool_times) / min(hand_times), 3),
+        "by_hand_s": [round(t, 3) for t in hand_times],
+        "xlatools_s": [round(t, 3) for t in tool_times],
+    }
     if as_json:
         print(json.dumps(result, indent=2))
     else:
         print(f"by hand:  median {hand:.3f} s  {result['by_hand_s']}")
         print(f"xlatools: median {tool:.3f} s  {result['xlatools_s']}")
-        print(f"ratio {result['ratio']:.3f} (goal <= {goal}); fixed cost {tool - hand:.3f} s per run; "
-              f"ratio of the fastest runs {result['ratio_of_minimums']:.3f}")
+        print(
+            f"ratio {result['ratio']:.3f} (goal <= {goal}); fixed cost {tool - hand:.3f} s per run; "
+            f"ratio of the fastest runs {result['ratio_of_minimums']:.3f}"
+        )
     return result
 
 
@@ -94,8 +106,27 @@ def release_bisection(work: Path, env: dict[str, str], good: str, bad: str, *ext
 
     (work / "check.py").write_text(XEINSUM_CHECK)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "xlatools", "bisect", "releases", "--good", good, "--bad", bad,
-                           "--json", *extra, "--", "check.py"], cwd=work, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xlatools",
+            "bisect",
+            "releases",
+            "--good",
+            good,
+            "--bad",
+            bad,
+            "--json",
+            *extra,
+            "--",
+            "check.py",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     if done.returncode != 0:
         print(done.stderr[-3000:])

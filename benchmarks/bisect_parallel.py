@@ -57,16 +57,25 @@ def synthetic(jobs: list[int]) -> list[dict]:
                 bisect_kary(keys, keys, Oracle(recorded, step, lambda r: None, lambda: ""), run_batch, k)
                 rounds.append(len(batches) if k > 1 else len(recorded))
                 steps.append(len(recorded))
-            row = {"n": n, "k": k, "rounds_mean": round(statistics.mean(rounds), 2), "rounds_max": max(rounds),
-                   "steps_mean": round(statistics.mean(steps), 2), "steps_max": max(steps)}
+            row = {
+                "n": n,
+                "k": k,
+                "rounds_mean": round(statistics.mean(rounds), 2),
+                "rounds_max": max(rounds),
+                "steps_mean": round(statistics.mean(steps), 2),
+                "steps_max": max(steps),
+            }
             rows.append(row)
-            print(f"{n:>5} {k:>3} {row['rounds_mean']:>12} {row['rounds_max']:>11} {row['steps_mean']:>11} "
-                  f"{row['steps_max']:>10}")
+            print(
+                f"{n:>5} {k:>3} {row['rounds_mean']:>12} {row['rounds_max']:>11} {row['steps_mean']:>11} "
+                f"{row['steps_max']:>10}"
+            )
     return rows
 
 
 def rounds_of(steps: list[dict]) -> int:
     """Rounds as the steps ran them: a step that starts after every earlier step finished opens one."""
+
     def when(stamp: str) -> datetime:
         return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
@@ -87,10 +96,16 @@ def one_bisection(k: int, cache: Path, uv_cache: Path | None) -> dict:
         env["UV_CACHE_DIR"] = str(uv_cache)
     wall, data = release_bisection(work, env, GOOD, BAD, "--jobs", str(k))
     summary = data["summary"]
-    return {"k": k, "wall_s": round(wall, 2), "steps": summary["steps"], "rounds": rounds_of(data["steps"]),
-            "installs": sum(1 for s in summary["per_step"] if s["install_s"] > 0),
-            "install_s": summary["install_s"], "run_s": summary["run_s"],
-            "first_bad": data["result"]["first_bad"]["label"]}
+    return {
+        "k": k,
+        "wall_s": round(wall, 2),
+        "steps": summary["steps"],
+        "rounds": rounds_of(data["steps"]),
+        "installs": sum(1 for s in summary["per_step"] if s["install_s"] > 0),
+        "install_s": summary["install_s"],
+        "run_s": summary["run_s"],
+        "first_bad": data["result"]["first_bad"]["label"],
+    }
 
 
 def real(jobs: list[int], repeats: int, warm_cache: Path, cold_uv_cache: bool) -> list[dict]:
@@ -105,32 +120,47 @@ def real(jobs: list[int], repeats: int, warm_cache: Path, cold_uv_cache: bool) -
             runs.append({"mode": "cold", **one_bisection(k, cold, uv)})
             runs.append({"mode": "warm", **one_bisection(k, warm_cache, None)})
             for entry in runs[-2:]:
-                print(f"  repeat {repeat + 1} {entry['mode']:<4} K={k}: {entry['wall_s']:6.1f} s, {entry['steps']} steps "
-                      f"in {entry['rounds']} rounds, {entry['installs']} installs ({entry['install_s']:.1f} s), "
-                      f"run {entry['run_s']:.1f} s, first bad {entry['first_bad']}", flush=True)
+                print(
+                    f"  repeat {repeat + 1} {entry['mode']:<4} K={k}: {entry['wall_s']:6.1f} s, {entry['steps']} steps "
+                    f"in {entry['rounds']} rounds, {entry['installs']} installs ({entry['install_s']:.1f} s), "
+                    f"run {entry['run_s']:.1f} s, first bad {entry['first_bad']}",
+                    flush=True,
+                )
     return runs
 
 
 def table(runs: list[dict], jobs: list[int]) -> list[dict]:
     rows = []
-    print(f"\n{'mode':<5} {'K':>3} {'wall s (median)':>16} {'speed-up':>9} {'steps':>6} {'rounds':>7} "
-          f"{'install s':>10} {'run s':>7}  walls")
+    print(
+        f"\n{'mode':<5} {'K':>3} {'wall s (median)':>16} {'speed-up':>9} {'steps':>6} {'rounds':>7} "
+        f"{'install s':>10} {'run s':>7}  walls"
+    )
     for mode in ("cold", "warm"):
         base = None
         for k in jobs:
             mine = [r for r in runs if r["mode"] == mode and r["k"] == k]
             wall = statistics.median(r["wall_s"] for r in mine)
             base = base or wall
-            row = {"mode": mode, "k": k, "wall_median_s": round(wall, 2), "speedup": round(base / wall, 2),
-                   "steps": statistics.median(r["steps"] for r in mine),
-                   "rounds": statistics.median(r["rounds"] for r in mine),
-                   "install_s": round(statistics.median(r["install_s"] for r in mine), 1),
-                   "run_s": round(statistics.median(r["run_s"] for r in mine), 1), "walls": [r["wall_s"] for r in mine]}
+            row = {
+                "mode": mode,
+                "k": k,
+                "wall_median_s": round(wall, 2),
+                "speedup": round(base / wall, 2),
+                "steps": statistics.median(r["steps"] for r in mine),
+                "rounds": statistics.median(r["rounds"] for r in mine),
+                "install_s": round(statistics.median(r["install_s"] for r in mine), 1),
+                "run_s": round(statistics.median(r["run_s"] for r in mine), 1),
+                "walls": [r["wall_s"] for r in mine],
+            }
             rows.append(row)
-            print(f"{mode:<5} {k:>3} {wall:>16.1f} {row['speedup']:>9.2f} {row['steps']:>6} {row['rounds']:>7} "
-                  f"{row['install_s']:>10.1f} {row['run_s']:>7.1f}  {row['walls']}")
-    print("(speed-up: K = 1's median wall time over this K's; install and run seconds are summed over the steps, "
-          "which overlap when K > 1)")
+            print(
+                f"{mode:<5} {k:>3} {wall:>16.1f} {row['speedup']:>9.2f} {row['steps']:>6} {row['rounds']:>7} "
+                f"{row['install_s']:>10.1f} {row['run_s']:>7.1f}  {row['walls']}"
+            )
+    print(
+        "(speed-up: K = 1's median wall time over this K's; install and run seconds are summed over the steps, "
+        "which overlap when K > 1)"
+    )
     return rows
 
 
@@ -138,8 +168,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--cache", type=Path, default=CI_CACHE if CI_CACHE.is_dir() else None,
-                        help="the warm XLATOOLS_CACHE_DIR (default: the CI's bisect cache, else a new one)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=CI_CACHE if CI_CACHE.is_dir() else None,
+        help="the warm XLATOOLS_CACHE_DIR (default: the CI's bisect cache, else a new one)",
+    )
     parser.add_argument("--cold-uv-cache", action="store_true", help="cold runs also start with an empty uv cache")
     parser.add_argument("--synthetic-only", action="store_true")
     parser.add_argument("--json", action="store_true", help="also print every number as JSON at the end")
@@ -148,8 +182,10 @@ def main() -> None:
     if not args.synthetic_only:
         warm = args.cache or Path(tempfile.mkdtemp(prefix="xlatools-bench-warm-"))
         uv_cache = "an empty" if args.cold_uv_cache else "this machine's"
-        print(f"\nrelease bisection jax {GOOD}..{BAD} (4 candidates), warm cache {warm}, "
-              f"{os.cpu_count()} CPUs; cold runs with {uv_cache} uv cache")
+        print(
+            f"\nrelease bisection jax {GOOD}..{BAD} (4 candidates), warm cache {warm}, "
+            f"{os.cpu_count()} CPUs; cold runs with {uv_cache} uv cache"
+        )
         runs = real(args.jobs, args.repeats, warm, args.cold_uv_cache)
         result.update(runs=runs, table=table(runs, args.jobs))
     if args.json:

@@ -55,8 +55,10 @@ def synthetic(seed: int = 0) -> None:
                 count, is_exact = steps_for(n, first_bad, skip)
                 counts.append(count)
                 exact += is_exact
-            print(f"{n:>6} {rate:>6.0%} {goal:>15} {sum(counts) / len(counts):>7.2f} {max(counts):>5} "
-                  f"{max(counts) / goal:>9.2f} {exact / len(counts):>7.0%}")
+            print(
+                f"{n:>6} {rate:>6.0%} {goal:>15} {sum(counts) / len(counts):>7.2f} {max(counts):>5} "
+                f"{max(counts) / goal:>9.2f} {exact / len(counts):>7.0%}"
+            )
 
 
 def release_wall(good: str, bad: str, cache: Path | None) -> None:
@@ -65,14 +67,18 @@ def release_wall(good: str, bad: str, cache: Path | None) -> None:
     env = installed_env()
     env.update({"XLATOOLS_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"})
     print(f"\nrelease bisection jax {good}..{bad} (cache {cache})")
-    print(f"{'run':<7} {'wall s':>8} {'steps':>6} {'installs':>9} {'install s':>10} {'run s':>7} {'other s':>8}  first bad")
+    print(
+        f"{'run':<7} {'wall s':>8} {'steps':>6} {'installs':>9} {'install s':>10} {'run s':>7} {'other s':>8}  first bad"
+    )
     for label, extra in (("first", []), ("second", ["--fresh"])):
         wall, data = release_bisection(work, env, good, bad, *extra)
         s = data["summary"]
         installs = sum(1 for step in s["per_step"] if step["install_s"] > 0)
         other = wall - s["install_s"] - s["run_s"]
-        print(f"{label:<7} {wall:>8.1f} {s['steps']:>6} {installs:>9} {s['install_s']:>10.1f} {s['run_s']:>7.1f} "
-              f"{other:>8.1f}  {data['result']['first_bad']['label']}")
+        print(
+            f"{label:<7} {wall:>8.1f} {s['steps']:>6} {installs:>9} {s['install_s']:>10.1f} {s['run_s']:>7.1f} "
+            f"{other:>8.1f}  {data['result']['first_bad']['label']}"
+        )
     print("(other: index query, start-up, state writes; run includes the one-time probe of each new environment)")
 
 

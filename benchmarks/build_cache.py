@@ -30,8 +30,19 @@ PROFILE = REPO / "tests" / "integration" / "building" / "profiles" / "fixture-cp
 
 def xlatools(work: Path, cache: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, XLATOOLS_CACHE_DIR=str(cache), NO_COLOR="1")
-    command = [sys.executable, "-m", "xlatools", "build", "--profile", str(PROFILE), "--source", str(work / "jax"),
-               "--out", str(work / "out"), *args]
+    command = [
+        sys.executable,
+        "-m",
+        "xlatools",
+        "build",
+        "--profile",
+        str(PROFILE),
+        "--source",
+        str(work / "jax"),
+        "--out",
+        str(work / "out"),
+        *args,
+    ]
     return subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
 
 

@@ -39,16 +39,27 @@ def main() -> int:
         for name, argv in commands.items():
             wall[name].append(timed(argv, env=env, cpu=cpu[name]))
     for name in commands:
-        print(f"{name:22s} median {statistics.median(wall[name]) * 1000:7.1f} ms wall, "
-              f"{statistics.median(cpu[name]) * 1000:7.1f} ms CPU over {args.runs} runs")
+        print(
+            f"{name:22s} median {statistics.median(wall[name]) * 1000:7.1f} ms wall, "
+            f"{statistics.median(cpu[name]) * 1000:7.1f} ms CPU over {args.runs} runs"
+        )
     for label, times in (("wall", wall), ("CPU", cpu)):
         base, cli = statistics.median(times["import typer"]), statistics.median(times["xlatools --help"])
         print(f"ratio ({label:4s})         {cli / base:.2f}  (xlatools --help / import typer; goal <= {GOAL})")
     bare, typer_ = statistics.median(cpu["python -c pass"]), statistics.median(cpu["import typer"])
-    print(f"typer's own import: {(typer_ - bare) * 1000:.1f} ms CPU of {typer_ * 1000:.1f} ms (the floor of any typer CLI)")
+    print(
+        f"typer's own import: {(typer_ - bare) * 1000:.1f} ms CPU of {typer_ * 1000:.1f} ms (the floor of any typer CLI)"
+    )
     probe = subprocess.run(
-        [sys.executable, "-c", "import sys, xlatools.cli; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,)],
-        capture_output=True, text=True, check=True, env=env,
+        [
+            sys.executable,
+            "-c",
+            "import sys, xlatools.cli; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     )
     print(f"heavy modules imported at start-up: {probe.stdout.strip() or 'none'}")
     return 0

@@ -48,8 +48,18 @@ def main() -> int:
         result["startup"] = _compare(bare, env, bare, with_crash_capture(env, work), args.runs * 3)
         result["watcher"] = _compare(bare, env, ["/bin/sh", "-c", ":"], env, args.runs * 3)
         for label, program in (("empty_run", work / "empty.py"), ("seed_run", SEED)):
-            xlatools = [sys.executable, "-m", "xlatools", "run", str(program), "--python", args.python,
-                        "--out", str(work / "out"), "--quiet"]
+            xlatools = [
+                sys.executable,
+                "-m",
+                "xlatools",
+                "run",
+                str(program),
+                "--python",
+                args.python,
+                "--out",
+                str(work / "out"),
+                "--quiet",
+            ]
             _compare(xlatools, off, xlatools, env, 1)  # warm-up: the target probe's cache, file caches
             result[label] = _compare(xlatools, off, xlatools, env, args.runs)
     finally:
@@ -58,18 +68,23 @@ def main() -> int:
         print(json.dumps(result, indent=2))
     else:
         watcher = result.pop("watcher")
-        print(f"watcher    start-up of its own (beside the program): {watcher['on_ms']:.1f} ms, "
-              f"CPU {watcher['cpu_on_ms']:.1f} ms")
+        print(
+            f"watcher    start-up of its own (beside the program): {watcher['on_ms']:.1f} ms, "
+            f"CPU {watcher['cpu_on_ms']:.1f} ms"
+        )
         for label in ("startup", "empty_run", "seed_run"):
             row = result[label]
-            print(f"{label:9}  off {row['off_ms']:8.1f} ms  on {row['on_ms']:8.1f} ms  cost {row['cost_ms']:6.1f} ms  "
-                  f"ratio {row['ratio']:.3f}  (CPU {row['cpu_off_ms']:.1f} -> {row['cpu_on_ms']:.1f} ms, "
-                  f"ratio {row['cpu_ratio']:.3f})")
+            print(
+                f"{label:9}  off {row['off_ms']:8.1f} ms  on {row['on_ms']:8.1f} ms  cost {row['cost_ms']:6.1f} ms  "
+                f"ratio {row['ratio']:.3f}  (CPU {row['cpu_off_ms']:.1f} -> {row['cpu_on_ms']:.1f} ms, "
+                f"ratio {row['cpu_ratio']:.3f})"
+            )
     return 0
 
 
-def _compare(off_argv: list[str], off_env: dict[str, str], on_argv: list[str], on_env: dict[str, str],
-             runs: int) -> dict[str, float]:
+def _compare(
+    off_argv: list[str], off_env: dict[str, str], on_argv: list[str], on_env: dict[str, str], runs: int
+) -> dict[str, float]:
     """Medians of wall and CPU time of both sides, alternating run by run."""
     cpu: tuple[list[float], list[float]] = ([], [])
     off, on = [], []
@@ -77,11 +92,16 @@ def _compare(off_argv: list[str], off_env: dict[str, str], on_argv: list[str], o
         off.append(timed(off_argv, env=off_env, cpu=cpu[0]))
         on.append(timed(on_argv, env=on_env, cpu=cpu[1]))
     ms = lambda values: round(statistics.median(values) * 1000, 1)  # noqa: E731
-    return {"off_ms": ms(off), "on_ms": ms(on), "cost_ms": round(ms(on) - ms(off), 1),
-            "ratio": round(statistics.median(on) / statistics.median(off), 3),
-            "ratio_of_minimums": round(min(on) / min(off), 3),
-            "cpu_off_ms": ms(cpu[0]), "cpu_on_ms": ms(cpu[1]),
-            "cpu_ratio": round(statistics.median(cpu[1]) / statistics.median(cpu[0]), 3)}
+    return {
+        "off_ms": ms(off),
+        "on_ms": ms(on),
+        "cost_ms": round(ms(on) - ms(off), 1),
+        "ratio": round(statistics.median(on) / statistics.median(off), 3),
+        "ratio_of_minimums": round(min(on) / min(off), 3),
+        "cpu_off_ms": ms(cpu[0]),
+        "cpu_on_ms": ms(cpu[1]),
+        "cpu_ratio": round(statistics.median(cpu[1]) / statistics.median(cpu[0]), 3),
+    }
 
 
 if __name__ == "__main__":

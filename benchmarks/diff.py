@@ -38,14 +38,18 @@ def main() -> None:
         start = time.perf_counter()
         pair = make_pair(work, modules=opts.modules, steps=opts.steps, lines=opts.lines)
         total = 2 * pair.bytes_per_side
-        print(f"pair: 2 x {pair.files_per_side} files, {total / 1e9:.2f} GB in all "
-              f"(generated in {time.perf_counter() - start:.1f} s)")
+        print(
+            f"pair: 2 x {pair.files_per_side} files, {total / 1e9:.2f} GB in all "
+            f"(generated in {time.perf_counter() - start:.1f} s)"
+        )
         env = installed_env()
         argv = [sys.executable, "-m", "xlatools", "diff", str(pair.a), str(pair.b), "--json"]
         seconds = timed(argv, env=env)
         peak_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-        print(f"xlatools diff (subprocess): {seconds:.2f} s, peak RSS {peak_rss / 2**20:.0f} MiB "
-              f"({peak_rss / total:.3f} of the pair's size)")
+        print(
+            f"xlatools diff (subprocess): {seconds:.2f} s, peak RSS {peak_rss / 2**20:.0f} MiB "
+            f"({peak_rss / total:.3f} of the pair's size)"
+        )
         tracemalloc.start()
         start = time.perf_counter()
         result = diff_bundles(pair.a, pair.b)
@@ -54,8 +58,10 @@ def main() -> None:
         tracemalloc.stop()
         first = result.first_divergence()
         found = f"{first[0].a.name}: {first[1].label}" if first else "none"
-        print(f"diff_bundles under tracemalloc: {traced:.2f} s, peak traced {peak / 2**20:.1f} MiB "
-              f"({peak / total:.4f} of the pair's size)")
+        print(
+            f"diff_bundles under tracemalloc: {traced:.2f} s, peak traced {peak / 2**20:.1f} MiB "
+            f"({peak / total:.4f} of the pair's size)"
+        )
         print(f"first diverging pass found: {found} (planted: {pair.changed_module}: pipeline/{pair.diverge_pass})")
         subprocess.run(["sync"], check=False)
     finally:

@@ -63,7 +63,6 @@ def serve(body: bytes) -> tuple[ThreadingHTTPServer, str]:
     return httpd, f"http://127.0.0.1:{httpd.server_address[1]}/xla/{COMMIT}.tar.gz"
 
 
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -77,8 +76,10 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="xlatools-bench-"))
     try:
         profile = work / "bench.yaml"
-        profile.write_text(f'description: bench\nsource:\n  xla:\n    commit: "{COMMIT}"\n'
-                           f'    urls: ["{url.replace(COMMIT, "{commit}")}"]\n')
+        profile.write_text(
+            f'description: bench\nsource:\n  xla:\n    commit: "{COMMIT}"\n'
+            f'    urls: ["{url.replace(COMMIT, "{commit}")}"]\n'
+        )
         curl = ["bash", "-c", f"set -o pipefail; curl -sf {url} | sha256sum"]
         resolve = [sys.executable, "-m", "xlatools", "pin", "resolve", "--profile", str(profile)]
 

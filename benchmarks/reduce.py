@@ -28,8 +28,13 @@ PROGRAMS = REPO / "tests" / "integration" / "reduce"
 
 
 def xlatools(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xlatools", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    return subprocess.run(
+        [sys.executable, "-m", "xlatools", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
 
 
 def dump(work: Path, program: str, python: str) -> Path:
@@ -42,8 +47,22 @@ def dump(work: Path, program: str, python: str) -> Path:
 
 def reduce(work: Path, bundle: Path, oracle: list[str], strategy: str, jobs: int) -> dict:
     started = time.perf_counter()
-    result = xlatools("reduce", str(bundle), *oracle, "--strategy", strategy, "--jobs", str(jobs), "--fresh",
-                      "--rechecks", "1", "--out", f"out-{strategy}", "--json", cwd=work)
+    result = xlatools(
+        "reduce",
+        str(bundle),
+        *oracle,
+        "--strategy",
+        strategy,
+        "--jobs",
+        str(jobs),
+        "--fresh",
+        "--rechecks",
+        "1",
+        "--out",
+        f"out-{strategy}",
+        "--json",
+        cwd=work,
+    )
     wall = time.perf_counter() - started
     if result.returncode:
         sys.exit(f"reduce ({strategy}) failed:\n{result.stderr[-2000:]}")
@@ -61,17 +80,29 @@ def main() -> None:
     script.chmod(0o755)
     cases = [("solve", dump(work, "solve.py", sys.executable), ["--module", "jit_f", "--script", str(script)])]
     if args.bad_python:
-        cases.insert(0, ("student_t", dump(work, "student_t.py", args.bad_python),
-                         ["--python", args.bad_python, "--reference-python", sys.executable]))
-    print(f"{'case':10} {'strategy':8} {'before':>6} {'after':>5} {'oracle calls':>12} {'candidates':>10} {'wall s':>7}")
+        cases.insert(
+            0,
+            (
+                "student_t",
+                dump(work, "student_t.py", args.bad_python),
+                ["--python", args.bad_python, "--reference-python", sys.executable],
+            ),
+        )
+    print(
+        f"{'case':10} {'strategy':8} {'before':>6} {'after':>5} {'oracle calls':>12} {'candidates':>10} {'wall s':>7}"
+    )
     for name, bundle, oracle in cases:
         rows = {s: reduce(work, bundle, oracle, s, args.jobs) for s in ("ddmin", "full")}
         for strategy, r in rows.items():
-            print(f"{name:10} {strategy:8} {r['instructions_before']:>6} {r['instructions_after']:>5} "
-                  f"{r['oracle_calls']:>12} {r['candidates']:>10} {r['wall']:>7.1f}")
+            print(
+                f"{name:10} {strategy:8} {r['instructions_before']:>6} {r['instructions_after']:>5} "
+                f"{r['oracle_calls']:>12} {r['candidates']:>10} {r['wall']:>7.1f}"
+            )
         d, f = rows["ddmin"], rows["full"]
-        print(f"{name:10} full/ddmin: instructions left {f['instructions_after'] / max(1, d['instructions_after']):.2f}, "
-              f"oracle calls {f['oracle_calls'] / max(1, d['oracle_calls']):.2f}, wall {f['wall'] / d['wall']:.2f}")
+        print(
+            f"{name:10} full/ddmin: instructions left {f['instructions_after'] / max(1, d['instructions_after']):.2f}, "
+            f"oracle calls {f['oracle_calls'] / max(1, d['oracle_calls']):.2f}, wall {f['wall'] / d['wall']:.2f}"
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

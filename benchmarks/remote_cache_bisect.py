@@ -40,27 +40,63 @@ from tests.integration.remote.servers import NginxCache  # noqa: E402
 def bisect(work: Path, machine: str, shas: list[str], profile: Path, cache: NginxCache, check: str) -> dict:
     home = work / f"home-{machine}"
     home.mkdir(exist_ok=True)
-    env = installed_env({**os.environ, "HOME": str(home), "XLATOOLS_CACHE_DIR": str(work / f"cache-{machine}"),
-                         "JAX_PLATFORMS": "cpu", "NO_COLOR": "1"})
+    env = installed_env(
+        {
+            **os.environ,
+            "HOME": str(home),
+            "XLATOOLS_CACHE_DIR": str(work / f"cache-{machine}"),
+            "JAX_PLATFORMS": "cpu",
+            "NO_COLOR": "1",
+        }
+    )
     served_before = cache.count("GET", "/ac/", 200)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "xlatools", "bisect", "commits", "--xla", f"{shas[0]}..{shas[-1]}",
-                           "--xla-repo", str(work / "xla"), "--source", str(work / "jax"), "--profile", str(profile),
-                           "--local", "--json", "--", check], cwd=work, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xlatools",
+            "bisect",
+            "commits",
+            "--xla",
+            f"{shas[0]}..{shas[-1]}",
+            "--xla-repo",
+            str(work / "xla"),
+            "--source",
+            str(work / "jax"),
+            "--profile",
+            str(profile),
+            "--local",
+            "--json",
+            "--",
+            check,
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
-    subprocess.run(["bazel", "shutdown"], cwd=work / "jax", env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-                   capture_output=True)
+    subprocess.run(
+        ["bazel", "shutdown"], cwd=work / "jax", env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True
+    )
     if done.returncode != 0:
         sys.exit(f"bisection on {machine} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     data = json.loads(done.stdout)  # the bisect state: each built step carries bazel's process counts
-    return {"wall": wall, "steps": data["steps"], "served": cache.count("GET", "/ac/", 200) - served_before,
-            "first_bad": data["result"]["first_bad"]["label"]}
+    return {
+        "wall": wall,
+        "steps": data["steps"],
+        "served": cache.count("GET", "/ac/", 200) - served_before,
+        "first_bad": data["result"]["first_bad"]["label"],
+    }
 
 
 def report(name: str, run: dict) -> float | None:
     built = [step for step in run["steps"] if step.get("bazel_processes")]
-    print(f"\n{name}: {len(run['steps'])} steps ({len(built)} built) in {run['wall']:.1f} s, first bad "
-          f"{run['first_bad']}, {run['served']} action results served by the team cache")
+    print(
+        f"\n{name}: {len(run['steps'])} steps ({len(built)} built) in {run['wall']:.1f} s, first bad "
+        f"{run['first_bad']}, {run['served']} action results served by the team cache"
+    )
     print(f"  {'step':>4}  {'outcome':8} {'actions':>7} {'hits':>5}")
     later_actions = later_hits = 0
     for step in run["steps"]:
@@ -70,7 +106,9 @@ def report(name: str, run: dict) -> float | None:
             later_actions += counts["actions"]
             later_hits += counts["cache_hits"]
     share = later_hits / later_actions if later_actions else None
-    print(f"  hit share of later steps: {later_hits}/{later_actions}" + (f" = {share:.0%}" if share is not None else ""))
+    print(
+        f"  hit share of later steps: {later_hits}/{later_actions}" + (f" = {share:.0%}" if share is not None else "")
+    )
     return share
 
 
@@ -87,14 +125,21 @@ def main() -> None:
             (work / f"check{n}.py").write_text(f"# test {n} of the same builds\n" + TEST)
         profile = work / "team.yaml"
         profile.write_text(f"extends: dbg-cpu\nbazel:\n  remote_cache: {cache.url}\n")
-        runs = {"A  (empty team cache)": bisect(work, "a", shas, profile, cache, "check.py"),
-                "B  (another machine, same range)": bisect(work, "b", shas, profile, cache, "check2.py"),
-                "A' (machine A again, new bisection)": bisect(work, "a", shas, profile, cache, "check3.py")}
+        runs = {
+            "A  (empty team cache)": bisect(work, "a", shas, profile, cache, "check.py"),
+            "B  (another machine, same range)": bisect(work, "b", shas, profile, cache, "check2.py"),
+            "A' (machine A again, new bisection)": bisect(work, "a", shas, profile, cache, "check3.py"),
+        }
         shares = {name: report(name, run) for name, run in runs.items()}
         first = next(iter(runs.values()))["wall"]
-        print("\nwall time vs A: " + ", ".join(f"{name.split()[0]} {run['wall'] / first:.2f}" for name, run in runs.items()))
-        print("later-step hit shares: " + ", ".join(
-            f"{name.split()[0]} {'n/a' if s is None else format(s, '.0%')}" for name, s in shares.items()))
+        print(
+            "\nwall time vs A: "
+            + ", ".join(f"{name.split()[0]} {run['wall'] / first:.2f}" for name, run in runs.items())
+        )
+        print(
+            "later-step hit shares: "
+            + ", ".join(f"{name.split()[0]} {'n/a' if s is None else format(s, '.0%')}" for name, s in shares.items())
+        )
 
 
 if __name__ == "__main__":

@@ -78,20 +78,38 @@ def modules_ratio(python: str, runs: int, as_json: bool, env: dict[str, str], wo
 
     dump = os.path.join(work, "dump7")
     Path(work, "seven.py").write_text(SEVEN)
-    subprocess.run([python, os.path.join(work, "seven.py")], check=True,
-                   env={**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"})
-    base = [sys.executable, "-m", "xlatools", "replay", dump, "--python", python, "--out", os.path.join(work, "artifacts")]
+    subprocess.run(
+        [python, os.path.join(work, "seven.py")],
+        check=True,
+        env={**env, "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"},
+    )
+    base = [
+        sys.executable,
+        "-m",
+        "xlatools",
+        "replay",
+        dump,
+        "--python",
+        python,
+        "--out",
+        os.path.join(work, "artifacts"),
+    ]
     timed(base + ["--module", "jit_f0"], env=env, cwd=work)  # warm-up: file caches and the target probe
     result = {}
     for mode, workers in (("before (a process per module)", "0"), ("after (workers)", "1")):
         mode_env = {**env, "XLATOOLS_REPLAY_WORKERS": workers}
         one, seven = alternate(base + ["--module", "jit_f0"], base, runs, env=mode_env, cwd=work)
         ratio = statistics.median(seven) / statistics.median(one)
-        result[mode] = {"one_module_median_s": round(statistics.median(one), 3),
-                        "seven_modules_median_s": round(statistics.median(seven), 3), "ratio": round(ratio, 3)}
+        result[mode] = {
+            "one_module_median_s": round(statistics.median(one), 3),
+            "seven_modules_median_s": round(statistics.median(seven), 3),
+            "ratio": round(ratio, 3),
+        }
         if not as_json:
-            print(f"{mode}: 1 module median {statistics.median(one):.2f} s, 7 modules median "
-                  f"{statistics.median(seven):.2f} s, ratio {ratio:.2f} (goal with workers < 2)")
+            print(
+                f"{mode}: 1 module median {statistics.median(one):.2f} s, 7 modules median "
+                f"{statistics.median(seven):.2f} s, ratio {ratio:.2f} (goal with workers < 2)"
+            )
     if as_json:
         print(json.dumps({"runs": runs, **result}, indent=2))
     return 0
@@ -109,15 +127,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="alternating runs per side (at least 5)")
     parser.add_argument("--iterations", type=int, default=100, help="executions of the compiled module per run")
-    parser.add_argument("--python", default=sys.executable, help="interpreter with jax >= 0.5 (the by-hand script uses its APIs)")
+    parser.add_argument(
+        "--python", default=sys.executable, help="interpreter with jax >= 0.5 (the by-hand script uses its APIs)"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--modules", action="store_true", help="7 modules against 1, with and without workers")
     args = parser.parse_args()
     if args.runs < (3 if args.modules else 5):
         parser.error("--runs must be at least 5 (3 with --modules)")
     work = tempfile.mkdtemp(prefix="xlatools-bench-replay-")
-    env = {**installed_env(), "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
-           "XLATOOLS_CACHE_DIR": os.path.join(work, "cache")}
+    env = {
+        **installed_env(),
+        "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
+        "NO_COLOR": "1",
+        "XLATOOLS_CACHE_DIR": os.path.join(work, "cache"),
+    }
     env.pop("XLA_FLAGS", None)
     if args.modules:
         try:
@@ -128,8 +152,21 @@ def main() -> int:
         module = dump_seed(args.python, work, env)
         hand_script = os.path.join(work, "by_hand.py")
         Path(hand_script).write_text(BY_HAND)
-        by_tool = [sys.executable, "-m", "xlatools", "replay", str(module), "--inputs", "random", "--iterations",
-                   str(args.iterations), "--python", args.python, "--out", os.path.join(work, "artifacts")]
+        by_tool = [
+            sys.executable,
+            "-m",
+            "xlatools",
+            "replay",
+            str(module),
+            "--inputs",
+            "random",
+            "--iterations",
+            str(args.iterations),
+            "--python",
+            args.python,
+            "--out",
+            os.path.join(work, "artifacts"),
+        ]
         by_hand = [args.python, hand_script, str(module), str(args.iterations), os.path.join(work, "out.npy")]
         timed(by_tool, env=env, cwd=work)  # warm-up: file caches and the one-time target probe
         timed(by_hand, env=env, cwd=work)
@@ -141,9 +178,13 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     cpu_ratio = round(statistics.median(tool_cpu) / statistics.median(hand_cpu), 3)
     if not args.json:
-        print(f"CPU seconds (user+system, target included): median by hand {statistics.median(hand_cpu):.3f}, "
-              f"xlatools {statistics.median(tool_cpu):.3f}, ratio {cpu_ratio:.3f}")
-    report_ratio(hand_times, tool_times, 1.2, args.json, module="jit_fn", iterations=args.iterations, cpu_ratio=cpu_ratio)
+        print(
+            f"CPU seconds (user+system, target included): median by hand {statistics.median(hand_cpu):.3f}, "
+            f"xlatools {statistics.median(tool_cpu):.3f}, ratio {cpu_ratio:.3f}"
+        )
+    report_ratio(
+        hand_times, tool_times, 1.2, args.json, module="jit_fn", iterations=args.iterations, cpu_ratio=cpu_ratio
+    )
     return 0
 
 

@@ -28,27 +28,50 @@ ALL = "dot,matmul,conv,reduce,while,grad,collectives"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="alternating runs per side (at least 5)")
-    parser.add_argument("--program", default="seed", help="seed (the default), smoke:NAME[,NAME...], smoke:all, or a .py file")
+    parser.add_argument(
+        "--program", default="seed", help="seed (the default), smoke:NAME[,NAME...], smoke:all, or a .py file"
+    )
     parser.add_argument("--python", default=sys.executable, help="interpreter with jax that runs the program")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     if args.runs < 5:
         parser.error("--runs must be at least 5")
-    script = str(SEED) if args.program == "seed" else os.path.abspath(args.program) if args.program.endswith(".py") else None
+    script = (
+        str(SEED) if args.program == "seed" else os.path.abspath(args.program) if args.program.endswith(".py") else None
+    )
     names = [] if script else (ALL if args.program == "smoke:all" else args.program.removeprefix("smoke:")).split(",")
 
     work = tempfile.mkdtemp(prefix="xlatools-bench-")
-    base_env = {**installed_env(), "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "NO_COLOR": "1",
-                "XLATOOLS_CACHE_DIR": os.path.join(work, "cache")}
+    base_env = {
+        **installed_env(),
+        "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
+        "NO_COLOR": "1",
+        "XLATOOLS_CACHE_DIR": os.path.join(work, "cache"),
+    }
     base_env.pop("XLA_FLAGS", None)
-    flags = ["--xla_dump_hlo_as_text"] + (["--xla_force_host_platform_device_count=4"] if "collectives" in names else [])
-    by_tool = [sys.executable, "-m", "xlatools", "run", script or args.program, "--dump", "--python", args.python, "--out",
-               os.path.join(work, "artifacts")]
+    flags = ["--xla_dump_hlo_as_text"] + (
+        ["--xla_force_host_platform_device_count=4"] if "collectives" in names else []
+    )
+    by_tool = [
+        sys.executable,
+        "-m",
+        "xlatools",
+        "run",
+        script or args.program,
+        "--dump",
+        "--python",
+        args.python,
+        "--out",
+        os.path.join(work, "artifacts"),
+    ]
 
     def by_hand(i: int, cpu: list[float] | None = None) -> float:
         dump = os.path.join(work, f"hand-{i}")
-        env = {**base_env, "JAX_ENABLE_COMPILATION_CACHE": "false",
-               "XLA_FLAGS": " ".join(flags + [f"--xla_dump_to={dump}"])}
+        env = {
+            **base_env,
+            "JAX_ENABLE_COMPILATION_CACHE": "false",
+            "XLA_FLAGS": " ".join(flags + [f"--xla_dump_to={dump}"]),
+        }
         return timed([args.python, script] if script else [args.python, str(SMOKE), *names], env=env, cwd=work, cpu=cpu)
 
     try:

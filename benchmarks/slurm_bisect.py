@@ -52,8 +52,14 @@ def main() -> None:
         if started.returncode != 0:
             raise SystemExit(f"the test cluster did not start: {started.stderr.strip()}")
         try:
-            env = installed_env({**os.environ, "SLURM_CONF": str(cluster / "slurm.conf"), "JAX_PLATFORMS": "cpu",
-                                 "XLATOOLS_CACHE_DIR": str(args.cache)})
+            env = installed_env(
+                {
+                    **os.environ,
+                    "SLURM_CONF": str(cluster / "slurm.conf"),
+                    "JAX_PLATFORMS": "cpu",
+                    "XLATOOLS_CACHE_DIR": str(args.cache),
+                }
+            )
             walls: dict[str, list[float]] = {mode: [] for mode in MODES}
             starts: dict[str, list[float]] = {mode: [] for mode in MODES}
             for repeat in range(args.repeats):
@@ -69,17 +75,28 @@ def main() -> None:
         finally:
             subprocess.run([str(SCRIPT), "stop", str(cluster)], capture_output=True)
     local = statistics.median(walls["local K=1"])
-    rows = {mode: {"wall_s_median": round(statistics.median(w), 2), "vs_local": round(statistics.median(w) / local, 2),
-                   "submit_to_start_s_median": round(statistics.median(starts[mode]), 3) if starts[mode] else None,
-                   "submit_to_start_s_max": round(max(starts[mode]), 3) if starts[mode] else None}
-            for mode, w in walls.items()}
+    rows = {
+        mode: {
+            "wall_s_median": round(statistics.median(w), 2),
+            "vs_local": round(statistics.median(w) / local, 2),
+            "submit_to_start_s_median": round(statistics.median(starts[mode]), 3) if starts[mode] else None,
+            "submit_to_start_s_max": round(max(starts[mode]), 3) if starts[mode] else None,
+        }
+        for mode, w in walls.items()
+    }
     if args.json:
         print(json.dumps(rows, indent=2))
         return
     print(f"bisect releases {GOOD}..{BAD}, environments cached, {args.repeats} repeats (median):")
     for mode, row in rows.items():
-        overhead = (f"; sbatch -> first task {row['submit_to_start_s_median']:.2f} s median, "
-                    f"{row['submit_to_start_s_max']:.2f} s max") if row["submit_to_start_s_median"] is not None else ""
+        overhead = (
+            (
+                f"; sbatch -> first task {row['submit_to_start_s_median']:.2f} s median, "
+                f"{row['submit_to_start_s_max']:.2f} s max"
+            )
+            if row["submit_to_start_s_median"] is not None
+            else ""
+        )
         print(f"  {mode:<10} {row['wall_s_median']:6.1f} s  ({row['vs_local']:.2f} x local){overhead}")
 
 

@@ -47,14 +47,22 @@ def main() -> int:
     steps = [s for s in STEPS if not args.step or s in args.step or s == "run"]
     interpreters = Interpreters(args.jaxlib, args.other, args.tf_python or None, args.torch_xla_python or None)
     started = time.perf_counter()
-    matrix = run_matrix(interpreters, programs, steps, fresh_work(args.work.resolve()),
-                        say=lambda line: print(line, file=sys.stderr, flush=True), forms=args.forms)
+    matrix = run_matrix(
+        interpreters,
+        programs,
+        steps,
+        fresh_work(args.work.resolve()),
+        say=lambda line: print(line, file=sys.stderr, flush=True),
+        forms=args.forms,
+    )
     table = markdown(matrix, steps) + f"\nmatrix time: {time.perf_counter() - started:.0f} s\n"
     print(table)
     if args.markdown:
         args.markdown.write_text(table)
     if args.json:
-        args.json.write_text(json.dumps({**matrix.to_json(), "seconds": round(time.perf_counter() - started, 1)}, indent=1))
+        args.json.write_text(
+            json.dumps({**matrix.to_json(), "seconds": round(time.perf_counter() - started, 1)}, indent=1)
+        )
     return 1 if matrix.bad() else 0
 
 

@@ -22,8 +22,22 @@ from collections import defaultdict
 from pathlib import Path
 
 CLI = {"cli", "commands", "__main__"}
-SHARED = {"errors", "console", "fsutil", "bundle", "proctree", "bazelrc", "debuginfo", "vocab", "redact", "records",
-          "yamlfile", "hlo", "search", "__init__"}  # hlo: HLO text and dump-name grammars; search: ddmin, K-ary (pure)
+SHARED = {
+    "errors",
+    "console",
+    "fsutil",
+    "bundle",
+    "proctree",
+    "bazelrc",
+    "debuginfo",
+    "vocab",
+    "redact",
+    "records",
+    "yamlfile",
+    "hlo",
+    "search",
+    "__init__",
+}  # hlo: HLO text and dump-name grammars; search: ddmin, K-ary (pure)
 SHARED |= {"gitcmd", "crashlog"}  # the one git runner; the crash log of a bug of ours
 # capability -> the capabilities it may use (besides the shared modules).
 ALLOWED = {
@@ -47,7 +61,9 @@ MAX_FUNCTION_LINES = 60
 MAX_LOOSE_DICTS = 20
 # Where output may be written: the CLI layer and the console module itself.
 MAY_WRITE = CLI | {"console"}
-_LOOSE_DICT = re.compile(r"^(?:typing\.)?(?:dict|Dict|Mapping|MutableMapping)(?:\[str, *(?:typing\.)?(?:Any|object)\])?$")
+_LOOSE_DICT = re.compile(
+    r"^(?:typing\.)?(?:dict|Dict|Mapping|MutableMapping)(?:\[str, *(?:typing\.)?(?:Any|object)\])?$"
+)
 
 
 def part_of(module: str) -> str:
@@ -111,8 +127,19 @@ def output_writes(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             name = f"{node.value.id}.{node.attr}"
-            if name in ("sys.stdout", "sys.stderr", "sys.argv", "typer.echo", "console.out", "console.err",
-                        "console.info", "console.warn", "console.step", "console.error", "console.group"):
+            if name in (
+                "sys.stdout",
+                "sys.stderr",
+                "sys.argv",
+                "typer.echo",
+                "console.out",
+                "console.err",
+                "console.info",
+                "console.warn",
+                "console.step",
+                "console.error",
+                "console.group",
+            ):
                 found.append((node.lineno, name))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
             found.append((node.lineno, "print"))
@@ -122,8 +149,11 @@ def output_writes(path: Path) -> list[tuple[int, str]]:
 def function_sizes(path: Path) -> list[tuple[str, int, int]]:
     tree = ast.parse(path.read_text(), str(path))
     # The body only: a CLI command's option declarations are data, not logic.
-    return [(node.name, node.lineno, node.end_lineno - node.body[0].lineno + 1) for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [
+        (node.name, node.lineno, node.end_lineno - node.body[0].lineno + 1)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
 
 
 def main() -> int:
@@ -169,14 +199,21 @@ def main() -> int:
             elif what != "sys.argv" and part not in MAY_WRITE:
                 problems.append(f"{path}:{line}: {what} in a capability module (report through the Reporter)")
         loose += [(path, line, explained) for line, explained in loose_dicts(path)]
-    problems += [f"{path}:{line}: dict[str, Any]-like annotation without a comment saying why"
-                 for path, line, explained in loose if not explained]
+    problems += [
+        f"{path}:{line}: dict[str, Any]-like annotation without a comment saying why"
+        for path, line, explained in loose
+        if not explained
+    ]
     if len(loose) > MAX_LOOSE_DICTS:
         problems.append(f"{len(loose)} dict[str, Any]-like annotations (at most {MAX_LOOSE_DICTS}): use typed records")
     sizes = sorted(((len(p.read_text().splitlines()), m) for m, p in modules.items()), reverse=True)
     problems += [f"{modules[m]}: {n} lines (over {MAX_MODULE_LINES})" for n, m in sizes if n > MAX_MODULE_LINES]
-    long_functions = [(n, f"{modules[m]}:{line} {name}") for m in modules for name, line, n in function_sizes(modules[m])
-                      if n > MAX_FUNCTION_LINES]
+    long_functions = [
+        (n, f"{modules[m]}:{line} {name}")
+        for m in modules
+        for name, line, n in function_sizes(modules[m])
+        if n > MAX_FUNCTION_LINES
+    ]
     print(f"modules: {len(modules)}, largest: " + ", ".join(f"{m} ({n})" for n, m in sizes[:3]))
     print(f"dict[str, Any]-like annotations: {len(loose)} (at most {MAX_LOOSE_DICTS})")
     for n, where in sorted(long_functions, reverse=True):

@@ -32,8 +32,16 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PIN_FILES = ("WORKSPACE", "third_party/xla/workspace.bzl", "third_party/xla/revision.bzl", "MODULE.bazel")
-ERAS = ("tensorflow_workspace", "xla_workspace", "workspace_bzl", "revision_bzl", "api_tarball",
-        "api_tarball_two_digests", "revision_bzl_module", "placeholder")
+ERAS = (
+    "tensorflow_workspace",
+    "xla_workspace",
+    "workspace_bzl",
+    "revision_bzl",
+    "api_tarball",
+    "api_tarball_two_digests",
+    "revision_bzl_module",
+    "placeholder",
+)
 HEX40, HEX64 = r"[0-9a-f]{40}", r"[0-9a-f]{64}"
 
 
@@ -49,12 +57,14 @@ class Mirror:
 
     def __init__(self, directory: Path):
         self.dir = directory
-        self.batch = subprocess.Popen(["git", f"--git-dir={directory}", "cat-file", "--batch"],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.batch = subprocess.Popen(
+            ["git", f"--git-dir={directory}", "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
 
     def git(self, *args: str) -> str:
-        return subprocess.run(["git", f"--git-dir={self.dir}", *args], check=True, capture_output=True,
-                              text=True).stdout
+        return subprocess.run(
+            ["git", f"--git-dir={self.dir}", *args], check=True, capture_output=True, text=True
+        ).stdout
 
     def show(self, spec: str) -> str | None:
         self.batch.stdin.write(spec.encode() + b"\n")
@@ -81,7 +91,7 @@ def _call_block(text: str | None, function: str, key: str, name: str) -> str | N
             depth += {"(": 1, ")": -1}.get(text[end], 0)
             if depth == 0:
                 break
-        block = text[match.start():end + 1]
+        block = text[match.start() : end + 1]
         if re.search(rf'\b{key}\s*=\s*"{re.escape(name)}"', block):
             return block
     return None
@@ -99,9 +109,15 @@ def _urls(block: str | None) -> list[str]:
 
 def pins(files: dict[str, str | None]) -> dict:
     """The pinned values of one tree, and its era (by the files' shapes)."""
-    revision, ws_bzl, module, workspace = (files["third_party/xla/revision.bzl"], files["third_party/xla/workspace.bzl"],
-                                           files["MODULE.bazel"], files["WORKSPACE"])
-    holder = revision if revision and "XLA_COMMIT" in revision else (ws_bzl if ws_bzl and "XLA_COMMIT =" in ws_bzl else None)
+    revision, ws_bzl, module, workspace = (
+        files["third_party/xla/revision.bzl"],
+        files["third_party/xla/workspace.bzl"],
+        files["MODULE.bazel"],
+        files["WORKSPACE"],
+    )
+    holder = (
+        revision if revision and "XLA_COMMIT" in revision else (ws_bzl if ws_bzl and "XLA_COMMIT =" in ws_bzl else None)
+    )
     out: dict = {}
     if holder is not None:
         out["commit"] = re.search(rf'XLA_COMMIT = "({HEX40})"', holder).group(1)
@@ -126,8 +142,13 @@ def pins(files: dict[str, str | None]) -> dict:
         if block and _kw(block, "sha256"):
             urls = _urls(block)
             commit = re.search(HEX40, urls[0]) if urls else None
-            return {"era": era, "commit": commit.group() if commit else None, "sha256": _kw(block, "sha256"),
-                    "strip_prefix": _kw(block, "strip_prefix"), "urls": urls}
+            return {
+                "era": era,
+                "commit": commit.group() if commit else None,
+                "sha256": _kw(block, "sha256"),
+                "strip_prefix": _kw(block, "strip_prefix"),
+                "urls": urls,
+            }
     return {}
 
 
@@ -145,8 +166,11 @@ def hand_written_lock(new: dict) -> dict:
     else:
         name = "xla"
         if new["api"]:
-            main = archive([f"https://api.github.com/repos/openxla/xla/tarball/{commit}"], new["sha256"],
-                           f"openxla-xla-{commit[:7]}")
+            main = archive(
+                [f"https://api.github.com/repos/openxla/xla/tarball/{commit}"],
+                new["sha256"],
+                f"openxla-xla-{commit[:7]}",
+            )
         else:
             main = archive([f"https://github.com/openxla/xla/archive/{commit}.tar.gz"], new["sha256"], f"xla-{commit}")
         module = new.get("module")
@@ -197,15 +221,20 @@ def write_tree(root: Path, files: dict[str, str | None]) -> None:
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "xlatools", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "xlatools", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def replay_one(mirror: Mirror, commit: str) -> dict:
     new_files, old_files = mirror.files(commit), mirror.files(f"{commit}^")
     new = pins(new_files)
-    record = {"commit": commit, "era": new["era"], "parent_era": pins(old_files).get("era"),
-              "pure": is_pure_bump(mirror, commit)}
+    record = {
+        "commit": commit,
+        "era": new["era"],
+        "parent_era": pins(old_files).get("era"),
+        "pure": is_pure_bump(mirror, commit),
+    }
     with tempfile.TemporaryDirectory(prefix="replay-pin-") as tmp:
         tmp = Path(tmp)
         lock = tmp / "xlatools.lock"
@@ -247,16 +276,23 @@ def _error(done: subprocess.CompletedProcess) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mirror", type=Path, default=os.environ.get("XLATOOLS_JAX_MIRROR"),
-                        help="a jax-ml/jax clone or git dir (default: $XLATOOLS_JAX_MIRROR)")
+    parser.add_argument(
+        "--mirror",
+        type=Path,
+        default=os.environ.get("XLATOOLS_JAX_MIRROR"),
+        help="a jax-ml/jax clone or git dir (default: $XLATOOLS_JAX_MIRROR)",
+    )
     parser.add_argument("--per-era", type=int, default=8, help="commits sampled per era (pure bumps first)")
     parser.add_argument("--json", action="store_true", help="print every record as JSON on stdout")
     parser.add_argument("--verbose", action="store_true", help="print each commit's outcome")
     args = parser.parse_args(argv)
     directory = git_dir(Path(args.mirror).expanduser()) if args.mirror else None
     if directory is None:
-        print(f"skipped: no jax-ml/jax snapshot at hand (pass --mirror PATH or set XLATOOLS_JAX_MIRROR)"
-              f"{'; ' + str(args.mirror) + ' is not a git directory' if args.mirror else ''}", file=sys.stderr)
+        print(
+            f"skipped: no jax-ml/jax snapshot at hand (pass --mirror PATH or set XLATOOLS_JAX_MIRROR)"
+            f"{'; ' + str(args.mirror) + ' is not a git directory' if args.mirror else ''}",
+            file=sys.stderr,
+        )
         return 0
     mirror = Mirror(directory)
     found = bumps(mirror)
@@ -273,9 +309,11 @@ def main(argv=None) -> int:
             record["bumps_in_era"], record["pure_in_era"] = len(commits), len(pure)
             records.append(record)
             if args.verbose:
-                print(f"{era:24} {commit[:10]} pure={record['pure']!s:5} apply={record['apply']:9} "
-                      f"verify={record['verify']} {record.get('why', '')}{record.get('differing_files', '')}",
-                      file=sys.stderr)
+                print(
+                    f"{era:24} {commit[:10]} pure={record['pure']!s:5} apply={record['apply']:9} "
+                    f"verify={record['verify']} {record.get('why', '')}{record.get('differing_files', '')}",
+                    file=sys.stderr,
+                )
     if args.json:
         print(json.dumps(records, indent=2))
     print(summary(records, found), file=sys.stderr if args.json else sys.stdout)
@@ -293,20 +331,28 @@ def differing_reason(record: dict) -> str:
 
 
 def summary(records: list[dict], found: dict) -> str:
-    lines = [f"{'era':24} {'bumps':>5} {'pure':>5} {'sample':>6} {'identical':>9} {'differing':>9} {'refused':>7}"
-             "   verify on upstream's own tree"]
+    lines = [
+        f"{'era':24} {'bumps':>5} {'pure':>5} {'sample':>6} {'identical':>9} {'differing':>9} {'refused':>7}"
+        "   verify on upstream's own tree"
+    ]
     for era in ERAS:
         mine = [r for r in records if r["era"] == era]
         apply = Counter(r["apply"] for r in mine)
         verify = Counter(r["verify"] for r in mine)
         pure = mine[0]["pure_in_era"] if mine else 0
-        lines.append(f"{era:24} {len(found.get(era, [])):5} {pure:5} {len(mine):6} {apply['identical']:9} "
-                     f"{apply['differing']:9} {apply['refused']:7}   "
-                     + ", ".join(f"{k} {v}" for k, v in sorted(verify.items())))
+        lines.append(
+            f"{era:24} {len(found.get(era, [])):5} {pure:5} {len(mine):6} {apply['identical']:9} "
+            f"{apply['differing']:9} {apply['refused']:7}   " + ", ".join(f"{k} {v}" for k, v in sorted(verify.items()))
+        )
     reasons = Counter(r["differing_reason"] for r in records if r["apply"] == "differing")
     lines.append("differing: " + (", ".join(f"{k}: {v}" for k, v in sorted(reasons.items())) or "none"))
-    refused = Counter("era changed in the commit (the parent tree fetches another form)"
-                      if r["parent_era"] != r["era"] else "unexplained" for r in records if r["apply"] == "refused")
+    refused = Counter(
+        "era changed in the commit (the parent tree fetches another form)"
+        if r["parent_era"] != r["era"]
+        else "unexplained"
+        for r in records
+        if r["apply"] == "refused"
+    )
     lines.append("refused: " + (", ".join(f"{k}: {v}" for k, v in sorted(refused.items())) or "none"))
     lines.append(f"verify false alarms: {sum(r['verify'] == 'false_alarm' for r in records)}")
     return "\n".join(lines)

@@ -56,7 +56,10 @@ def buildgrid():
     from tests.integration.remote.servers import BuildGrid, buildgrid_binary
 
     binary = buildgrid_binary()
-    require("buildgrid", binary is not None,
-            "scripts/make-buildgrid-venv.sh DIR, then export XLATOOLS_BGD=DIR/bin/bgd (or put bgd on PATH)")
+    require(
+        "buildgrid",
+        binary is not None,
+        "scripts/make-buildgrid-venv.sh DIR, then export XLATOOLS_BGD=DIR/bin/bgd (or put bgd on PATH)",
+    )
     with BuildGrid(binary) as server:
         yield server

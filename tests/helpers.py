@@ -36,7 +36,9 @@ def interpreter_from_env(variable: str, component: str, what: str, made_by: str)
     return path
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120, input: str | None = None):
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 120, input: str | None = None
+):
     """Run the real `xlatools` CLI as a subprocess of this interpreter."""
     full_env = dict(os.environ)
     full_env.pop("XLATOOLS_PROFILE_PATH", None)
@@ -71,8 +73,13 @@ def manifest(bundle: Path) -> dict:
     return json.loads((bundle / "manifest.json").read_text())
 
 
-def build_versioned_lib(directory: Path, soname: str, versions: list[str], consumer_needs: str | None = None,
-                        consumer_flags: tuple[str, ...] = ()) -> Path:
+def build_versioned_lib(
+    directory: Path,
+    soname: str,
+    versions: list[str],
+    consumer_needs: str | None = None,
+    consumer_flags: tuple[str, ...] = (),
+) -> Path:
     """A real shared object `directory/soname` defining one symbol per version node (gcc and a
     version script), like an old or new libstdc++ for the loader checks. With `consumer_needs`,
     also `directory/libconsumer.so`, linked against it (with `consumer_flags`, e.g. an rpath) and
@@ -83,21 +90,49 @@ def build_versioned_lib(directory: Path, soname: str, versions: list[str], consu
     require("gcc", gcc is not None, "apt-get install gcc (builds the fake libraries of the native-library tests)")
     directory.mkdir(parents=True, exist_ok=True)
     symbol = lambda v: "sym_" + v.replace(".", "_")  # noqa: E731
-    (directory / "lib.c").write_text("".join(f"int {symbol(v)}(void) {{ return {i}; }}\n" for i, v in enumerate(versions)))
+    (directory / "lib.c").write_text(
+        "".join(f"int {symbol(v)}(void) {{ return {i}; }}\n" for i, v in enumerate(versions))
+    )
     nodes, parent = [], None
     for version in versions:
-        nodes.append(f"{version} {{ global: {symbol(version)};{' local: *;' if parent is None else ''} }}"
-                     + (f" {parent};" if parent else ";"))
+        nodes.append(
+            f"{version} {{ global: {symbol(version)};{' local: *;' if parent is None else ''} }}"
+            + (f" {parent};" if parent else ";")
+        )
         parent = version
     (directory / "lib.map").write_text("\n".join(nodes) + "\n")
     lib = directory / soname
-    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(lib), str(directory / "lib.c"),
-                    f"-Wl,--version-script={directory / 'lib.map'}", f"-Wl,-soname,{soname}"], check=True)
+    subprocess.run(
+        [
+            gcc,
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(lib),
+            str(directory / "lib.c"),
+            f"-Wl,--version-script={directory / 'lib.map'}",
+            f"-Wl,-soname,{soname}",
+        ],
+        check=True,
+    )
     if consumer_needs:
-        (directory / "consumer.c").write_text(f"int {symbol(consumer_needs)}(void);\n"
-                                              f"int use(void) {{ return {symbol(consumer_needs)}(); }}\n")
-        subprocess.run([gcc, "-shared", "-fPIC", "-o", str(directory / "libconsumer.so"), str(directory / "consumer.c"),
-                        f"-L{directory}", f"-l:{soname}", *consumer_flags], check=True)
+        (directory / "consumer.c").write_text(
+            f"int {symbol(consumer_needs)}(void);\nint use(void) {{ return {symbol(consumer_needs)}(); }}\n"
+        )
+        subprocess.run(
+            [
+                gcc,
+                "-shared",
+                "-fPIC",
+                "-o",
+                str(directory / "libconsumer.so"),
+                str(directory / "consumer.c"),
+                f"-L{directory}",
+                f"-l:{soname}",
+                *consumer_flags,
+            ],
+            check=True,
+        )
     return lib
 
 
@@ -105,8 +140,19 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 
 
 def browse(browser: str, page: Path, profile: Path, *mode: str) -> subprocess.CompletedProcess:
-    argv = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
-            f"--user-data-dir={profile}", "--window-size=1280,2400", "--virtual-time-budget=3000", *mode, page.as_uri()]
+    argv = [
+        browser,
+        "--headless",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        "--window-size=1280,2400",
+        "--virtual-time-budget=3000",
+        *mode,
+        page.as_uri(),
+    ]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
@@ -176,6 +222,11 @@ def as_one_interpreter_record(data):
     data = {key: as_one_interpreter_record(value) for key, value in data.items()}
     versions = data.get("versions")
     if isinstance(versions, dict) and "python" in versions:
-        data["versions"] = {"python_version": versions["python"], "backend": None, "devices": [], "plugins": [],
-                            **{key: value for key, value in versions.items() if key != "python"}}
+        data["versions"] = {
+            "python_version": versions["python"],
+            "backend": None,
+            "devices": [],
+            "plugins": [],
+            **{key: value for key, value in versions.items() if key != "python"},
+        }
     return data

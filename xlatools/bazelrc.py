@@ -87,6 +87,7 @@ def render(resolved, config_name: str = DEFAULT_CONFIG_NAME, version: str | None
 
 # --- the managed block inside .bazelrc.user ---------------------------------
 
+
 def _markers(config_name: str, owner: str = "xlatools bazelrc") -> tuple[str, str]:
     return (
         f"# >>> xlatools config '{config_name}' (managed by `{owner}`; edits inside are replaced) >>>",
@@ -101,8 +102,9 @@ class BlockUpdate:
     action: str  # "added", "replaced" or "unchanged"
 
 
-def update_block(existing: str, config_name: str, rendered: str, file_label: str = ".bazelrc.user",
-                 owner: str = "xlatools bazelrc") -> BlockUpdate:
+def update_block(
+    existing: str, config_name: str, rendered: str, file_label: str = ".bazelrc.user", owner: str = "xlatools bazelrc"
+) -> BlockUpdate:
     """Put `rendered` between this config's marker lines, keeping everything else (any `#`-comment file)."""
     begin, end = _markers(config_name, owner)
     lines = existing.splitlines()
@@ -154,16 +156,27 @@ def write_tree_block(source: Path, config_name: str, rendered: str, dry_run: boo
     update = update_block(existing, config_name, rendered, file_label=str(target))
     workspace_rc = Path(source) / ".bazelrc"
     imported = workspace_rc.is_file() and imports_user_rc(workspace_rc.read_text(encoding="utf-8", errors="replace"))
-    diff = "".join(difflib.unified_diff(existing.splitlines(keepends=True), update.text.splitlines(keepends=True),
-                                        str(target), str(target))) if update.changed else ""
+    diff = (
+        "".join(
+            difflib.unified_diff(
+                existing.splitlines(keepends=True), update.text.splitlines(keepends=True), str(target), str(target)
+            )
+        )
+        if update.changed
+        else ""
+    )
     if update.changed and not dry_run:
         try:
             atomic_write_text(target, update.text)
         except OSError as exc:
-            raise write_failure(exc, f"cannot write {target}: {exc.strerror}", hint="check the tree's permissions") from None
+            raise write_failure(
+                exc, f"cannot write {target}: {exc.strerror}", hint="check the tree's permissions"
+            ) from None
     return TreeBlockWrite(target, update.action, update.changed, imported, diff)
 
 
 def not_imported_warning(source: Path, config_name: str) -> str:
-    return (f"{Path(source) / '.bazelrc'} does not import .bazelrc.user, so bazel will not see --config={config_name}; "
-            "add `try-import %workspace%/.bazelrc.user` to it (JAX's .bazelrc has it)")
+    return (
+        f"{Path(source) / '.bazelrc'} does not import .bazelrc.user, so bazel will not see --config={config_name}; "
+        "add `try-import %workspace%/.bazelrc.user` to it (JAX's .bazelrc has it)"
+    )

@@ -28,8 +28,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Generic, Iterator, TypeVar
 
-from xlatools.errors import (EXIT_INTERNAL, EXIT_MISSING, EnvironmentMissing, Interrupted, UsageError, XlaToolsError,
-                             exit_code_for)
+from xlatools.errors import (
+    EXIT_INTERNAL,
+    EXIT_MISSING,
+    EnvironmentMissing,
+    Interrupted,
+    UsageError,
+    XlaToolsError,
+    exit_code_for,
+)
 from xlatools.fsutil import atomic_write_json, sha256_file, write_failure
 from xlatools.records.base import MANIFEST, BundleRecord, FileEntry, to_json
 from xlatools.vocab import Status
@@ -74,8 +81,9 @@ class Bundle:
         try:
             out_root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise write_failure(exc, f"cannot create output directory {out_root}: {exc.strerror}",
-                                hint="pick another --out") from None
+            raise write_failure(
+                exc, f"cannot create output directory {out_root}: {exc.strerror}", hint="pick another --out"
+            ) from None
         now = datetime.now(timezone.utc)
         stamp = now.strftime("%Y%m%dT%H%M%SZ")
         for _ in range(20):
@@ -86,8 +94,9 @@ class Bundle:
             except FileExistsError:
                 continue
             except OSError as exc:
-                raise write_failure(exc, f"cannot create a bundle in {out_root}: {exc.strerror}",
-                                    hint="pick another --out") from None
+                raise write_failure(
+                    exc, f"cannot create a bundle in {out_root}: {exc.strerror}", hint="pick another --out"
+                ) from None
             bundle = cls(path, kind, name, short, now.isoformat(timespec="seconds"))
             bundle._reserve()
             return bundle
@@ -104,8 +113,9 @@ class Bundle:
             import shutil
 
             shutil.rmtree(self.path, ignore_errors=True)
-            raise write_failure(exc, f"cannot start a bundle in {self.path.parent}: {exc.strerror}",
-                                hint="pick another --out") from None
+            raise write_failure(
+                exc, f"cannot start a bundle in {self.path.parent}: {exc.strerror}", hint="pick another --out"
+            ) from None
 
     def _point_latest(self) -> None:
         link = self.path.parent / latest_name(self.kind)
@@ -231,10 +241,13 @@ class BundleSession(Generic[Record]):
             self.record_failure(Status.INTERRUPTED, Interrupted.exit_code, "interrupted")
             return Interrupted(f"interrupted; {where}") if isinstance(exc, KeyboardInterrupt) else None
         if isinstance(exc, OSError):
-            reason = f"cannot write the {self.record.kind} records: {exc.strerror or exc}" + \
-                (f" ({exc.filename})" if exc.filename else "")
+            reason = f"cannot write the {self.record.kind} records: {exc.strerror or exc}" + (
+                f" ({exc.filename})" if exc.filename else ""
+            )
             self.record_failure(Status.ERROR, EXIT_MISSING, reason)
-            return EnvironmentMissing(f"{reason}; {where}", hint="free some space (or pick another --out) and run again")
+            return EnvironmentMissing(
+                f"{reason}; {where}", hint="free some space (or pick another --out) and run again"
+            )
         if isinstance(exc, XlaToolsError):
             self.record_failure(_STATUS_OF_EXIT.get(exc.exit_code, Status.ERROR), exc.exit_code, exc.message)
             return None
@@ -243,7 +256,9 @@ class BundleSession(Generic[Record]):
 
 
 @contextlib.contextmanager
-def bundle_session(out_root: Path, record: Record, *, name: str, write_running: bool = True) -> Iterator[BundleSession[Record]]:
+def bundle_session(
+    out_root: Path, record: Record, *, name: str, write_running: bool = True
+) -> Iterator[BundleSession[Record]]:
     """Create a fresh bundle for `record` under `out_root` and see it through to its final manifest.
 
     `write_running=False`: the body writes the running manifest itself (`session.save()`), e.g.

@@ -248,9 +248,15 @@ def _main(args: list[str]) -> int:
         from xlatools.errors import EnvironmentMissing, UsageError
 
         where = f"{exc.strerror}" + (f": {exc.filename}" if exc.filename else "")
-        error = (EnvironmentMissing(where, hint="free some space") if exc.errno in (errno.ENOSPC, errno.EDQUOT) else
-                 UsageError(f"cannot use a path: {where}", hint="check the path (a read-only file system, a file where "
-                                                              "a folder goes, permissions) or pick another --out"))
+        error = (
+            EnvironmentMissing(where, hint="free some space")
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            else UsageError(
+                f"cannot use a path: {where}",
+                hint="check the path (a read-only file system, a file where "
+                "a folder goes, permissions) or pick another --out",
+            )
+        )
         report(error)
         _flush_stdout()
         return fail(args, type(error).__name__, error.exit_code, error.message, error)
@@ -258,7 +264,9 @@ def _main(args: list[str]) -> int:
     if failed is not None:
         return failed
     if result == EXIT_INTERRUPTED and _State.interrupted:
-        sys.stderr.write(f"\ninterrupted ({_State.interrupted}): stopped; temporary files and child processes removed\n")
+        sys.stderr.write(
+            f"\ninterrupted ({_State.interrupted}): stopped; temporary files and child processes removed\n"
+        )
         return fail(args, "Interrupted", EXIT_INTERRUPTED, "interrupted")
     return result if isinstance(result, int) else EXIT_OK
 

@@ -165,8 +165,15 @@ class Reporter:
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
             stream = err() if self._stream is None else Console(file=self.stream)
-            bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                           TransferSpeedColumn(), TimeRemainingColumn(), console=stream, transient=True)
+            bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=stream,
+                transient=True,
+            )
             bar.start()
             task = bar.add_task(f"downloading {label}", total=total)
         else:

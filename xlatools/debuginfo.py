@@ -93,7 +93,9 @@ def debug_info_for(options: list[str], path: str) -> DebugInfo:
             copts.append(opt)
         elif opt.startswith("--per_file_copt="):
             per_file.append(opt)
-    result = DebugInfo("-g", "--compilation_mode=dbg") if mode == "dbg" else DebugInfo(None, f"--compilation_mode={mode}")
+    result = (
+        DebugInfo("-g", "--compilation_mode=dbg") if mode == "dbg" else DebugInfo(None, f"--compilation_mode={mode}")
+    )
     for opt in copts:
         flag = opt.split("=", 1)[1]
         if _DEBUG_FLAG.match(flag):

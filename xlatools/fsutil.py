@@ -56,8 +56,12 @@ def check_output(path: Path, option: str, parents: bool = True) -> None:
     if path.is_dir():
         _refuse(path, option, "is a directory", "name a file inside it")
     if not parents and not path.parent.exists():
-        _refuse(path, option, f"cannot write: the folder {path.parent} does not exist",
-                f"create it first (mkdir -p {path.parent}) or pick another path")
+        _refuse(
+            path,
+            option,
+            f"cannot write: the folder {path.parent} does not exist",
+            f"create it first (mkdir -p {path.parent}) or pick another path",
+        )
     ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
@@ -65,7 +69,9 @@ def check_output(path: Path, option: str, parents: bool = True) -> None:
         _refuse(path, option, f"cannot write: {ancestor} is not a directory")
     if not os.access(ancestor, os.W_OK):
         readonly = bool(os.statvfs(ancestor).f_flag & os.ST_RDONLY)
-        _refuse(path, option, f"cannot write: {ancestor} is {'on a read-only file system' if readonly else 'not writable'}")
+        _refuse(
+            path, option, f"cannot write: {ancestor} is {'on a read-only file system' if readonly else 'not writable'}"
+        )
 
 
 def refuse_links(path: Path, below: Path, what: str) -> None:
@@ -75,10 +81,12 @@ def refuse_links(path: Path, below: Path, what: str) -> None:
     current = path
     while current != below and current != current.parent:
         if current.is_symlink():
-            raise UsageError(f"{what} {path}: {current} is a symbolic link (to {os.readlink(current)}); "
-                             "xlatools does not write through a link it was not given",
-                             hint=f"replace the link with a real {'file' if current == path else 'folder'}, "
-                                  "or point the option at where the link leads")
+            raise UsageError(
+                f"{what} {path}: {current} is a symbolic link (to {os.readlink(current)}); "
+                "xlatools does not write through a link it was not given",
+                hint=f"replace the link with a real {'file' if current == path else 'folder'}, "
+                "or point the option at where the link leads",
+            )
         current = current.parent
 
 
@@ -121,8 +129,9 @@ def make_dir(path: Path, option: str = "--out") -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise write_failure(exc, f"{option} {path}: cannot create the folder: {exc.strerror}",
-                            hint=f"pick another {option}") from None
+        raise write_failure(
+            exc, f"{option} {path}: cannot create the folder: {exc.strerror}", hint=f"pick another {option}"
+        ) from None
     return path
 
 
@@ -183,8 +192,9 @@ def keep_ends(path: Path, head: int = 32 << 10, tail: int = 32 << 10) -> int:
     except OSError:
         return 0
     dropped = size - head - tail
-    atomic_write_bytes(path, first + f"\n[... {dropped} bytes dropped by xlatools ...]\n".encode() + last,
-                       durable=False)
+    atomic_write_bytes(
+        path, first + f"\n[... {dropped} bytes dropped by xlatools ...]\n".encode() + last, durable=False
+    )
     return dropped
 
 

@@ -24,8 +24,10 @@ def timeout_s() -> float:
     try:
         return float(value) if value and float(value) > 0 else GIT_TIMEOUT_S
     except ValueError:
-        raise UsageError(f"XLATOOLS_GIT_TIMEOUT={value!r}: not a number of seconds",
-                         hint="unset it (default 300) or give seconds, e.g. XLATOOLS_GIT_TIMEOUT=600") from None
+        raise UsageError(
+            f"XLATOOLS_GIT_TIMEOUT={value!r}: not a number of seconds",
+            hint="unset it (default 300) or give seconds, e.g. XLATOOLS_GIT_TIMEOUT=600",
+        ) from None
 
 
 def have_git() -> bool:
@@ -37,12 +39,15 @@ def git_executable(needed_for: str = "") -> str:
     git = shutil.which("git")
     if git is None:
         why = f" ({needed_for})" if needed_for else ""
-        raise EnvironmentMissing(f"git is not installed{why}", hint="install git (e.g. apt-get install git) and run again")
+        raise EnvironmentMissing(
+            f"git is not installed{why}", hint="install git (e.g. apt-get install git) and run again"
+        )
     return git
 
 
-def run_git(*args: str, repo: Path | str | None = None, needed_for: str = "",
-            timeout_hint: str | None = None) -> subprocess.CompletedProcess:
+def run_git(
+    *args: str, repo: Path | str | None = None, needed_for: str = "", timeout_hint: str | None = None
+) -> subprocess.CompletedProcess:
     """`git [-C repo] ARGS` with captured text output; the caller reads its return code. A git that
     does not finish in time is stopped with its whole tree and raises EnvironmentMissing."""
     from xlatools.proctree import run_captured
@@ -53,6 +58,7 @@ def run_git(*args: str, repo: Path | str | None = None, needed_for: str = "",
         return run_captured(argv, timeout=limit, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
     except subprocess.TimeoutExpired:
         where = f" in {repo}" if repo is not None else ""
-        raise EnvironmentMissing(f"git {' '.join(args[:2])}{where} did not finish in {limit:g} s; stopped",
-                                 hint=timeout_hint or "check the repository and the network, or set "
-                                 "XLATOOLS_GIT_TIMEOUT to wait longer") from None
+        raise EnvironmentMissing(
+            f"git {' '.join(args[:2])}{where} did not finish in {limit:g} s; stopped",
+            hint=timeout_hint or "check the repository and the network, or set XLATOOLS_GIT_TIMEOUT to wait longer",
+        ) from None

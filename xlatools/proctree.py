@@ -103,8 +103,14 @@ def marked(token: str) -> list[int]:
     return found
 
 
-def run_captured(argv: list[str], *, timeout: float | None, env: dict[str, str] | None = None,
-                 cwd: str | None = None, grace: float = 1.0) -> subprocess.CompletedProcess:
+def run_captured(
+    argv: list[str],
+    *,
+    timeout: float | None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    grace: float = 1.0,
+) -> subprocess.CompletedProcess:
     """`subprocess.run(argv, capture_output=True, text=True, timeout=...)` for a child that may start
     children of its own (a target interpreter, its probe): the child gets its own session, and on a
     timeout, Ctrl-C or SIGTERM its whole tree is stopped before the exception goes on; whatever it left
@@ -114,8 +120,17 @@ def run_captured(argv: list[str], *, timeout: float | None, env: dict[str, str] 
 
     token = secrets.token_hex(8)
     env = {**(os.environ if env is None else env), MARK: token}
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, errors="replace", env=env, cwd=cwd, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
@@ -139,6 +154,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """CI cancels jobs with SIGTERM: raise KeyboardInterrupt, so clean-up runs exactly as for Ctrl-C.
 
     Outside the main thread signals cannot be handled; there it does nothing."""
+
     def handler(signum, frame):
         raise KeyboardInterrupt
 

@@ -21,24 +21,33 @@ import re
 from typing import Any
 
 REDACTED = "***redacted***"
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASS(?:WORD|WD|PHRASE)?(?![A-Z])|KEY|CREDENTIAL|AUTH(?:ORIZATION)?(?![A-Z])"
-                          r"|COOKIE", re.I)
+_SECRET_NAME = re.compile(
+    r"TOKEN|SECRET|PASS(?:WORD|WD|PHRASE)?(?![A-Z])|KEY|CREDENTIAL|AUTH(?:ORIZATION)?(?![A-Z])"
+    r"|COOKIE",
+    re.I,
+)
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _ENV_KEYS = frozenset({"env", "environment", "repo_env", "action_env"})
-_SECRET_WORD = (r"token|passw(?:or)?d|passphrase|pwd|secret|api[_-]?key|[_-]key|credentials?|auth|authorization"
-                r"|signature|sig|cookie")
+_SECRET_WORD = (
+    r"token|passw(?:or)?d|passphrase|pwd|secret|api[_-]?key|[_-]key|credentials?|auth|authorization"
+    r"|signature|sig|cookie"
+)
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
 # user:password@host without a scheme (a flag value, an scp-like address): the password part
 _BARE_USERINFO = re.compile(r"(?<![\w.%+/:-])([A-Za-z0-9._%+-]+):(?!\d+@)[^\s:@/'\"]+@(?=[A-Za-z0-9])")
 _SECRET_PAIR = re.compile(rf"(?i)((?<![\w.-])[\w.-]*?(?:{_SECRET_WORD}))=(?!{re.escape(REDACTED)})[^\s&;,\"'<>]+")
-_SECRET_HEADER = re.compile(r"(?i)\b(authorization|proxy-authorization|cookie|set-cookie|x-[\w-]*(?:token|key|auth)[\w-]*)"
-                            rf"\s*:\s*(?!{re.escape(REDACTED)})[^\r\n\"'<>]+")
+_SECRET_HEADER = re.compile(
+    r"(?i)\b(authorization|proxy-authorization|cookie|set-cookie|x-[\w-]*(?:token|key|auth)[\w-]*)"
+    rf"\s*:\s*(?!{re.escape(REDACTED)})[^\r\n\"'<>]+"
+)
 _SCHEME_CREDENTIAL = re.compile(rf"(?i)\b(bearer|basic)\s+(?!{re.escape(REDACTED)})[A-Za-z0-9._~+/=-]{{6,}}")
 _SECRET_OPTION = re.compile(rf"(?i)^--?[\w.-]*?(?:{_SECRET_WORD})$")
 # Printed records (JSON and YAML text): the value of a field named like a secret.
 _FIELD_WORD = r"token|passw(?:or)?d|passphrase|pwd|secret|api[_-]?key|[_-]key|credentials?|auth|authorization|cookie"
 _SECRET_JSON_FIELD = re.compile(rf'(?i)("[\w.-]*?(?:{_FIELD_WORD})"\s*:\s*)"(?!{re.escape(REDACTED)})(?:[^"\\]|\\.)*"')
-_SECRET_YAML_FIELD = re.compile(rf"(?im)^(\s*(?:-\s+)?[\w.-]*?(?:{_FIELD_WORD}):[ \t]+)(?!{re.escape(REDACTED)})(?![{{\[|>])\S.*$")
+_SECRET_YAML_FIELD = re.compile(
+    rf"(?im)^(\s*(?:-\s+)?[\w.-]*?(?:{_FIELD_WORD}):[ \t]+)(?!{re.escape(REDACTED)})(?![{{\[|>])\S.*$"
+)
 # In a row that names a secret ({"name"|"key": "API_TOKEN", ...}): the fields that hold its values
 # (an environment change, profile provenance, both sides of a diff).
 _ROW_VALUES = frozenset({"value", "previous", "a", "b", "old", "new", "before", "after", "default"})
@@ -50,8 +59,9 @@ def is_secret_name(name: str) -> bool:
 
 # bazel options whose values are credentials: a profile may not hold them (its remote_credentials
 # produce them, into a private rc), and any argv shows them hidden.
-SECRET_BAZEL_OPTIONS = frozenset({"--remote_header", "--remote_cache_header", "--remote_exec_header",
-                                  "--remote_downloader_header"})
+SECRET_BAZEL_OPTIONS = frozenset(
+    {"--remote_header", "--remote_cache_header", "--remote_exec_header", "--remote_downloader_header"}
+)
 
 
 def has_url_credentials(url: str) -> bool:
@@ -103,7 +113,7 @@ def redact_argv(argv: list[str]) -> list[str]:
     for item in argv:
         prefix = ""
         if item.startswith("--env="):
-            prefix, item = "--env=", item[len("--env="):]
+            prefix, item = "--env=", item[len("--env=") :]
         if (after_env or prefix) and "=" in item:
             name, value = item.split("=", 1)
             item = f"{name}={REDACTED if is_secret_name(name) else value}"

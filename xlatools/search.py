@@ -38,20 +38,22 @@ def split(items: Sequence[T], parts: int) -> list[list[T]]:
     return out
 
 
-def first_interesting(tries: list, test: Callable[[list], Answers], batch: int = 1,
-                      stop: Callable[[], bool] = never) -> int | None:
+def first_interesting(
+    tries: list, test: Callable[[list], Answers], batch: int = 1, stop: Callable[[], bool] = never
+) -> int | None:
     """Index of the first try (in order) that `test` finds interesting, asked `batch` at a time."""
     for start in range(0, len(tries), batch):
         if stop():
             return None
-        for offset, answer in enumerate(test(tries[start:start + batch])):
+        for offset, answer in enumerate(test(tries[start : start + batch])):
             if answer is True:
                 return start + offset
     return None
 
 
-def ddmin(items: Sequence[T], test: Callable[[list[list[T]]], Answers], batch: int = 1,
-          stop: Callable[[], bool] = never) -> list[T]:
+def ddmin(
+    items: Sequence[T], test: Callable[[list[list[T]]], Answers], batch: int = 1, stop: Callable[[], bool] = never
+) -> list[T]:
     """A 1-minimal sublist of `items` for which the test holds (the whole list must hold).
 
     Subsets first, then complements (at two chunks a complement is the other subset, asked already);
@@ -99,8 +101,14 @@ def narrow(lo: int, hi: int, skipped: set[int], found: Iterable[tuple[int, bool 
     return lo, hi
 
 
-def k_ary(lo: int, hi: int, test: Callable[[list[int]], Answers], k: int, skipped: set[int] | None = None,
-          stop: Callable[[], bool] = never) -> tuple[int, int]:
+def k_ary(
+    lo: int,
+    hi: int,
+    test: Callable[[list[int]], Answers],
+    k: int,
+    skipped: set[int] | None = None,
+    stop: Callable[[], bool] = never,
+) -> tuple[int, int]:
     """The open range (lo, hi) narrowed until no index between them is left to ask: `k` cut points a round,
     answered together by `test`. `lo` must be uninteresting and `hi` interesting; an unresolved index joins
     `skipped` and is not asked again."""
@@ -114,15 +122,17 @@ def k_ary(lo: int, hi: int, test: Callable[[list[int]], Answers], k: int, skippe
     return lo, hi
 
 
-def smallest_interesting(high: int, test: Callable[[list[int]], Answers], batch: int = 1, low: int = 0,
-                         stop: Callable[[], bool] = never) -> int:
+def smallest_interesting(
+    high: int, test: Callable[[list[int]], Answers], batch: int = 1, low: int = 0, stop: Callable[[], bool] = never
+) -> int:
     """The smallest n in (low, high] for which the test holds, assuming `high` holds and the answers are
     mostly monotone (as hlo_bisect assumes): a (batch+1)-ary search, `batch` points per round."""
     return k_ary(low, high, test, batch, stop=stop)[1]
 
 
-def largest_interesting(high: int, test: Callable[[list[int]], Answers], batch: int = 1,
-                        stop: Callable[[], bool] = never) -> int:
+def largest_interesting(
+    high: int, test: Callable[[list[int]], Answers], batch: int = 1, stop: Callable[[], bool] = never
+) -> int:
     """The largest n in [0, high) for which the test holds, assuming 0 holds (the mirror of smallest_interesting)."""
     mirrored = smallest_interesting(high, lambda points: test([high - p for p in points]), batch, 0, stop)
     return high - mirrored

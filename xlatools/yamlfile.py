@@ -19,8 +19,9 @@ from xlatools.errors import Problem, UsageError
 MAX_BYTES = 8 << 20
 MAX_DEPTH = 64
 MAX_NODES = 200_000
-STANDARD_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in
-                          ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "merge"))
+STANDARD_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "merge")
+)
 
 
 class YamlRefused(UsageError):
@@ -71,8 +72,13 @@ def compose(text: str, file: str, allowed_tags: frozenset[str] = frozenset()):
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        raise YamlRefused(Problem(f"malformed YAML: {exc.problem or exc.context or 'cannot parse'}", file=file,
-                                  line=mark.line + 1 if mark else None)) from None
+        raise YamlRefused(
+            Problem(
+                f"malformed YAML: {exc.problem or exc.context or 'cannot parse'}",
+                file=file,
+                line=mark.line + 1 if mark else None,
+            )
+        ) from None
     except yaml.YAMLError as exc:
         raise YamlRefused(Problem(f"malformed YAML: {exc}", file=file)) from None
     except RecursionError:
@@ -97,16 +103,26 @@ def _check_graph(root, file: str, tags: frozenset[str]) -> None:
         seen.add(id(node))
         order.append(node)
         if node.tag not in tags:
-            raise YamlRefused(Problem(f"tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not allowed here",
-                                      file=file, line=node.start_mark.line + 1,
-                                      hint="plain values, lists and mappings only"))
+            raise YamlRefused(
+                Problem(
+                    f"tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not allowed here",
+                    file=file,
+                    line=node.start_mark.line + 1,
+                    hint="plain values, lists and mappings only",
+                )
+            )
         stack.extend(_children(node, yaml))
     for node in reversed(order):  # children before parents
         sizes[id(node)] = 1 + sum(sizes[id(child)] for child in _children(node, yaml))
         if sizes[id(node)] > MAX_NODES:
-            raise YamlRefused(Problem(f"expands to more than {MAX_NODES} values (aliases reused over and over)",
-                                      file=file, line=node.start_mark.line + 1,
-                                      hint="write the values out; anchors and aliases are for small reuse"))
+            raise YamlRefused(
+                Problem(
+                    f"expands to more than {MAX_NODES} values (aliases reused over and over)",
+                    file=file,
+                    line=node.start_mark.line + 1,
+                    hint="write the values out; anchors and aliases are for small reuse",
+                )
+            )
 
 
 def _children(node, yaml) -> list:
@@ -128,8 +144,9 @@ def load(text: str, file: str) -> Any:
         return yaml.constructor.SafeConstructor().construct_document(root)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        raise YamlRefused(Problem(f"malformed YAML: {exc.problem}", file=file,
-                                  line=mark.line + 1 if mark else None)) from None
+        raise YamlRefused(
+            Problem(f"malformed YAML: {exc.problem}", file=file, line=mark.line + 1 if mark else None)
+        ) from None
 
 
 def load_file(path: Path, display: str | None = None) -> Any:

@@ -29,11 +29,17 @@ SECTIONS = ("precision", "determinism", "operations")
 def machine_facts(python: str) -> dict[str, str]:
     facts: dict[str, str] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     if shutil.which("nvidia-smi"):
-        query = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=30)
+        query = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         facts["gpus"] = query.stdout.strip() or query.stderr.strip()
-    probe = ("import sys, jax, jaxlib; print(sys.version.split()[0], jax.__version__, jaxlib.__version__, "
-             "jax.default_backend(), ','.join(d.device_kind for d in jax.devices()))")
+    probe = (
+        "import sys, jax, jaxlib; print(sys.version.split()[0], jax.__version__, jaxlib.__version__, "
+        "jax.default_backend(), ','.join(d.device_kind for d in jax.devices()))"
+    )
     try:
         done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=120)
         parts = done.stdout.split() if done.returncode == 0 else []
@@ -49,10 +55,15 @@ def machine_facts(python: str) -> dict[str, str]:
 
 
 def render(facts: dict[str, str], results: list[CheckResult], notes: dict[str, str], platform: str) -> str:
-    lines = ["# xlatools on a real GPU", "",
-             "Written by `scripts/gpu-check.sh` (one run; see that script for what each section does). "
-             "Every number below was measured in that run; a check that did not run says why.", "",
-             "| fact | value |", "|---|---|"]
+    lines = [
+        "# xlatools on a real GPU",
+        "",
+        "Written by `scripts/gpu-check.sh` (one run; see that script for what each section does). "
+        "Every number below was measured in that run; a check that did not run says why.",
+        "",
+        "| fact | value |",
+        "|---|---|",
+    ]
     lines += [f"| {key} | {value} |" for key, value in facts.items()]
     lines.append(f"| platform of this run | {platform} |")
     for section in SECTIONS:
@@ -106,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                 module.run(context)
             except Exception:  # a broken section must not cost the others their run
                 results.append(CheckResult(section, "(section)", "error", traceback.format_exc()[-1500:]))
-    (options.out / "gpu-check.json").write_text(json.dumps(
-        {"facts": facts, "platform": options.platform, "results": [r.as_dict() for r in results]}, indent=1))
+    (options.out / "gpu-check.json").write_text(
+        json.dumps({"facts": facts, "platform": options.platform, "results": [r.as_dict() for r in results]}, indent=1)
+    )
     (options.out / "gpu.md").write_text(render(facts, results, notes, options.platform))
     failed = [r for r in results if r.status in ("fail", "error")]
     print(f"gpu-check: {len(results)} checks, {len(failed)} failed or broken; wrote {options.out}/gpu.md", flush=True)

@@ -63,35 +63,46 @@ class Context:
     def seconds_left(self) -> float:
         return self._deadline - time.monotonic()
 
-    def cli(self, *args: str, timeout: float = 240, env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> CliResult:
+    def cli(
+        self, *args: str, timeout: float = 240, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> CliResult:
         """Run `python -m xlatools ARGS` from the repository, bounded by `timeout` and the section's budget."""
         limit = max(5.0, min(timeout, self.seconds_left()))
         full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
         argv = [self.python, "-m", "xlatools", *args]
         start = time.monotonic()
         try:
-            done = subprocess.run(argv, cwd=cwd or self.work, env=full_env, capture_output=True, text=True,
-                                  timeout=limit)
+            done = subprocess.run(
+                argv, cwd=cwd or self.work, env=full_env, capture_output=True, text=True, timeout=limit
+            )
             result = CliResult(list(args), done.returncode, done.stdout, done.stderr, time.monotonic() - start)
         except subprocess.TimeoutExpired as expired:
-            out = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
-            result = CliResult(list(args), 124, out, f"(gpu-check: stopped after {limit:.0f} s)",
-                               time.monotonic() - start)
+            out = (
+                expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+            )
+            result = CliResult(
+                list(args), 124, out, f"(gpu-check: stopped after {limit:.0f} s)", time.monotonic() - start
+            )
         return result
 
-    def python_run(self, script: str, *args: str, timeout: float = 120,
-                   env: dict[str, str] | None = None) -> CliResult:
+    def python_run(self, script: str, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> CliResult:
         """Run a Python file with this interpreter (a program under test, a probe)."""
         limit = max(5.0, min(timeout, self.seconds_left()))
         start = time.monotonic()
         try:
-            done = subprocess.run([self.python, script, *args], cwd=self.work, capture_output=True, text=True,
-                                  timeout=limit, env={**os.environ, **(env or {})})
+            done = subprocess.run(
+                [self.python, script, *args],
+                cwd=self.work,
+                capture_output=True,
+                text=True,
+                timeout=limit,
+                env={**os.environ, **(env or {})},
+            )
             return CliResult([script, *args], done.returncode, done.stdout, done.stderr, time.monotonic() - start)
         except subprocess.TimeoutExpired:
-            return CliResult([script, *args], 124, "", f"(gpu-check: stopped after {limit:.0f} s)",
-                             time.monotonic() - start)
+            return CliResult(
+                [script, *args], 124, "", f"(gpu-check: stopped after {limit:.0f} s)", time.monotonic() - start
+            )
 
     def check(self, name: str, passed: bool, detail: str = "", **numbers: float | int | str) -> bool:
         self._record(name, "pass" if passed else "fail", detail, numbers)

@@ -16,18 +16,29 @@ from pathlib import Path
 from .core import Context
 
 TITLE = "GPU machines as they are (multi-process, cuda-gdb, GPU presets, replay workers)"
-ABOUT = ("A 2-process run on a one-GPU machine used to give process 1 a GPU that does not exist; it hung until the "
-         "timeout. Such runs are now refused before launch (exit 2, seconds), and a process that prints a fatal error "
-         "and stalls stops its peers. GPU machines ship cuda-gdb and no gdb: doctor must name it and `debug "
-         "--break-pass` must stop with it, with no XLATOOLS_GDB. The GPU presets (NCCL, cuDNN, cuBLAS logs, "
-         "autotune results, deterministic, f32, CUDA graphs off, synchronous launches, exact allocations) run "
-         "together on smoke programs; `inspect` lists the GPU files of a module; replay of a multi-module bundle is "
-         "timed with long-lived workers and with a process per module.")
+ABOUT = (
+    "A 2-process run on a one-GPU machine used to give process 1 a GPU that does not exist; it hung until the "
+    "timeout. Such runs are now refused before launch (exit 2, seconds), and a process that prints a fatal error "
+    "and stalls stops its peers. GPU machines ship cuda-gdb and no gdb: doctor must name it and `debug "
+    "--break-pass` must stop with it, with no XLATOOLS_GDB. The GPU presets (NCCL, cuDNN, cuBLAS logs, "
+    "autotune results, deterministic, f32, CUDA graphs off, synchronous launches, exact allocations) run "
+    "together on smoke programs; `inspect` lists the GPU files of a module; replay of a multi-module bundle is "
+    "timed with long-lived workers and with a process per module."
+)
 BUDGET_S = 150
 SMOKE = "dot,matmul,conv,reduce,while,grad"
 # deterministic before autotune: the mode turns autotuning off, the autotune preset (later) sets level 4 again.
-PRESETS = ("nccl", "cudnn-log", "cublas-log", "deterministic", "autotune", "f32", "no-cuda-graphs", "sync-launch",
-           "exact-alloc")
+PRESETS = (
+    "nccl",
+    "cudnn-log",
+    "cublas-log",
+    "deterministic",
+    "autotune",
+    "f32",
+    "no-cuda-graphs",
+    "sync-launch",
+    "exact-alloc",
+)
 DEBUG_PROGRAM = """\
 import jax, jax.numpy as jnp
 
@@ -64,17 +75,39 @@ def multiprocess(ctx: Context) -> Path | None:
     if ctx.on_gpu:
         done = ctx.cli("run", "smoke:multiprocess", "--processes", "2", "--platform", "gpu", "--out", "mp", timeout=60)
         refused = done.returncode == 2 and "needs 2 GPUs" in done.stderr and not (ctx.work / "mp").exists()
-        ctx.check("2 processes on a 1-GPU machine refused before launch", refused, done.tail(4),
-                  exit=done.returncode, seconds=round(done.seconds, 1))
+        ctx.check(
+            "2 processes on a 1-GPU machine refused before launch",
+            refused,
+            done.tail(4),
+            exit=done.returncode,
+            seconds=round(done.seconds, 1),
+        )
     else:
         ctx.skip("2 processes on a 1-GPU machine refused before launch", "needs a GPU (CPU devices are made up)")
-    done = ctx.cli("run", f"smoke:{SMOKE}", "--processes", "1", "--platform", ctx.platform, "--dump", "--out", "runs",
-                   "--json", timeout=120)
+    done = ctx.cli(
+        "run",
+        f"smoke:{SMOKE}",
+        "--processes",
+        "1",
+        "--platform",
+        ctx.platform,
+        "--dump",
+        "--out",
+        "runs",
+        "--json",
+        timeout=120,
+    )
     data = _json(done)
     devices = [d.get("kind") for d in (data.get("jax") or {}).get("devices", [])]
     ok = done.returncode == 0 and data.get("status") == "ok"
-    ctx.check("--processes 1 runs the smoke programs", ok, done.tail(4) if not ok else f"devices: {devices}",
-              exit=done.returncode, seconds=round(done.seconds, 1), modules=len((data.get("dump") or {}).get("modules", [])))
+    ctx.check(
+        "--processes 1 runs the smoke programs",
+        ok,
+        done.tail(4) if not ok else f"devices: {devices}",
+        exit=done.returncode,
+        seconds=round(done.seconds, 1),
+        modules=len((data.get("dump") or {}).get("modules", [])),
+    )
     return Path(data["bundle"]) if ok and data.get("bundle") else None
 
 
@@ -94,13 +127,31 @@ def debugger(ctx: Context) -> None:
     done = ctx.cli("doctor", "--json", env=env, timeout=90)
     check = next((c for c in _json(done).get("checks", []) if c.get("name") == "gdb"), {})
     found = check.get("status") == "ok" and "cuda-gdb" in check.get("evidence", "")
-    ctx.check("cuda-gdb found without XLATOOLS_GDB (doctor)", found, check.get("evidence") or done.tail(4),
-              seconds=round(done.seconds, 1))
+    ctx.check(
+        "cuda-gdb found without XLATOOLS_GDB (doctor)",
+        found,
+        check.get("evidence") or done.tail(4),
+        seconds=round(done.seconds, 1),
+    )
     if not found or not _time_for(ctx, "debug --break-pass algsimp stops under cuda-gdb", 45):
         return
     (ctx.work / "prog.py").write_text(DEBUG_PROGRAM)
-    done = ctx.cli("debug", "run", "prog.py", "--break-pass", "algsimp", "--hlo-module", "^jit_f$", "--platform",
-                   ctx.platform, "--out", "dbg", "--json", env=env, timeout=max(30.0, ctx.seconds_left() - 60))
+    done = ctx.cli(
+        "debug",
+        "run",
+        "prog.py",
+        "--break-pass",
+        "algsimp",
+        "--hlo-module",
+        "^jit_f$",
+        "--platform",
+        ctx.platform,
+        "--out",
+        "dbg",
+        "--json",
+        env=env,
+        timeout=max(30.0, ctx.seconds_left() - 60),
+    )
     data = _json(done)
     stops = data.get("stops") or []
     stopped = done.returncode == 0 and bool(stops)
@@ -108,49 +159,102 @@ def debugger(ctx: Context) -> None:
     if stopped and data.get("bundle"):
         trace = Path(data["bundle"]) / stops[0].get("dir", "") / "backtrace.txt"
         frames = trace.read_text(errors="replace").count("\n#") if trace.is_file() else 0
-    ctx.check("debug --break-pass algsimp stops under cuda-gdb", stopped,
-              (stops[0].get("class", "") if stops else done.tail(6)), exit=done.returncode, stops=len(stops),
-              frames=frames, seconds=round(done.seconds, 1))
+    ctx.check(
+        "debug --break-pass algsimp stops under cuda-gdb",
+        stopped,
+        (stops[0].get("class", "") if stops else done.tail(6)),
+        exit=done.returncode,
+        stops=len(stops),
+        frames=frames,
+        seconds=round(done.seconds, 1),
+    )
 
 
 def presets(ctx: Context) -> None:
     """Every GPU preset at once on smoke programs (plus dump:llvm); the files each promises; inspect's GPU files."""
     args = [arg for name in PRESETS for arg in ("--preset", f"gpu:{name}")]
-    done = ctx.cli("run", "smoke:matmul,conv", "--platform", ctx.platform, *args, "--preset", "dump:llvm", "--dump",
-                   "--out", "presets", "--json", timeout=120)
+    done = ctx.cli(
+        "run",
+        "smoke:matmul,conv",
+        "--platform",
+        ctx.platform,
+        *args,
+        "--preset",
+        "dump:llvm",
+        "--dump",
+        "--out",
+        "presets",
+        "--json",
+        timeout=120,
+    )
     data = _json(done)
     bundle = Path(data["bundle"]) if data.get("bundle") else None
     if done.returncode != 0 or bundle is None:
         ctx.check("GPU presets run together", False, done.tail(8), exit=done.returncode)
         return
-    sizes = {name: _size(bundle / name) for name in ("nccl", "cudnn.log", "cublas.log", "cublaslt.log",
-                                                    "autotune_results.pbtxt")}
+    sizes = {
+        name: _size(bundle / name)
+        for name in ("nccl", "cudnn.log", "cublas.log", "cublaslt.log", "autotune_results.pbtxt")
+    }
     flags = " ".join(data.get("xla_flags") or [])
-    reached = all(f in flags for f in ("--xla_gpu_autotune_level=4", "--xla_gpu_enable_command_buffer=",
-                                       "--xla_gpu_deterministic_ops"))
-    ctx.check("GPU presets run together", reached, f"XLA_FLAGS: {flags[:300]}", exit=done.returncode,
-              seconds=round(done.seconds, 1))
+    reached = all(
+        f in flags
+        for f in ("--xla_gpu_autotune_level=4", "--xla_gpu_enable_command_buffer=", "--xla_gpu_deterministic_ops")
+    )
+    ctx.check(
+        "GPU presets run together",
+        reached,
+        f"XLA_FLAGS: {flags[:300]}",
+        exit=done.returncode,
+        seconds=round(done.seconds, 1),
+    )
     if ctx.on_gpu:  # NCCL writes only when a collective crosses GPUs: a number, not a promise, on one GPU
         if sizes["autotune_results.pbtxt"] == 0:  # together with f32 and deterministic nothing may be autotuned
-            alone = ctx.cli("run", "smoke:matmul,conv", "--platform", "gpu", "--preset", "gpu:autotune", "--dump",
-                            "--out", "autotune", "--json", timeout=90)
+            alone = ctx.cli(
+                "run",
+                "smoke:matmul,conv",
+                "--platform",
+                "gpu",
+                "--preset",
+                "gpu:autotune",
+                "--dump",
+                "--out",
+                "autotune",
+                "--json",
+                timeout=90,
+            )
             found = _json(alone).get("bundle")
             sizes["autotune_results.pbtxt"] = _size(Path(found) / "autotune_results.pbtxt") if found else 0
             sizes["autotune_alone"] = 1
-        written = all(sizes[n] > 0 for n in ("cudnn.log", "autotune_results.pbtxt")) and \
-            (sizes["cublas.log"] + sizes["cublaslt.log"]) > 0
-        ctx.check("the GPU presets' logs and results are in the bundle", written, json.dumps(sizes),
-                  **{k.replace(".", "_") + "_bytes": v for k, v in sizes.items()})
+        written = (
+            all(sizes[n] > 0 for n in ("cudnn.log", "autotune_results.pbtxt"))
+            and (sizes["cublas.log"] + sizes["cublaslt.log"]) > 0
+        )
+        ctx.check(
+            "the GPU presets' logs and results are in the bundle",
+            written,
+            json.dumps(sizes),
+            **{k.replace(".", "_") + "_bytes": v for k, v in sizes.items()},
+        )
     else:
-        ctx.skip("the GPU presets' logs and results are in the bundle", f"CPU: no CUDA library loads ({json.dumps(sizes)})")
+        ctx.skip(
+            "the GPU presets' logs and results are in the bundle", f"CPU: no CUDA library loads ({json.dumps(sizes)})"
+        )
     shown = ctx.cli("inspect", str(bundle), "--json", timeout=60)
     modules = _json(shown).get("modules") or []
     kinds = sorted({kind for m in modules for kind in (m.get("gpu_files") or {})})
     files = sum(len(v) for m in modules for v in (m.get("gpu_files") or {}).values())
     ptx = sum(len((m.get("gpu_files") or {}).get("ptx", [])) for m in modules)
     ok = shown.returncode == 0 and (bool(kinds) if ctx.on_gpu else True)
-    ctx.check("inspect lists the GPU files of the modules", ok, ", ".join(kinds) or "(none: a CPU dump)",
-              modules=len(modules), gpu_files=files, ptx=ptx, kinds=len(kinds))
+    ctx.check(
+        "inspect lists the GPU files of the modules",
+        ok,
+        ", ".join(kinds) or "(none: a CPU dump)",
+        modules=len(modules),
+        gpu_files=files,
+        ptx=ptx,
+        kinds=len(kinds),
+    )
 
 
 def replay(ctx: Context, bundle: Path | None) -> None:
@@ -162,18 +266,35 @@ def replay(ctx: Context, bundle: Path | None) -> None:
     for mode, workers in (("workers", "1"), ("process per module", "0")):
         if mode != "workers" and not _time_for(ctx, "replay with a process per module (baseline)", 40):
             break
-        done = ctx.cli("replay", str(bundle), "--out", f"replay-{workers}", "--json",
-                       env={"XLATOOLS_REPLAY_WORKERS": workers}, timeout=120)
+        done = ctx.cli(
+            "replay",
+            str(bundle),
+            "--out",
+            f"replay-{workers}",
+            "--json",
+            env={"XLATOOLS_REPLAY_WORKERS": workers},
+            timeout=120,
+        )
         data = _json(done)
         count = len(data.get("modules") or [])
         timings[mode] = round(done.seconds, 1)
-        ctx.check(f"replay of a {count}-module bundle ({mode})", done.returncode in (0, 1) and count > 1,
-                  done.tail(3) if done.returncode not in (0, 1) else f"outcomes: "
-                  f"{sorted({m.get('outcome') for m in data.get('modules') or []})}",
-                  exit=done.returncode, modules=count, seconds=timings[mode])
+        ctx.check(
+            f"replay of a {count}-module bundle ({mode})",
+            done.returncode in (0, 1) and count > 1,
+            done.tail(3)
+            if done.returncode not in (0, 1)
+            else f"outcomes: {sorted({m.get('outcome') for m in data.get('modules') or []})}",
+            exit=done.returncode,
+            modules=count,
+            seconds=timings[mode],
+        )
     if len(timings) == 2:
-        ctx.check("workers cost less than a process per module", timings["workers"] < timings["process per module"],
-                  "", ratio=round(timings["process per module"] / max(timings["workers"], 0.1), 2))
+        ctx.check(
+            "workers cost less than a process per module",
+            timings["workers"] < timings["process per module"],
+            "",
+            ratio=round(timings["process per module"] / max(timings["workers"], 0.1), 2),
+        )
 
 
 def run(ctx: Context) -> None:

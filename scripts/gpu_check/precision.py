@@ -18,11 +18,13 @@ from pathlib import Path
 from .core import REPO, Context
 
 TITLE = "Precision is not a miscompile (replay --precision)"
-ABOUT = ("The flax CNN training step differs from the CPU by up to 0.15 on the GPU because its 11 f32 dots and "
-         "convolutions run in TF32 (operand precision DEFAULT). replay runs a mismatching module again with them at "
-         "full precision: `precision` (exit 0) when it then matches, `mismatch` when it still differs. These checks "
-         "record the errors as compiled and at full precision, and that packs, `--precision as-compiled` and "
-         "`--isolate` keep the rule.")
+ABOUT = (
+    "The flax CNN training step differs from the CPU by up to 0.15 on the GPU because its 11 f32 dots and "
+    "convolutions run in TF32 (operand precision DEFAULT). replay runs a mismatching module again with them at "
+    "full precision: `precision` (exit 0) when it then matches, `mismatch` when it still differs. These checks "
+    "record the errors as compiled and at full precision, and that packs, `--precision as-compiled` and "
+    "`--isolate` keep the rule."
+)
 BUDGET_S = 170
 PROGRAM = REPO / "scripts" / "gpu_check" / "programs" / "flax_cnn_train.py"
 MODULE = "jit_step"
@@ -30,8 +32,9 @@ MODULE = "jit_step"
 
 def _flax_python(ctx: Context) -> str | None:
     """An interpreter that can run the program: this one, or (on the CPU here) a corpus venv with flax."""
-    candidates = [ctx.python] + [os.environ.get(v, "") for v in ("XLATOOLS_CORPUS_0_12_PYTHON",
-                                                                 "XLATOOLS_CORPUS_0_10_2_PYTHON")]
+    candidates = [ctx.python] + [
+        os.environ.get(v, "") for v in ("XLATOOLS_CORPUS_0_12_PYTHON", "XLATOOLS_CORPUS_0_10_2_PYTHON")
+    ]
     for python in candidates:
         if python and os.path.exists(python):
             done = subprocess.run([python, "-c", "import flax, optax"], capture_output=True, timeout=60)
@@ -84,11 +87,28 @@ def run(ctx: Context) -> None:
     if python is None:
         ctx.skip("flax program run", "no interpreter here has flax + optax (the program's imports)")
         return
-    made = ctx.cli("run", str(PROGRAM), "--python", python, "--dump", "--preset", "snapshots", "--platform", platform,
-                   "--out", "runs", "--json", timeout=120)
+    made = ctx.cli(
+        "run",
+        str(PROGRAM),
+        "--python",
+        python,
+        "--dump",
+        "--preset",
+        "snapshots",
+        "--platform",
+        platform,
+        "--out",
+        "runs",
+        "--json",
+        timeout=120,
+    )
     bundle = _json(made).get("bundle")
-    if not ctx.check("flax program run with --dump --preset snapshots", made.returncode == 0 and bundle,
-                     made.tail(4), seconds=round(made.seconds, 1)):
+    if not ctx.check(
+        "flax program run with --dump --preset snapshots",
+        made.returncode == 0 and bundle,
+        made.tail(4),
+        seconds=round(made.seconds, 1),
+    ):
         return
     common = [bundle, "-m", MODULE, "--python", python, "--platform", platform, "--reference", "cpu", "--json"]
     tf32 = ctx.on_gpu  # the CPU computes every f32 dot in f32: nothing to classify there
@@ -98,17 +118,28 @@ def run(ctx: Context) -> None:
     auto = ctx.cli("replay", *common, "--out", "auto", timeout=90)
     module = _module(_json(auto))
     want = "precision" if tf32 else "ok"
-    ctx.check(f"replay --platform {platform} --reference cpu: {want}", auto.returncode == 0 and module.get("outcome") == want,
-              " | ".join(module.get("notes") or []) or auto.tail(3), exit=auto.returncode,
-              seconds=round(auto.seconds, 1), **_errors(module))
+    ctx.check(
+        f"replay --platform {platform} --reference cpu: {want}",
+        auto.returncode == 0 and module.get("outcome") == want,
+        " | ".join(module.get("notes") or []) or auto.tail(3),
+        exit=auto.returncode,
+        seconds=round(auto.seconds, 1),
+        **_errors(module),
+    )
 
     if not _time_for(ctx, "replay --precision as-compiled", 15):
         return
     strict = ctx.cli("replay", *common, "--precision", "as-compiled", "--out", "strict", timeout=60)
     module = _module(_json(strict))
     want, code = ("mismatch", 1) if tf32 else ("ok", 0)
-    ctx.check(f"replay --precision as-compiled: {want}", strict.returncode == code and module.get("outcome") == want,
-              strict.tail(2), exit=strict.returncode, seconds=round(strict.seconds, 1), **_errors(module))
+    ctx.check(
+        f"replay --precision as-compiled: {want}",
+        strict.returncode == code and module.get("outcome") == want,
+        strict.tail(2),
+        exit=strict.returncode,
+        seconds=round(strict.seconds, 1),
+        **_errors(module),
+    )
 
     _pack(ctx, bundle, python, platform, "precision" if tf32 else "ok")
     if not _time_for(ctx, "replay --isolate jit_step", 45):
@@ -119,21 +150,46 @@ def run(ctx: Context) -> None:
         return
     isolation = _json(isolated).get("isolation") or {}
     first = isolation.get("first_mismatch") or {}
-    ctx.check("replay --isolate jit_step: no TF32 instruction named first", isolated.returncode in (0, 1)
-              and first.get("opcode") not in ("convolution", "dot"),
-              f"first mismatch: {first.get('name', 'none')} {first.get('opcode', '')}; " + isolated.tail(2),
-              oracle_calls=isolation.get("oracle_calls", 0), exit=isolated.returncode, seconds=round(isolated.seconds, 1))
+    ctx.check(
+        "replay --isolate jit_step: no TF32 instruction named first",
+        isolated.returncode in (0, 1) and first.get("opcode") not in ("convolution", "dot"),
+        f"first mismatch: {first.get('name', 'none')} {first.get('opcode', '')}; " + isolated.tail(2),
+        oracle_calls=isolation.get("oracle_calls", 0),
+        exit=isolated.returncode,
+        seconds=round(isolated.seconds, 1),
+    )
 
 
 def _pack(ctx: Context, bundle: str, python: str, platform: str, want: str) -> None:
     if not _time_for(ctx, "repro pack and run of jit_step", 45):
         return
     pack = Path(ctx.work) / "step.tar.gz"
-    made = ctx.cli("repro", "pack", bundle, "-m", MODULE, "--python", python, "--platform", platform, "--reference",
-                   "cpu", "-o", str(pack), "--out", "packs", "--json", timeout=90)
+    made = ctx.cli(
+        "repro",
+        "pack",
+        bundle,
+        "-m",
+        MODULE,
+        "--python",
+        python,
+        "--platform",
+        platform,
+        "--reference",
+        "cpu",
+        "-o",
+        str(pack),
+        "--out",
+        "packs",
+        "--json",
+        timeout=90,
+    )
     expected = " ".join((_json(made).get("expected") or {}).values())
-    if not ctx.check(f"repro pack of jit_step records {want}", made.returncode == 0 and expected.startswith(want),
-                     expected or made.tail(3), seconds=round(made.seconds, 1)):
+    if not ctx.check(
+        f"repro pack of jit_step records {want}",
+        made.returncode == 0 and expected.startswith(want),
+        expected or made.tail(3),
+        seconds=round(made.seconds, 1),
+    ):
         return
     if not _time_for(ctx, "repro run of that pack", 20):
         return
@@ -141,8 +197,11 @@ def _pack(ctx: Context, bundle: str, python: str, platform: str, want: str) -> N
     answer = _json(again)
     # A pack whose module ends ok or precision records no failure: its repro run answers nothing-to-reproduce
     # (exit 5) and lists any difference from the recorded outcome; none is the repeatable answer.
-    ctx.check("repro run of that pack: the same outcome, nothing to reproduce",
-              again.returncode == 5 and answer.get("outcome") == "nothing-to-reproduce"
-              and not answer.get("differences"),
-              f"{answer.get('outcome')}: {answer.get('reason', again.tail(2))}", exit=again.returncode,
-              differences=len(answer.get("differences") or []), seconds=round(again.seconds, 1))
+    ctx.check(
+        "repro run of that pack: the same outcome, nothing to reproduce",
+        again.returncode == 5 and answer.get("outcome") == "nothing-to-reproduce" and not answer.get("differences"),
+        f"{answer.get('outcome')}: {answer.get('reason', again.tail(2))}",
+        exit=again.returncode,
+        differences=len(answer.get("differences") or []),
+        seconds=round(again.seconds, 1),
+    )

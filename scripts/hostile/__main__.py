@@ -14,14 +14,32 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import (cases_debug, cases_heldout, cases_packs, cases_processes, cases_records, cases_reduce, cases_round3,
-               cases_secrets, cases_values, cases_writes, cases_yaml)
+from . import (
+    cases_debug,
+    cases_heldout,
+    cases_packs,
+    cases_processes,
+    cases_records,
+    cases_reduce,
+    cases_round3,
+    cases_secrets,
+    cases_values,
+    cases_writes,
+    cases_yaml,
+)
 from . import fixtures
 from .core import Case, Context, Result, execute
 
-CLASSES = {"packs": cases_packs, "secrets": cases_secrets, "yaml": cases_yaml, "records": cases_records,
-           "writes": cases_writes, "values": cases_values, "processes": cases_processes,
-           **{cls: cases_round3 for cls in cases_round3.CLASSES}}  # round 3 (issue 33): one module, eight classes
+CLASSES = {
+    "packs": cases_packs,
+    "secrets": cases_secrets,
+    "yaml": cases_yaml,
+    "records": cases_records,
+    "writes": cases_writes,
+    "values": cases_values,
+    "processes": cases_processes,
+    **{cls: cases_round3 for cls in cases_round3.CLASSES},
+}  # round 3 (issue 33): one module, eight classes
 # reduce, triage and debug (issues 20 and 21): cases of every class, in modules of their own
 COMMANDS = (cases_reduce, cases_debug)
 
@@ -29,13 +47,17 @@ COMMANDS = (cases_reduce, cases_debug)
 def all_cases() -> list[Case]:
     """Every case: those of each class, then the held-out ones (ids `h-...`, written after the fixes)."""
     modules = dict.fromkeys((*CLASSES.values(), *COMMANDS))  # once each, in order
-    return ([case for module in modules for case in module.cases()]
-            + cases_heldout.cases())
+    return [case for module in modules for case in module.cases()] + cases_heldout.cases()
 
 
 def select(cases: list[Case], only: list[str], text: list[str], heldout: bool = False) -> list[Case]:
-    return [c for c in cases if (not only or c.cls in only) and (not text or any(t in c.id for t in text))
-            and (not heldout or c.name.startswith("h-"))]
+    return [
+        c
+        for c in cases
+        if (not only or c.cls in only)
+        and (not text or any(t in c.id for t in text))
+        and (not heldout or c.name.startswith("h-"))
+    ]
 
 
 def summary(results: list[Result]) -> dict:
@@ -44,13 +66,22 @@ def summary(results: list[Result]) -> dict:
         mine = [r for r in results if r.cls == cls and r.skipped is None]
         if mine or any(r.cls == cls for r in results):
             clean = sum(r.clean for r in mine)
-            classes[cls] = {"cases": len(mine), "clean": clean, "share": round(clean / len(mine), 4) if mine else None,
-                            "skipped": sum(r.cls == cls and r.skipped is not None for r in results)}
+            classes[cls] = {
+                "cases": len(mine),
+                "clean": clean,
+                "share": round(clean / len(mine), 4) if mine else None,
+                "skipped": sum(r.cls == cls and r.skipped is not None for r in results),
+            }
     ran = [r for r in results if r.skipped is None]
     clean = sum(r.clean for r in ran)
     held = [r for r in ran if r.name.startswith("h-")]
-    return {"classes": classes, "cases": len(ran), "clean": clean, "share": round(clean / len(ran), 4) if ran else None,
-            "heldout": {"cases": len(held), "clean": sum(r.clean for r in held)}}
+    return {
+        "classes": classes,
+        "cases": len(ran),
+        "clean": clean,
+        "share": round(clean / len(ran), 4) if ran else None,
+        "heldout": {"cases": len(held), "clean": sum(r.clean for r in held)},
+    }
 
 
 def markdown(results: list[Result], totals: dict, seconds: float) -> str:
@@ -141,8 +172,11 @@ def run_all(cases: list[Case], ctx: Context, jobs: int, deadline: float) -> list
             return Result(case.cls, case.name, None, 0.0, [], skipped="time budget spent")
         result = execute(case, ctx)
         mark = "ok  " if result.clean else ("skip" if result.skipped else "FAIL")
-        print(f"{mark} {case.id} ({result.seconds:.1f} s){': ' + '; '.join(result.problems)[:200] if result.problems else ''}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{mark} {case.id} ({result.seconds:.1f} s){': ' + '; '.join(result.problems)[:200] if result.problems else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
         return result
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:

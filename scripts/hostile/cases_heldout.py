@@ -24,30 +24,45 @@ def _pack(meta_edit=None, extra=(), files_edit=None):
         if files_edit:
             files_edit(files)
         shapes.write_pack(run.path("p.tar.gz"), files, extra=[(shapes.member(n, **kw), d) for n, kw, d in extra])
+
     return setup
 
 
 def _packs() -> list[Case]:
     def case(name, setup, expect=(2,), **kw):
-        return Case("packs", f"h-{name}", ["repro", "run", "p.tar.gz", "--out", "out"], frozenset(expect), setup,
-                    mention=("p.tar.gz",), **kw)
+        return Case(
+            "packs",
+            f"h-{name}",
+            ["repro", "run", "p.tar.gz", "--out", "out"],
+            frozenset(expect),
+            setup,
+            mention=("p.tar.gz",),
+            **kw,
+        )
 
     def two(m, f, r):
         m["modules"].append({**m["modules"][0], "id": 99, "files": {"text": "modules/nope.txt"}})
+
     return [
         case("snapshot-is-pack-json", _pack(lambda m, f, r: m["modules"][0]["files"].update(snapshot="pack.json"))),
         case("member-dot-segment", _pack(extra=[("repro/./modules/x.txt", {"size": 1}, b"x")])),
         case("member-double-slash", _pack(extra=[("repro//modules/y.txt", {"size": 1}, b"y")])),
         case("member-long-name", _pack(extra=[("repro/" + "a" * 5000, {"size": 1}, b"a")])),
         case("second-module-missing", _pack(two)),
-        case("pack-json-20mb", _pack(lambda m, f, r: m.update(padding="x" * (20 << 20))), expect=(0, 1, 2),
-             max_rss_mib=500),
+        case(
+            "pack-json-20mb",
+            _pack(lambda m, f, r: m.update(padding="x" * (20 << 20))),
+            expect=(0, 1, 2),
+            max_rss_mib=500,
+        ),
         case("pack-is-dev-zero", lambda r: r.path("p.tar.gz").symlink_to("/dev/zero"), timeout=30),
         case("sums-names-climb", _pack(files_edit=lambda f: f.update({"../x": b"x"})), expect=(2,)),
         case("files-not-a-mapping", _pack(lambda m, f, r: m["modules"][0].update(files=["modules/x"]))),
         case("replay-options-list", _pack(lambda m, f, r: m.update(replay=["--xla_dump_to=/tmp"]))),
-        case("flag-gpu-cuda-dir", _pack(lambda m, f, r: m["replay"].update(
-            xla_flags=["--xla_gpu_cuda_data_dir=/usr/local/cuda"]))),
+        case(
+            "flag-gpu-cuda-dir",
+            _pack(lambda m, f, r: m["replay"].update(xla_flags=["--xla_gpu_cuda_data_dir=/usr/local/cuda"])),
+        ),
         case("tolerance-nan", _pack(lambda m, f, r: m["replay"].update(atol=float("nan")))),
     ]
 
@@ -68,17 +83,48 @@ def _secrets() -> list[Case]:
 
     def profile(r):
         return r.write("p.yaml", f"description: x\nrun:\n  env:\n    DB_DSN: postgres://u:{SECRET}@db/x\n")
+
     return [
         case("run-env-proxy-url", [*run, "--env", f"HTTP_PROXY=http://u:{SECRET}@proxy.test:3128"]),
         case("run-env-npm-token", [*run, "--env", f"NPM_TOKEN={SECRET}"]),
         case("run-args-passwd", [*run, "--", "--passwd", SECRET]),
         case("run-flag-token-pair", [*run, f"--xla-flag=--xla_dump_hlo_pass_re=token={SECRET}"]),
-        case("releases-dry-run-json", ["bisect", "releases", "--dry-run", "--json", "--good", "0.4.28", "--bad",
-                                       "0.4.31", "--env", f"API_KEY={SECRET}", "--", "{ok}"], expect=(0, 2, 3)),
-        case("replay-reference-flag", ["replay", "{hlo}", "--out", "out", "--reference", "cpu",
-                                       f"--reference-xla-flag=--xla_dump_hlo_pass_re=https://u:{SECRET}@h"]),
-        case("doctor-proxy-env", ["doctor", "--json"], expect=(0, 1),
-             env={"HTTPS_PROXY": f"http://u:{SECRET}@proxy.test:3128"}),
+        case(
+            "releases-dry-run-json",
+            [
+                "bisect",
+                "releases",
+                "--dry-run",
+                "--json",
+                "--good",
+                "0.4.28",
+                "--bad",
+                "0.4.31",
+                "--env",
+                f"API_KEY={SECRET}",
+                "--",
+                "{ok}",
+            ],
+            expect=(0, 2, 3),
+        ),
+        case(
+            "replay-reference-flag",
+            [
+                "replay",
+                "{hlo}",
+                "--out",
+                "out",
+                "--reference",
+                "cpu",
+                f"--reference-xla-flag=--xla_dump_hlo_pass_re=https://u:{SECRET}@h",
+            ],
+        ),
+        case(
+            "doctor-proxy-env",
+            ["doctor", "--json"],
+            expect=(0, 1),
+            env={"HTTPS_PROXY": f"http://u:{SECRET}@proxy.test:3128"},
+        ),
         case("profiles-show-dsn", ["profiles", "show", "p.yaml", "--json"], setup=profile),
         case("run-profile-dsn", [*run, "-p", "p.yaml"], setup=profile),
         case("report-planted-notes", ["report", "b", "-o", "r.html"], setup=planted_note),
@@ -105,13 +151,32 @@ def _yaml() -> list[Case]:
     out = []
     for loader, argv in YAML_LOADERS.items():
         for shape in ("alias-bomb", "python-apply", "deep-map", "fifo", "not-utf8"):
-            out.append(Case("yaml", f"h-{loader}-{shape}", argv, frozenset({2}),
-                            (lambda s: lambda r: shapes.put_yaml(r, "p.yaml", s))(shape), timeout=30, max_seconds=10,
-                            mention=("p.yaml",), absent=("pwned",)))
+            out.append(
+                Case(
+                    "yaml",
+                    f"h-{loader}-{shape}",
+                    argv,
+                    frozenset({2}),
+                    (lambda s: lambda r: shapes.put_yaml(r, "p.yaml", s))(shape),
+                    timeout=30,
+                    max_seconds=10,
+                    mention=("p.yaml",),
+                    absent=("pwned",),
+                )
+            )
     for shape, data in YAML_MORE.items():
         expect = {0} if shape == "bom-crlf" else {2}
-        out.append(Case("yaml", f"h-profiles-show-{shape}", ["profiles", "show", "p.yaml"], frozenset(expect),
-                        (lambda d: lambda r: r.write("p.yaml", d))(data), timeout=30, max_seconds=10))
+        out.append(
+            Case(
+                "yaml",
+                f"h-profiles-show-{shape}",
+                ["profiles", "show", "p.yaml"],
+                frozenset(expect),
+                (lambda d: lambda r: r.write("p.yaml", d))(data),
+                timeout=30,
+                max_seconds=10,
+            )
+        )
     return out
 
 
@@ -120,6 +185,7 @@ def _records() -> list[Case]:
         def setup(run: Run) -> None:
             fixtures.copy(run.ctx.paths["run"], run.path("b"))
             edit(run)
+
         return setup
 
     def manifest_edit(change):
@@ -128,6 +194,7 @@ def _records() -> list[Case]:
             data = json.loads(path.read_text())
             change(data)
             path.write_text(json.dumps(data))
+
         return edit
 
     def program_fifo(run: Run) -> None:
@@ -135,32 +202,96 @@ def _records() -> list[Case]:
         run.path("b/program/passwd.py").symlink_to("/etc/passwd")
 
     out = [
-        Case("records", "h-diff-kind-build", ["diff", "b", "{run_b}"], frozenset({0, 2}),
-             bundle_with(manifest_edit(lambda d: d.update(kind="build")))),
-        Case("records", "h-report-kind-unknown", ["report", "b", "-o", "r.html"], frozenset({2}),
-             bundle_with(manifest_edit(lambda d: d.update(kind="teleport"))), mention=("manifest.json",)),
-        Case("records", "h-inspect-schema-future", ["inspect", "b"], frozenset({2}),
-             bundle_with(manifest_edit(lambda d: d.update(schema_version=99))), mention=("manifest.json",)),
-        Case("records", "h-inspect-files-wrong", ["inspect", "b", "--json"], frozenset({2}),
-             bundle_with(manifest_edit(lambda d: d.update(files=[{"path": 5, "size": "x"}]))),
-             mention=("manifest.json",)),
-        Case("records", "h-inspect-module-fifo", ["inspect", "b", "--module", "99"], frozenset({2}),
-             bundle_with(lambda r: r.fifo("b/xla_dump/module_0099.jit_evil.before_optimizations.txt")), timeout=30),
-        Case("records", "h-pack-program-fifo-link", ["repro", "pack", "b", "-o", "p.tar.gz", "--out", "out"],
-             frozenset({0}), bundle_with(program_fifo), timeout=90, forbid=("root:x:0:0",),
-             check=lambda r, res: ["/etc/passwd packed"] if r.path("p.tar.gz").exists() and b"root:x:0:0"
-             in gzip.decompress(r.path("p.tar.gz").read_bytes()) else []),
-        Case("records", "h-explain-bundle-log-fifo", ["explain", "bdir"], frozenset({2}),
-             lambda r: (r.path("bdir").mkdir(), r.fifo("bdir/build.log")), timeout=30),
-        Case("records", "h-cache-prune-fifo-marker", ["cache", "prune", "--all", "--dry-run"], frozenset({0}),
-             lambda r: (r.write("cache/envs/e1/bin/python", ""), r.fifo("cache/envs/e1/xlatools-env.json")),
-             env={"XLATOOLS_CACHE_DIR": "{dir}/cache"}, timeout=30),
-        Case("records", "h-diff-two-dumps-fifo", ["diff", "d1", "d2"], frozenset({0, 2}),
-             lambda r: (fixtures.copy(r.ctx.paths["run"] + "/xla_dump", r.path("d1")),
-                        fixtures.copy(r.ctx.paths["run"] + "/xla_dump", r.path("d2")),
-                        r.fifo("d2/module_0098.jit_x.before_optimizations.txt")), timeout=30),
-        Case("records", "h-pin-local-corrupt-lock", ["pin", "local", "--xla", "{tree}", "--lock", "l.lock"],
-             frozenset({2}), lambda r: r.write("l.lock", "[1, 2"), mention=("l.lock",)),
+        Case(
+            "records",
+            "h-diff-kind-build",
+            ["diff", "b", "{run_b}"],
+            frozenset({0, 2}),
+            bundle_with(manifest_edit(lambda d: d.update(kind="build"))),
+        ),
+        Case(
+            "records",
+            "h-report-kind-unknown",
+            ["report", "b", "-o", "r.html"],
+            frozenset({2}),
+            bundle_with(manifest_edit(lambda d: d.update(kind="teleport"))),
+            mention=("manifest.json",),
+        ),
+        Case(
+            "records",
+            "h-inspect-schema-future",
+            ["inspect", "b"],
+            frozenset({2}),
+            bundle_with(manifest_edit(lambda d: d.update(schema_version=99))),
+            mention=("manifest.json",),
+        ),
+        Case(
+            "records",
+            "h-inspect-files-wrong",
+            ["inspect", "b", "--json"],
+            frozenset({2}),
+            bundle_with(manifest_edit(lambda d: d.update(files=[{"path": 5, "size": "x"}]))),
+            mention=("manifest.json",),
+        ),
+        Case(
+            "records",
+            "h-inspect-module-fifo",
+            ["inspect", "b", "--module", "99"],
+            frozenset({2}),
+            bundle_with(lambda r: r.fifo("b/xla_dump/module_0099.jit_evil.before_optimizations.txt")),
+            timeout=30,
+        ),
+        Case(
+            "records",
+            "h-pack-program-fifo-link",
+            ["repro", "pack", "b", "-o", "p.tar.gz", "--out", "out"],
+            frozenset({0}),
+            bundle_with(program_fifo),
+            timeout=90,
+            forbid=("root:x:0:0",),
+            check=lambda r, res: (
+                ["/etc/passwd packed"]
+                if r.path("p.tar.gz").exists() and b"root:x:0:0" in gzip.decompress(r.path("p.tar.gz").read_bytes())
+                else []
+            ),
+        ),
+        Case(
+            "records",
+            "h-explain-bundle-log-fifo",
+            ["explain", "bdir"],
+            frozenset({2}),
+            lambda r: (r.path("bdir").mkdir(), r.fifo("bdir/build.log")),
+            timeout=30,
+        ),
+        Case(
+            "records",
+            "h-cache-prune-fifo-marker",
+            ["cache", "prune", "--all", "--dry-run"],
+            frozenset({0}),
+            lambda r: (r.write("cache/envs/e1/bin/python", ""), r.fifo("cache/envs/e1/xlatools-env.json")),
+            env={"XLATOOLS_CACHE_DIR": "{dir}/cache"},
+            timeout=30,
+        ),
+        Case(
+            "records",
+            "h-diff-two-dumps-fifo",
+            ["diff", "d1", "d2"],
+            frozenset({0, 2}),
+            lambda r: (
+                fixtures.copy(r.ctx.paths["run"] + "/xla_dump", r.path("d1")),
+                fixtures.copy(r.ctx.paths["run"] + "/xla_dump", r.path("d2")),
+                r.fifo("d2/module_0098.jit_x.before_optimizations.txt"),
+            ),
+            timeout=30,
+        ),
+        Case(
+            "records",
+            "h-pin-local-corrupt-lock",
+            ["pin", "local", "--xla", "{tree}", "--lock", "l.lock"],
+            frozenset({2}),
+            lambda r: r.write("l.lock", "[1, 2"),
+            mention=("l.lock",),
+        ),
     ]
     return out
 
@@ -182,22 +313,49 @@ def _writes() -> list[Case]:
 
     def lowerme(r):
         return r.write("lowerme.py", "def f(x):\n    return x * 2\n")
+
     return [
         case("schema-o-read-only", ["profiles", "schema", "-o", "ro/s.json"], (2,), ro, root=True),
         # a private full device (never /dev/full itself: a writer that replaced it would break the machine)
-        case("bazelrc-o-full-device", ["bazelrc", "-p", "base", "-o", "full"], (3,), _full_device, root=True,
-             check=_still_a_device),
-        case("report-o-full-device", ["report", "{run}", "-o", "full"], (3,), _full_device, root=True,
-             check=_still_a_device),
+        case(
+            "bazelrc-o-full-device",
+            ["bazelrc", "-p", "base", "-o", "full"],
+            (3,),
+            _full_device,
+            root=True,
+            check=_still_a_device,
+        ),
+        case(
+            "report-o-full-device",
+            ["report", "{run}", "-o", "full"],
+            (3,),
+            _full_device,
+            root=True,
+            check=_still_a_device,
+        ),
         case("diff-html-missing-dir", ["diff", "{run}", "{run_b}", "--html", "no/such/d.html"], (0, 2)),
         case("pack-o-proc", ["repro", "pack", "{run}", "-o", "/proc/x.tar.gz", "--out", "out"], (2,)),
-        case("lower-ir-dest-read-only", ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]', "--ir-dest",
-                                         "ro/x.pb"], (2,), lambda r: (ro(r), lowerme(r)), root=True),
+        case(
+            "lower-ir-dest-read-only",
+            ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]', "--ir-dest", "ro/x.pb"],
+            (2,),
+            lambda r: (ro(r), lowerme(r)),
+            root=True,
+        ),
         case("replay-dump-read-only", ["replay", "{hlo}", "--dump", "hlo", "--out", "ro"], (2,), ro, root=True),
-        case("stdout-closed-bisect-json", ["bisect", "passes", "--out", "bis", "--json", "--", "{ok}"], (2,),
-             wrapper="closed-stdout"),
-        case("stdout-full-explain", ["explain", "log.txt"], (0, 3), lambda r: r.write("log.txt", "ERROR\n"),
-             wrapper="full-stdout"),
+        case(
+            "stdout-closed-bisect-json",
+            ["bisect", "passes", "--out", "bis", "--json", "--", "{ok}"],
+            (2,),
+            wrapper="closed-stdout",
+        ),
+        case(
+            "stdout-full-explain",
+            ["explain", "log.txt"],
+            (0, 3),
+            lambda r: r.write("log.txt", "ERROR\n"),
+            wrapper="full-stdout",
+        ),
     ]
 
 
@@ -216,11 +374,17 @@ def _values() -> list[Case]:
         case("run-env-only-equals", ["run", "{ok}", "--dry-run", "--env", "=="]),
         case("run-name-empty", ["run", "{ok}", "--out", "out", "--name", ""], (0, 2)),
         case("run-python-empty", ["run", "{ok}", "--out", "out", "--python", ""], (0, 2)),
-        case("bisect-commits-garbage-range", ["bisect", "commits", "--xla", "abc..", "--xla-repo", "{tree}", "-p",
-                                              "base", "--dry-run", "--", "{ok}"]),
+        case(
+            "bisect-commits-garbage-range",
+            ["bisect", "commits", "--xla", "abc..", "--xla-repo", "{tree}", "-p", "base", "--dry-run", "--", "{ok}"],
+        ),
         case("replay-iterations-word", ["replay", "{hlo}", "-n", "many", "--dry-run"]),
-        case("lower-shapes-huge-dim", ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[99999999999999]")]'],
-             (0, 1, 2), setup=lambda r: r.write("lowerme.py", "def f(x):\n    return x * 2\n")),  # abstract: no memory
+        case(
+            "lower-shapes-huge-dim",
+            ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[99999999999999]")]'],
+            (0, 1, 2),
+            setup=lambda r: r.write("lowerme.py", "def f(x):\n    return x * 2\n"),
+        ),  # abstract: no memory
     ]
 
 
@@ -235,18 +399,53 @@ def _processes() -> list[Case]:
         run.write("daemon_python", LEAVES_DAEMON, mode=0o755)
 
     return [
-        Case("processes", "h-sigterm-in-repro-pack", ["repro", "pack", "{run}", "-o", "p.tar.gz", "--out", "out",
-                                                      "--python", "{slow_python}"], frozenset({130}),
-             action=sig(signal.SIGTERM, "sleep 30"), cold_cache=True, timeout=60, absent=("p.tar.gz",)),
-        Case("processes", "h-sigint-in-replay-probe", ["replay", "{hlo}", "--out", "out", "--python", "{slow_python}"],
-             frozenset({130}), action=sig(signal.SIGINT, "sleep 30"), cold_cache=True, timeout=60),
-        Case("processes", "h-sigterm-in-lower", ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]',
-                                                 "--python", "{slow_python}"], frozenset({130}), lowerme,
-             action=sig(signal.SIGTERM, "sleep 30"), cold_cache=True, timeout=60),
-        Case("processes", "h-probe-leaves-daemon", ["run", "{ok}", "--out", "out", "--python", "{dir}/daemon_python"],
-             frozenset({2, 3}), daemon_python, cold_cache=True, env=cases_processes.PROBE_TIMEOUT, timeout=60),
-        Case("processes", "h-sigterm-in-program-with-children", ["run", "{setsid_child}", "--out", "out", "--quiet"],
-             frozenset({130}), action=sig(signal.SIGTERM, "sleep 300"), timeout=60),
+        Case(
+            "processes",
+            "h-sigterm-in-repro-pack",
+            ["repro", "pack", "{run}", "-o", "p.tar.gz", "--out", "out", "--python", "{slow_python}"],
+            frozenset({130}),
+            action=sig(signal.SIGTERM, "sleep 30"),
+            cold_cache=True,
+            timeout=60,
+            absent=("p.tar.gz",),
+        ),
+        Case(
+            "processes",
+            "h-sigint-in-replay-probe",
+            ["replay", "{hlo}", "--out", "out", "--python", "{slow_python}"],
+            frozenset({130}),
+            action=sig(signal.SIGINT, "sleep 30"),
+            cold_cache=True,
+            timeout=60,
+        ),
+        Case(
+            "processes",
+            "h-sigterm-in-lower",
+            ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]', "--python", "{slow_python}"],
+            frozenset({130}),
+            lowerme,
+            action=sig(signal.SIGTERM, "sleep 30"),
+            cold_cache=True,
+            timeout=60,
+        ),
+        Case(
+            "processes",
+            "h-probe-leaves-daemon",
+            ["run", "{ok}", "--out", "out", "--python", "{dir}/daemon_python"],
+            frozenset({2, 3}),
+            daemon_python,
+            cold_cache=True,
+            env=cases_processes.PROBE_TIMEOUT,
+            timeout=60,
+        ),
+        Case(
+            "processes",
+            "h-sigterm-in-program-with-children",
+            ["run", "{setsid_child}", "--out", "out", "--quiet"],
+            frozenset({130}),
+            action=sig(signal.SIGTERM, "sleep 300"),
+            timeout=60,
+        ),
     ]
 
 

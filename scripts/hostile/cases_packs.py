@@ -23,12 +23,14 @@ def _meta(files: dict[str, bytes]) -> dict:
 
 def _with_meta(edit):
     """setup: the fixture pack with pack.json edited by `edit(meta, files, run)` (sums kept valid)."""
+
     def setup(run: Run) -> None:
         files = _members(run)
         meta = _meta(files)
         edit(meta, files, run)
         files["pack.json"] = json.dumps(meta).encode()
         shapes.write_pack(run.path("p.tar.gz"), files)
+
     return setup
 
 
@@ -38,6 +40,7 @@ def _point_text(target: str):
         run.write(OUTSIDE_TEXT, hlo)
         entry = meta["modules"][0]
         entry["files"] = {"text": run.fmt(target)}
+
     return edit
 
 
@@ -51,9 +54,15 @@ def _spoiled(**kw):
     def setup(run: Run) -> None:
         files = _members(run)
         extra = [(shapes.member(*m[:1], **m[1]), m[2]) for m in kw.get("extra", [])]
-        shapes.write_pack(run.path("p.tar.gz"), {**files, **kw.get("add", {})}, extra=extra,
-                          with_sums=kw.get("with_sums", True), sums_text=kw.get("sums_text"),
-                          root=kw.get("root", "repro"))
+        shapes.write_pack(
+            run.path("p.tar.gz"),
+            {**files, **kw.get("add", {})},
+            extra=extra,
+            with_sums=kw.get("with_sums", True),
+            sums_text=kw.get("sums_text"),
+            root=kw.get("root", "repro"),
+        )
+
     return setup
 
 
@@ -77,8 +86,9 @@ def _header_lies(run: Run) -> None:
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, data in sorted(files.items()):
             tar.addfile(shapes.member(f"repro/{name}", size=len(data)), io.BytesIO(data))
-        header = shapes.member("repro/modules/huge.bin", size=5 << 30).tobuf(tarfile.PAX_FORMAT, tar.encoding,
-                                                                             tar.errors)
+        header = shapes.member("repro/modules/huge.bin", size=5 << 30).tobuf(
+            tarfile.PAX_FORMAT, tar.encoding, tar.errors
+        )
         tar.fileobj.write(header)
         tar.offset += len(header)
     run.write("p.tar.gz", gzip.compress(raw.getvalue(), mtime=0))
@@ -107,7 +117,9 @@ def cases() -> list[Case]:
     reg, lnk, sym = tarfile.REGTYPE, tarfile.LNKTYPE, tarfile.SYMTYPE
     out = [
         # archives (these held in round 1; kept so they keep holding)
-        case("member-climbs-out", _spoiled(extra=[("repro/../../evil.txt", {"size": 4}, b"evil")]), absent=("evil.txt",)),
+        case(
+            "member-climbs-out", _spoiled(extra=[("repro/../../evil.txt", {"size": 4}, b"evil")]), absent=("evil.txt",)
+        ),
         case("member-absolute", _spoiled(extra=[("/tmp/hostile-evil.txt", {"size": 4}, b"evil")])),
         case("member-outside-root", _spoiled(extra=[("elsewhere/x.txt", {"size": 1}, b"x")])),
         case("member-symlink", _spoiled(extra=[("repro/modules/link", {"kind": sym, "link": "/etc/passwd"}, None)])),
@@ -118,8 +130,12 @@ def cases() -> list[Case]:
         case("member-unlisted", _spoiled(extra=[("repro/modules/extra.txt", {"size": 1, "kind": reg}, b"x")])),
         case("no-sums", _spoiled(with_sums=False)),
         case("bad-sum", _spoiled(sums_text=b"0" * 64 + b"  pack.json\n")),
-        case("sums-lists-missing", lambda r: shapes.write_pack(
-            r.path("p.tar.gz"), _members(r), sums_text=shapes.sums({**_members(r), "ghost.txt": b"boo"}))),
+        case(
+            "sums-lists-missing",
+            lambda r: shapes.write_pack(
+                r.path("p.tar.gz"), _members(r), sums_text=shapes.sums({**_members(r), "ghost.txt": b"boo"})
+            ),
+        ),
         case("sums-not-utf8", _spoiled(sums_text=b"\xff\xfe\x00garbage\n")),
         case("no-root-folder", _spoiled(root="")),
         case("not-gzip", _raw(b"this is not a pack\n" * 10)),
@@ -133,8 +149,7 @@ def cases() -> list[Case]:
         case("size-header-lies", _header_lies),
         case("30000-members", _many, expect=(0, 1, 2), max_seconds=60, timeout=120),
         # pack.json naming what is not a member of the pack
-        case("text-climbs-out", _with_meta(_point_text("../../../" + OUTSIDE_TEXT)),
-             forbid=("evil_",)),
+        case("text-climbs-out", _with_meta(_point_text("../../../" + OUTSIDE_TEXT)), forbid=("evil_",)),
         case("text-absolute", _with_meta(_point_text("{dir}/" + OUTSIDE_TEXT)), forbid=("evil_",)),
         case("text-missing-member", _with_meta(_drop_member)),
         case("text-is-folder", _with_meta(lambda m, f, r: m["modules"][0].update(files={"text": "modules"}))),
@@ -143,14 +158,25 @@ def cases() -> list[Case]:
         case("text-dot", _with_meta(lambda m, f, r: m["modules"][0].update(files={"text": "."}))),
         case("snapshot-outside", _with_meta(lambda m, f, r: m["modules"][0]["files"].update(snapshot="/etc/passwd"))),
         case("inputs-host-file", _with_meta(lambda m, f, r: m["replay"].update(inputs="/etc/passwd"))),
-        case("dump-flag-outside", _with_meta(lambda m, f, r: m["replay"].update(
-            xla_flags=[r.fmt("--xla_dump_to={dir}/escaped"), "--xla_dump_hlo_as_text"])), absent=("escaped",)),
+        case(
+            "dump-flag-outside",
+            _with_meta(
+                lambda m, f, r: m["replay"].update(
+                    xla_flags=[r.fmt("--xla_dump_to={dir}/escaped"), "--xla_dump_hlo_as_text"]
+                )
+            ),
+            absent=("escaped",),
+        ),
         case("reference-python", _with_meta(lambda m, f, r: m["replay"].update(references=["python:/bin/sh"]))),
         case("unknown-option", _with_meta(lambda m, f, r: m["replay"].update(python="/bin/sh")), expect=(0, 1, 2)),
         case("format-other", _with_meta(lambda m, f, r: m.update(format="xlatools.repro/99"))),
         case("no-modules", _with_meta(lambda m, f, r: m.update(modules=[]))),
-        case("module-name-climbs", _with_meta(lambda m, f, r: m["modules"][0].update(name="../../evil")),
-             expect=(0, 1, 2), absent=("../evil",)),
-        case("module-id-huge", _with_meta(lambda m, f, r: m["modules"][0].update(id=10 ** 30)), expect=(0, 1, 2)),
+        case(
+            "module-name-climbs",
+            _with_meta(lambda m, f, r: m["modules"][0].update(name="../../evil")),
+            expect=(0, 1, 2),
+            absent=("../evil",),
+        ),
+        case("module-id-huge", _with_meta(lambda m, f, r: m["modules"][0].update(id=10**30)), expect=(0, 1, 2)),
     ]
     return out

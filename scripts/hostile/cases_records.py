@@ -20,6 +20,7 @@ def _bundle(shape: str):
     def setup(run: Run) -> None:
         fixtures.copy(run.ctx.paths["run"], run.path("b"))
         shapes.spoil(run, "b/manifest.json", shape)
+
     return setup
 
 
@@ -37,8 +38,10 @@ def _pack_meta(shape: str):
 
             kind = {"dir": tarfile.DIRTYPE, "fifo": tarfile.FIFOTYPE, "symlink-loop": tarfile.SYMTYPE}[shape]
             del files["pack.json"]
-            shapes.write_pack(run.path("p.tar.gz"), files,
-                              extra=[(shapes.member("repro/pack.json", kind, link="pack.json"), None)])
+            shapes.write_pack(
+                run.path("p.tar.gz"), files, extra=[(shapes.member("repro/pack.json", kind, link="pack.json"), None)]
+            )
+
     return setup
 
 
@@ -47,6 +50,7 @@ def _bisect(shape: str):
         folder = Path(run.ctx.paths["bisect_folder"])
         fixtures.copy(str(folder), run.path(f"bis/{folder.name}"))
         shapes.spoil(run, f"bis/{folder.name}/bisect.json", shape)
+
     return setup
 
 
@@ -56,6 +60,7 @@ def _lock(shape: str, tree: bool = False):
         shapes.spoil(run, "l.lock", shape)
         if tree:
             fixtures.copy(run.ctx.paths["tree"], run.path("jax"))
+
     return setup
 
 
@@ -64,6 +69,7 @@ def _cache(shape: str):
         fixtures.copy(str(run.ctx.work / "cache" / "targets"), run.path("cache/targets"))
         for path in sorted(run.path("cache/targets").glob("*.json")):
             shapes.spoil(run, str(path.relative_to(run.dir)), shape)
+
     return setup
 
 
@@ -88,6 +94,7 @@ def _dump_file(kind: str):
         elif kind == "long-name":
             run.write(f"b/xla_dump/module_0099.jit_{'x' * 200}.before_optimizations.txt", "HloModule x\n")
         assert bundle.exists()
+
     return setup
 
 
@@ -101,6 +108,7 @@ def _bazelrc_user(shape: str):
         else:
             run.write("jax/.bazelrc.user", "build --copt=-O2\n")
             shapes.spoil(run, "jax/.bazelrc.user", shape)
+
     return setup
 
 
@@ -113,6 +121,7 @@ def _log(shape: str):
             run.write("build.log", b"\xff\xfe" + bytes(range(256)) * 100)
         else:
             shapes.spoil(run, "build.log", shape)
+
     return setup
 
 
@@ -121,6 +130,7 @@ def _env_marker(shape: str):
         run.write("cache/envs/jax-0.4.30-py3.11-cpu/xlatools-env.json", json.dumps({"jax": "0.4.30"}))
         run.write("cache/envs/jax-0.4.30-py3.11-cpu/bin/python", "")
         shapes.spoil(run, "cache/envs/jax-0.4.30-py3.11-cpu/xlatools-env.json", shape)
+
     return setup
 
 
@@ -151,12 +161,15 @@ def _inputs(kind: str):
             run.path("in.npz").mkdir()
         elif kind == "objects":
             # loading this with pickles allowed runs `touch pwned`
-            code = ("import numpy as np, os, sys\n"
-                    "class E:\n    def __reduce__(self):\n        return (os.system, ('touch ' + sys.argv[2],))\n"
-                    "np.savez(sys.argv[1], a=np.array([E()], dtype=object))\n")
+            code = (
+                "import numpy as np, os, sys\n"
+                "class E:\n    def __reduce__(self):\n        return (os.system, ('touch ' + sys.argv[2],))\n"
+                "np.savez(sys.argv[1], a=np.array([E()], dtype=object))\n"
+            )
             import subprocess
 
             subprocess.run([run.ctx.python, "-c", code, str(run.path("in.npz")), str(run.path("pwned"))], check=True)
+
     return setup
 
 
@@ -175,40 +188,116 @@ def cases() -> list[Case]:
         add(f"report-{shape}", ["report", "b", "-o", "r.html"], _bundle(shape), mention=m, absent=("r.html",))
         # replay reads a bundle's dump, not its manifest: it may replay (0) or refuse the damaged bundle (2)
         add(f"replay-{shape}", ["replay", "b", "--dry-run"], _bundle(shape), expect=(0, 2), mention=m)
-        add(f"repro-run-{shape}", ["repro", "run", "p.tar.gz", "--out", "out"], _pack_meta(shape),
-            mention=("pack.json",))
-        add(f"bisect-state-{shape}", ["bisect", "passes", "--out", "bis", "--", "{ok}"], _bisect(shape),
-            mention=("bisect.json",))
-        add(f"pin-verify-{shape}", ["pin", "verify", "--lock", "l.lock", "--source", "{tree}"], _lock(shape),
-            mention=("l.lock",))
+        add(
+            f"repro-run-{shape}",
+            ["repro", "run", "p.tar.gz", "--out", "out"],
+            _pack_meta(shape),
+            mention=("pack.json",),
+        )
+        add(
+            f"bisect-state-{shape}",
+            ["bisect", "passes", "--out", "bis", "--", "{ok}"],
+            _bisect(shape),
+            mention=("bisect.json",),
+        )
+        add(
+            f"pin-verify-{shape}",
+            ["pin", "verify", "--lock", "l.lock", "--source", "{tree}"],
+            _lock(shape),
+            mention=("l.lock",),
+        )
     for shape in SOME:
-        add(f"repro-pack-{shape}", ["repro", "pack", "b", "-o", "p.tar.gz", "--out", "out"], _bundle(shape),
-            mention=("manifest.json",), absent=("p.tar.gz",), timeout=90)
-        add(f"pin-apply-{shape}", ["pin", "apply", "--lock", "l.lock", "--source", "jax"], _lock(shape, tree=True),
-            mention=("l.lock",), unchanged=("jax/third_party/xla/revision.bzl", "jax/MODULE.bazel"))
-        add(f"target-cache-run-{shape}", ["run", "{ok}", "--out", "out"], _cache(shape), expect=(0,),
-            env={"XLATOOLS_CACHE_DIR": "{dir}/cache"})
-        add(f"target-cache-doctor-{shape}", ["doctor"], _cache(shape), expect=(0, 1),
-            env={"XLATOOLS_CACHE_DIR": "{dir}/cache"})
-    for kind in ("fifo", "dir", "binary", "symlink-loop", "symlink-outside", "empty-proto", "garbage-snapshot",
-                 "long-name"):
-        for name, argv in {"inspect": ["inspect", "b"], "diff": ["diff", "b", "{run_b}"],
-                           "report": ["report", "b", "-o", "r.html"], "replay": ["replay", "b", "--dry-run"]}.items():
-            add(f"dump-{kind}-{name}", argv, _dump_file(kind), expect=(0, 2), max_seconds=20, timeout=40,
-                forbid=("root:x:0:0",))
+        add(
+            f"repro-pack-{shape}",
+            ["repro", "pack", "b", "-o", "p.tar.gz", "--out", "out"],
+            _bundle(shape),
+            mention=("manifest.json",),
+            absent=("p.tar.gz",),
+            timeout=90,
+        )
+        add(
+            f"pin-apply-{shape}",
+            ["pin", "apply", "--lock", "l.lock", "--source", "jax"],
+            _lock(shape, tree=True),
+            mention=("l.lock",),
+            unchanged=("jax/third_party/xla/revision.bzl", "jax/MODULE.bazel"),
+        )
+        add(
+            f"target-cache-run-{shape}",
+            ["run", "{ok}", "--out", "out"],
+            _cache(shape),
+            expect=(0,),
+            env={"XLATOOLS_CACHE_DIR": "{dir}/cache"},
+        )
+        add(
+            f"target-cache-doctor-{shape}",
+            ["doctor"],
+            _cache(shape),
+            expect=(0, 1),
+            env={"XLATOOLS_CACHE_DIR": "{dir}/cache"},
+        )
+    for kind in (
+        "fifo",
+        "dir",
+        "binary",
+        "symlink-loop",
+        "symlink-outside",
+        "empty-proto",
+        "garbage-snapshot",
+        "long-name",
+    ):
+        for name, argv in {
+            "inspect": ["inspect", "b"],
+            "diff": ["diff", "b", "{run_b}"],
+            "report": ["report", "b", "-o", "r.html"],
+            "replay": ["replay", "b", "--dry-run"],
+        }.items():
+            add(
+                f"dump-{kind}-{name}",
+                argv,
+                _dump_file(kind),
+                expect=(0, 2),
+                max_seconds=20,
+                timeout=40,
+                forbid=("root:x:0:0",),
+            )
     for shape in ("dir", "fifo", "not-utf8", "binary", "symlink-loop", "huge-line"):
         # text bazel would choke on is the user's to keep; what cannot be read or written is refused
         expect = (0, 2) if shape in ("binary", "huge-line", "symlink-loop") else (2,)
-        add(f"bazelrc-user-{shape}", ["bazelrc", "-p", "base", "--source", "jax"], _bazelrc_user(shape),
-            expect=expect, mention=(".bazelrc.user",), max_seconds=20)
-        add(f"bazelrc-user-dry-{shape}", ["bazelrc", "-p", "base", "--source", "jax", "--dry-run"],
-            _bazelrc_user(shape), expect=expect, mention=(".bazelrc.user",), max_seconds=20)
-    for shape, expect in (("dir", (2,)), ("fifo", (2,)), ("binary", (0,)), ("missing", (2,)),
-                          ("symlink-loop", (2,)), ("empty", (0,))):
+        add(
+            f"bazelrc-user-{shape}",
+            ["bazelrc", "-p", "base", "--source", "jax"],
+            _bazelrc_user(shape),
+            expect=expect,
+            mention=(".bazelrc.user",),
+            max_seconds=20,
+        )
+        add(
+            f"bazelrc-user-dry-{shape}",
+            ["bazelrc", "-p", "base", "--source", "jax", "--dry-run"],
+            _bazelrc_user(shape),
+            expect=expect,
+            mention=(".bazelrc.user",),
+            max_seconds=20,
+        )
+    for shape, expect in (
+        ("dir", (2,)),
+        ("fifo", (2,)),
+        ("binary", (0,)),
+        ("missing", (2,)),
+        ("symlink-loop", (2,)),
+        ("empty", (0,)),
+    ):
         add(f"explain-log-{shape}", ["explain", "build.log"], _log(shape), expect=expect, max_seconds=20)
     for shape in ("truncated", "list", "null", "wrong-types", "dir", "fifo"):
-        add(f"cache-list-env-{shape}", ["cache", "list"], _env_marker(shape), expect=(0, 2),
-            env={"XLATOOLS_CACHE_DIR": "{dir}/cache"}, max_seconds=20)
+        add(
+            f"cache-list-env-{shape}",
+            ["cache", "list"],
+            _env_marker(shape),
+            expect=(0, 2),
+            env={"XLATOOLS_CACHE_DIR": "{dir}/cache"},
+            max_seconds=20,
+        )
     for name, text in PROFILES.items():
         setup = (lambda t: lambda run: run.write("p.yaml", t))(text)
         add(f"profile-show-{name}", ["profiles", "show", "p.yaml"], setup, mention=("p.yaml",))
@@ -221,10 +310,19 @@ def cases() -> list[Case]:
     }
     for name, (file, data) in replay_files.items():
         add(f"replay-file-{name}", ["replay", file, "--out", "out"], (lambda f, d: lambda r: r.write(f, d))(file, data))
-    add("replay-file-fifo", ["replay", "m.before_optimizations.txt", "--out", "out"],
-        lambda r: r.fifo("m.before_optimizations.txt"), max_seconds=20)
+    add(
+        "replay-file-fifo",
+        ["replay", "m.before_optimizations.txt", "--out", "out"],
+        lambda r: r.fifo("m.before_optimizations.txt"),
+        max_seconds=20,
+    )
     add("replay-empty-folder", ["replay", "d", "--out", "out"], lambda r: r.path("d").mkdir())
     for kind in ("garbage", "dir", "objects"):
-        add(f"replay-inputs-{kind}", ["replay", "{hlo}", "--inputs", "in.npz", "--out", "out"], _inputs(kind),
-            mention=("in.npz",), timeout=90)
+        add(
+            f"replay-inputs-{kind}",
+            ["replay", "{hlo}", "--inputs", "in.npz", "--out", "out"],
+            _inputs(kind),
+            mention=("in.npz",),
+            timeout=90,
+        )
     return out

@@ -18,8 +18,10 @@ from .core import Case, Run
 # Interesting (exit 1) while the candidate (the last argument) still computes a sine: a real reduction in seconds.
 STILL_SINE = "#!/bin/sh\nfor hlo; do :; done\ngrep -q ' sine(' \"$hlo\" && exit 1\nexit 0\n"
 # The same oracle, but from its second call on it waits (signals arrive while the reduction runs).
-SLOW_SINE = "#!/bin/sh\nn=$(cat {calls} 2>/dev/null || echo 0)\necho $((n + 1)) > {calls}\n" \
-            "[ \"$n\" -ge 1 ] && sleep 300\nfor hlo; do :; done\ngrep -q ' sine(' \"$hlo\" && exit 1\nexit 0\n"
+SLOW_SINE = (
+    "#!/bin/sh\nn=$(cat {calls} 2>/dev/null || echo 0)\necho $((n + 1)) > {calls}\n"
+    '[ "$n" -ge 1 ] && sleep 300\nfor hlo; do :; done\ngrep -q \' sine(\' "$hlo" && exit 1\nexit 0\n'
+)
 STAGES = ("releases", "dumps", "diff", "passes", "reduce", "isolate")
 SKIP_ALL = [word for stage in STAGES for word in ("--skip", stage)]
 ENDS = ["--good", "0.4.30", "--bad", "0.4.31"]
@@ -57,6 +59,7 @@ def fixtures_fmt(ctx, text: str) -> str:
 def _copy_root(key: str, dest: str):
     def setup(run: Run) -> None:
         fixtures.copy(run.ctx.paths[key], run.path(dest))
+
     return setup
 
 
@@ -64,6 +67,7 @@ def _spoiled(key: str, dest: str, rel: str, shape: str):
     def setup(run: Run) -> None:
         fixtures.copy(run.ctx.paths[key], run.path(dest))
         shapes.spoil(run, f"{dest}/{run.fmt(rel)}", shape)
+
     return setup
 
 
@@ -82,18 +86,36 @@ def _hlo(kind: str):
             run.write("m.txt", "")
         elif kind == "huge":  # 80 MB: one computation of a million instructions
             body = "".join(f"  s{i} = f32[] sine(f32[] p)\n" for i in range(1_000_000))
-            run.write("m.txt", f"HloModule big\n\nENTRY e {{\n  p = f32[] parameter(0)\n{body}  ROOT r = f32[] sine(p)\n}}\n")
+            run.write(
+                "m.txt", f"HloModule big\n\nENTRY e {{\n  p = f32[] parameter(0)\n{body}  ROOT r = f32[] sine(p)\n}}\n"
+            )
         elif kind == "deep-shape":
-            run.write("m.txt", "HloModule deep\n\nENTRY e {\n  ROOT p = " + "(" * 100_000 + "f32[]" + ")" * 100_000
-                      + " parameter(0)\n}\n")
+            run.write(
+                "m.txt",
+                "HloModule deep\n\nENTRY e {\n  ROOT p = "
+                + "(" * 100_000
+                + "f32[]"
+                + ")" * 100_000
+                + " parameter(0)\n}\n",
+            )
         elif kind == "deep-operands":
-            run.write("m.txt", "HloModule deep\n\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT s = f32[] sine("
-                      + "sine(" * 50_000 + "p" + ")" * 50_000 + ")\n}\n")
+            run.write(
+                "m.txt",
+                "HloModule deep\n\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT s = f32[] sine("
+                + "sine(" * 50_000
+                + "p"
+                + ")" * 50_000
+                + ")\n}\n",
+            )
         elif kind == "cyclic":
             run.write("m.txt", "HloModule cyc\n\nENTRY e {\n  a = f32[] sine(b)\n  ROOT b = f32[] sine(a)\n}\n")
         elif kind == "calls-itself":
-            run.write("m.txt", "HloModule rec\n\nc {\n  x = f32[] parameter(0)\n  ROOT y = f32[] call(x), to_apply=c\n}\n\n"
-                      "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT s = f32[] call(p), to_apply=c\n}\n")
+            run.write(
+                "m.txt",
+                "HloModule rec\n\nc {\n  x = f32[] parameter(0)\n  ROOT y = f32[] call(x), to_apply=c\n}\n\n"
+                "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT s = f32[] call(p), to_apply=c\n}\n",
+            )
+
     return setup
 
 
@@ -107,9 +129,14 @@ def _secret_cases() -> list[Case]:
         case("reduce-xla-flag-url", reduce_argv("out", FLAG)),
         case("reduce-script-token", ["reduce", "{hlo}", "--script", script, "--out", "out", "--rechecks", "1"]),
         case("reduce-json", [*reduce_argv("out", FLAG), "--json"]),
-        case("reduce-dry-run-json", ["reduce", "{hlo}", "--script", script, "--out", "out", FLAG, "--dry-run", "--json"]),
-        case("reduce-caller-xla-flags", reduce_argv(),
-             env={"XLA_FLAGS": f"--xla_dump_hlo_pass_re=https://bob:{SECRET}@h.test"}),
+        case(
+            "reduce-dry-run-json", ["reduce", "{hlo}", "--script", script, "--out", "out", FLAG, "--dry-run", "--json"]
+        ),
+        case(
+            "reduce-caller-xla-flags",
+            reduce_argv(),
+            env={"XLA_FLAGS": f"--xla_dump_hlo_pass_re=https://bob:{SECRET}@h.test"},
+        ),
         case("triage-env-secret", triage_argv("tri", *env, program=("{ok}", f"--token={SECRET}"))),
         case("triage-json", triage_argv("tri", "--json", *env)),
         case("triage-dry-run-json", triage_argv("tri", "--dry-run", "--json", *env)),
@@ -117,8 +144,22 @@ def _secret_cases() -> list[Case]:
     ]
 
 
-RECORD_SHAPES = ("truncated", "list", "null", "wrong-types", "nested-wrong", "nulls", "deep-list", "deep-object",
-                 "not-utf8", "nan", "foreign", "dir", "fifo", "symlink-loop")
+RECORD_SHAPES = (
+    "truncated",
+    "list",
+    "null",
+    "wrong-types",
+    "nested-wrong",
+    "nulls",
+    "deep-list",
+    "deep-object",
+    "not-utf8",
+    "nan",
+    "foreign",
+    "dir",
+    "fifo",
+    "symlink-loop",
+)
 
 
 def _record_cases() -> list[Case]:
@@ -129,20 +170,59 @@ def _record_cases() -> list[Case]:
         out.append(Case("records", name, argv, frozenset(expect), setup, **kw))
 
     for shape in RECORD_SHAPES:
-        add(f"reduce-state-{shape}", reduce_argv("out"), _spoiled("reduce_root", "out", "{reduce_state}", shape),
-            mention=("state.json",), max_seconds=30)
-        add(f"reduce-source-bundle-{shape}", ["reduce", "b", "--script", "{still_sine}", "--dry-run"],
-            _spoiled("reduce_bundle", "b", "manifest.json", shape), expect=(0, 2), mention=("{dir}/b",))
-        add(f"triage-state-{shape}", triage_argv("tri"), _spoiled("triage_root", "tri", "{triage_folder}/triage.json",
-                                                                   shape), mention=("triage.json",))
-        add(f"triage-state-dry-run-{shape}", triage_argv("tri", "--dry-run"),
-            _spoiled("triage_root", "tri", "{triage_folder}/triage.json", shape), mention=("triage.json",))
-    for kind in ("fifo", "dir", "not-utf8", "binary", "empty", "huge", "deep-shape", "deep-operands", "cyclic",
-                 "calls-itself"):
-        add(f"reduce-hlo-{kind}", ["reduce", "m.txt", "--script", "{still_sine}", "--out", "out"], _hlo(kind),
-            mention=("m.txt",), max_seconds=40, timeout=90, max_rss_mib=2500)
-    add("reduce-from-bisect-damaged", [*reduce_argv("out"), "--from-bisect", "{bisect_folder}-x", "--dry-run"],
-        lambda r: None, mention=("--from-bisect",))
+        add(
+            f"reduce-state-{shape}",
+            reduce_argv("out"),
+            _spoiled("reduce_root", "out", "{reduce_state}", shape),
+            mention=("state.json",),
+            max_seconds=30,
+        )
+        add(
+            f"reduce-source-bundle-{shape}",
+            ["reduce", "b", "--script", "{still_sine}", "--dry-run"],
+            _spoiled("reduce_bundle", "b", "manifest.json", shape),
+            expect=(0, 2),
+            mention=("{dir}/b",),
+        )
+        add(
+            f"triage-state-{shape}",
+            triage_argv("tri"),
+            _spoiled("triage_root", "tri", "{triage_folder}/triage.json", shape),
+            mention=("triage.json",),
+        )
+        add(
+            f"triage-state-dry-run-{shape}",
+            triage_argv("tri", "--dry-run"),
+            _spoiled("triage_root", "tri", "{triage_folder}/triage.json", shape),
+            mention=("triage.json",),
+        )
+    for kind in (
+        "fifo",
+        "dir",
+        "not-utf8",
+        "binary",
+        "empty",
+        "huge",
+        "deep-shape",
+        "deep-operands",
+        "cyclic",
+        "calls-itself",
+    ):
+        add(
+            f"reduce-hlo-{kind}",
+            ["reduce", "m.txt", "--script", "{still_sine}", "--out", "out"],
+            _hlo(kind),
+            mention=("m.txt",),
+            max_seconds=40,
+            timeout=90,
+            max_rss_mib=2500,
+        )
+    add(
+        "reduce-from-bisect-damaged",
+        [*reduce_argv("out"), "--from-bisect", "{bisect_folder}-x", "--dry-run"],
+        lambda r: None,
+        mention=("--from-bisect",),
+    )
     return out
 
 
@@ -150,8 +230,9 @@ def _value_cases() -> list[Case]:
     out = []
 
     def add(name, argv, mention, setup=None, expect=(2,)):
-        out.append(Case("values", name, argv, frozenset(expect), setup, mention=(mention,), absent=("out", "tri"),
-                        timeout=60))
+        out.append(
+            Case("values", name, argv, frozenset(expect), setup, mention=(mention,), absent=("out", "tri"), timeout=60)
+        )
 
     for value in ("0", "-1", "99999999999", "abc"):
         add(f"reduce-jobs-{value}", reduce_argv("out", "--jobs", value), "--jobs")
@@ -161,25 +242,44 @@ def _value_cases() -> list[Case]:
         add(f"reduce-max-time-{value}", reduce_argv("out", "--max-time", value), "--max-time")
         add(f"triage-timeout-{value}", triage_argv("tri", "--timeout", value), "--timeout")
     for value in ("nan", "inf", "-1"):
-        add(f"reduce-atol-{value}", ["reduce", "{hlo}", "--reference", "cpu", "--out", "out", "--atol", value], "--atol")
+        add(
+            f"reduce-atol-{value}", ["reduce", "{hlo}", "--reference", "cpu", "--out", "out", "--atol", value], "--atol"
+        )
         add(f"triage-rtol-{value}", triage_argv("tri", "--rtol", value), "--rtol")
     add("reduce-rechecks-0", reduce_argv("out", "--rechecks", "0"), "--rechecks")
     for name, regex in {"broken": "(", "empty": "", "repeat-too-large": "a{{99999999999}}"}.items():
         add(f"reduce-error-{name}", ["reduce", "{hlo}", "--error", regex, "--out", "out"], "--error")
-    add("reduce-script-missing", ["reduce", "{hlo}", "--script", "/no/such/script.sh", "--out", "out"],
-        "/no/such/script.sh")
-    add("reduce-script-not-executable", ["reduce", "{hlo}", "--script", "s.sh", "--out", "out"], "s.sh",
-        lambda r: r.write("s.sh", "#!/bin/sh\nexit 1\n", mode=0o644))
+    add(
+        "reduce-script-missing",
+        ["reduce", "{hlo}", "--script", "/no/such/script.sh", "--out", "out"],
+        "/no/such/script.sh",
+    )
+    add(
+        "reduce-script-not-executable",
+        ["reduce", "{hlo}", "--script", "s.sh", "--out", "out"],
+        "s.sh",
+        lambda r: r.write("s.sh", "#!/bin/sh\nexit 1\n", mode=0o644),
+    )
     add("reduce-script-empty", ["reduce", "{hlo}", "--script", "", "--out", "out"], "--script")
     add("reduce-script-unbalanced-quote", ["reduce", "{hlo}", "--script", "sh -c 'exit 1", "--out", "out"], "--script")
-    add("reduce-module-unknown", ["reduce", "{run}", "--script", "{still_sine}", "--out", "out", "--module",
-                                  "no_such_module_zz"], "no_such_module_zz")
+    add(
+        "reduce-module-unknown",
+        ["reduce", "{run}", "--script", "{still_sine}", "--out", "out", "--module", "no_such_module_zz"],
+        "no_such_module_zz",
+    )
     add("reduce-inputs-missing", reduce_argv("out", "--inputs", "nothere.npz"), "nothere.npz")
     add("reduce-two-oracles", [*reduce_argv("out"), "--error", "x"], "oracle")
-    for name, (good, bad) in {"garbage": ("abc", "0.4.31"), "climbs-out": ("../../../x", "0.4.31"),
-                              "empty": ("", "0.4.31"), "slash": ("0.4/30", "0.4.31"), "same": ("0.4.30", "0.4.30"),
-                              "reversed": ("0.4.31", "0.4.30"), "bad-garbage": ("0.4.30", "zz"),
-                              "newline": ("0.4.30\n", "0.4.31"), "huge": ("9" * 5000, "0.4.31")}.items():
+    for name, (good, bad) in {
+        "garbage": ("abc", "0.4.31"),
+        "climbs-out": ("../../../x", "0.4.31"),
+        "empty": ("", "0.4.31"),
+        "slash": ("0.4/30", "0.4.31"),
+        "same": ("0.4.30", "0.4.30"),
+        "reversed": ("0.4.31", "0.4.30"),
+        "bad-garbage": ("0.4.30", "zz"),
+        "newline": ("0.4.30\n", "0.4.31"),
+        "huge": ("9" * 5000, "0.4.31"),
+    }.items():
         argv = ["triage", "--good", good, "--bad", bad, *SKIP_ALL, "--out", "tri", "--", "{ok}"]
         add(f"triage-ends-{name}", argv, "--good" if name != "bad-garbage" else "--bad")
     add("triage-skip-unknown", triage_argv("tri", "--skip", "nonsense"), "--skip")
@@ -200,23 +300,46 @@ def _write_cases() -> list[Case]:
     return [
         case("reduce-out-read-only", reduce_argv("ro"), setup=_ro(), mention=("ro",)),
         case("reduce-out-full", reduce_argv("full"), (3,), setup=_full()),
-        case("reduce-out-is-file", reduce_argv("afile"), setup=lambda r: r.write("afile", "x"), root=False,
-             mention=("afile",), unchanged=("afile",)),
+        case(
+            "reduce-out-is-file",
+            reduce_argv("afile"),
+            setup=lambda r: r.write("afile", "x"),
+            root=False,
+            mention=("afile",),
+            unchanged=("afile",),
+        ),
         case("reduce-out-missing-folder", reduce_argv("no/such/dir"), (0,), root=False),
         case("reduce-state-read-only", reduce_argv("out"), (0, 2), setup=_ro_state, mention=("state.json",)),
         case("triage-out-read-only", triage_argv("ro"), setup=_ro(), mention=("ro",)),
         case("triage-out-full", triage_argv("full"), (3,), setup=_full()),
-        case("triage-out-is-file", triage_argv("afile"), setup=lambda r: r.write("afile", "x"), root=False,
-             mention=("afile",), unchanged=("afile",)),
-        case("triage-folder-is-file", triage_argv("tri"), setup=_triage_folder_is_file, root=False,
-             mention=("triage-",)),
+        case(
+            "triage-out-is-file",
+            triage_argv("afile"),
+            setup=lambda r: r.write("afile", "x"),
+            root=False,
+            mention=("afile",),
+            unchanged=("afile",),
+        ),
+        case(
+            "triage-folder-is-file", triage_argv("tri"), setup=_triage_folder_is_file, root=False, mention=("triage-",)
+        ),
         case("triage-out-folder-in-the-way", triage_argv("adir/x"), setup=_dir("adir"), root=False, expect=(0,)),
-        case("stdout-closed-reduce-dry-run", [*reduce_argv(), "--dry-run"], (0, 2, 3), root=False,
-             wrapper="closed-stdout"),
+        case(
+            "stdout-closed-reduce-dry-run",
+            [*reduce_argv(), "--dry-run"],
+            (0, 2, 3),
+            root=False,
+            wrapper="closed-stdout",
+        ),
         case("stdout-full-reduce", [*reduce_argv(), "--json"], (0, 2, 3), root=False, wrapper="full-stdout"),
         case("stdout-full-triage", triage_argv(), (0, 2, 3), root=False, wrapper="full-stdout"),
-        case("stdout-closed-triage-dry-run", triage_argv("tri", "--dry-run"), (0, 2, 3), root=False,
-             wrapper="closed-stdout"),
+        case(
+            "stdout-closed-triage-dry-run",
+            triage_argv("tri", "--dry-run"),
+            (0, 2, 3),
+            root=False,
+            wrapper="closed-stdout",
+        ),
     ]
 
 
@@ -242,17 +365,40 @@ def _process_cases() -> list[Case]:
     out = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         for jobs in ("1", "2"):
-            out.append(Case("processes", f"{sig.name.lower()}-in-reduce-jobs-{jobs}",
-                            ["reduce", "{hlo}", "--script", "./slow.sh", "--out", "out", "--jobs", jobs],
-                            frozenset({130}), _calls_seen, action=_signal_when(sig, "sleep 300", settle=1.0),
-                            timeout=120, check=_reduce_interrupted))
+            out.append(
+                Case(
+                    "processes",
+                    f"{sig.name.lower()}-in-reduce-jobs-{jobs}",
+                    ["reduce", "{hlo}", "--script", "./slow.sh", "--out", "out", "--jobs", jobs],
+                    frozenset({130}),
+                    _calls_seen,
+                    action=_signal_when(sig, "sleep 300", settle=1.0),
+                    timeout=120,
+                    check=_reduce_interrupted,
+                )
+            )
         # while the workers start and check the input (before the bundle): 130, no worker left
-        out.append(Case("processes", f"{sig.name.lower()}-in-reduce-workers-starting",
-                        ["reduce", "{hlo}", "--reference", "cpu", "--out", "out", "--jobs", "2"], frozenset({130}),
-                        action=_signal_when(sig, "oracle_worker", settle=0.3), timeout=120))
-    out.append(Case("processes", "reduce-timeout-script-hangs",
-                    ["reduce", "{hlo}", "--script", "./slow.sh", "--out", "out", "--timeout", "3"],
-                    frozenset({0, 1, 3}), _calls_seen, timeout=180, max_seconds=150))
+        out.append(
+            Case(
+                "processes",
+                f"{sig.name.lower()}-in-reduce-workers-starting",
+                ["reduce", "{hlo}", "--reference", "cpu", "--out", "out", "--jobs", "2"],
+                frozenset({130}),
+                action=_signal_when(sig, "oracle_worker", settle=0.3),
+                timeout=120,
+            )
+        )
+    out.append(
+        Case(
+            "processes",
+            "reduce-timeout-script-hangs",
+            ["reduce", "{hlo}", "--script", "./slow.sh", "--out", "out", "--timeout", "3"],
+            frozenset({0, 1, 3}),
+            _calls_seen,
+            timeout=180,
+            max_seconds=150,
+        )
+    )
     return out
 
 

@@ -18,8 +18,20 @@ SECRET_RUN_ARGS = ["--env", f"API_TOKEN={SECRET}", "--env", f"DB_URL={URL}", FLA
 
 
 def make_secret_run(ctx) -> None:
-    done = fixtures.cli(ctx, "run", "prog.py", "--dump", "--out", "secret-runs", "--name", "fx-secret", "--json",
-                        *SECRET_RUN_ARGS, "--", f"--token={SECRET}")
+    done = fixtures.cli(
+        ctx,
+        "run",
+        "prog.py",
+        "--dump",
+        "--out",
+        "secret-runs",
+        "--name",
+        "fx-secret",
+        "--json",
+        *SECRET_RUN_ARGS,
+        "--",
+        f"--token={SECRET}",
+    )
     ctx.paths["secret_run"] = json.loads(done.stdout)["bundle"]
 
 
@@ -27,9 +39,12 @@ def _planted(run: Run) -> None:
     """A bundle as an older or foreign writer left it: the secrets in clear in its manifest."""
     bundle = fixtures.copy(run.ctx.paths["run"], run.path("b"))
     data = json.loads((bundle / "manifest.json").read_text())
-    data.setdefault("env_changes", []).extend([
-        {"name": "API_TOKEN", "value": SECRET, "previous": None, "source": "--env"},
-        {"name": "DB_URL", "value": URL, "previous": None, "source": "--env"}])
+    data.setdefault("env_changes", []).extend(
+        [
+            {"name": "API_TOKEN", "value": SECRET, "previous": None, "source": "--env"},
+            {"name": "DB_URL", "value": URL, "previous": None, "source": "--env"},
+        ]
+    )
     data["xla_flags"] = [*data.get("xla_flags", []), f"--xla_dump_hlo_pass_re=https://bob:{SECRET}@h.test"]
     data["argv"] = [*data.get("argv", []), "--env", f"API_TOKEN={SECRET}", "--", f"--password={SECRET}"]
     (bundle / "manifest.json").write_text(json.dumps(data, indent=2))
@@ -39,6 +54,7 @@ def _profile(env: dict[str, str], extra: str = ""):
     def setup(run: Run) -> None:
         lines = "".join(f"    {k}: {json.dumps(v)}\n" for k, v in env.items())
         run.write("p.yaml", f"description: secret test\nextends: base\nrun:\n  env:\n{lines}{extra}")
+
     return setup
 
 
@@ -68,13 +84,18 @@ def cases() -> list[Case]:
         case("run-caller-xla-flags", run, env={"XLA_FLAGS": f"--xla_dump_hlo_pass_re=https://bob:{SECRET}@h.test"}),
         case("run-profile-env-secret", [*run, "-p", "p.yaml"], setup=_profile({"API_TOKEN": SECRET})),
         case("run-profile-env-url", [*run, "-p", "p.yaml"], setup=_profile({"DB_URL": URL})),
-        case("run-dry-run-json", ["run", "{ok}", "--dry-run", "--json", "--env", f"API_TOKEN={SECRET}",
-                                  "--env", f"DB_URL={URL}", FLAG]),
+        case(
+            "run-dry-run-json",
+            ["run", "{ok}", "--dry-run", "--json", "--env", f"API_TOKEN={SECRET}", "--env", f"DB_URL={URL}", FLAG],
+        ),
         case("run-dry-run", ["run", "{ok}", "--dry-run", "--env", f"DB_URL={URL}", "--env", f"API_TOKEN={SECRET}"]),
         case("run-json", ["run", "{ok}", "--out", "out", "--json", "--env", f"DB_URL={URL}"]),
-        case("run-fails-quiet", ["run", "fail.py", "--out", "out", "--quiet", "--env", f"DB_URL={URL}", "--",
-                                 f"--token={SECRET}"], expect=(1,),
-             setup=lambda r: r.write("fail.py", "import sys\nprint('failing')\nsys.exit(3)\n")),
+        case(
+            "run-fails-quiet",
+            ["run", "fail.py", "--out", "out", "--quiet", "--env", f"DB_URL={URL}", "--", f"--token={SECRET}"],
+            expect=(1,),
+            setup=lambda r: r.write("fail.py", "import sys\nprint('failing')\nsys.exit(3)\n"),
+        ),
         case("bisect-env-secret", [*bisect, "--env", f"API_TOKEN={SECRET}", "--", "{ok}"], expect=(2,)),
         case("bisect-env-url", [*bisect, "--env", f"DB_URL={URL}", "--", "{ok}"], expect=(2,)),
         case("bisect-args-token", [*bisect, "--", "{ok}", f"--token={SECRET}"], expect=(2,)),
@@ -94,12 +115,19 @@ def cases() -> list[Case]:
         case("inspect-fresh-json", ["inspect", "{secret_run}", "--json"]),
         case("inspect-planted", ["inspect", "b"], setup=_planted),
         case("inspect-planted-json", ["inspect", "b", "--json"], setup=_planted),
-        case("doctor-caller-xla-flags", ["doctor", "--json"], expect=(0, 1),
-             env={"XLA_FLAGS": f"--xla_dump_hlo_pass_re=https://bob:{SECRET}@h.test"}),
+        case(
+            "doctor-caller-xla-flags",
+            ["doctor", "--json"],
+            expect=(0, 1),
+            env={"XLA_FLAGS": f"--xla_dump_hlo_pass_re=https://bob:{SECRET}@h.test"},
+        ),
         case("profiles-show-json", ["profiles", "show", "p.yaml", "--json"], setup=_profile({"API_TOKEN": SECRET})),
-        case("profiles-show-explain", ["profiles", "show", "p.yaml", "--explain"],
-             setup=_profile({"DB_URL": URL})),
+        case("profiles-show-explain", ["profiles", "show", "p.yaml", "--explain"], setup=_profile({"DB_URL": URL})),
         # a profile may not hold credentials at all (issue 23's round): refused (2), the secret in no output
-        case("build-dry-run-remote-cache", ["build", "-p", "p.yaml", "--source", "{tree}", "--dry-run", "--json"],
-             expect=(0, 2), setup=_profile({"X": "1"}, remote)),
+        case(
+            "build-dry-run-remote-cache",
+            ["build", "-p", "p.yaml", "--source", "{tree}", "--dry-run", "--json"],
+            expect=(0, 2),
+            setup=_profile({"X": "1"}, remote),
+        ),
     ]

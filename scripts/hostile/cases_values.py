@@ -28,8 +28,12 @@ def _revision(edit):
         path.write_text(edit(path.read_text()))
         import subprocess
 
-        subprocess.run(["git", "-C", str(tree), "-c", "user.name=h", "-c", "user.email=h@localhost", "commit", "-qam",
-                        "edit"], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(tree), "-c", "user.name=h", "-c", "user.email=h@localhost", "commit", "-qam", "edit"],
+            check=True,
+            capture_output=True,
+        )
+
     return setup
 
 
@@ -44,8 +48,10 @@ def _numeric() -> list[Case]:
         "repro-pack-rtol": (["repro", "pack", "{run}", "-o", "p.tar.gz", "--out", "out", "--rtol"], None),
         "replay-atol": (["replay", "{hlo}", "--out", "out", "--atol"], None),
         "replay-rtol": (["replay", "{hlo}", "--out", "out", "--rtol"], None),
-        "bisect-threshold": (["bisect", "passes", "--out", "bis", "--metric", "m", "--threshold", "{value}", "--",
-                              "{ok}"], None),
+        "bisect-threshold": (
+            ["bisect", "passes", "--out", "bis", "--metric", "m", "--threshold", "{value}", "--", "{ok}"],
+            None,
+        ),
     }
     for name, (argv, setup) in options.items():
         values = BAD_TOLERANCE if ("tol" in name or "threshold" in name) else BAD_POSITIVE
@@ -54,28 +60,74 @@ def _numeric() -> list[Case]:
         for value in values:
             full = [a.replace("{value}", value) for a in argv] if "{value}" in " ".join(argv) else [*argv, value]
             option = next(a for a in argv if a in ("--timeout", "--atol", "--rtol", "--threshold"))
-            out.append(Case(CLS, f"{name}-{value}", full, frozenset({2}), setup, mention=(option,), timeout=90,
-                            absent=("p.tar.gz",)))
+            out.append(
+                Case(
+                    CLS,
+                    f"{name}-{value}",
+                    full,
+                    frozenset({2}),
+                    setup,
+                    mention=(option,),
+                    timeout=90,
+                    absent=("p.tar.gz",),
+                )
+            )
     for value in ("0", "-1"):
-        out.append(Case(CLS, f"replay-iterations-{value}", ["replay", "{hlo}", "--out", "out", "-n", value],
-                        frozenset({2}), mention=("--iterations",)))
+        out.append(
+            Case(
+                CLS,
+                f"replay-iterations-{value}",
+                ["replay", "{hlo}", "--out", "out", "-n", value],
+                frozenset({2}),
+                mention=("--iterations",),
+            )
+        )
     for value in ("-1", "256", "99999999999"):
-        out.append(Case(CLS, f"bisect-bad-exit-{value}", ["bisect", "passes", "--out", "bis", "--bad-exit", value,
-                                                           "--", "{ok}"], frozenset({2}), mention=("--bad-exit",)))
+        out.append(
+            Case(
+                CLS,
+                f"bisect-bad-exit-{value}",
+                ["bisect", "passes", "--out", "bis", "--bad-exit", value, "--", "{ok}"],
+                frozenset({2}),
+                mention=("--bad-exit",),
+            )
+        )
     out.append(Case(CLS, "bisect-confirm--1", ["bisect", "passes", "--confirm", "-1", "--", "{ok}"], frozenset({2})))
     out.append(Case(CLS, "build-jobs-0", ["build", "-p", "base", "--jobs", "0", "--dry-run"], frozenset({2})))
-    out.append(Case(CLS, "replay-seed--1", ["replay", "{hlo}", "--out", "out", "--seed", "-1", "--inputs", "random"],
-                    frozenset({0, 2})))
+    out.append(
+        Case(
+            CLS,
+            "replay-seed--1",
+            ["replay", "{hlo}", "--out", "out", "--seed", "-1", "--inputs", "random"],
+            frozenset({0, 2}),
+        )
+    )
     return out
 
 
 def _vlog() -> list[Case]:
-    out = [Case(CLS, f"run-vlog-{v}", ["run", "{ok}", "--dry-run", "--vlog", v], frozenset({2}), mention=("--vlog",))
-           for v in ("-1", "abc")]
-    for name, value in {"negative": "a=-1", "word": "a=x", "no-file": "=1", "no-level": "a", "two-levels": "a=1=2",
-                        "empty": "", "huge": "a=99999999999"}.items():
-        out.append(Case(CLS, f"run-vmodule-{name}", ["run", "{ok}", "--dry-run", "--vmodule", value], frozenset({2}),
-                        mention=("--vmodule",)))
+    out = [
+        Case(CLS, f"run-vlog-{v}", ["run", "{ok}", "--dry-run", "--vlog", v], frozenset({2}), mention=("--vlog",))
+        for v in ("-1", "abc")
+    ]
+    for name, value in {
+        "negative": "a=-1",
+        "word": "a=x",
+        "no-file": "=1",
+        "no-level": "a",
+        "two-levels": "a=1=2",
+        "empty": "",
+        "huge": "a=99999999999",
+    }.items():
+        out.append(
+            Case(
+                CLS,
+                f"run-vmodule-{name}",
+                ["run", "{ok}", "--dry-run", "--vmodule", value],
+                frozenset({2}),
+                mention=("--vmodule",),
+            )
+        )
     return out
 
 
@@ -92,25 +144,66 @@ def _flags() -> list[Case]:
         "int-overflow": "--xla_dump_max_hlo_modules=99999999999999999999",
     }
     for name, flag in flags.items():
-        out.append(Case(CLS, f"run-xla-flag-{name}", ["run", "{ok}", "--out", "out", f"--xla-flag={flag}"],
-                        frozenset({2}), mention=(flag or "--xla-flag",)))
+        out.append(
+            Case(
+                CLS,
+                f"run-xla-flag-{name}",
+                ["run", "{ok}", "--out", "out", f"--xla-flag={flag}"],
+                frozenset({2}),
+                mention=(flag or "--xla-flag",),
+            )
+        )
         if name not in ("no-dashes", "empty"):
-            out.append(Case(CLS, f"run-caller-xla-flags-{name}", ["run", "{ok}", "--out", "out"], frozenset({2}),
-                            env={"XLA_FLAGS": flag}, mention=("XLA_FLAGS",)))
+            out.append(
+                Case(
+                    CLS,
+                    f"run-caller-xla-flags-{name}",
+                    ["run", "{ok}", "--out", "out"],
+                    frozenset({2}),
+                    env={"XLA_FLAGS": flag},
+                    mention=("XLA_FLAGS",),
+                )
+            )
     for name in ("device-count-negative", "bool-maybe", "unknown"):
         # replay sets XLA_FLAGS itself (the module's own flags): the caller's may be refused or left out
-        out.append(Case(CLS, f"replay-caller-xla-flags-{name}", ["replay", "{hlo}", "--out", "out"], frozenset({0, 2}),
-                        env={"XLA_FLAGS": flags[name]}, mention=("XLA_FLAGS",), timeout=90))
-        out.append(Case(CLS, f"replay-xla-flag-{name}", ["replay", "{hlo}", "--out", "out", f"--xla-flag={flags[name]}"],
-                        frozenset({2}), mention=(flags[name],), timeout=90))
-    out.append(Case(CLS, "doctor-caller-xla-flags-negative", ["doctor"], frozenset({1}),
-                    env={"XLA_FLAGS": flags["device-count-negative"]}, check=_names("xla_force_host_platform_device_count")))
+        out.append(
+            Case(
+                CLS,
+                f"replay-caller-xla-flags-{name}",
+                ["replay", "{hlo}", "--out", "out"],
+                frozenset({0, 2}),
+                env={"XLA_FLAGS": flags[name]},
+                mention=("XLA_FLAGS",),
+                timeout=90,
+            )
+        )
+        out.append(
+            Case(
+                CLS,
+                f"replay-xla-flag-{name}",
+                ["replay", "{hlo}", "--out", "out", f"--xla-flag={flags[name]}"],
+                frozenset({2}),
+                mention=(flags[name],),
+                timeout=90,
+            )
+        )
+    out.append(
+        Case(
+            CLS,
+            "doctor-caller-xla-flags-negative",
+            ["doctor"],
+            frozenset({1}),
+            env={"XLA_FLAGS": flags["device-count-negative"]},
+            check=_names("xla_force_host_platform_device_count"),
+        )
+    )
     return out
 
 
 def _names(text: str):
     def check(run, result) -> list[str]:
         return [] if text in result.stdout + result.stderr else [f"output does not name {text}"]
+
     return check
 
 
@@ -122,16 +215,24 @@ def _choices() -> list[Case]:
         "bisect-match-broken": ([*bisect, "--match", "(", "--", "{ok}"], "--match"),
         "bisect-match-in-bogus": ([*bisect, "--match", "x", "--match-in", "nowhere", "--", "{ok}"], "--match-in"),
         "bisect-metric-no-threshold": ([*bisect, "--metric", "m", "--", "{ok}"], "--threshold"),
-        "releases-python-2.7": ([*releases, "--good", "0.4.28", "--bad", "0.4.31", "--python-version", "2.7", "--",
-                                 "{ok}"], "--python-version"),
-        "releases-python-word": ([*releases, "--good", "0.4.28", "--bad", "0.4.31", "--python-version", "abc", "--",
-                                  "{ok}"], "--python-version"),
-        "releases-python-4": ([*releases, "--good", "0.4.28", "--bad", "0.4.31", "--python-version", "4.0", "--",
-                               "{ok}"], "--python-version"),
+        "releases-python-2.7": (
+            [*releases, "--good", "0.4.28", "--bad", "0.4.31", "--python-version", "2.7", "--", "{ok}"],
+            "--python-version",
+        ),
+        "releases-python-word": (
+            [*releases, "--good", "0.4.28", "--bad", "0.4.31", "--python-version", "abc", "--", "{ok}"],
+            "--python-version",
+        ),
+        "releases-python-4": (
+            [*releases, "--good", "0.4.28", "--bad", "0.4.31", "--python-version", "4.0", "--", "{ok}"],
+            "--python-version",
+        ),
         "releases-reversed": ([*releases, "--good", "0.4.31", "--bad", "0.4.28", "--", "{ok}"], "--good"),
         "releases-not-a-version": ([*releases, "--good", "abc", "--bad", "0.4.31", "--", "{ok}"], "abc"),
-        "releases-timeout-nan": ([*releases, "--good", "0.4.28", "--bad", "0.4.31", "--timeout", "nan", "--", "{ok}"],
-                                 "--timeout"),
+        "releases-timeout-nan": (
+            [*releases, "--good", "0.4.28", "--bad", "0.4.31", "--timeout", "nan", "--", "{ok}"],
+            "--timeout",
+        ),
         "run-platform-tpu": (["run", "{ok}", "--platform", "tpu"], "--platform"),
         "run-frontend-bogus": (["run", "{ok}", "--frontend", "bogus"], "--frontend"),
         "run-exit-code-bogus": (["run", "{ok}", "--exit-code", "bogus"], "--exit-code"),
@@ -147,22 +248,35 @@ def _choices() -> list[Case]:
         "repro-run-match-bogus": (["repro", "run", "{pack}", "--match", "bogus", "--out", "out"], "--match"),
         "lower-platform-tpu": ([*LOWER, "--platform", "tpu"], "--platform"),
         "lower-ir-format-bogus": ([*LOWER, "--ir-format", "bogus"], "--ir-format"),
-        "lower-shapes-code": (["lower", "lowerme.py:f", "--input-shapes", "__import__('os').system('touch pwned')"],
-                              "--input-shapes"),
+        "lower-shapes-code": (
+            ["lower", "lowerme.py:f", "--input-shapes", "__import__('os').system('touch pwned')"],
+            "--input-shapes",
+        ),
         "lower-shapes-deep": (["lower", "lowerme.py:f", "--input-shapes", "[" * 5000 + "]" * 5000], "--input-shapes"),
         "lower-shapes-negative": (["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[-1]")]'], "f32[-1]"),
         "lower-shapes-dtype": (["lower", "lowerme.py:f", "--input-shapes", '[("x", "q99[2]")]'], "q99"),
-        "lower-constants-code": ([*LOWER, "--constants", "{{'a': __import__('os').system('touch pwned')}}"],
-                                 "--constants"),
+        "lower-constants-code": (
+            [*LOWER, "--constants", "{{'a': __import__('os').system('touch pwned')}}"],
+            "--constants",
+        ),
         "lower-target-missing-fn": (["lower", "lowerme.py:nope", "--input-shapes", '[("x", "f32[2]")]'], "nope"),
         "run-name-climbs": (["run", "{ok}", "--out", "out", "--name", "../../escape"], None),
     }
     out = []
     for name, (argv, mention) in table.items():
         expect = {0, 2} if name == "run-name-climbs" else {2}
-        out.append(Case(CLS, name, argv, frozenset(expect), _lowerme if argv[0] == "lower" else None,
-                        mention=(mention,) if mention else (), absent=("pwned", "../escape", "../../escape"),
-                        timeout=90))
+        out.append(
+            Case(
+                CLS,
+                name,
+                argv,
+                frozenset(expect),
+                _lowerme if argv[0] == "lower" else None,
+                mention=(mention,) if mention else (),
+                absent=("pwned", "../escape", "../../escape"),
+                timeout=90,
+            )
+        )
     return out
 
 
@@ -179,13 +293,33 @@ def _profiles() -> list[Case]:
     out = []
     for name, spec in presets.items():
         setup = _profile(f"run:\n  define_presets:\n    mine: {spec}\n")
-        out.append(Case(CLS, f"profile-preset-validate-{name}", ["profiles", "validate", "p.yaml"], frozenset({2}),
-                        setup, mention=("mine",)))
-    for name, text in {"timeout-inf": "run: {timeout: .inf}\n", "timeout-nan": "run: {timeout: .nan}\n",
-                       "timeout-zero": "run: {timeout: 0}\n", "jobs-inf": "bazel: {jobs: .inf}\n",
-                       "jobs-huge": "bazel: {jobs: 99999999999999999999999}\n"}.items():
-        out.append(Case(CLS, f"profile-{name}", ["run", "{ok}", "--dry-run", "-p", "p.yaml"], frozenset({2}),
-                        _profile(text), mention=("p.yaml",)))
+        out.append(
+            Case(
+                CLS,
+                f"profile-preset-validate-{name}",
+                ["profiles", "validate", "p.yaml"],
+                frozenset({2}),
+                setup,
+                mention=("mine",),
+            )
+        )
+    for name, text in {
+        "timeout-inf": "run: {timeout: .inf}\n",
+        "timeout-nan": "run: {timeout: .nan}\n",
+        "timeout-zero": "run: {timeout: 0}\n",
+        "jobs-inf": "bazel: {jobs: .inf}\n",
+        "jobs-huge": "bazel: {jobs: 99999999999999999999999}\n",
+    }.items():
+        out.append(
+            Case(
+                CLS,
+                f"profile-{name}",
+                ["run", "{ok}", "--dry-run", "-p", "p.yaml"],
+                frozenset({2}),
+                _profile(text),
+                mention=("p.yaml",),
+            )
+        )
     return out
 
 
@@ -197,12 +331,23 @@ def _pin_apply() -> list[Case]:
         "commit-twice": lambda t: t + 'XLA_COMMIT = "0000000000000000000000000000000000000000"\n',
         "commit-format": lambda t: t.replace('XLA_COMMIT = "', 'XLA_COMMIT = "%s" % "', 1),
         "commit-method": lambda t: t.replace('XLA_COMMIT = "', 'XLA_COMMIT = "{}".format("', 1).replace(
-            '"\nXLA_SHA256', '")\nXLA_SHA256', 1),
+            '"\nXLA_SHA256', '")\nXLA_SHA256', 1
+        ),
         "sha-missing": lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("XLA_SHA256")) + "\n",
     }
     files = ("jax/third_party/xla/revision.bzl", "jax/MODULE.bazel")
-    return [Case(CLS, f"pin-apply-{name}", ["pin", "apply", "--lock", "{lock}", "--source", "jax"], frozenset({2}),
-                 _revision(edit), unchanged=files, mention=("revision.bzl",)) for name, edit in edits.items()]
+    return [
+        Case(
+            CLS,
+            f"pin-apply-{name}",
+            ["pin", "apply", "--lock", "{lock}", "--source", "jax"],
+            frozenset({2}),
+            _revision(edit),
+            unchanged=files,
+            mention=("revision.bzl",),
+        )
+        for name, edit in edits.items()
+    ]
 
 
 def cases() -> list[Case]:

@@ -26,6 +26,7 @@ def _dir(rel: str):
     def setup(run: Run) -> None:
         run.path(rel).mkdir(parents=True, exist_ok=True)
         (run.path(rel) / "keep.txt").write_text("x")
+
     return setup
 
 
@@ -33,6 +34,7 @@ def _both(*setups):
     def setup(run: Run) -> None:
         for step in setups:
             step(run)
+
     return setup
 
 
@@ -91,33 +93,72 @@ def cases() -> list[Case]:
         case("pack-o-onto-folder", [*pack, "adir"], setup=_dir("adir"), root=False, mention=("adir",)),
         case("pack-o-read-only", [*pack, "ro/p.tar.gz"], setup=_ro(), mention=("ro/p.tar.gz",)),
         case("pack-o-full", [*pack, "full/p.tar.gz"], (3,), setup=_full(), absent=("full/p.tar.gz",)),
-        case("pack-out-read-only", ["repro", "pack", "{run}", "-o", "p.tar.gz", "--out", "ro"], setup=_ro(),
-             absent=("p.tar.gz",)),
-        case("pack-out-full", ["repro", "pack", "{run}", "-o", "p.tar.gz", "--out", "full"], (3,), setup=_full(),
-             absent=("p.tar.gz",)),
-        case("pack-truncated-manifest", ["repro", "pack", "b", "--out", "out", "-o", "p.tar.gz"],
-             setup=_truncated_bundle_and_existing, root=False, unchanged=("p.tar.gz",), mention=("manifest.json",)),
+        case(
+            "pack-out-read-only",
+            ["repro", "pack", "{run}", "-o", "p.tar.gz", "--out", "ro"],
+            setup=_ro(),
+            absent=("p.tar.gz",),
+        ),
+        case(
+            "pack-out-full",
+            ["repro", "pack", "{run}", "-o", "p.tar.gz", "--out", "full"],
+            (3,),
+            setup=_full(),
+            absent=("p.tar.gz",),
+        ),
+        case(
+            "pack-truncated-manifest",
+            ["repro", "pack", "b", "--out", "out", "-o", "p.tar.gz"],
+            setup=_truncated_bundle_and_existing,
+            root=False,
+            unchanged=("p.tar.gz",),
+            mention=("manifest.json",),
+        ),
         case("run-out-read-only", ["run", "{ok}", "--out", "ro"], setup=_ro()),
         case("run-out-full", ["run", "{ok}", "--out", "full"], (3,), setup=_full()),
         case("run-out-is-file", ["run", "{ok}", "--out", "afile"], setup=lambda r: r.write("afile", "x"), root=False),
         case("run-out-proc", ["run", "{ok}", "--out", "/proc/hostile"], root=False),
-        case("run-dump-fills-disk", ["run", "{prog}", "--dump", "--preset", "dump:passes", "--out", "small"], (3,),
-             setup=_small()),
-        case("run-archive-fills-disk", ["run", "{prog}", "--dump", "--archive", "--out", "small"], (3,),
-             setup=_small(size="400k")),
-        case("run-output-fills-disk", ["run", "flood.py", "--out", "small", "--quiet"], (3,),
-             setup=_both(_small(size="300k"), lambda r: r.write(
-                 "flood.py", "import sys\nfor i in range(100000):\n    sys.stdout.write('x' * 99 + '\\n')\n"))),
+        case(
+            "run-dump-fills-disk",
+            ["run", "{prog}", "--dump", "--preset", "dump:passes", "--out", "small"],
+            (3,),
+            setup=_small(),
+        ),
+        case(
+            "run-archive-fills-disk",
+            ["run", "{prog}", "--dump", "--archive", "--out", "small"],
+            (3,),
+            setup=_small(size="400k"),
+        ),
+        case(
+            "run-output-fills-disk",
+            ["run", "flood.py", "--out", "small", "--quiet"],
+            (3,),
+            setup=_both(
+                _small(size="300k"),
+                lambda r: r.write(
+                    "flood.py", "import sys\nfor i in range(100000):\n    sys.stdout.write('x' * 99 + '\\n')\n"
+                ),
+            ),
+        ),
         case("replay-out-read-only", ["replay", "{hlo}", "--out", "ro"], setup=_ro()),
         case("replay-out-full", ["replay", "{hlo}", "--out", "full"], (3,), setup=_full()),
-        case("replay-dump-fills-disk", ["replay", "{hlo}", "--dump", "passes", "--out", "small"], (3,),
-             setup=_small(size="200k")),
+        case(
+            "replay-dump-fills-disk",
+            ["replay", "{hlo}", "--dump", "passes", "--out", "small"],
+            (3,),
+            setup=_small(size="200k"),
+        ),
         case("repro-run-out-read-only", ["repro", "run", "{pack}", "--out", "ro"], setup=_ro()),
         case("repro-run-out-full", ["repro", "run", "{pack}", "--out", "full"], (3,), setup=_full()),
         case("bisect-out-read-only", ["bisect", "passes", "--out", "ro", "--", "{ok}"], setup=_ro()),
         case("bisect-out-full", ["bisect", "passes", "--out", "full", "--", "{ok}"], (3,), setup=_full()),
-        case("pin-apply-read-only-tree", ["pin", "apply", "--lock", "{lock}", "--source", "jax"], setup=_ro_tree,
-             mention=("jax",)),
+        case(
+            "pin-apply-read-only-tree",
+            ["pin", "apply", "--lock", "{lock}", "--source", "jax"],
+            setup=_ro_tree,
+            mention=("jax",),
+        ),
         case("pin-local-lock-read-only", ["pin", "local", "--xla", "{tree}", "--lock", "ro/x.lock"], setup=_ro()),
         case("report-o-folder", [*report, "adir"], setup=_dir("adir"), root=False, mention=("adir",)),
         case("report-o-missing-folder", [*report, "no/such/r.html"], (0, 2), root=False),
@@ -130,10 +171,17 @@ def cases() -> list[Case]:
         case("bazelrc-o-read-only", ["bazelrc", "-p", "base", "-o", "ro/x.bazelrc"], setup=_ro()),
         case("bazelrc-o-full", ["bazelrc", "-p", "base", "-o", "full/x.bazelrc"], (3,), setup=_full()),
         case("bazelrc-source-read-only", ["bazelrc", "-p", "base", "--source", "jax"], setup=_ro_tree),
-        case("lower-dest-folder", ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]', "--ir-human-dest",
-                                   "adir"], setup=_both(_dir("adir"), _lowerme), root=False),
-        case("lower-dest-read-only", ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]',
-                                      "--ir-human-dest", "ro/f.txt"], setup=_both(_ro(), _lowerme)),
+        case(
+            "lower-dest-folder",
+            ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]', "--ir-human-dest", "adir"],
+            setup=_both(_dir("adir"), _lowerme),
+            root=False,
+        ),
+        case(
+            "lower-dest-read-only",
+            ["lower", "lowerme.py:f", "--input-shapes", '[("x", "f32[2]")]', "--ir-human-dest", "ro/f.txt"],
+            setup=_both(_ro(), _lowerme),
+        ),
         case("profiles-schema-o-folder", ["profiles", "schema", "-o", "adir"], setup=_dir("adir"), root=False),
         *_stdout_cases(),
     ]

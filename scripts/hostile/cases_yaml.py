@@ -24,6 +24,7 @@ def _setup(where: str, shape: str):
     def setup(run: Run) -> None:
         shapes.put_yaml(run, where, shape)
         run.write("build.log", "ERROR: something failed\n")
+
     return setup
 
 
@@ -36,7 +37,19 @@ def cases() -> list[Case]:
                 expect = {0, 2}  # a folder named *.yaml in a search folder may be passed over
             if loader == "profiles-list" or (loader == "presets-list" and shape == "fifo"):
                 expect |= {0}  # `list` may show a broken file as broken (and pass over what is no file)
-            out.append(Case(CLS, f"{loader}-{shape}", argv, frozenset(expect), _setup(where, shape),
-                            env={"XDG_CONFIG_HOME": "{dir}/config"}, timeout=30, max_seconds=10, max_rss_mib=400,
-                            absent=("pwned",), mention=("p.yaml",) if expect == {2} else ()))
+            out.append(
+                Case(
+                    CLS,
+                    f"{loader}-{shape}",
+                    argv,
+                    frozenset(expect),
+                    _setup(where, shape),
+                    env={"XDG_CONFIG_HOME": "{dir}/config"},
+                    timeout=30,
+                    max_seconds=10,
+                    max_rss_mib=400,
+                    absent=("pwned",),
+                    mention=("p.yaml",) if expect == {2} else (),
+                )
+            )
     return out

@@ -68,9 +68,17 @@ class Result:
         return self.skipped is None and not self.problems
 
     def to_json(self) -> dict:
-        return {"class": self.cls, "name": self.name, "exit": self.exit, "seconds": round(self.seconds, 2),
-                "clean": self.clean, "problems": self.problems, "rss_mib": self.rss_mib, "skipped": self.skipped,
-                "stderr_tail": self.stderr[-600:]}
+        return {
+            "class": self.cls,
+            "name": self.name,
+            "exit": self.exit,
+            "seconds": round(self.seconds, 2),
+            "clean": self.clean,
+            "problems": self.problems,
+            "rss_mib": self.rss_mib,
+            "skipped": self.skipped,
+            "stderr_tail": self.stderr[-600:],
+        }
 
 
 @dataclass
@@ -86,13 +94,26 @@ class Context:
     def base_env(self) -> dict[str, str]:
         keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME")}
         home = self.work / "home"
-        return {**keep, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-                "XDG_CACHE_HOME": str(home / ".cache"), "XLATOOLS_CACHE_DIR": str(self.work / "cache"),
-                "JAX_PLATFORMS": "cpu", "NO_COLOR": "1", "COLUMNS": "200", "PYTHONDONTWRITEBYTECODE": "1",
-                # loopback only: any package-index question goes to a closed local port and fails fast
-                "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
-                "PIP_CONFIG_FILE": os.devnull, "UV_INDEX_URL": "http://127.0.0.1:9/simple", "UV_OFFLINE": "1",
-                "no_proxy": "*", "NO_PROXY": "*"}
+        return {
+            **keep,
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XLATOOLS_CACHE_DIR": str(self.work / "cache"),
+            "JAX_PLATFORMS": "cpu",
+            "NO_COLOR": "1",
+            "COLUMNS": "200",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            # loopback only: any package-index question goes to a closed local port and fails fast
+            "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+            "PIP_RETRIES": "0",
+            "PIP_TIMEOUT": "2",
+            "PIP_CONFIG_FILE": os.devnull,
+            "UV_INDEX_URL": "http://127.0.0.1:9/simple",
+            "UV_OFFLINE": "1",
+            "no_proxy": "*",
+            "NO_PROXY": "*",
+        }
 
 
 class Run:
@@ -141,8 +162,11 @@ class Run:
         """A tmpfs at `rel` (root only): read-only, or filled to 0 bytes free, or just small."""
         path = self.path(rel)
         path.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", str(path)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", str(path)],
+            check=True,
+            capture_output=True,
+        )
         self.mounts.append(path)
         if fill:
             _fill(path)
@@ -323,16 +347,32 @@ def execute(case: Case, ctx: Context) -> Result:
         env = {**run.env, **{k: run.fmt(v) for k, v in case.env.items()}}
         started = time.monotonic()
         with open(out_log, "wb") as out, open(err_log, "wb") as err:
-            proc = subprocess.Popen(_command(run), cwd=run.dir, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err, start_new_session=True, preexec_fn=_default_sigint)
+            proc = subprocess.Popen(
+                _command(run),
+                cwd=run.dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=_default_sigint,
+            )
             if case.action:
                 case.action(run, proc)
             code, rss = _wait(proc, started + case.timeout)
         seconds = time.monotonic() - started
         time.sleep(0.2)  # let a just-orphaned child show up under init
         orphans = kill_marked(run.token)
-        result = Result(case.cls, case.name, code, seconds, [], out_log.read_text(errors="replace"),
-                        err_log.read_text(errors="replace"), round(rss, 1) if rss else None)
+        result = Result(
+            case.cls,
+            case.name,
+            code,
+            seconds,
+            [],
+            out_log.read_text(errors="replace"),
+            err_log.read_text(errors="replace"),
+            round(rss, 1) if rss else None,
+        )
         result.problems = _problems(run, result, before, kept, orphans)
         return result
     except Exception as exc:  # a harness failure is reported, not hidden

@@ -137,8 +137,14 @@ def sums(files: dict[str, bytes]) -> bytes:
     return "".join(f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, d in sorted(files.items())).encode()
 
 
-def write_pack(path: Path, files: dict[str, bytes], extra: list[tuple[tarfile.TarInfo, bytes | None]] = (),
-               with_sums: bool = True, sums_text: bytes | None = None, root: str = "repro") -> Path:
+def write_pack(
+    path: Path,
+    files: dict[str, bytes],
+    extra: list[tuple[tarfile.TarInfo, bytes | None]] = (),
+    with_sums: bool = True,
+    sums_text: bytes | None = None,
+    root: str = "repro",
+) -> Path:
     """A pack as xlatools writes it (or spoiled: extra members, other sums), gzipped."""
     entries = dict(files)
     if with_sums:
@@ -182,8 +188,10 @@ def zero_bomb(path: Path, files: dict[str, bytes], size: int = 1 << 30) -> Path:
         return path
     listed = {**files, "modules/zeros.bin": b"not the zeros"}
     tmp = path.with_suffix(".part")
-    with gzip.open(tmp, "wb", compresslevel=1) as gz, tarfile.open(fileobj=gz, mode="w|",
-                                                                    format=tarfile.PAX_FORMAT) as tar:
+    with (
+        gzip.open(tmp, "wb", compresslevel=1) as gz,
+        tarfile.open(fileobj=gz, mode="w|", format=tarfile.PAX_FORMAT) as tar,
+    ):
         for name, data in sorted({**files, "SHA256SUMS": sums(listed)}.items()):
             info = member(f"repro/{name}", size=len(data))
             tar.addfile(info, io.BytesIO(data))

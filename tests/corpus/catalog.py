@@ -39,8 +39,12 @@ PROGRAMS = (
     Program("donated", "donate_argnums (output aliases input)"),
     Program("host_callback", "pure_callback + debug.print (host callbacks)", refused="callback"),
     Program("tf_keras_jit", "TensorFlow Keras model, jit_compile=True", frontend="tensorflow"),
-    Program("torch_xla_model", "PyTorch/XLA model: forward, backward, SGD step", frontend="torch-xla",
-            env={"PJRT_DEVICE": "CPU"}),
+    Program(
+        "torch_xla_model",
+        "PyTorch/XLA model: forward, backward, SGD step",
+        frontend="torch-xla",
+        env={"PJRT_DEVICE": "CPU"},
+    ),
 )
 
 

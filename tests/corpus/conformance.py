@@ -23,12 +23,37 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tests.corpus.catalog import Program
-from tests.corpus.judges import (Call, Cell, judge_diff_other, judge_diff_same, judge_forms, judge_pack_other, judge_pack_same,
-                                 judge_replay, judge_replay_exact, judge_report, judge_text_snapshot)
+from tests.corpus.judges import (
+    Call,
+    Cell,
+    judge_diff_other,
+    judge_diff_same,
+    judge_forms,
+    judge_pack_other,
+    judge_pack_same,
+    judge_replay,
+    judge_replay_exact,
+    judge_report,
+    judge_text_snapshot,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-STEPS = ("run", "inspect", "replay", "replay-exact", "text", "text-snapshot", "proto", "snapshot", "mlir", "pack-same",
-         "pack-other", "diff-same", "diff-other", "report")
+STEPS = (
+    "run",
+    "inspect",
+    "replay",
+    "replay-exact",
+    "text",
+    "text-snapshot",
+    "proto",
+    "snapshot",
+    "mlir",
+    "pack-same",
+    "pack-other",
+    "diff-same",
+    "diff-other",
+    "report",
+)
 GOOD = ("works", "refused")
 
 
@@ -72,13 +97,23 @@ class Matrix:
         return out
 
     def bad(self) -> list[tuple[str, str, str, Cell]]:
-        return [(c, p, s, cell) for c, programs in self.cells.items() for p, steps in programs.items()
-                for s, cell in steps.items() if cell.outcome not in GOOD]
+        return [
+            (c, p, s, cell)
+            for c, programs in self.cells.items()
+            for p, steps in programs.items()
+            for s, cell in steps.items()
+            if cell.outcome not in GOOD
+        ]
 
     def to_json(self) -> dict:
-        return {"steps": list(STEPS), "totals": self.totals(),
-                "cells": {c: {p: {s: asdict(cell) for s, cell in steps.items()} for p, steps in programs.items()}
-                          for c, programs in self.cells.items()}}
+        return {
+            "steps": list(STEPS),
+            "totals": self.totals(),
+            "cells": {
+                c: {p: {s: asdict(cell) for s, cell in steps.items()} for p, steps in programs.items()}
+                for c, programs in self.cells.items()
+            },
+        }
 
 
 class Runner:
@@ -86,8 +121,14 @@ class Runner:
 
     def __init__(self, work: Path, interpreters: Interpreters, say=print, forms: int = 4) -> None:
         self.work, self.interpreters, self.say, self.forms = work, interpreters, say, forms
-        self.env = {**os.environ, "XLATOOLS_CACHE_DIR": str(work / "cache"), "NO_COLOR": "1", "COLUMNS": "200",
-                    "JAX_PLATFORMS": "cpu", "PYTHONPATH": ""}
+        self.env = {
+            **os.environ,
+            "XLATOOLS_CACHE_DIR": str(work / "cache"),
+            "NO_COLOR": "1",
+            "COLUMNS": "200",
+            "JAX_PLATFORMS": "cpu",
+            "PYTHONPATH": "",
+        }
         self.env.pop("XLA_FLAGS", None)
         self.runs: dict[tuple[str, str, str], tuple[Cell, str | None]] = {}  # (python, program, tag) -> (cell, bundle)
 
@@ -95,14 +136,21 @@ class Runner:
         cwd.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         try:
-            done = subprocess.run([sys.executable, "-m", "xlatools", *args], cwd=cwd, env=self.env, capture_output=True,
-                                  text=True, timeout=timeout)
+            done = subprocess.run(
+                [sys.executable, "-m", "xlatools", *args],
+                cwd=cwd,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
             rc, out, err = done.returncode, done.stdout, done.stderr
         except subprocess.TimeoutExpired as exc:
             rc, out, err = 124, str(exc.stdout or ""), f"matrix: no answer after {timeout:g} s"
         seconds = time.perf_counter() - started
-        (cwd / f"{log}.log").write_text(f"$ xlatools {' '.join(args)}\nexit {rc} after {seconds:.1f} s\n"
-                                        f"--- stdout\n{out}\n--- stderr\n{err}\n")
+        (cwd / f"{log}.log").write_text(
+            f"$ xlatools {' '.join(args)}\nexit {rc} after {seconds:.1f} s\n--- stdout\n{out}\n--- stderr\n{err}\n"
+        )
         return Call(rc, out, err, seconds)
 
     def run_program(self, program: Program, python: str, label: str, tag: str) -> tuple[Cell, str | None]:
@@ -115,15 +163,27 @@ class Runner:
                 cell = Cell("works", call.seconds)
             elif refused_run(call):
                 again, bundle = self._run(program, python, label, f"{tag}-nosnap", WITHOUT_SNAPSHOTS)
-                cell = Cell("refused", call.seconds, refused_run(call) + ("" if bundle else f"; without: {again.tail()}"))
+                cell = Cell(
+                    "refused", call.seconds, refused_run(call) + ("" if bundle else f"; without: {again.tail()}")
+                )
             else:
                 cell = Cell("tool-failure", call.seconds, call.tail())
             self.runs[key] = (cell, bundle)
         return self.runs[key]
 
-    def _run(self, program: Program, python: str, label: str, tag: str, presets: tuple[str, ...]) -> tuple[Call, str | None]:
-        args = ["run", str(program.path), *(x for p in presets for x in ("--preset", p)), "--python", python,
-                "--out", f"runs-{tag}", "--json"] + [f"--env={k}={v}" for k, v in program.env.items()]
+    def _run(
+        self, program: Program, python: str, label: str, tag: str, presets: tuple[str, ...]
+    ) -> tuple[Call, str | None]:
+        args = [
+            "run",
+            str(program.path),
+            *(x for p in presets for x in ("--preset", p)),
+            "--python",
+            python,
+            "--out",
+            f"runs-{tag}",
+            "--json",
+        ] + [f"--env={k}={v}" for k, v in program.env.items()]
         call = self.cli(self.work / label / program.name, f"run-{tag}", *args)
         ok = call.rc == 0 and call.json().get("status") == "ok"
         return call, call.json().get("bundle") if ok else None
@@ -149,28 +209,84 @@ def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle
         ok = call.rc == 0 and call.json().get("modules")
         return Cell("works" if ok else "tool-failure", call.seconds, "" if ok else call.tail())
     if step == "replay":
-        return judge_replay(program, runner.cli(folder / "replay", "replay", "replay", bundle, "--python", python,
-                                                "--json", "--out", "."))
+        return judge_replay(
+            program,
+            runner.cli(folder / "replay", "replay", "replay", bundle, "--python", python, "--json", "--out", "."),
+        )
     if step == "replay-exact":  # the run's own module, bit for bit on the jaxlib that dumped it
-        return judge_replay_exact(program, runner.cli(folder / "replay-exact", "replay-exact", "replay", bundle, "--python",
-                                                      python, "--atol", "0", "--rtol", "0", "--json", "--out", "."))
+        return judge_replay_exact(
+            program,
+            runner.cli(
+                folder / "replay-exact",
+                "replay-exact",
+                "replay",
+                bundle,
+                "--python",
+                python,
+                "--atol",
+                "0",
+                "--rtol",
+                "0",
+                "--json",
+                "--out",
+                ".",
+            ),
+        )
     if step == "text-snapshot":  # one dumped text file alone: its sibling snapshot gives the inputs and the result
         listing = _replayed_modules(folder)
-        return judge_text_snapshot(program, listing, lambda path, log: runner.cli(
-            folder / "form-text-snapshot", log, "replay", path, "--python", python, "--json", "--out", "."), runner.forms)
+        return judge_text_snapshot(
+            program,
+            listing,
+            lambda path, log: runner.cli(
+                folder / "form-text-snapshot", log, "replay", path, "--python", python, "--json", "--out", "."
+            ),
+            runner.forms,
+        )
     if step in ("text", "proto", "snapshot", "mlir"):
         listing = _replayed_modules(folder)
         run_cell_ = runner.runs.get((runner.interpreters.runner(program, column), program.name, "a"), (None, None))[0]
-        return judge_forms(program, step, listing, lambda path, log: runner.cli(
-            folder / f"form-{step}", log, "replay", path, "--python", python, "--json", "--out", "."), column.label,
-            runner.forms, without_snapshots=bool(run_cell_ and run_cell_.outcome == "refused"))
+        return judge_forms(
+            program,
+            step,
+            listing,
+            lambda path, log: runner.cli(
+                folder / f"form-{step}", log, "replay", path, "--python", python, "--json", "--out", "."
+            ),
+            column.label,
+            runner.forms,
+            without_snapshots=bool(run_cell_ and run_cell_.outcome == "refused"),
+        )
     if step == "pack-same":
-        pack = runner.cli(folder / "pack", "pack", "repro", "pack", bundle, "-o", str(folder / "repro.tar.gz"),
-                          "--python", python, "--json", "--out", ".")
+        pack = runner.cli(
+            folder / "pack",
+            "pack",
+            "repro",
+            "pack",
+            bundle,
+            "-o",
+            str(folder / "repro.tar.gz"),
+            "--python",
+            python,
+            "--json",
+            "--out",
+            ".",
+        )
         run = None
         if pack.rc == 0:
-            run = runner.cli(folder / "pack-same", "run", "repro", "run", str(folder / "repro.tar.gz"), "--python", python,
-                             "--match", "outputs", "--json", "--out", ".")
+            run = runner.cli(
+                folder / "pack-same",
+                "run",
+                "repro",
+                "run",
+                str(folder / "repro.tar.gz"),
+                "--python",
+                python,
+                "--match",
+                "outputs",
+                "--json",
+                "--out",
+                ".",
+            )
         return judge_pack_same(program, pack, run)
     if step == "pack-other":
         if other is None:
@@ -179,9 +295,21 @@ def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle
             if program.refused:
                 return Cell("refused", 0.0, "no pack: every module is refused by design (see pack-same)")
             return Cell("blocked", 0.0, "no pack (pack-same did not make one)")
-        return judge_pack_other(program, runner.cli(folder / "pack-other", "run", "repro", "run",
-                                                    str(folder / "repro.tar.gz"), "--python", other.python, "--json",
-                                                    "--out", "."))
+        return judge_pack_other(
+            program,
+            runner.cli(
+                folder / "pack-other",
+                "run",
+                "repro",
+                "run",
+                str(folder / "repro.tar.gz"),
+                "--python",
+                other.python,
+                "--json",
+                "--out",
+                ".",
+            ),
+        )
     if step == "diff-same":
         second, bundle_b = runner.run_program(program, runner.interpreters.runner(program, column), column.label, "b")
         if bundle_b is None:
@@ -196,8 +324,9 @@ def run_cell(runner: Runner, program: Program, column: Column, step: str, bundle
         first, bundle_b = runner.run_program(program, other.python, other.label, "a")
         if bundle_b is None:
             return Cell("blocked", first.seconds, f"run on {other.label}: " + first.detail)
-        return judge_diff_other(runner.cli(folder, "diff-other", "diff", bundle, bundle_b, "--json"), Path(bundle),
-                                Path(bundle_b))
+        return judge_diff_other(
+            runner.cli(folder, "diff-other", "diff", bundle, bundle_b, "--json"), Path(bundle), Path(bundle_b)
+        )
     if step == "report":
         partner = _report_partner(runner, program, column, other)
         page = folder / "report.html"
@@ -227,8 +356,9 @@ def _replayed_modules(folder: Path) -> list[dict]:
         return []
 
 
-def run_matrix(interpreters: Interpreters, programs: list[Program], steps: list[str], work: Path, say=print,
-               forms: int = 4) -> Matrix:
+def run_matrix(
+    interpreters: Interpreters, programs: list[Program], steps: list[str], work: Path, say=print, forms: int = 4
+) -> Matrix:
     """`forms`: how many of each program's modules the text/proto/snapshot/mlir steps replay alone."""
     runner = Runner(work, interpreters, say, forms)
     matrix = Matrix()
@@ -236,7 +366,9 @@ def run_matrix(interpreters: Interpreters, programs: list[Program], steps: list[
         for program in programs:
             python = interpreters.runner(program, column)
             if python is None:
-                matrix.put(column.label, program.name, "run", Cell("blocked", 0.0, f"no {program.frontend} interpreter"))
+                matrix.put(
+                    column.label, program.name, "run", Cell("blocked", 0.0, f"no {program.frontend} interpreter")
+                )
                 continue
             cell, _ = runner.run_program(program, python, column.label, "a")
             matrix.put(column.label, program.name, "run", cell)
@@ -246,31 +378,48 @@ def run_matrix(interpreters: Interpreters, programs: list[Program], steps: list[
             python = interpreters.runner(program, column)
             _, bundle = runner.runs.get((python, program.name, "a"), (None, None))
             for step in (s for s in steps if s != "run"):
-                cell = run_cell(runner, program, column, step, bundle) if bundle else Cell("blocked", 0.0, "the run failed")
+                cell = (
+                    run_cell(runner, program, column, step, bundle)
+                    if bundle
+                    else Cell("blocked", 0.0, "the run failed")
+                )
                 matrix.put(column.label, program.name, step, cell)
                 say(f"{column.label} {program.name} {step}: {cell.outcome} ({cell.seconds:.1f} s) {cell.detail[:300]}")
     return matrix
 
 
 def markdown(matrix: Matrix, steps: list[str]) -> str:
-    marks = {"works": "ok", "refused": "refused", "tool-failure": "**TOOL FAILURE**", "wrong-verdict": "**WRONG VERDICT**",
-             "blocked": "blocked"}
+    marks = {
+        "works": "ok",
+        "refused": "refused",
+        "tool-failure": "**TOOL FAILURE**",
+        "wrong-verdict": "**WRONG VERDICT**",
+        "blocked": "blocked",
+    }
     lines = []
     for column, programs in matrix.cells.items():
-        lines += [f"### jaxlib {column}", "", "| program | " + " | ".join(steps) + " |",
-                  "|---|" + "---|" * len(steps)]
+        lines += [f"### jaxlib {column}", "", "| program | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
         for program, cells in programs.items():
-            row = [f"{marks.get(cells[s].outcome, cells[s].outcome)} {cells[s].seconds:.0f}s" if s in cells else "-"
-                   for s in steps]
+            row = [
+                f"{marks.get(cells[s].outcome, cells[s].outcome)} {cells[s].seconds:.0f}s" if s in cells else "-"
+                for s in steps
+            ]
             lines.append(f"| {program} | " + " | ".join(row) + " |")
         lines.append("")
     totals = matrix.totals()
-    lines.append("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) + f" (of {sum(totals.values())})")
+    lines.append(
+        "totals: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) + f" (of {sum(totals.values())})"
+    )
     bad = matrix.bad()
     if bad:
         lines += ["", "not working:"] + [f"- {c} {p} {s}: {cell.outcome}: {cell.detail}" for c, p, s, cell in bad]
-    refused = [(c, p, s, cell) for c, programs in matrix.cells.items() for p, steps_ in programs.items()
-               for s, cell in steps_.items() if cell.outcome == "refused"]
+    refused = [
+        (c, p, s, cell)
+        for c, programs in matrix.cells.items()
+        for p, steps_ in programs.items()
+        for s, cell in steps_.items()
+        if cell.outcome == "refused"
+    ]
     if refused:
         lines += ["", "refused by design:"] + [f"- {c} {p} {s}: {cell.detail}" for c, p, s, cell in refused]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,5 @@
 """Structured control flow: lax.scan, lax.while_loop, lax.cond and lax.fori_loop in one function."""
+
 import jax
 import jax.numpy as jnp
 from jax import lax

@@ -1,4 +1,5 @@
 """jax.custom_vjp: a numerically stable log1p(exp(x)) with a hand-written backward pass, and its gradient."""
+
 import jax
 import jax.numpy as jnp
 

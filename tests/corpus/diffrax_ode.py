@@ -1,5 +1,6 @@
 """equinox MLP as the vector field of a neural ODE, solved with diffrax (Tsit5, adaptive steps),
 and the gradient of a loss through the solve (a while loop with checkpointing)."""
+
 import diffrax
 import equinox as eqx
 import jax
@@ -10,9 +11,16 @@ field = eqx.nn.MLP(2, 2, 16, 2, activation=jnp.tanh, key=jax.random.PRNGKey(0))
 
 def solve(field, y0):
     term = diffrax.ODETerm(lambda t, y, args: field(y))
-    sol = diffrax.diffeqsolve(term, diffrax.Tsit5(), t0=0.0, t1=1.0, dt0=0.1, y0=y0,
-                              stepsize_controller=diffrax.PIDController(rtol=1e-4, atol=1e-6),
-                              saveat=diffrax.SaveAt(t1=True))
+    sol = diffrax.diffeqsolve(
+        term,
+        diffrax.Tsit5(),
+        t0=0.0,
+        t1=1.0,
+        dt0=0.1,
+        y0=y0,
+        stepsize_controller=diffrax.PIDController(rtol=1e-4, atol=1e-6),
+        saveat=diffrax.SaveAt(t1=True),
+    )
     return sol.ys[-1]
 
 

@@ -1,4 +1,5 @@
 """Donated buffers: a jitted update that donates its state (the output aliases the input buffer)."""
+
 from functools import partial
 
 import jax

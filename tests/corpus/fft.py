@@ -1,4 +1,5 @@
 """FFTs: complex fft / ifft, rfft and a 2-D inverse transform."""
+
 import jax
 import jax.numpy as jnp
 

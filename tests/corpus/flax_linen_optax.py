@@ -1,4 +1,5 @@
 """flax.linen MLP + optax adam: two jitted training steps (value_and_grad, optimiser update)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

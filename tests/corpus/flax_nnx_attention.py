@@ -1,4 +1,5 @@
 """flax.nnx multi-head self-attention block with layer norm, forward pass under nnx.jit."""
+
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx

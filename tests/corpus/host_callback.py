@@ -1,5 +1,6 @@
 """Host callbacks: jax.pure_callback into NumPy and jax.debug.print inside a jitted function.
 Modules that call back into the Python process cannot be replayed outside it (refused by design)."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

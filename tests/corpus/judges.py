@@ -54,8 +54,12 @@ def _refusal(program: Program, call: Call):
     """A by-design refusal: exit 3 and a message that names why (a module for several devices is `skipped`: exit 3
     when nothing else was replayed, 0 beside modules that replayed ok)."""
     if program.refused and call.rc in (0, 3) and program.refused in (call.err + call.out).lower():
-        said = [r.get("message") for m in call.json().get("modules") or [] for r in m.get("runs") or []
-                if r.get("failure") in ("cannot-run", "skipped")]
+        said = [
+            r.get("message")
+            for m in call.json().get("modules") or []
+            for r in m.get("runs") or []
+            if r.get("failure") in ("cannot-run", "skipped")
+        ]
         if call.rc == 0 and not said:
             return None
         return _cell("refused", call.seconds, (said[0] if said else call.tail(2))[:400])
@@ -86,11 +90,17 @@ def judge_replay(program: Program, call: Call):
         return _cell("wrong-verdict", call.seconds, "; ".join(wrong))
     if failed or call.rc != 0 or not modules:
         return _cell("tool-failure", call.seconds, "; ".join(failed) or call.tail())
-    unchecked = [m for m in modules if m.get("files", {}).get("snapshot")
-                 and not any(c.get("against") == "snapshot" for c in m.get("comparisons", []))]
+    unchecked = [
+        m
+        for m in modules
+        if m.get("files", {}).get("snapshot")
+        and not any(c.get("against") == "snapshot" for c in m.get("comparisons", []))
+    ]
     unsaid = [m["name"] for m in unchecked if not any("holds no result" in n for n in m.get("notes", []))]
     if unsaid:
-        return _cell("tool-failure", call.seconds, f"not compared with their snapshots, without a word: {', '.join(unsaid)}")
+        return _cell(
+            "tool-failure", call.seconds, f"not compared with their snapshots, without a word: {', '.join(unsaid)}"
+        )
     said = f"; {len(unchecked)} without a recorded result (donated buffers), said so" if unchecked else ""
     return _cell("works", call.seconds, f"{len(modules) - len(unchecked)} modules agree with their snapshots{said}")
 
@@ -102,16 +112,25 @@ def judge_replay_exact(program: Program, call: Call):
     if cell.outcome != "works":
         return cell
     modules = call.json().get("modules") or []
-    other = [f"{m.get('id')} {m.get('name')}: {'; '.join(m.get('notes') or [])[:300]}" for m in modules
-             if m.get("compiled_as_run") is False]
-    unsaid = [m for m in modules if m.get("compiled_as_run") is False
-              and not any(n.startswith("from its ") for n in m.get("notes") or [])]
+    other = [
+        f"{m.get('id')} {m.get('name')}: {'; '.join(m.get('notes') or [])[:300]}"
+        for m in modules
+        if m.get("compiled_as_run") is False
+    ]
+    unsaid = [
+        m
+        for m in modules
+        if m.get("compiled_as_run") is False and not any(n.startswith("from its ") for n in m.get("notes") or [])
+    ]
     if other and not unsaid:
         # No dumped form compiles the run's module on this jaxlib (0.4.x: no module.mlir, and text and proto convert
         # to another module; 0.12: LAPACK modules through Shardy), and the replay says what differs in each
         # module's notes: known and said, so refused, never a silent success
-        return _cell("refused", call.seconds, "no dumped form compiles the run's module on this jaxlib; said: "
-                     + "; ".join(other)[:300])
+        return _cell(
+            "refused",
+            call.seconds,
+            "no dumped form compiles the run's module on this jaxlib; said: " + "; ".join(other)[:300],
+        )
     if other:
         return _cell("tool-failure", call.seconds, "not the run's module: " + "; ".join(other))
     checked = sum(1 for m in modules if m.get("compiled_as_run"))
@@ -147,30 +166,47 @@ def judge_text_snapshot(program: Program, modules: list[dict], replay, most: int
             compared = any(c.get("against") == "snapshot" for c in r.get("comparisons") or [])
             unrecorded = any("holds no result" in n for n in r.get("notes") or [])
             if not said or not (compared or unrecorded):
-                problems.append(f"{r.get('name')}: the sibling snapshot was not used, or not said (notes: "
-                                f"{'; '.join(r.get('notes') or [])[:200]})")
+                problems.append(
+                    f"{r.get('name')}: the sibling snapshot was not used, or not said (notes: "
+                    f"{'; '.join(r.get('notes') or [])[:200]})"
+                )
     if wrong:
         return _cell("wrong-verdict", seconds, "; ".join(wrong))
     if problems:
         return _cell("tool-failure", seconds, "; ".join(problems))
     if refused and len(refused) == len(paired):
         return _cell("refused", seconds, refused[0][-300:])
-    return _cell("works", seconds, f"{len(paired) - len(refused)} text files replayed alone on their snapshots' "
-                                   f"arguments and results" + (f"; {len(refused)} refused (elided constants)" if refused else ""))
+    return _cell(
+        "works",
+        seconds,
+        f"{len(paired) - len(refused)} text files replayed alone on their snapshots' "
+        f"arguments and results" + (f"; {len(refused)} refused (elided constants)" if refused else ""),
+    )
 
 
-def judge_forms(program: Program, form: str, modules: list[dict], replay, jaxlib: str, most: int = FORMS_PER_PROGRAM,
-                without_snapshots: bool = False):
+def judge_forms(
+    program: Program,
+    form: str,
+    modules: list[dict],
+    replay,
+    jaxlib: str,
+    most: int = FORMS_PER_PROGRAM,
+    without_snapshots: bool = False,
+):
     """Each of the program's first `most` modules replayed from one dumped file alone. `without_snapshots`: the
     run was refused with snapshots and made without them (its run cell says why)."""
     files = [m["files"][form] for m in modules[:most] if m.get("files", {}).get(form)]
     if not modules:
         return _cell("blocked", 0.0, "the bundle replay listed no module")
     if not files:
-        why = "jaxlib 0.4.x writes no module.mlir" if form == "mlir" and jaxlib.startswith("0.4.") else "not in the dump"
+        why = (
+            "jaxlib 0.4.x writes no module.mlir" if form == "mlir" and jaxlib.startswith("0.4.") else "not in the dump"
+        )
         if form == "mlir" or program.refused:  # XLA writes no snapshot of a multi-device module
             return _cell("refused", 0.0, f"no {form} form: {why}")
-        if form == "snapshot" and program.frontend != "jax":  # TensorFlow 2.21 dies with snapshots; torch_xla writes none
+        if (
+            form == "snapshot" and program.frontend != "jax"
+        ):  # TensorFlow 2.21 dies with snapshots; torch_xla writes none
             return _cell("refused", 0.0, f"no snapshot: {program.frontend} wrote none (see its run cell)")
         if form == "snapshot" and without_snapshots:
             return _cell("refused", 0.0, "no snapshot: the run was refused with snapshots (see its run cell)")
@@ -216,10 +252,15 @@ def judge_pack_same(program: Program, pack: Call, run: Call | None):
         return _cell("works", seconds, "reproduced (outputs identical)" + (f"; {said}" if said else ""))
     # a healthy program's pack records no failure: exit 5, and its replay here must give the same outcome
     if answer.get("outcome") == "nothing-to-reproduce" and run.rc == 5 and not answer.get("differences"):
-        return _cell("works", seconds, "nothing to reproduce, replayed the same (outputs identical)"
-                     + (f"; {said}" if said else ""))
+        return _cell(
+            "works",
+            seconds,
+            "nothing to reproduce, replayed the same (outputs identical)" + (f"; {said}" if said else ""),
+        )
     if answer.get("outcome") in ("not-reproduced", "nothing-to-reproduce"):
-        return _cell("wrong-verdict", seconds, "same jaxlib, not reproduced: " + "; ".join(answer.get("differences", [])[:3]))
+        return _cell(
+            "wrong-verdict", seconds, "same jaxlib, not reproduced: " + "; ".join(answer.get("differences", [])[:3])
+        )
     return _cell("tool-failure", seconds, f"repro run: {answer.get('outcome')}: {answer.get('reason') or run.tail()}")
 
 
@@ -235,9 +276,14 @@ def judge_pack_other(program: Program, call: Call):
     if outcome in ("not-reproduced", "nothing-to-reproduce") and call.rc in (0, 5):
         got = [pair.get("got") or {} for pair in answer.get("modules", [])]
         if any(g.get("outcome") in FAILURES for g in got):
-            return _cell("wrong-verdict", call.seconds, "a tool failure answered as not-reproduced: "
-                         + "; ".join(answer.get("differences", [])[:3]))
-        return _cell("works", call.seconds, "differs on the other jaxlib: " + "; ".join(answer.get("differences", [])[:3]))
+            return _cell(
+                "wrong-verdict",
+                call.seconds,
+                "a tool failure answered as not-reproduced: " + "; ".join(answer.get("differences", [])[:3]),
+            )
+        return _cell(
+            "works", call.seconds, "differs on the other jaxlib: " + "; ".join(answer.get("differences", [])[:3])
+        )
     return _cell("tool-failure", call.seconds, call.tail())
 
 
@@ -248,8 +294,12 @@ def judge_diff_same(call: Call, run_seconds: float):
         return _cell("tool-failure", seconds, call.tail())
     diverging = [f"{m['a']['name']}" for m in data.get("modules", []) if (m.get("passes") or {}).get("divergence")]
     if data.get("modules_differ") or diverging or data.get("only_a") or data.get("only_b"):
-        return _cell("wrong-verdict", seconds, f"two runs of one program differ: {', '.join(diverging[:5])} "
-                     f"(only A {len(data.get('only_a', []))}, only B {len(data.get('only_b', []))})")
+        return _cell(
+            "wrong-verdict",
+            seconds,
+            f"two runs of one program differ: {', '.join(diverging[:5])} "
+            f"(only A {len(data.get('only_a', []))}, only B {len(data.get('only_b', []))})",
+        )
     return _cell("works", seconds, f"{len(data.get('modules', []))} modules, no divergence")
 
 
@@ -273,7 +323,9 @@ def judge_diff_other(call: Call, bundle_a: Path, bundle_b: Path):
     false, real = [], []
     for m in data.get("modules", []):
         divergence = (m.get("passes") or {}).get("divergence")
-        same_bytes = _after_text(bundle_a / "xla_dump", files_a, m["a"]) == _after_text(bundle_b / "xla_dump", files_b, m["b"])
+        same_bytes = _after_text(bundle_a / "xla_dump", files_a, m["a"]) == _after_text(
+            bundle_b / "xla_dump", files_b, m["b"]
+        )
         if divergence and (m.get("same_output") or same_bytes):
             false.append(f"{m['a']['name']} ({divergence.get('label')})")
         elif not m.get("same_output"):
@@ -282,9 +334,15 @@ def judge_diff_other(call: Call, bundle_a: Path, bundle_b: Path):
     if headline and headline.get("same_output"):
         false.append(f"headline {headline.get('module')} has identical optimised HLO")
     if false:
-        return _cell("wrong-verdict", call.seconds, f"divergence claimed where the optimised HLO is the same: {', '.join(false[:6])}"
-                     f" ({len(false)} of {len(data.get('modules', []))})")
-    return _cell("works", call.seconds, f"{len(real)} of {len(data.get('modules', []))} modules differ after optimisation")
+        return _cell(
+            "wrong-verdict",
+            call.seconds,
+            f"divergence claimed where the optimised HLO is the same: {', '.join(false[:6])}"
+            f" ({len(false)} of {len(data.get('modules', []))})",
+        )
+    return _cell(
+        "works", call.seconds, f"{len(real)} of {len(data.get('modules', []))} modules differ after optimisation"
+    )
 
 
 def render_page(page: Path, profile: Path) -> dict[str, str] | str:

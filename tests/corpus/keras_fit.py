@@ -1,4 +1,5 @@
 """Keras 3 on the jax backend: a small Sequential model, compiled and fitted for one epoch."""
+
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # before keras is imported

@@ -1,4 +1,5 @@
 """jnp.linalg solve / eigh / svd / qr / cholesky: LAPACK-backed custom calls on the CPU."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

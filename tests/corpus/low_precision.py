@@ -1,4 +1,5 @@
 """Narrow types: a bf16 matmul, an f16 elementwise chain and an int8 matmul accumulated in int32."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

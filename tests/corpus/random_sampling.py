@@ -1,4 +1,5 @@
 """jax.random: key splitting, normal, uniform, categorical and a permutation, under jit."""
+
 import jax
 import jax.numpy as jnp
 

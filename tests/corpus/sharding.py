@@ -1,4 +1,5 @@
 """Four CPU devices: a shard_map with a psum over a 1-D mesh, and a pmap with an all-gather."""
+
 import os
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()

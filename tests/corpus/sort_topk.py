@@ -1,4 +1,5 @@
 """Sorting: sort, argsort (stable), top_k and a sort-based median."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

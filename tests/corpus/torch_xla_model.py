@@ -1,4 +1,5 @@
 """PyTorch/XLA: a small torch.nn model, one forward and backward pass and an SGD step on the XLA device (CPU)."""
+
 import torch
 import torch_xla
 

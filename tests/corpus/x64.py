@@ -1,5 +1,6 @@
 """float64 / int64 with x64 turned on by the environment (the corpus runs it with JAX_ENABLE_X64=1):
 a large f64 reduction whose f32 answer differs, and an s64 cumulative sum."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

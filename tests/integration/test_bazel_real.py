@@ -34,7 +34,9 @@ def workspace(tmp_path_factory):
     # One bazel server serves the whole module; stop it so nothing outlives the tests.
     bazel = shutil.which("bazel")
     if bazel:
-        subprocess.run([bazel, f"--output_user_root={root.parent / 'bazel-root'}", "shutdown"], cwd=root, capture_output=True)
+        subprocess.run(
+            [bazel, f"--output_user_root={root.parent / 'bazel-root'}", "shutdown"], cwd=root, capture_output=True
+        )
 
 
 def bazel_build(bazel_bin: str, root: Path, config: str = "xlatools"):

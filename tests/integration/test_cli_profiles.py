@@ -64,11 +64,16 @@ def test_profiles_show_yaml(cli, tmp_path):
 
 def test_bad_profile_gives_all_problems_exit_2_no_traceback(cli, tmp_path):
     (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "oops.yaml").write_text("extends: base\nbazel:\n  compilation_mod: dbg\n  strip: sometimez\n")
+    (tmp_path / "configs" / "oops.yaml").write_text(
+        "extends: base\nbazel:\n  compilation_mod: dbg\n  strip: sometimez\n"
+    )
     result = cli("profiles", "show", "oops", cwd=tmp_path)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    assert "oops.yaml:3 [bazel.compilation_mod]: unknown key 'compilation_mod' (did you mean 'compilation_mode'?)" in result.stderr
+    assert (
+        "oops.yaml:3 [bazel.compilation_mod]: unknown key 'compilation_mod' (did you mean 'compilation_mode'?)"
+        in result.stderr
+    )
     assert "oops.yaml:4 [bazel.strip]" in result.stderr and "sometimez" in result.stderr
     debug = cli("--debug", "profiles", "show", "oops", cwd=tmp_path)
     assert debug.returncode == 2 and "Traceback" in debug.stderr
@@ -132,7 +137,9 @@ def test_bazelrc_to_file(cli, tmp_path):
 def _jax_like_tree(root: Path) -> Path:
     root.mkdir()
     (root / "WORKSPACE").write_text("")
-    (root / ".bazelrc").write_text("build -c opt\ntry-import %workspace%/.jax_configure.bazelrc\ntry-import %workspace%/.bazelrc.user\n")
+    (root / ".bazelrc").write_text(
+        "build -c opt\ntry-import %workspace%/.jax_configure.bazelrc\ntry-import %workspace%/.bazelrc.user\n"
+    )
     return root
 
 
@@ -185,7 +192,11 @@ def test_no_colour_codes_when_not_a_terminal(tmp_path):
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "bad.yaml").write_text("bazel: {strip: maybe}\n")
     result = subprocess.run(
-        [sys.executable, "-m", "xlatools", "profiles", "show", "bad"], cwd=tmp_path, env=env, capture_output=True, text=True
+        [sys.executable, "-m", "xlatools", "profiles", "show", "bad"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 2 and "error:" in result.stderr
     assert "\x1b[" not in result.stderr
@@ -195,7 +206,9 @@ def test_no_colour_codes_when_not_a_terminal(tmp_path):
 def test_explain_never_cuts_the_origin(tmp_path, columns):
     deep = tmp_path / ("a-rather-long-folder-name-for-profiles-" * 3) / "profiles"
     deep.mkdir(parents=True)
-    (deep / "mine.yaml").write_text('extends: dbg-cpu\ndescription: "' + "words " * 30 + '"\nbazel:\n  compilation_mode: opt\n')
+    (deep / "mine.yaml").write_text(
+        'extends: dbg-cpu\ndescription: "' + "words " * 30 + '"\nbazel:\n  compilation_mode: opt\n'
+    )
     env = {"XLATOOLS_PROFILE_PATH": str(deep), "COLUMNS": columns}
     data = json.loads(run_cli("profiles", "show", "mine", "--json", "--explain", cwd=tmp_path, env=env).stdout)
     result = run_cli("profiles", "show", "mine", "--explain", cwd=tmp_path, env=env)

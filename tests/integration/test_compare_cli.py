@@ -19,13 +19,15 @@ def jit_f(data):
 
 def test_first_diverging_pass_is_the_disabled_pass(compare_runs):
     data = diff_json(compare_runs["base"], compare_runs["nofusion"])
-    assert [(c["key"], c["kind"], c["b"]) for c in data["run"]["flags"]] == [("xla_disable_hlo_passes", "added", "fusion")]
+    assert [(c["key"], c["kind"], c["b"]) for c in data["run"]["flags"]] == [
+        ("xla_disable_hlo_passes", "added", "fusion")
+    ]
     module = jit_f(data)
     assert module["match"] == "name+fingerprint" and module["same_input"] and not module["same_output"]
     divergence = module["passes"]["divergence"]
     assert divergence["pass_a"] == "fusion", divergence["label"]  # A ran fusion; in B it was disabled
     rows = module["passes"]["rows"]
-    assert all(r["same_hlo"] for r in rows[:divergence["row"]])
+    assert all(r["same_hlo"] for r in rows[: divergence["row"]])
     assert ".after_fusion." in divergence["files"]["a_after"]
     assert any(line.startswith(("+", "-")) for line in divergence["diffs"][-1]["lines"])
     others = [m for m in data["modules"] if m["a"]["name"] != "jit_f"]
@@ -57,8 +59,14 @@ def test_html_and_job_summary(compare_runs, tmp_path):
     summary = tmp_path / "summary.md"
     html = tmp_path / "out" / "diff.html"
     html.parent.mkdir()
-    done = run_cli("diff", str(compare_runs["base"]), str(compare_runs["nofusion"]), "--html", str(html),
-                   env={"GITHUB_STEP_SUMMARY": str(summary)})
+    done = run_cli(
+        "diff",
+        str(compare_runs["base"]),
+        str(compare_runs["nofusion"]),
+        "--html",
+        str(html),
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert done.returncode == 0, done.stderr
     text = summary.read_text()
     assert text.startswith("### xlatools diff") and "first diverging pass: `jit_f`" in text and str(html) in text
@@ -70,8 +78,20 @@ def test_report_one_bundle_and_bad_input(compare_runs, tmp_path):
     done = run_cli("report", str(compare_runs["base"]), "-o", str(tmp_path / "one.html"))
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "one.html").read_text()
-    assert 'class="module-table' in page and "<svg" in page and "stdout.log" in page and 'id="first-divergence"' not in page
-    three = run_cli("report", str(compare_runs["base"]), str(compare_runs["base"]), str(compare_runs["base"]), "-o", str(tmp_path / "x.html"))
+    assert (
+        'class="module-table' in page
+        and "<svg" in page
+        and "stdout.log" in page
+        and 'id="first-divergence"' not in page
+    )
+    three = run_cli(
+        "report",
+        str(compare_runs["base"]),
+        str(compare_runs["base"]),
+        str(compare_runs["base"]),
+        "-o",
+        str(tmp_path / "x.html"),
+    )
     assert three.returncode == 2 and "one or two bundles" in three.stderr
     unknown = run_cli("diff", str(compare_runs["base"]), str(compare_runs["nofusion"]), "--module", "jit_ff")
     assert unknown.returncode == 2 and "did you mean 'jit_f'?" in unknown.stderr
@@ -82,7 +102,14 @@ def test_report_one_bundle_and_bad_input(compare_runs, tmp_path):
 def test_run_appends_to_the_job_summary(compare_runs, tmp_path):
     summary = tmp_path / "summary.md"
     work = compare_runs["work"]
-    done = run_cli("run", "prog.py", "--out", str(tmp_path / "runs"), cwd=work,
-                   env={**compare_runs["env"], "GITHUB_STEP_SUMMARY": str(summary)}, timeout=300)
+    done = run_cli(
+        "run",
+        "prog.py",
+        "--out",
+        str(tmp_path / "runs"),
+        cwd=work,
+        env={**compare_runs["env"], "GITHUB_STEP_SUMMARY": str(summary)},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert summary.read_text().startswith("### xlatools run") and "ok (exit 0" in summary.read_text()

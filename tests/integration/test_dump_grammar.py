@@ -21,13 +21,19 @@ print(f(jnp.ones((4, 3)), jnp.ones((3, 2))))
 FLAGS = "--xla_dump_hlo_as_text --xla_dump_hlo_as_proto --xla_dump_hlo_pass_re=.* --xla_dump_hlo_snapshots"
 
 
-@pytest.mark.parametrize("interpreter, extra", [("jax_python", ""), ("old_jax_python", " --xla_dump_include_timestamp")])
+@pytest.mark.parametrize(
+    "interpreter, extra", [("jax_python", ""), ("old_jax_python", " --xla_dump_include_timestamp")]
+)
 def test_whole_cpu_dump_reads(request, tmp_path, interpreter, extra):
     python = request.getfixturevalue(interpreter)
     (tmp_path / "prog.py").write_text(PROGRAM)
     dump = tmp_path / "dump"
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"--xla_dump_to={dump} {FLAGS}{extra}",
-           "JAX_ENABLE_COMPILATION_CACHE": "false"}
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": f"--xla_dump_to={dump} {FLAGS}{extra}",
+        "JAX_ENABLE_COMPILATION_CACHE": "false",
+    }
     done = subprocess.run([python, "prog.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     kinds = check_dump_grammar(dump)

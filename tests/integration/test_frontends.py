@@ -83,13 +83,27 @@ def test_tf_auto_clustering_with_merged_tf_xla_flags(xl, tmp_path, tf_python):
     (tmp_path / "tfprog.py").write_text(TF_AUTO)
     # Auto-clustering asked for the way TF documents it; on the CPU it also needs --tf_xla_cpu_global_jit
     # (the tf-auto-jit preset has both). Both layers merge into one TF_XLA_FLAGS, flag by flag.
-    result = xl("run", "tfprog.py", "--preset", "tf-clustering", "--dump", "--python", tf_python,
-                "--env", "TF_XLA_FLAGS=--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit", timeout=600)
+    result = xl(
+        "run",
+        "tfprog.py",
+        "--preset",
+        "tf-clustering",
+        "--dump",
+        "--python",
+        tf_python,
+        "--env",
+        "TF_XLA_FLAGS=--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit",
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "result 56.0" in result.stdout
     bundle = tmp_path / "artifacts" / "latest"
     data = manifest(bundle)
-    assert data["frontend"]["tf_xla_flags"] == ["--tf_xla_clustering_debug", "--tf_xla_auto_jit=2", "--tf_xla_cpu_global_jit"]
+    assert data["frontend"]["tf_xla_flags"] == [
+        "--tf_xla_clustering_debug",
+        "--tf_xla_auto_jit=2",
+        "--tf_xla_cpu_global_jit",
+    ]
     graphs = {p.name for p in (bundle / "tf_graphs").iterdir()}
     assert "mark_for_compilation.pbtxt" in graphs and "mark_for_compilation_annotated.pbtxt" in graphs
     modules = _inspect(xl, bundle)["modules"]
@@ -98,10 +112,13 @@ def test_tf_auto_clustering_with_merged_tf_xla_flags(xl, tmp_path, tf_python):
 
 
 @pytest.mark.tensorflow
-@pytest.mark.parametrize("args, variable, flag", [
-    (["--env", "TF_XLA_FLAGS=--tf_xla_bogus_flag"], "TF_XLA_FLAGS", "--tf_xla_bogus_flag"),
-    (["--xla-flag=--xla_bogus_flag"], "XLA", "--xla_bogus_flag"),
-])
+@pytest.mark.parametrize(
+    "args, variable, flag",
+    [
+        (["--env", "TF_XLA_FLAGS=--tf_xla_bogus_flag"], "TF_XLA_FLAGS", "--tf_xla_bogus_flag"),
+        (["--xla-flag=--xla_bogus_flag"], "XLA", "--xla_bogus_flag"),
+    ],
+)
 def test_tf_unknown_flags_refused_before_launch(xl, tmp_path, tf_python, args, variable, flag):
     (tmp_path / "tfprog.py").write_text(TF_JIT)
     result = xl("run", "tfprog.py", "--python", tf_python, "--frontend", "tensorflow", *args, timeout=600)
@@ -126,8 +143,18 @@ def test_jax_only_interpreter_refuses_tensorflow_frontend(xl, tmp_path, jax_pyth
 @pytest.mark.torch_xla
 def test_torch_xla_preset_files_and_dumps(xl, tmp_path, torch_xla_python):
     (tmp_path / "ptprog.py").write_text(TORCH)
-    result = xl("run", "ptprog.py", "--preset", "torch-xla", "--dump", "--platform", "cpu", "--python", torch_xla_python,
-                timeout=600)
+    result = xl(
+        "run",
+        "ptprog.py",
+        "--preset",
+        "torch-xla",
+        "--dump",
+        "--platform",
+        "cpu",
+        "--python",
+        torch_xla_python,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "result 48.0" in result.stdout
     bundle = tmp_path / "artifacts" / "latest"
@@ -162,8 +189,11 @@ def test_profile_run_frontend(xl, tmp_path, tf_python):
     (tmp_path / "tfprog.py").write_text(TF_JIT)
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "tf.yaml").write_text(
-        f"description: TensorFlow target\nrun:\n  frontend: tensorflow\n  python: {tf_python}\n  presets: [tf-clustering]\n")
-    (tmp_path / "configs" / "wrong.yaml").write_text(f"description: jax asked of a TF venv\nrun:\n  frontend: jax\n  python: {tf_python}\n")
+        f"description: TensorFlow target\nrun:\n  frontend: tensorflow\n  python: {tf_python}\n  presets: [tf-clustering]\n"
+    )
+    (tmp_path / "configs" / "wrong.yaml").write_text(
+        f"description: jax asked of a TF venv\nrun:\n  frontend: jax\n  python: {tf_python}\n"
+    )
     result = xl("run", "tfprog.py", "--profile", "tf", "--dump", "--dry-run", "--json", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     answer = json.loads(result.stdout)

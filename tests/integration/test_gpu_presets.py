@@ -14,12 +14,34 @@ import pytest
 from xlatools.run.determinism import mode_flags
 
 # deterministic before autotune: the mode turns autotuning off, the autotune preset (later) sets its level again.
-GPU_PRESETS = ("nccl", "cudnn-log", "cublas-log", "deterministic", "autotune", "f32", "no-cuda-graphs", "sync-launch",
-               "exact-alloc")
-VARIABLES = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "CUDNN_LOGLEVEL_DBG", "CUDNN_LOGDEST_DBG",
-             "CUBLAS_LOGINFO_DBG", "CUBLAS_LOGDEST_DBG", "CUBLASLT_LOG_LEVEL", "CUBLASLT_LOG_FILE",
-             "JAX_DEFAULT_MATMUL_PRECISION", "NVIDIA_TF32_OVERRIDE", "CUDA_LAUNCH_BLOCKING", "XLA_PYTHON_CLIENT_ALLOCATOR",
-             "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_FLAGS")
+GPU_PRESETS = (
+    "nccl",
+    "cudnn-log",
+    "cublas-log",
+    "deterministic",
+    "autotune",
+    "f32",
+    "no-cuda-graphs",
+    "sync-launch",
+    "exact-alloc",
+)
+VARIABLES = (
+    "NCCL_DEBUG",
+    "NCCL_DEBUG_SUBSYS",
+    "NCCL_DEBUG_FILE",
+    "CUDNN_LOGLEVEL_DBG",
+    "CUDNN_LOGDEST_DBG",
+    "CUBLAS_LOGINFO_DBG",
+    "CUBLAS_LOGDEST_DBG",
+    "CUBLASLT_LOG_LEVEL",
+    "CUBLASLT_LOG_FILE",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "NVIDIA_TF32_OVERRIDE",
+    "CUDA_LAUNCH_BLOCKING",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_FLAGS",
+)
 PROGRAM = f"""\
 import json, os, sys
 import jax, jax.numpy as jnp
@@ -34,8 +56,19 @@ def test_gpu_presets_reach_the_program_and_every_jaxlib_accepts_them(xl, tmp_pat
     python = {"0.10.2": "jax_python", "0.4.30": "old_jax_python", "0.12": "new_jax_python"}[which]
     (tmp_path / "probe.py").write_text(PROGRAM)
     presets = [arg for name in GPU_PRESETS for arg in ("--preset", f"gpu:{name}")]
-    done = xl("run", "probe.py", "seen.json", "--python", request.getfixturevalue(python), "--platform", "cpu",
-              *presets, "--out", "runs", "--json")
+    done = xl(
+        "run",
+        "probe.py",
+        "seen.json",
+        "--python",
+        request.getfixturevalue(python),
+        "--platform",
+        "cpu",
+        *presets,
+        "--out",
+        "runs",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     bundle = Path(data["bundle"])
@@ -48,16 +81,23 @@ def test_gpu_presets_reach_the_program_and_every_jaxlib_accepts_them(xl, tmp_pat
     assert (seen["CUDA_LAUNCH_BLOCKING"], seen["XLA_PYTHON_CLIENT_ALLOCATOR"]) == ("1", "platform")
     flags = seen["XLA_FLAGS"].split()
     mode = [f for f in mode_flags() if not f.startswith("--xla_gpu_autotune_level=")]
-    for flag in ("--xla_gpu_autotune_level=4", f"--xla_gpu_dump_autotune_results_to={bundle}/autotune_results.pbtxt",
-                 "--xla_gpu_enable_command_buffer=", *mode):
+    for flag in (
+        "--xla_gpu_autotune_level=4",
+        f"--xla_gpu_dump_autotune_results_to={bundle}/autotune_results.pbtxt",
+        "--xla_gpu_enable_command_buffer=",
+        *mode,
+    ):
         assert flag in flags, (flag, flags)
     assert [p["name"] for p in data["presets"] if p["kind"] == "gpu"] == list(GPU_PRESETS)
     assert "xla_force_host_platform_device_count" not in seen["XLA_FLAGS"]
 
 
 def test_a_multi_process_run_gives_each_process_its_own_gpu_logs(xl):
-    plan = json.loads(xl("run", "smoke:multiprocess", "--preset", "gpu:nccl", "--preset", "gpu:autotune", "--dry-run",
-                         "--json").stdout)["plan"]
+    plan = json.loads(
+        xl(
+            "run", "smoke:multiprocess", "--preset", "gpu:nccl", "--preset", "gpu:autotune", "--dry-run", "--json"
+        ).stdout
+    )["plan"]
     for process in plan["processes"]:
         i = process["env"]["JAX_PROCESS_ID"]
         assert process["env"]["NCCL_DEBUG_FILE"] == f"{{bundle}}/nccl/p{i}/%h.%p.log"

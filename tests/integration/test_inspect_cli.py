@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-PROGRAM = '''import jax
+PROGRAM = """import jax
 import jax.numpy as jnp
 
 
@@ -24,7 +24,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def _stages(rows: list[str]) -> list[list[str]]:
@@ -56,7 +56,9 @@ def test_inspect_shows_the_run_and_where_each_module_came_from(xl, tmp_path):
     data = json.loads(xl("inspect", "artifacts/latest", "--json").stdout)
     assert data["run"]["status"] == "ok" and data["run"]["presets"] == ["dump:hlo"]
     sources = [m["source"] for m in data["modules"] if m["name"] == "jit_stage"]
-    assert [(s["file"], s["line"], s["function"]) for s in sources] == [(str(tmp_path / "prog.py"), n, "main") for n in (13, 14, 15)]
+    assert [(s["file"], s["line"], s["function"]) for s in sources] == [
+        (str(tmp_path / "prog.py"), n, "main") for n in (13, 14, 15)
+    ]
 
     plain = xl("inspect", "artifacts/latest/xla_dump/")
     assert plain.returncode == 0 and "run:" in plain.stdout  # the bundle's dump folder still knows its run
@@ -85,12 +87,12 @@ def test_source_lines_on_old_jax(xl, tmp_path, old_jax_python):
     assert [row[2] for row in _stages(result.stdout.splitlines())] == ["prog.py:7"] * 3, result.stdout
 
 
-COMPILE_ONLY = '''import jax
+COMPILE_ONLY = """import jax
 import jax.numpy as jnp
 import numpy as np
 
 jax.jit(lambda x: jnp.sin(x) * 2).lower(np.ones((4,), np.float32)).compile()  # compiled, never run: no snapshot
-'''
+"""
 
 
 def test_snapshots_asked_and_none_written_is_a_warning_everywhere(xl, tmp_path):

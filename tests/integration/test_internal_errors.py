@@ -64,8 +64,11 @@ CASES = [
     ("inspect/diff/report", "xlatools.run.runinfo:read_run_info", ["inspect", "src"]),
     ("doctor", "xlatools.doctor.signatures:scan_log", ["explain", "build.log"]),
     ("debug", "xlatools.commands.debug_run:catalog", ["debug", "passes"]),
-    ("triage", "xlatools.triage.execute:plan_triage", ["triage", "--good", "0.4.30", "--bad", "0.4.31", "--dry-run",
-                                                       "--", "true"]),
+    (
+        "triage",
+        "xlatools.triage.execute:plan_triage",
+        ["triage", "--good", "0.4.30", "--bad", "0.4.31", "--dry-run", "--", "true"],
+    ),
 ]
 
 
@@ -79,15 +82,21 @@ def test_a_bug_is_exit_70_with_a_crash_log(tmp_path, family, target, argv):
     logs = list((tmp_path / "cache" / "crashes").glob("crash-*.log"))
     assert len(logs) == 1 and str(logs[0]) in proc.stderr, (logs, proc.stderr)
     text = logs[0].read_text()
-    for part in ("xlatools: ", "python: ", "platform: ", f"command: xlatools {' '.join(argv)}",
-                 "Traceback (most recent call last)", f"RuntimeError: {TOKEN}", "report to: "):
+    for part in (
+        "xlatools: ",
+        "python: ",
+        "platform: ",
+        f"command: xlatools {' '.join(argv)}",
+        "Traceback (most recent call last)",
+        f"RuntimeError: {TOKEN}",
+        "report to: ",
+    ):
         assert part in text, (part, text)
 
 
 def test_the_json_twin_and_the_bundle_say_internal_error(tmp_path):
     _files(tmp_path)
-    proc = _cli(tmp_path, "xlatools.bundle:BundleSession.save", "run", "smoke:dot", "--dump", "--json",
-                "--out", "art")
+    proc = _cli(tmp_path, "xlatools.bundle:BundleSession.save", "run", "smoke:dot", "--dump", "--json", "--out", "art")
     assert proc.returncode == EXIT_INTERNAL, proc.stderr[-2000:]
     error = json.loads(proc.stdout)["error"]
     assert error["type"] == "InternalError" and error["exit_code"] == EXIT_INTERNAL and TOKEN in error["message"]

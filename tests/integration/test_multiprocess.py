@@ -61,8 +61,20 @@ print("process", jax.process_index(), "done", flush=True)
 
 
 def _smoke(xl, python: str, processes: int, devices: int, out: str) -> tuple[dict, Path]:
-    done = xl("run", "smoke:multiprocess", "--processes", str(processes), "--devices-per-process", str(devices),
-              "--python", python, "--dump", "--out", out, "--json")
+    done = xl(
+        "run",
+        "smoke:multiprocess",
+        "--processes",
+        str(processes),
+        "--devices-per-process",
+        str(devices),
+        "--python",
+        python,
+        "--dump",
+        "--out",
+        out,
+        "--json",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     return data, Path(data["bundle"])
@@ -104,8 +116,18 @@ def smoke_bundle(tmp_path_factory):
 
     require("jax", importlib.util.find_spec("jax") is not None, "pip install -e '.[jax]'")
     work = tmp_path_factory.mktemp("mp")
-    done = run_cli("run", "smoke:multiprocess", "--dump", "--python", sys.executable, "--out", "runs", cwd=work,
-                   env={"JAX_PLATFORMS": "cpu", "XLATOOLS_CACHE_DIR": str(work / "cache")}, timeout=300)
+    done = run_cli(
+        "run",
+        "smoke:multiprocess",
+        "--dump",
+        "--python",
+        sys.executable,
+        "--out",
+        "runs",
+        cwd=work,
+        env={"JAX_PLATFORMS": "cpu", "XLATOOLS_CACHE_DIR": str(work / "cache")},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return (work / "runs" / "latest").resolve()
 
@@ -139,7 +161,9 @@ def test_inspect_diff_and_report_read_per_process_dumps(xl, smoke_bundle, tmp_pa
 def test_replay_says_a_module_needs_several_processes(xl, smoke_bundle):
     done = xl("replay", str(smoke_bundle), "--module", "jit_body")
     assert done.returncode == 3, done.stderr
-    assert "cannot replay module 0000 jit_body alone" in done.stderr and "2 devices across the 2 processes" in done.stderr
+    assert (
+        "cannot replay module 0000 jit_body alone" in done.stderr and "2 devices across the 2 processes" in done.stderr
+    )
     assert "xlatools run --processes 2" in done.stderr and "Traceback" not in done.stderr
     auto = xl("replay", str(smoke_bundle), "--process", "1")
     assert auto.returncode == 3 and "cannot replay module" in auto.stderr  # nothing left that one process can run
@@ -156,7 +180,9 @@ def test_the_first_process_to_fail_stops_the_others(xl, tmp_path):
     p0, p1 = data["processes"]
     assert (p1["status"], p1["signal"], p1["first_failure"]) == ("failed", "SIGSEGV", True)
     assert p0["status"] == "stopped" and not p0["first_failure"]  # it was waiting for process 1 in a collective
-    assert data["program_outcome"].startswith("process 1 failed first (killed by SIGSEGV); 1 other stopped; its last line:")
+    assert data["program_outcome"].startswith(
+        "process 1 failed first (killed by SIGSEGV); 1 other stopped; its last line:"
+    )
     bundle = Path(data["bundle"])
     assert "waits for the others" in (bundle / "p0.stdout.log").read_text()
     assert "Segmentation fault" in (bundle / "p1.stderr.log").read_text()
@@ -175,8 +201,19 @@ def test_a_process_that_fails_while_jax_distributed_starts_ends_the_run_at_once(
 
 def test_a_process_that_raises_then_hangs_is_stopped_with_its_peers(xl, tmp_path):
     (tmp_path / "hangs.py").write_text(RAISES_THEN_HANGS)
-    done = xl("run", "hangs.py", "--processes", "2", "--timeout", "100", "--out", "runs", "--json", timeout=120,
-              env={"XLATOOLS_FATAL_QUIET_S": "2"})
+    done = xl(
+        "run",
+        "hangs.py",
+        "--processes",
+        "2",
+        "--timeout",
+        "100",
+        "--out",
+        "runs",
+        "--json",
+        timeout=120,
+        env={"XLATOOLS_FATAL_QUIET_S": "2"},
+    )
     assert done.returncode == 1, done.stderr[-2000:]
     data = json.loads(done.stdout)
     p0, p1 = data["processes"]
@@ -197,8 +234,9 @@ def test_a_hanging_process_ends_with_the_timeout(xl, tmp_path):
 
 
 def test_a_wrong_collective_result_fails_the_smoke(xl):
-    done = xl("run", "smoke:multiprocess", "--out", "runs", "--json",
-              env={"XLATOOLS_SMOKE_INJECT_MISMATCH": "multiprocess"})
+    done = xl(
+        "run", "smoke:multiprocess", "--out", "runs", "--json", env={"XLATOOLS_SMOKE_INJECT_MISMATCH": "multiprocess"}
+    )
     assert done.returncode == 1
     data = json.loads(done.stdout)
     assert data["first_failed"] in (0, 1)
@@ -206,9 +244,11 @@ def test_a_wrong_collective_result_fails_the_smoke(xl):
 
 
 def test_bad_multiprocess_input_is_refused(xl, tmp_path):
-    cases = {("smoke:multiprocess", "--processes", "1"): "needs at least 2 processes",
-             ("smoke:dot", "--processes", "0"): "must be 1 or more",
-             ("smoke:dot", "--devices-per-process", "2"): "goes with --processes"}
+    cases = {
+        ("smoke:multiprocess", "--processes", "1"): "needs at least 2 processes",
+        ("smoke:dot", "--processes", "0"): "must be 1 or more",
+        ("smoke:dot", "--devices-per-process", "2"): "goes with --processes",
+    }
     for args, message in cases.items():
         done = xl("run", *args, "--out", "runs")
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)

@@ -21,22 +21,35 @@ def _git_checkout(tmp_path: Path) -> Path:
     repo = tmp_path / "xla"
     repo.mkdir()
     (repo / "WORKSPACE").write_text("")
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_CONFIG_NOSYSTEM="1",
+    )
     for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "x"]):
         subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
     return repo
 
 
-@pytest.mark.parametrize("command", [
-    ["bazelrc", "--profile", "base", "-o"],
-    ["profiles", "schema", "-o"],
-])
-@pytest.mark.parametrize("where,reason", [
-    ("blocked", "plain-file is not a directory"),
-    ("folder", "is a directory"),
-    ("proc", "cannot create a file in /proc"),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bazelrc", "--profile", "base", "-o"],
+        ["profiles", "schema", "-o"],
+    ],
+)
+@pytest.mark.parametrize(
+    "where,reason",
+    [
+        ("blocked", "plain-file is not a directory"),
+        ("folder", "is a directory"),
+        ("proc", "cannot create a file in /proc"),
+    ],
+)
 def test_unwritable_output_is_bad_input(tmp_path, command, where, reason):
     if where == "proc" and not Path("/proc/self").is_dir():
         pytest.skip("needs Linux /proc (a folder where nobody, root included, can create files)")

@@ -58,19 +58,32 @@ def shown_lines_missing(shown: list[str], printed: str) -> list[str]:
 
 
 def test_mask_keeps_words_and_drops_what_changes():
-    assert mask("ok (exit 0, 0.891 s)  bundle: ./artifacts/20261123T035336Z-smoke-0a85bf") == "ok (exit N, N s) bundle: P"
+    assert (
+        mask("ok (exit 0, 0.891 s)  bundle: ./artifacts/20261123T035336Z-smoke-0a85bf") == "ok (exit N, N s) bundle: P"
+    )
     assert mask("0000 jit_f  ok  3c4100c95c2d  0.0383  9.8e-05/9.8e-05  -") == "N jit_f ok H N P -"
     assert shown_lines_missing(["a 1", "...", "b ..."], "a 22\nb c d\n") == []
     assert shown_lines_missing(["a 1", "c"], "a 22\n") == ["c"]
 
 
 def test_the_readme_commands_work_as_written(tmp_path, probe_cache):
-    require("jax", importlib.util.find_spec("jax") is not None, "pip install -e '.[jax]' (jax + jaxlib in this interpreter)")
+    require(
+        "jax", importlib.util.find_spec("jax") is not None, "pip install -e '.[jax]' (jax + jaxlib in this interpreter)"
+    )
     steps = console_steps(README.read_text())
     shown_commands = [" ".join(argv) for argv, _, _ in steps]
-    for wanted in ("run --dump", "inspect artifacts/latest", "replay artifacts/latest", "repro pack artifacts/latest",
-                   "repro run", "diff artifacts/latest", "report artifacts/latest"):
-        assert any(c.startswith(wanted) for c in shown_commands), f"no `xlatools {wanted}` in the README's console blocks"
+    for wanted in (
+        "run --dump",
+        "inspect artifacts/latest",
+        "replay artifacts/latest",
+        "repro pack artifacts/latest",
+        "repro run",
+        "diff artifacts/latest",
+        "report artifacts/latest",
+    ):
+        assert any(c.startswith(wanted) for c in shown_commands), (
+            f"no `xlatools {wanted}` in the README's console blocks"
+        )
     env = {"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"}
     for argv, code, shown in steps:
         done = run_cli(*argv, cwd=tmp_path, env=env, timeout=300)

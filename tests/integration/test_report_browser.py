@@ -28,7 +28,9 @@ def test_report_renders_without_errors(chromium, compare_runs, tmp_path):
     layout = json.loads(root["data-layout"])
     for name in ("module-table", "diff-module-table", "chart", "first-divergence"):
         assert layout.get(name), f"no {name} on the page"
-        assert all(width > 0 and height > 0 for width, height in layout[name]), f"{name} has an empty box: {layout[name]}"
+        assert all(width > 0 and height > 0 for width, height in layout[name]), (
+            f"{name} has an empty box: {layout[name]}"
+        )
     assert len(layout["module-table"]) == 2  # one per bundle
     assert layout.get("pair-chart")  # A/B timelines (in <details>, closed where the module is the same)
     assert int(root["data-page-width"]) <= 1280, "the page scrolls sideways in a 1280 px window"

@@ -44,8 +44,19 @@ def test_run_dump_smoke_all(xl, tmp_path):
 
 
 def test_full_ir_compiles_and_pass_log_presets(xl, tmp_path):
-    result = xl("run", "smoke:dot", "--preset", "full", "--preset", "ir", "--preset", "compiles",
-                "--preset", "log:passes", "--json")
+    result = xl(
+        "run",
+        "smoke:dot",
+        "--preset",
+        "full",
+        "--preset",
+        "ir",
+        "--preset",
+        "compiles",
+        "--preset",
+        "log:passes",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)  # stdout holds only the JSON
     bundle = tmp_path / "artifacts" / "latest"
@@ -68,13 +79,16 @@ def test_full_ir_compiles_and_pass_log_presets(xl, tmp_path):
     assert data["modules"][0]["name"] == "jit_f" and "passes" in data["modules"][0]["stages"]
 
 
-@pytest.mark.parametrize("preset,expect", [
-    ("proto", lambda names: any(n.endswith("before_optimizations.hlo.pb") for n in names)),
-    ("html", lambda names: any(n.endswith(".html") for n in names)),
-    ("snapshots", lambda names: any(".snapshot." in n for n in names)),
-    ("llvm", lambda names: any(n.endswith((".ll", ".mlir")) for n in names)),
-    ("fusion", lambda names: any(n.endswith("before_optimizations.txt") for n in names)),
-])
+@pytest.mark.parametrize(
+    "preset,expect",
+    [
+        ("proto", lambda names: any(n.endswith("before_optimizations.hlo.pb") for n in names)),
+        ("html", lambda names: any(n.endswith(".html") for n in names)),
+        ("snapshots", lambda names: any(".snapshot." in n for n in names)),
+        ("llvm", lambda names: any(n.endswith((".ll", ".mlir")) for n in names)),
+        ("fusion", lambda names: any(n.endswith("before_optimizations.txt") for n in names)),
+    ],
+)
 def test_dump_presets_write_their_files(xl, tmp_path, preset, expect):
     result = xl("run", "smoke:dot", "--preset", f"dump:{preset}")
     assert result.returncode == 0, result.stderr
@@ -91,16 +105,35 @@ def test_log_and_jax_presets_reach_the_program(xl, tmp_path):
         "'JAX_DISABLE_MOST_OPTIMIZATIONS', 'JAX_TRACEBACK_FILTERING', 'TF_XLA_FLAGS', 'TF_DUMP_GRAPH_PREFIX', "
         "'XLA_IR_DEBUG', 'XLA_HLO_DEBUG')}))\n"
     )
-    result = xl("run", "show_env.py", "--preset", "vlog1", "--preset", "no-opt", "--preset", "tracebacks",
-                "--preset", "tf-clustering", "--preset", "torch-xla")
+    result = xl(
+        "run",
+        "show_env.py",
+        "--preset",
+        "vlog1",
+        "--preset",
+        "no-opt",
+        "--preset",
+        "tracebacks",
+        "--preset",
+        "tf-clustering",
+        "--preset",
+        "torch-xla",
+    )
     assert result.returncode == 0, result.stderr
     bundle = (tmp_path / "artifacts" / "latest").resolve()
     # VLOG 1 makes the run quiet by default: the program's output is in the bundle, not the terminal.
     assert result.stdout == "" and "quiet" in result.stderr
     seen = json.loads((bundle / "stdout.log").read_text().strip().splitlines()[-1])
-    assert seen == {"TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_MAX_VLOG_LEVEL": "1", "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
-                    "JAX_TRACEBACK_FILTERING": "off", "TF_XLA_FLAGS": "--tf_xla_clustering_debug",
-                    "TF_DUMP_GRAPH_PREFIX": f"{bundle}/tf_graphs", "XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}
+    assert seen == {
+        "TF_CPP_MIN_LOG_LEVEL": "0",
+        "TF_CPP_MAX_VLOG_LEVEL": "1",
+        "JAX_DISABLE_MOST_OPTIMIZATIONS": "1",
+        "JAX_TRACEBACK_FILTERING": "off",
+        "TF_XLA_FLAGS": "--tf_xla_clustering_debug",
+        "TF_DUMP_GRAPH_PREFIX": f"{bundle}/tf_graphs",
+        "XLA_IR_DEBUG": "1",
+        "XLA_HLO_DEBUG": "1",
+    }
     assert (bundle / "stderr.log").read_text().count("\n") > 300, "VLOG 1 lines"
     assert (bundle / "program" / "show_env.py").is_file()
     assert manifest(bundle)["dump"] is None
@@ -118,15 +151,18 @@ def test_info_preset_and_vmodule_option(xl, tmp_path):
     assert "hlo_pass_pipeline.cc" in log  # --vmodule alone also unhides INFO
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--preset", "nope"], "unknown preset 'nope'"),
-    (["--preset", "passes"], "ambiguous"),
-    (["--xla-flag=--xla_bogus_flag"], "does not know XLA flag --xla_bogus_flag (from --xla-flag)"),
-    (["missing.py"], "program not found: missing.py"),
-    (["--python", "/nonexistent/python"], "--python /nonexistent/python: no such file"),
-    (["--env", "NOEQUALS"], "expected KEY=VALUE"),
-    (["--platform", "tpu"], "expected auto, cpu or gpu"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--preset", "nope"], "unknown preset 'nope'"),
+        (["--preset", "passes"], "ambiguous"),
+        (["--xla-flag=--xla_bogus_flag"], "does not know XLA flag --xla_bogus_flag (from --xla-flag)"),
+        (["missing.py"], "program not found: missing.py"),
+        (["--python", "/nonexistent/python"], "--python /nonexistent/python: no such file"),
+        (["--env", "NOEQUALS"], "expected KEY=VALUE"),
+        (["--platform", "tpu"], "expected auto, cpu or gpu"),
+    ],
+)
 def test_bad_input_exits_2_without_bundle(xl, tmp_path, args, message):
     result = xl("run", *args)
     assert result.returncode == 2, result.stderr
@@ -154,7 +190,12 @@ def test_program_status_timeout_and_mismatch(xl, tmp_path):
     result = xl("run", "fails.py")
     assert result.returncode == 1 and "program exit 5" in result.stderr
     data = manifest(tmp_path / "artifacts" / "latest")
-    assert (data["status"], data["exit_code"], data["returncode"], data["program_outcome"]) == ("failed", 1, 5, "exit 5")
+    assert (data["status"], data["exit_code"], data["returncode"], data["program_outcome"]) == (
+        "failed",
+        1,
+        5,
+        "exit 5",
+    )
 
     (tmp_path / "slow.py").write_text("import time; print('start', flush=True); time.sleep(300)\n")
     result = xl("run", "slow.py", "--timeout", "2", "--name", "slow")
@@ -178,9 +219,15 @@ def test_ctrl_c_ends_the_tree_and_marks_interrupted(tmp_path, probe_cache, jax_p
     )
     env = {**os.environ, "XLATOOLS_CACHE_DIR": str(probe_cache), "NO_COLOR": "1"}
     # Its own session, as a terminal would make it a foreground job: SIGINT goes to xlatools only.
-    proc = subprocess.Popen([sys.executable, "-m", "xlatools", "run", "tree.py"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xlatools", "run", "tree.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=sigint_default,
+    )
     try:
         assert proc.stdout.readline() == b"ready\n"
         child = int((tmp_path / "pids.txt").read_text())
@@ -200,9 +247,16 @@ def test_ctrl_c_ends_the_tree_and_marks_interrupted(tmp_path, probe_cache, jax_p
 
 def test_two_parallel_runs_make_two_complete_bundles(tmp_path, probe_cache, jax_python):
     env = {**os.environ, "XLATOOLS_CACHE_DIR": str(probe_cache), "NO_COLOR": "1", "JAX_PLATFORMS": "cpu"}
-    procs = [subprocess.Popen([sys.executable, "-m", "xlatools", "run", "smoke:dot", "--dump", "--name", "par"],
-                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "xlatools", "run", "smoke:dot", "--dump", "--name", "par"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
     for proc in procs:
         assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()
     found = bundles(tmp_path / "artifacts")
@@ -215,8 +269,17 @@ def test_two_parallel_runs_make_two_complete_bundles(tmp_path, probe_cache, jax_
 
 
 def test_secrets_are_redacted(xl, tmp_path):
-    result = xl("run", "smoke:dot", "--env", "MY_API_TOKEN=hunter2", "--env", "AWS_SECRET_ACCESS_KEY=s3cr3t",
-                "--env", "PLAIN=visible", env={"MY_API_TOKEN": "old-secret"})
+    result = xl(
+        "run",
+        "smoke:dot",
+        "--env",
+        "MY_API_TOKEN=hunter2",
+        "--env",
+        "AWS_SECRET_ACCESS_KEY=s3cr3t",
+        "--env",
+        "PLAIN=visible",
+        env={"MY_API_TOKEN": "old-secret"},
+    )
     assert result.returncode == 0, result.stderr
     text = (tmp_path / "artifacts" / "latest" / "manifest.json").read_text()
     for secret in ("hunter2", "s3cr3t", "old-secret"):
@@ -243,7 +306,9 @@ def test_dry_run_writes_nothing_and_archive(xl, tmp_path):
 def test_module_program_and_profile(xl, tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "job.py").write_text("import sys, jax\nprint('args', sys.argv[1:], jax.jit(lambda x: x + 1)(1))\n")
+    (tmp_path / "pkg" / "job.py").write_text(
+        "import sys, jax\nprint('args', sys.argv[1:], jax.jit(lambda x: x + 1)(1))\n"
+    )
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "mine.yaml").write_text(
         "description: test\nrun:\n  dump_preset: passes\n  presets: [team]\n  env: {PLAIN: from-profile}\n"
@@ -258,4 +323,3 @@ def test_module_program_and_profile(xl, tmp_path):
     assert data["profile"]["resolved"]["run"]["dump_preset"] == "passes"
     assert any(p["key"] == "run.env.PLAIN" for p in data["profile"]["provenance"])
     assert data["dump"]["modules"][0]["pass_steps"] > 0
-

@@ -28,8 +28,9 @@ def prog(tmp_path) -> str:
 @pytest.mark.parametrize("which", ["jax_python", "old_jax_python"])
 def test_a_space_in_out_keeps_the_dumps_in_the_bundle(xl, tmp_path, prog, which, request):
     python = request.getfixturevalue(which)
-    result = xl("run", prog, "--dump", "--out", "out dir", "--python", python,
-                "--xla-flag=--xla_dump_hlo_pass_re=a b|.*")  # a user flag with a space, too
+    result = xl(
+        "run", prog, "--dump", "--out", "out dir", "--python", python, "--xla-flag=--xla_dump_hlo_pass_re=a b|.*"
+    )  # a user flag with a space, too
     assert result.returncode == 0, result.stderr
     [bundle] = bundles(tmp_path / "out dir")
     data = manifest(bundle)
@@ -38,12 +39,15 @@ def test_a_space_in_out_keeps_the_dumps_in_the_bundle(xl, tmp_path, prog, which,
     assert not (tmp_path / "out").exists(), "nothing dumped into a sibling folder"
 
 
-@pytest.mark.parametrize("flag,expected", [
-    ("--xla_dump_hlo_pass_re", "takes a value (string)"),
-    ("--xla_cpu_enable_fast_math=maybe", "expects a bool (true or false), not 'maybe'"),
-    ("--xla_dump_hlo_pass_re=(", "is a regular expression, and '(' does not compile"),
-    ("--xla_dump_max_hlo_modules=lots", "expects a whole number (int32), not 'lots'"),
-])
+@pytest.mark.parametrize(
+    "flag,expected",
+    [
+        ("--xla_dump_hlo_pass_re", "takes a value (string)"),
+        ("--xla_cpu_enable_fast_math=maybe", "expects a bool (true or false), not 'maybe'"),
+        ("--xla_dump_hlo_pass_re=(", "is a regular expression, and '(' does not compile"),
+        ("--xla_dump_max_hlo_modules=lots", "expects a whole number (int32), not 'lots'"),
+    ],
+)
 def test_a_badly_typed_flag_value_is_refused_before_launch(xl, tmp_path, prog, flag, expected):
     result = xl("run", prog, "--dump", f"--xla-flag={flag}")
     assert result.returncode == 2, result.stderr
@@ -80,8 +84,13 @@ def test_latest_points_at_the_newest_finished_bundle(xl, tmp_path, probe_cache, 
     finished = (tmp_path / "artifacts" / "latest").resolve()
     (tmp_path / "slow.py").write_text("import time; time.sleep(60)\n")
     env = {**os.environ, "XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu", "NO_COLOR": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "xlatools", "run", "slow.py", "--timeout", "4"], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xlatools", "run", "slow.py", "--timeout", "4"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 30
         while len(bundles(tmp_path / "artifacts")) < 2 and time.monotonic() < deadline:
@@ -96,7 +105,8 @@ def test_latest_points_at_the_newest_finished_bundle(xl, tmp_path, probe_cache, 
 
 def test_quiet_run_keeps_output_in_the_bundle_with_a_heartbeat_and_shows_the_tail_on_failure(xl, tmp_path):
     (tmp_path / "chatty.py").write_text(
-        "import sys, time\nfor i in range(3000):\n    print('line', i, file=sys.stderr)\ntime.sleep(2.5)\nsys.exit(4)\n")
+        "import sys, time\nfor i in range(3000):\n    print('line', i, file=sys.stderr)\ntime.sleep(2.5)\nsys.exit(4)\n"
+    )
     result = xl("run", "chatty.py", "--quiet", env={"XLATOOLS_HEARTBEAT_S": "1"})
     assert result.returncode == 1
     assert "... running" in result.stderr and "stderr.log" in result.stderr
@@ -120,7 +130,11 @@ def small_disk(tmp_path):
     mount = tmp_path / f"disk-{uuid.uuid4().hex[:6]}"
     mount.mkdir()
     can = os.geteuid() == 0 and shutil.which("mount")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True) if can else None
+    done = (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+        if can
+        else None
+    )
     require("tmpfs", bool(done) and done.returncode == 0, "mounting a small tmpfs needs root and mount(8)")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], capture_output=True)
@@ -128,7 +142,8 @@ def small_disk(tmp_path):
 
 def test_a_full_disk_stops_the_program_and_says_so(xl, tmp_path, small_disk):
     (tmp_path / "flood.py").write_text(
-        "import sys, time\nfor i in range(200000):\n    sys.stdout.write('x' * 99 + '\\n')\ntime.sleep(60)\n")
+        "import sys, time\nfor i in range(200000):\n    sys.stdout.write('x' * 99 + '\\n')\ntime.sleep(60)\n"
+    )
     started = time.monotonic()
     result = xl("run", "flood.py", "--out", str(small_disk), "--quiet")
     assert result.returncode == 3, result.stderr

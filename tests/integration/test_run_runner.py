@@ -34,12 +34,22 @@ time.sleep(120)
 def run(tmp_path, code, timeout=None, args=()):
     script = tmp_path / "child.py"
     script.write_text(code)
-    return execute([sys.executable, str(script), *args], dict(os.environ), str(tmp_path), tmp_path / "out.log",
-                   tmp_path / "err.log", timeout, None, None)
+    return execute(
+        [sys.executable, str(script), *args],
+        dict(os.environ),
+        str(tmp_path),
+        tmp_path / "out.log",
+        tmp_path / "err.log",
+        timeout,
+        None,
+        None,
+    )
 
 
 def test_heavy_output_on_both_streams_does_not_deadlock(tmp_path):
-    code = "import sys\nfor i in range(40000):\n    sys.stderr.write('E%d\\n' % i)\n    sys.stdout.write('O%d\\n' % i)\n"
+    code = (
+        "import sys\nfor i in range(40000):\n    sys.stderr.write('E%d\\n' % i)\n    sys.stdout.write('O%d\\n' % i)\n"
+    )
     result = run(tmp_path, code)
     assert result.status == "ok" and result.returncode == 0
     assert (tmp_path / "err.log").read_text().count("\n") == 40000

@@ -87,7 +87,9 @@ def test_every_shipped_preset_runs(xl, tmp_path, monkeypatch, probe_cache, any_j
     admitted, refused = [], []
     for preset in shipped:
         low, high = preset.jaxlib_range()
-        fits = (low is None or Version(target.jaxlib) >= Version(low)) and (high is None or Version(target.jaxlib) <= Version(high))
+        fits = (low is None or Version(target.jaxlib) >= Version(low)) and (
+            high is None or Version(target.jaxlib) <= Version(high)
+        )
         (admitted if fits else refused).append(f"{preset.kind}:{preset.name}")
     args = [arg for ref in admitted for arg in ("--preset", ref)]
     # --frontend jax: the frontend presets (tf-clustering, torch-xla) would otherwise ask for their own frontend;
@@ -100,16 +102,29 @@ def test_every_shipped_preset_runs(xl, tmp_path, monkeypatch, probe_cache, any_j
     assert data["dump"]["modules"] and (tmp_path / "artifacts" / "latest" / "jax_ir").is_dir()
     for ref in refused:
         result = xl("run", "smoke:dot", "--python", any_jax_python, "--preset", ref, "--dry-run")
-        assert result.returncode == 2 and ("needs jaxlib" in result.stderr or "does not know" in result.stderr), result.stderr
+        assert result.returncode == 2 and ("needs jaxlib" in result.stderr or "does not know" in result.stderr), (
+            result.stderr
+        )
     assert refused == ([] if Version(target.jaxlib) >= Version("0.10.2") else ["dump:llvm"])
 
 
 @pytest.mark.parametrize("which, version", [("old", "0.4.30"), ("new", "0.12.")])
 def test_lower_on_other_jaxlibs(xl, tmp_path, request, which, version):
     python = request.getfixturevalue(f"{which}_jax_python")
-    (tmp_path / "model.py").write_text("import jax.numpy as jnp\ndef f(x, y, alpha):\n    return alpha * jnp.dot(x, y)\n")
-    result = xl("lower", "model.py:f", "--input-shapes", '[("x", "f32[2,4,3]"), ("y", "f32[3,2]")]',
-                "--constants", '{"alpha": 2.0}', "--python", python, "--json")
+    (tmp_path / "model.py").write_text(
+        "import jax.numpy as jnp\ndef f(x, y, alpha):\n    return alpha * jnp.dot(x, y)\n"
+    )
+    result = xl(
+        "lower",
+        "model.py:f",
+        "--input-shapes",
+        '[("x", "f32[2,4,3]"), ("y", "f32[3,2]")]',
+        "--constants",
+        '{"alpha": 2.0}',
+        "--python",
+        python,
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["jax"].startswith(version) and answer["cost_analysis"]["flops"] > 0
@@ -119,11 +134,21 @@ def test_lower_on_other_jaxlibs(xl, tmp_path, request, which, version):
 def test_flag_table_matches_every_jaxlib(tmp_path, monkeypatch, any_jax_python):
     """Every table entry that decides for this version agrees with what the jaxlib itself says."""
     monkeypatch.setenv("XLATOOLS_CACHE_DIR", str(tmp_path))
-    values = {"xla_dump_to": str(tmp_path / "d"), "xla_gpu_dump_autotune_results_to": str(tmp_path / "a"),
-              "xla_force_host_platform_device_count": "2", "xla_cpu_max_isa": "AVX2", "xla_backend_optimization_level": "1",
-              "xla_dump_max_hlo_modules": "5", "xla_gpu_autotune_level": "4", "xla_enable_hlo_passes_only": "",
-              "xla_disable_hlo_passes": "x", "xla_dump_hlo_pass_re": ".*", "xla_dump_hlo_pipeline_re": ".*",
-              "xla_dump_hlo_module_re": ".*", "xla_dump_emitter_re": ".*"}  # string flags need a value
+    values = {
+        "xla_dump_to": str(tmp_path / "d"),
+        "xla_gpu_dump_autotune_results_to": str(tmp_path / "a"),
+        "xla_force_host_platform_device_count": "2",
+        "xla_cpu_max_isa": "AVX2",
+        "xla_backend_optimization_level": "1",
+        "xla_dump_max_hlo_modules": "5",
+        "xla_gpu_autotune_level": "4",
+        "xla_enable_hlo_passes_only": "",
+        "xla_disable_hlo_passes": "x",
+        "xla_dump_hlo_pass_re": ".*",
+        "xla_dump_hlo_pipeline_re": ".*",
+        "xla_dump_hlo_module_re": ".*",
+        "xla_dump_emitter_re": ".*",
+    }  # string flags need a value
     target = probe(any_jax_python, "cpu")
     flags = {name: f"--{name}" + (f"={values[name]}" if name in values else "") for name in KNOWN_FLAGS}
     monkeypatch.setattr("xlatools.run.flag_probe.table_verdict", lambda name, version: None)  # force probing

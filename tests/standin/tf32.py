@@ -49,7 +49,7 @@ def round_operands(text: str) -> tuple[str, int]:
             out.append(line)
             continue
         percent = "%" if "%" in inst.payload or line.lstrip().startswith(("%", "ROOT %")) else ""
-        indent = line[:len(line) - len(line.lstrip())]
+        indent = line[: len(line) - len(line.lstrip())]
         names = []
         for i, operand in enumerate(inst.operands):
             shape = shapes.get(operand, "")
@@ -57,8 +57,10 @@ def round_operands(text: str) -> tuple[str, int]:
                 names.append(f"{percent}{operand}")
                 continue
             new = f"{inst.name}.tf32.{i}"
-            out.append(f"{indent}{percent}{new} = {shape} reduce-precision({percent}{operand}), "
-                       f"exponent_bits={EXPONENT_BITS}, mantissa_bits={MANTISSA_BITS}")
+            out.append(
+                f"{indent}{percent}{new} = {shape} reduce-precision({percent}{operand}), "
+                f"exponent_bits={EXPONENT_BITS}, mantissa_bits={MANTISSA_BITS}"
+            )
             names.append(f"{percent}{new}")
             rounded += 1
         out.append(line.replace(f"{inst.opcode}({inst.payload})", f"{inst.opcode}({', '.join(names)})", 1))
@@ -69,8 +71,9 @@ def interpreter(real: str, folder: Path) -> str:
     """An interpreter script: `real` with the stand-in installed (see the module's docstring)."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "python-tf32-standin"
-    script.write_text(f'#!/bin/sh\n# {NOTE} (tests/standin/tf32.py)\n'
-                      f'PYTHONPATH="{SITE}:{REPO}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{real}" "$@"\n')
+    script.write_text(
+        f"#!/bin/sh\n# {NOTE} (tests/standin/tf32.py)\n"
+        f'PYTHONPATH="{SITE}:{REPO}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{real}" "$@"\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return str(script)
-

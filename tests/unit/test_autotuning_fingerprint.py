@@ -16,7 +16,7 @@ from xlatools.run.hlo_canon import fingerprint, kernel_neutral_fingerprint
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "gpu-h200" / "flax-cnn"
 STEP = "module_110484.jit_step"
 AFTER = f"{STEP}.sm_9.0a_gpu_after_optimizations.txt"
-LINE = ('  %f = f32[4]{0} fusion(%p), kind=kCustom, calls=%c, backend_config={"b":{"y":1,"x":[2]},"a":"z"}')
+LINE = '  %f = f32[4]{0} fusion(%p), kind=kCustom, calls=%c, backend_config={"b":{"y":1,"x":[2]},"a":"z"}'
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +67,18 @@ def test_a_pack_made_before_keys_were_sorted_still_matches_its_fingerprint(tmp_p
     from xlatools.vocab import PackMatch, ReplayOutcome
 
     (tmp_path / "optimized.txt").write_text(_module(LINE))
-    got = ModuleRecord(name="m", id=1, runs=[RunRecord(label="test", python="/py", dir=str(tmp_path),
-                                                         fingerprint=fingerprint(_module(LINE)))])
+    got = ModuleRecord(
+        name="m",
+        id=1,
+        runs=[RunRecord(label="test", python="/py", dir=str(tmp_path), fingerprint=fingerprint(_module(LINE)))],
+    )
     got.fingerprint = got.runs[0].fingerprint
-    old = PackModule(name="m", id=1, outcome=ReplayOutcome.OK, fingerprint=fingerprint(_module(LINE), sorted_json=False))
+    old = PackModule(
+        name="m", id=1, outcome=ReplayOutcome.OK, fingerprint=fingerprint(_module(LINE), sorted_json=False)
+    )
     assert old.fingerprint != got.fingerprint  # the key order of LINE is not sorted
     assert verdict([old], [got], PackMatch.FINGERPRINT).differences == []
-    other = PackModule(name="m", id=1, outcome=ReplayOutcome.OK, fingerprint=fingerprint(_module(LINE.replace('"z"', '"w"'))))
+    other = PackModule(
+        name="m", id=1, outcome=ReplayOutcome.OK, fingerprint=fingerprint(_module(LINE.replace('"z"', '"w"')))
+    )
     assert verdict([other], [got], PackMatch.FINGERPRINT).differences

@@ -152,8 +152,9 @@ def test_ddmin_treats_unresolved_as_not_interesting():
 
 
 def test_state_round_trip_and_corrupt_files(tmp_path):
-    state = State(folder=tmp_path / "b", kind="releases", spec=release_spec("1"),
-                  candidates=[Candidate(key="1", label="jax 1")])
+    state = State(
+        folder=tmp_path / "b", kind="releases", spec=release_spec("1"), candidates=[Candidate(key="1", label="jax 1")]
+    )
     step, _ = history(2, 1)
     oracle = Oracle(state.steps, step, lambda r: state.save(), lambda: "t")
     oracle.ask("1", "jax 1", "good end")

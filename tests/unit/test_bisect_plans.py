@@ -29,14 +29,17 @@ def test_release_candidates_keep_versions_with_a_jaxlib_and_list_the_rest():
     assert plan.excluded == ["0.4.37"]
 
 
-@pytest.mark.parametrize("good,bad,message", [
-    ("0.4.30", "0.4.30", "same version"),
-    ("0.5.0", "0.4.30", "newer than --bad"),
-    ("x", "0.4.30", "not a version"),
-    ("0.4.30", "0.4.99", "no such jax release"),
-    ("0.4.14", "0.4.30", "no jaxlib 0.4.14 for Python 3.11"),
-    ("0.4.30", "0.5.2", "no jaxlib 0.5.2"),
-])
+@pytest.mark.parametrize(
+    "good,bad,message",
+    [
+        ("0.4.30", "0.4.30", "same version"),
+        ("0.5.0", "0.4.30", "newer than --bad"),
+        ("x", "0.4.30", "not a version"),
+        ("0.4.30", "0.4.99", "no such jax release"),
+        ("0.4.14", "0.4.30", "no jaxlib 0.4.14 for Python 3.11"),
+        ("0.4.30", "0.5.2", "no jaxlib 0.5.2"),
+    ],
+)
 def test_release_ends_are_checked(good, bad, message):
     with pytest.raises(UsageError, match=message):
         plan_release_candidates(good, bad, JAX, JAXLIB, "3.11")
@@ -75,14 +78,23 @@ def test_rule_judges_exit_match_and_metric(tmp_path):
     assert Rule(match=r"result 3\.0", bad_exit=(134, -6)).judge(crashed, tmp_path)[0] == "bad"
     dump = tmp_path / "xla_dump"
     dump.mkdir()
-    (dump / "module_0001.jit_g.cpu_after_optimizations.txt").write_text("HloModule jit_g\nENTRY e { ROOT a = f32[] sine() }\n")
-    (dump / "module_0002.jit_f.cpu_after_optimizations.txt").write_text("HloModule jit_f\nENTRY e { ROOT a = f32[] add() }\n")
+    (dump / "module_0001.jit_g.cpu_after_optimizations.txt").write_text(
+        "HloModule jit_g\nENTRY e { ROOT a = f32[] sine() }\n"
+    )
+    (dump / "module_0002.jit_f.cpu_after_optimizations.txt").write_text(
+        "HloModule jit_f\nENTRY e { ROOT a = f32[] add() }\n"
+    )
     in_dump = Rule(match="sine", match_in="dump:after_optimizations")
     assert in_dump.judge(ok, tmp_path)[0] == "bad"  # jit_g's file
     assert Rule(**{**vars(in_dump), "hlo_module": "jit_f"}).judge(ok, tmp_path)[0] == "good"  # jit_f's files only
     assert Rule(**{**vars(in_dump), "hlo_module": "1"}).judge(ok, tmp_path)[0] == "bad"  # by id
     assert "did not ask about" in in_dump.judge(failed, tmp_path)[1]  # exit 1 (MatMul rank error) is no verdict
-    for bad_rule in (Rule(match="("), Rule(match_in="dump:"), Rule(metric="x"), Rule(match="a", metric="x", threshold=1)):
+    for bad_rule in (
+        Rule(match="("),
+        Rule(match_in="dump:"),
+        Rule(metric="x"),
+        Rule(match="a", metric="x", threshold=1),
+    ):
         with pytest.raises(UsageError):
             bad_rule.validate()
 
@@ -92,9 +104,12 @@ def _fake_dump(root: Path) -> Path:
     dump.mkdir()
     module = "module_0002.jit_f"
     (dump / f"{module}.before_optimizations.txt").write_text("HloModule jit_f\nENTRY e { ROOT a = f32[] add() }\n")
-    steps = [("0000", "simp", "pipeline-start", "algsimp", "a = 1"), ("0001", "simp", "algsimp", "dce", "a = 2"),
-             ("0002", "fusion-pipe", "fusion", "fusion-wrapper", "a = fusion()"),
-             ("0003", "copy-insertion", "adding_copies_to_resolve_interference", None, "a = copy")]
+    steps = [
+        ("0000", "simp", "pipeline-start", "algsimp", "a = 1"),
+        ("0001", "simp", "algsimp", "dce", "a = 2"),
+        ("0002", "fusion-pipe", "fusion", "fusion-wrapper", "a = fusion()"),
+        ("0003", "copy-insertion", "adding_copies_to_resolve_interference", None, "a = copy"),
+    ]
     for step, pipeline, name, nxt, body in steps:
         tail = f".before_{nxt}" if nxt else ""
         (dump / f"{module}.{step}.{pipeline}.after_{name}{tail}.txt").write_text(f"HloModule jit_f\n{body}\n")

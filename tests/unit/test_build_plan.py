@@ -25,18 +25,41 @@ SHIPPED = sorted(p.stem for p in SHIPPED_DIR.glob("*.yaml"))
 
 # JAX build/build.py options (its argparse definitions): global ones, then `build`'s.
 BUILDPY_OPTIONS = {
-    "--python_version", "--bazel_path", "--bazel_startup_options", "--bazel_options", "--dry_run", "--verbose",
-    "--detailed_timestamped_log", "--wheels", "--editable", "--output_path", "--configure_only", "--cuda_version",
-    "--cuda_major_version", "--cudnn_version", "--nccl_version", "--disable_nccl", "--cuda_compute_capabilities",
-    "--build_cuda_with_clang", "--clang_path", "--target_cpu_features", "--local_xla_path",
+    "--python_version",
+    "--bazel_path",
+    "--bazel_startup_options",
+    "--bazel_options",
+    "--dry_run",
+    "--verbose",
+    "--detailed_timestamped_log",
+    "--wheels",
+    "--editable",
+    "--output_path",
+    "--configure_only",
+    "--cuda_version",
+    "--cuda_major_version",
+    "--cudnn_version",
+    "--nccl_version",
+    "--disable_nccl",
+    "--cuda_compute_capabilities",
+    "--build_cuda_with_clang",
+    "--clang_path",
+    "--target_cpu_features",
+    "--local_xla_path",
 }
 BUILDPY_WHEELS = {"jaxlib", "jax-cuda-plugin", "jax-cuda-pjrt", "jax-rocm-plugin", "jax-rocm-pjrt", "jax"}
 
 
 def options(tmp: Path = Path("/work/tree"), **overrides) -> BuildOptions:
     values = dict(
-        source=tmp, out_root=Path("/work/artifacts/builds"), dist_dir=Path("/work/dist"),
-        cache_root=Path("/home/dev/.cache/xlatools"), run_id="0123abcd", uid=1000, gid=1000, user_name="dev",
+        source=tmp,
+        out_root=Path("/work/artifacts/builds"),
+        dist_dir=Path("/work/dist"),
+        cache_root=Path("/home/dev/.cache/xlatools"),
+        run_id="0123abcd",
+        uid=1000,
+        gid=1000,
+        user_name="dev",
     )
     values.update(overrides)
     return BuildOptions(**values)
@@ -80,9 +103,15 @@ def test_dbg_cuda_plan_is_the_headline_build():
     plan = plan_build(load("dbg-cuda"), options())
     argv = list(plan.argv)
     assert "--wheels=jaxlib,jax-cuda-plugin,jax-cuda-pjrt" in argv
-    for expected in ("--cuda_version=12.9.1", "--cudnn_version=9.8.0", "--nccl_version=2.27.7",
-                     "--cuda_compute_capabilities=sm_90", "--python_version=3.11",
-                     "--bazel_options=--config=xlatools", "--output_path=/xlatools/out"):
+    for expected in (
+        "--cuda_version=12.9.1",
+        "--cudnn_version=9.8.0",
+        "--nccl_version=2.27.7",
+        "--cuda_compute_capabilities=sm_90",
+        "--python_version=3.11",
+        "--bazel_options=--config=xlatools",
+        "--output_path=/xlatools/out",
+    ):
         assert expected in argv
     assert "--disable_nccl" not in argv
     assert not any(a.startswith("--cuda_major_version") for a in argv)  # 12 is build.py's default
@@ -142,8 +171,12 @@ def test_local_plan_uses_host_paths(tmp_path):
 def test_ca_bundle_is_mounted_baked_in_and_exported(tmp_path):
     ca = tmp_path / "corp.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    path = write_profile(tmp_path, "ca", "extends: dbg-cpu\nbazel:\n  remote_cache: https://cache.example:9090\n"
-                                          "build:\n  container:\n    ca_bundle: corp.pem\n")
+    path = write_profile(
+        tmp_path,
+        "ca",
+        "extends: dbg-cpu\nbazel:\n  remote_cache: https://cache.example:9090\n"
+        "build:\n  container:\n    ca_bundle: corp.pem\n",
+    )
     plan = plan_build(load(path), options())
     assert plan.image.ca_bundle == str(ca)
     assert any(m.target == C_CA_BUNDLE and m.read_only for m in plan.mounts)
@@ -172,7 +205,9 @@ def test_remote_cache_on_localhost_needs_host_network(tmp_path):
 def test_image_tag_follows_dockerfile_and_build_args(tmp_path):
     base = plan_build(load("dbg-cpu"), options()).image
     assert base.ref == plan_build(load("dbg-cpu"), options(run_id="other")).image.ref  # stable
-    path = write_profile(tmp_path, "args", "extends: dbg-cpu\nbuild:\n  container:\n    build_args: {TOOLCHAIN: clang-16}\n")
+    path = write_profile(
+        tmp_path, "args", "extends: dbg-cpu\nbuild:\n  container:\n    build_args: {TOOLCHAIN: clang-16}\n"
+    )
     changed = plan_build(load(path), options()).image
     assert changed.ref != base.ref and changed.build_args == {"TOOLCHAIN": "clang-16"}
     assert content_hash(b"a", {}, b"bc") != content_hash(b"ab", {}, b"c")
@@ -193,11 +228,22 @@ def test_custom_dockerfile_relative_to_profile_and_ready_image(tmp_path):
 
 
 def test_command_template_expands_placeholders(tmp_path):
-    path = write_profile(tmp_path, "tf", "extends: dbg-cpu\nbuild:\n  command: [bazel, build, '{bazel_options}', "
-                                          "'//tensorflow/tools/pip_package:wheel', '--repo_env=OUT={output}', '{{x}}']\n")
+    path = write_profile(
+        tmp_path,
+        "tf",
+        "extends: dbg-cpu\nbuild:\n  command: [bazel, build, '{bazel_options}', "
+        "'//tensorflow/tools/pip_package:wheel', '--repo_env=OUT={output}', '{{x}}']\n",
+    )
     argv = plan_build(load(path), options()).argv
-    assert argv == ("bazel", "build", "--config=xlatools", "--disk_cache=/xlatools/bazel-cache",
-                    "//tensorflow/tools/pip_package:wheel", "--repo_env=OUT=/xlatools/out", "{x}")
+    assert argv == (
+        "bazel",
+        "build",
+        "--config=xlatools",
+        "--disk_cache=/xlatools/bazel-cache",
+        "//tensorflow/tools/pip_package:wheel",
+        "--repo_env=OUT=/xlatools/out",
+        "{x}",
+    )
 
 
 @pytest.mark.parametrize("token, message", [("{nope}", "unknown placeholder {nope}"), ("{", "malformed")])

@@ -45,16 +45,21 @@ def test_problems_keep_their_file_line_and_key(cli, tmp_path):
     error = error_of(result)
     assert error["type"] == "ProfileError" and error["message"] == "2 problem(s) in preset definitions"
     broken, odd = sorted(error["details"], key=lambda d: d["file"])
-    assert broken["file"].endswith("broken.yaml") and broken["line"] == 2 and "malformed YAML" in broken["message"]  # one YAML reader, one wording
+    assert (
+        broken["file"].endswith("broken.yaml") and broken["line"] == 2 and "malformed YAML" in broken["message"]
+    )  # one YAML reader, one wording
     assert odd["key"] == "mine.xla_flag" and odd["hint"] == "did you mean 'xla_flags'?"
     assert any(p.startswith(f"{odd['file']} [mine.xla_flag]: unknown key") for p in error["problems"])
 
 
-@pytest.mark.parametrize("args", [
-    ["lower", "m.py:f", "--platform", "tpu", "--json"],
-    ["run", "smoke:dot", "--exit-code", "sometimes", "--json"],
-    ["doctor", "--no-such-option", "--json"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["lower", "m.py:f", "--platform", "tpu", "--json"],
+        ["run", "smoke:dot", "--exit-code", "sometimes", "--json"],
+        ["doctor", "--no-such-option", "--json"],
+    ],
+)
 def test_a_bad_command_line_is_json_too(cli, tmp_path, args):
     result = cli(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
@@ -87,17 +92,29 @@ def _damaged(tmp_path: Path, how: str) -> Path:
         os.mkfifo(manifest)  # reading it would hang
     else:
         data = json.loads(manifest.read_text())
-        text = {"not JSON": "{not json", "a list": "[1, 2]", "null": "null", "foreign": json.dumps({"hello": 1}),
-                "wrong types": json.dumps({**data, "exit_code": "one", "presets": "dump:hlo"})}[how]
+        text = {
+            "not JSON": "{not json",
+            "a list": "[1, 2]",
+            "null": "null",
+            "foreign": json.dumps({"hello": 1}),
+            "wrong types": json.dumps({**data, "exit_code": "one", "presets": "dump:hlo"}),
+        }[how]
         manifest.write_text(text)
     return bundle
 
 
-@pytest.mark.parametrize("how, says", [
-    ("not JSON", "Expecting property name"), ("a list", "a JSON list, not an object"),
-    ("null", "not an object"), ("wrong types", "exit_code"), ("folder", "not a regular file"),
-    ("fifo", "not a regular file"), ("foreign", "not an xlatools bundle manifest"),
-])
+@pytest.mark.parametrize(
+    "how, says",
+    [
+        ("not JSON", "Expecting property name"),
+        ("a list", "a JSON list, not an object"),
+        ("null", "not an object"),
+        ("wrong types", "exit_code"),
+        ("folder", "not a regular file"),
+        ("fifo", "not a regular file"),
+        ("foreign", "not an xlatools bundle manifest"),
+    ],
+)
 def test_inspect_of_a_damaged_run_manifest_is_bad_input(cli, tmp_path, how, says):
     bundle = _damaged(tmp_path, how)
     result = cli("inspect", str(bundle), "--json", timeout=30)
@@ -116,12 +133,14 @@ def test_inspect_still_reads_the_manifests_of_the_last_release(cli):
 
 
 def test_the_root_help_lists_every_command_without_building_one():
-    code = ("import sys\nfrom xlatools.cli import main\nmain(['--help'])\n"
-            "print(sorted(m for m in sys.modules if m.startswith('xlatools.commands.') and m not in ('xlatools.commands.options', 'xlatools.commands.registry', 'xlatools.commands.error_output')))")
+    code = (
+        "import sys\nfrom xlatools.cli import main\nmain(['--help'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('xlatools.commands.') and m not in ('xlatools.commands.options', 'xlatools.commands.registry', 'xlatools.commands.error_output')))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     *help_lines, loaded = done.stdout.strip().splitlines()
     assert loaded == "[]"
-    listed = [line.split()[0] for line in help_lines[help_lines.index("Commands:") + 1:]]
+    listed = [line.split()[0] for line in help_lines[help_lines.index("Commands:") + 1 :]]
     assert sorted(listed) == sorted(COMMANDS)
 
 

@@ -19,8 +19,9 @@ from xlatools.vocab import Status
 def test_the_command_line_wins_over_the_profile_and_local_needs_no_spec():
     from xlatools.profiles.model import Cluster
 
-    section = Cluster(executor="slurm", partition="gpu", time="30", sbatch_options=["--qos=debug"],
-                      setup=["module load cuda"])
+    section = Cluster(
+        executor="slurm", partition="gpu", time="30", sbatch_options=["--qos=debug"], setup=["module load cuda"]
+    )
     executor, spec = from_profile_section(section, "profile p")
     assert executor == "slurm"
     merged = settle(ExecutorChoice(partition="h100", sbatch_options=("--exclusive",)), executor, spec)
@@ -55,23 +56,39 @@ def test_job_script_holds_the_settings_the_setup_and_one_srun_step():
 
 
 def test_scontrol_show_job_is_read_into_state_reason_and_nodes():
-    line = ("JobId=14 JobName=xlatools-s UserId=root(0) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) "
-            "ExitCode=0:15 RunTime=00:00:07 Partition=debug NodeList=vm BatchHost=vm NumNodes=1")
+    line = (
+        "JobId=14 JobName=xlatools-s UserId=root(0) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) "
+        "ExitCode=0:15 RunTime=00:00:07 Partition=debug NodeList=vm BatchHost=vm NumNodes=1"
+    )
     info = parse_show_job(line, "14")
-    assert (info.state, info.reason, info.exit_code, info.nodes, info.partition) == ("TIMEOUT", "TimeLimit", "0:15",
-                                                                                      ["vm"], "debug")
+    assert (info.state, info.reason, info.exit_code, info.nodes, info.partition) == (
+        "TIMEOUT",
+        "TimeLimit",
+        "0:15",
+        ["vm"],
+        "debug",
+    )
     pending = parse_show_job("JobId=3 JobState=PENDING Reason=None NodeList=(null)", "3")
     assert pending.reason is None and pending.nodes == []
 
 
 def test_sbatch_refusals_are_bad_input_or_a_missing_cluster():
-    bad = refusal("sbatch: error: invalid partition specified: nope\nsbatch: error: Batch job submission failed: "
-                  "Invalid partition name specified", "sbatch")
+    bad = refusal(
+        "sbatch: error: invalid partition specified: nope\nsbatch: error: Batch job submission failed: "
+        "Invalid partition name specified",
+        "sbatch",
+    )
     assert isinstance(bad, UsageError) and "Invalid partition name" in bad.message
-    assert isinstance(refusal("sbatch: error: Batch job submission failed: Invalid account or account/partition "
-                              "combination specified", "sbatch"), UsageError)
-    down = refusal("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)",
-                   "sbatch")
+    assert isinstance(
+        refusal(
+            "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified",
+            "sbatch",
+        ),
+        UsageError,
+    )
+    down = refusal(
+        "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)", "sbatch"
+    )
     assert isinstance(down, EnvironmentMissing)
 
 
@@ -96,8 +113,10 @@ def test_a_task_outcome_is_the_programs_unless_slurm_ended_the_job():
 
 def test_slurmstepd_cancel_lines_are_found(tmp_path: Path):
     out = tmp_path / "job.out"
-    out.write_text("srun: Job step aborted\nslurmstepd-vm: error: *** JOB 14 ON vm CANCELLED AT 2026-01-01T00:00:00 "
-                   "DUE TO TIME LIMIT ***\n")
+    out.write_text(
+        "srun: Job step aborted\nslurmstepd-vm: error: *** JOB 14 ON vm CANCELLED AT 2026-01-01T00:00:00 "
+        "DUE TO TIME LIMIT ***\n"
+    )
     assert _stepd_says(out) == "DUE TO TIME LIMIT"
     out.write_text("slurmstepd: error: *** JOB 15 ON vm CANCELLED AT 2026-01-01T00:00:00 ***\n")
     assert _stepd_says(out) == ""

@@ -33,9 +33,11 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hlo"
 
 
 def hlo(name: str, op: str, extra: str = "") -> str:
-    return (f"HloModule {name}, entry_computation_layout={{(f32[2]{{0}})->f32[2]{{0}}}}\n\n"
-            f"ENTRY %main.1 (x.1: f32[2]) -> f32[2] {{\n  %x.1 = f32[2]{{0}} parameter(0)\n{extra}"
-            f"  ROOT %r.2 = f32[2]{{0}} {op}(%x.1, %x.1)\n}}\n")
+    return (
+        f"HloModule {name}, entry_computation_layout={{(f32[2]{{0}})->f32[2]{{0}}}}\n\n"
+        f"ENTRY %main.1 (x.1: f32[2]) -> f32[2] {{\n  %x.1 = f32[2]{{0}} parameter(0)\n{extra}"
+        f"  ROOT %r.2 = f32[2]{{0}} {op}(%x.1, %x.1)\n}}\n"
+    )
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -50,12 +52,31 @@ def step(n: int, pipeline: str, name: str) -> StepInfo:
 
 
 def test_align_same_renamed_one_sided_and_moved():
-    a = [step(0, "p", "start"), step(1, "p", "fusion"), step(2, "p", "dce"), step(3, "q", "cse"), step(4, "q", "algsimp")]
-    b = [step(0, "p", "start"), step(1, "p", "fusion-wrapper"), step(2, "q", "algsimp"), step(3, "q", "cse"), step(4, "q", "new")]
+    a = [
+        step(0, "p", "start"),
+        step(1, "p", "fusion"),
+        step(2, "p", "dce"),
+        step(3, "q", "cse"),
+        step(4, "q", "algsimp"),
+    ]
+    b = [
+        step(0, "p", "start"),
+        step(1, "p", "fusion-wrapper"),
+        step(2, "q", "algsimp"),
+        step(3, "q", "cse"),
+        step(4, "q", "new"),
+    ]
     rows = align(a, b)
     kinds = [(r.kind, r.a.pass_name if r.a else None, r.b.pass_name if r.b else None) for r in rows]
-    assert kinds == [("same", "start", "start"), ("renamed", "fusion", "fusion-wrapper"), ("only_a", "dce", None),
-                     ("moved", None, "algsimp"), ("same", "cse", "cse"), ("moved", "algsimp", None), ("only_b", None, "new")]
+    assert kinds == [
+        ("same", "start", "start"),
+        ("renamed", "fusion", "fusion-wrapper"),
+        ("only_a", "dce", None),
+        ("moved", None, "algsimp"),
+        ("same", "cse", "cse"),
+        ("moved", "algsimp", None),
+        ("only_b", None, "new"),
+    ]
 
 
 def test_align_marks_reordered_passes_as_moved():
@@ -67,20 +88,26 @@ def test_align_marks_reordered_passes_as_moved():
 
 
 def test_two_modules_of_one_name_are_not_confused_and_renumbering_is_survived(tmp_path):
-    a = write(tmp_path / "a", {
-        "module_0000.jit_f.before_optimizations.txt": hlo("jit_f", "add"),
-        "module_0002.jit_f.before_optimizations.txt": hlo("jit_f", "multiply"),
-        "module_0004.jit_g.before_optimizations.txt": hlo("jit_g", "subtract"),
-        "module_0006.jit_only_a.before_optimizations.txt": hlo("jit_only_a", "divide"),
-    })
+    a = write(
+        tmp_path / "a",
+        {
+            "module_0000.jit_f.before_optimizations.txt": hlo("jit_f", "add"),
+            "module_0002.jit_f.before_optimizations.txt": hlo("jit_f", "multiply"),
+            "module_0004.jit_g.before_optimizations.txt": hlo("jit_g", "subtract"),
+            "module_0006.jit_only_a.before_optimizations.txt": hlo("jit_only_a", "divide"),
+        },
+    )
     # B: the two jit_f compiled in the other order, 0.4.30-style numbering, jit_g renamed, and
     # the names printed differently (x.1 -> Arg_0.1): matching goes by canonical fingerprint.
-    b = write(tmp_path / "b", {
-        "module_0000.jit_f.before_optimizations.txt": hlo("jit_f", "multiply").replace("x.1", "Arg_0.1"),
-        "module_0001.jit_f.before_optimizations.txt": hlo("jit_f", "add").replace("x.1", "Arg_0.1"),
-        "module_0002.jit_g_renamed.before_optimizations.txt": hlo("jit_g_renamed", "subtract"),
-        "module_0003.jit_only_b.before_optimizations.txt": hlo("jit_only_b", "maximum"),
-    })
+    b = write(
+        tmp_path / "b",
+        {
+            "module_0000.jit_f.before_optimizations.txt": hlo("jit_f", "multiply").replace("x.1", "Arg_0.1"),
+            "module_0001.jit_f.before_optimizations.txt": hlo("jit_f", "add").replace("x.1", "Arg_0.1"),
+            "module_0002.jit_g_renamed.before_optimizations.txt": hlo("jit_g_renamed", "subtract"),
+            "module_0003.jit_only_b.before_optimizations.txt": hlo("jit_only_b", "maximum"),
+        },
+    )
     ia, ib = index_dump(a), index_dump(b)
     pairs, only_a, only_b = match_modules(module_refs(ia), module_refs(ib), (ia, ib))
     got = {(ra.id, rb.id): kind for kind, ra, rb in pairs}
@@ -108,7 +135,7 @@ def test_first_diverging_pass_of_a_synthetic_pair(small_pair):
     assert divergence.pass_a == divergence.pass_b == small_pair.diverge_pass
     assert divergence.files["a_after"].endswith(".0005.pipeline.after_pass-5.before_pass-6.txt")
     rows = module.passes.rows
-    assert all(r.same_hlo for r in rows[:divergence.row]) and rows[divergence.row].same_hlo is False
+    assert all(r.same_hlo for r in rows[: divergence.row]) and rows[divergence.row].same_hlo is False
     assert [d.title for d in divergence.diffs][-1] == "A vs B after this pass"
     assert any("multiply" in line for line in divergence.diffs[-1].lines)
     others = [m for m in result.modules if m is not module]
@@ -139,21 +166,29 @@ def test_file_stats_agree_with_line_counting_across_chunk_boundaries(monkeypatch
         stats = hlo_file_stats(path)
         assert stats.instructions == count_instructions(path) > 0
         assert stats.size == path.stat().st_size
-    one = write(tmp_path, {"a.txt": hlo("m", "add"), "b.txt": hlo("m", "add").replace("f32[2]{0})->", "f32[2]{0:T(2)})->"),
-                           "c.txt": hlo("m", "add")})
+    one = write(
+        tmp_path,
+        {
+            "a.txt": hlo("m", "add"),
+            "b.txt": hlo("m", "add").replace("f32[2]{0})->", "f32[2]{0:T(2)})->"),
+            "c.txt": hlo("m", "add"),
+        },
+    )
     a, b, c = (hlo_file_stats(one / n) for n in ("a.txt", "b.txt", "c.txt"))
     assert a.digest == c.digest and a.body_sha256 == b.body_sha256 and a.digest != b.digest
 
 
 def test_memory_totals(tmp_path):
-    root = write(tmp_path, {
-        "module_0000.jit_f.before_optimizations.txt": hlo("jit_f", "add"),
-        "module_0000.jit_f.cpu_after_optimizations-buffer-assignment.txt":
-            "BufferAssignment:\nallocation 0: size 256, parameter 0, shape |f32[8,8]| at ShapeIndex {}:\n"
+    root = write(
+        tmp_path,
+        {
+            "module_0000.jit_f.before_optimizations.txt": hlo("jit_f", "add"),
+            "module_0000.jit_f.cpu_after_optimizations-buffer-assignment.txt": "BufferAssignment:\nallocation 0: size 256, parameter 0, shape |f32[8,8]| at ShapeIndex {}:\n"
             " value: <16 x.1 @0> (size=256,offset=0): f32[8,8]{1,0}\nallocation 1: size 32, output shape is |f32[8]|, maybe-live-out:\n"
             "allocation 2: size 4, thread-local:\nallocation 3: size 256, preallocated-temp:\n",
-        "module_0000.jit_f.cpu_after_optimizations-memory-usage-report.txt": "Memory Space: default (color=0)\nTotal bytes: 812 (812B)\n",
-    })
+            "module_0000.jit_f.cpu_after_optimizations-memory-usage-report.txt": "Memory Space: default (color=0)\nTotal bytes: 812 (812B)\n",
+        },
+    )
     index = index_dump(root)
     totals = memory_totals(index, index.modules[0])
     assert (totals.allocations, totals.allocated_bytes, totals.report_total_bytes) == (4, 548, 812)
@@ -162,21 +197,53 @@ def test_memory_totals(tmp_path):
 
 def test_run_level_diff_normalises_bundle_paths(tmp_path):
     def manifest(bundle: str, jaxlib: str, flags: list[str], devices: int) -> RunManifest:
-        return validate({"kind": "run", "status": "ok", "exit_code": 0, "duration_s": 1.0,
-                         "program": {"kind": "script", "name": "prog.py", "label": "prog.py"},
-                         "jax": {"jax": jaxlib, "jaxlib": jaxlib, "backend": "cpu", "devices": [{"platform": "cpu", "kind": "cpu"}] * devices},
-                         "xla_flags": flags + [f"--xla_dump_to={bundle}/xla_dump"],
-                         "env_changes": [{"name": "XLA_FLAGS", "value": " ".join(flags + [f"--xla_dump_to={bundle}/xla_dump"])}],
-                         "profile": {"name": "p", "timeout": 1, "resolved": {"run": {"timeout": 1}},
-                                     "provenance": [{"key": "run.timeout", "value": 1, "origin": "x.yaml:3"}]}},
-                        RunManifest, Path(bundle) / "manifest.json", "run manifest")
+        return validate(
+            {
+                "kind": "run",
+                "status": "ok",
+                "exit_code": 0,
+                "duration_s": 1.0,
+                "program": {"kind": "script", "name": "prog.py", "label": "prog.py"},
+                "jax": {
+                    "jax": jaxlib,
+                    "jaxlib": jaxlib,
+                    "backend": "cpu",
+                    "devices": [{"platform": "cpu", "kind": "cpu"}] * devices,
+                },
+                "xla_flags": flags + [f"--xla_dump_to={bundle}/xla_dump"],
+                "env_changes": [{"name": "XLA_FLAGS", "value": " ".join(flags + [f"--xla_dump_to={bundle}/xla_dump"])}],
+                "profile": {
+                    "name": "p",
+                    "timeout": 1,
+                    "resolved": {"run": {"timeout": 1}},
+                    "provenance": [{"key": "run.timeout", "value": 1, "origin": "x.yaml:3"}],
+                },
+            },
+            RunManifest,
+            Path(bundle) / "manifest.json",
+            "run manifest",
+        )
 
-    a = Side("A", tmp_path / "a", tmp_path / "a", manifest(str(tmp_path / "a"), "0.10.2", ["--xla_dump_hlo_as_text"], 1), None)
-    b = Side("B", tmp_path / "b", tmp_path / "b", manifest(str(tmp_path / "b"), "0.4.30",
-                                                              ["--xla_dump_hlo_as_text", "--xla_disable_hlo_passes=fusion"], 4), None)
+    a = Side(
+        "A",
+        tmp_path / "a",
+        tmp_path / "a",
+        manifest(str(tmp_path / "a"), "0.10.2", ["--xla_dump_hlo_as_text"], 1),
+        None,
+    )
+    b = Side(
+        "B",
+        tmp_path / "b",
+        tmp_path / "b",
+        manifest(str(tmp_path / "b"), "0.4.30", ["--xla_dump_hlo_as_text", "--xla_disable_hlo_passes=fusion"], 4),
+        None,
+    )
     run = diff_runs(a, b)
-    assert {c.key: (c.a, c.b) for c in run.fields} == {"jax": ("0.10.2", "0.4.30"), "jaxlib": ("0.10.2", "0.4.30"),
-                                                      "devices": ("1x cpu:cpu", "4x cpu:cpu")}
+    assert {c.key: (c.a, c.b) for c in run.fields} == {
+        "jax": ("0.10.2", "0.4.30"),
+        "jaxlib": ("0.10.2", "0.4.30"),
+        "devices": ("1x cpu:cpu", "4x cpu:cpu"),
+    }
     assert [(c.key, c.kind, c.b) for c in run.flags] == [("xla_disable_hlo_passes", "added", "fusion")]
     assert [c.key for c in run.env] == ["XLA_FLAGS"] and "<bundle>" in run.env[0].a
     assert run.profile == []
@@ -205,8 +272,17 @@ def test_report_is_self_contained_with_bounded_logs(small_pair, tmp_path):
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     (bundle / "xla_dump").symlink_to(small_pair.a)
-    (bundle / "manifest.json").write_text(json.dumps({"schema_version": 1, "kind": "run", "status": "failed", "exit_code": 1,
-                                                      "program": {"kind": "script", "name": "prog.py", "label": "prog.py"}}))
+    (bundle / "manifest.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "kind": "run",
+                "status": "failed",
+                "exit_code": 1,
+                "program": {"kind": "script", "name": "prog.py", "label": "prog.py"},
+            }
+        )
+    )
     (bundle / "stderr.log").write_text("".join(f"log line {i} <script>\n" for i in range(120_000)))  # ~2.3 MB
     out = write_report([bundle, small_pair.b], tmp_path / "r.html")
     html = out.read_text()
@@ -220,8 +296,9 @@ def test_report_is_self_contained_with_bounded_logs(small_pair, tmp_path):
 def test_bundles_without_dumps_are_compared_at_run_level(tmp_path):
     for name, status in (("a", "ok"), ("b", "failed")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "manifest.json").write_text(json.dumps({"schema_version": 1, "kind": "replay", "status": status,
-                                                                  "exit_code": int(status != "ok")}))
+        (tmp_path / name / "manifest.json").write_text(
+            json.dumps({"schema_version": 1, "kind": "replay", "status": status, "exit_code": int(status != "ok")})
+        )
     result = diff_bundles(tmp_path / "a", tmp_path / "b")
     assert {c.key for c in result.run.fields} == {"status", "exit code"}
     assert result.modules == [] and len(result.notes) == 2 and result.a.kind == "replay"
@@ -236,7 +313,9 @@ def test_a_diff_without_dumps_says_which_preset_gives_the_answer(tmp_path):
     for name in ("good", "bad"):
         bundle = tmp_path / name
         bundle.mkdir()
-        (bundle / "manifest.json").write_text(json.dumps({"schema_version": 1, "kind": "run", "status": "ok", "exit_code": 0}))
+        (bundle / "manifest.json").write_text(
+            json.dumps({"schema_version": 1, "kind": "run", "status": "ok", "exit_code": 0})
+        )
         sides.append(bundle)
     summary = bisect_diff(sides[0], sides[1], tmp_path / "diff")
     assert "--preset hlo" in summary["note"] and "dump:passes" in summary["note"]

@@ -23,21 +23,48 @@ def test_name_literal_is_decoded_from_the_code_of_name():
 
 def _catalog() -> PassCatalog:
     run_impl = "_ZN3xla14OpExpanderPass7RunImplE"
-    classes = [PassClass("xla::AlgebraicSimplifier", "algsimp", "xla::AlgebraicSimplifier", "_ZalgsimpRun",
-                         "xla::AlgebraicSimplifier::RunImpl", "xla::AlgebraicSimplifier"),
-               PassClass("xla::RngExpander", "rng-expander", "xla::RngExpander", run_impl, "xla::OpExpanderPass::RunImpl",
-                         "xla::OpExpanderPass"),
-               PassClass("xla::QrExpander", "qr_expander", "xla::QrExpander", run_impl, "xla::OpExpanderPass::RunImpl",
-                         "xla::OpExpanderPass")]
+    classes = [
+        PassClass(
+            "xla::AlgebraicSimplifier",
+            "algsimp",
+            "xla::AlgebraicSimplifier",
+            "_ZalgsimpRun",
+            "xla::AlgebraicSimplifier::RunImpl",
+            "xla::AlgebraicSimplifier",
+        ),
+        PassClass(
+            "xla::RngExpander",
+            "rng-expander",
+            "xla::RngExpander",
+            run_impl,
+            "xla::OpExpanderPass::RunImpl",
+            "xla::OpExpanderPass",
+        ),
+        PassClass(
+            "xla::QrExpander",
+            "qr_expander",
+            "xla::QrExpander",
+            run_impl,
+            "xla::OpExpanderPass::RunImpl",
+            "xla::OpExpanderPass",
+        ),
+    ]
     return PassCatalog([PassMap("/lib.so", "EM_X86_64", True, classes)])
 
 
 def test_breakpoints_check_the_class_only_where_passes_share_an_entry():
     plan = plan_breakpoints(_catalog(), ["algsimp", "rng-expander"], ["abort"])
-    assert plan == [Breakpoint(label="pass algsimp", location="_ZalgsimpRun", pass_="algsimp", library="/lib.so"),
-                    Breakpoint(label="pass rng-expander", location="_ZN3xla14OpExpanderPass7RunImplE",
-                               pass_="rng-expander", classes=("xla::RngExpander",), library="/lib.so"),
-                    Breakpoint(label="symbol abort", location="abort")]
+    assert plan == [
+        Breakpoint(label="pass algsimp", location="_ZalgsimpRun", pass_="algsimp", library="/lib.so"),
+        Breakpoint(
+            label="pass rng-expander",
+            location="_ZN3xla14OpExpanderPass7RunImplE",
+            pass_="rng-expander",
+            classes=("xla::RngExpander",),
+            library="/lib.so",
+        ),
+        Breakpoint(label="symbol abort", location="abort"),
+    ]
     with pytest.raises(UsageError, match="did you mean algsimp"):
         plan_breakpoints(_catalog(), ["algsim"], [])
     assert dump_pass_regex(["algsimp", "rng-expander", "algsimp"]) == r"^(algsimp|rng\-expander)$"
@@ -80,11 +107,15 @@ def test_setup_maps_bzlmod_external_xla_before_the_tree(tmp_path, monkeypatch):
 
     (tmp_path / "ob" / "external" / "xla+").mkdir(parents=True)
     (tmp_path / "tree").mkdir()
-    request = SetupRequest(tmp_path / "tree", "dbg-cpu", tmp_path / "tree", "/py", None, tmp_path / "ob", "/usr/bin/gdb")
+    request = SetupRequest(
+        tmp_path / "tree", "dbg-cpu", tmp_path / "tree", "/py", None, tmp_path / "ob", "/usr/bin/gdb"
+    )
     plan = plan_setup(request, {})
-    assert plan.substitutions == [("/proc/self/cwd/external/xla+", str(tmp_path / "ob/external/xla+")),
-                                  ("external/xla+", str(tmp_path / "ob/external/xla+")),
-                                  ("/proc/self/cwd", str(tmp_path / "tree"))]
+    assert plan.substitutions == [
+        ("/proc/self/cwd/external/xla+", str(tmp_path / "ob/external/xla+")),
+        ("external/xla+", str(tmp_path / "ob/external/xla+")),
+        ("/proc/self/cwd", str(tmp_path / "tree")),
+    ]
     assert plan.warnings == []
     assert str(default_output_base(tmp_path, {"USER": "u", "HOME": "/h"}).parent) == "/h/.cache/bazel/_bazel_u"
 
@@ -94,7 +125,10 @@ def test_doctors_gdb_and_ptrace_verdicts_from_the_facts():
     from xlatools.vocab import CheckStatus
 
     assert check_gdb(None, None).status == CheckStatus.WARN and "apt-get install gdb" in check_gdb(None, None).fix
-    assert check_gdb("/usr/bin/gdb", "GNU gdb 13.1", "gdb on PATH").evidence == "debugger /usr/bin/gdb (gdb on PATH): GNU gdb 13.1"
+    assert (
+        check_gdb("/usr/bin/gdb", "GNU gdb 13.1", "gdb on PATH").evidence
+        == "debugger /usr/bin/gdb (gdb on PATH): GNU gdb 13.1"
+    )
     assert check_ptrace("1", None).status == CheckStatus.OK
     assert check_ptrace(None, None).status == CheckStatus.OK
     assert (check_ptrace("2", None).status, check_ptrace("3", None).status) == (CheckStatus.WARN, CheckStatus.FAIL)
@@ -129,6 +163,7 @@ def test_crashing_frames_are_the_crashed_threads_below_its_signal_handler():
 
     assert crashing_frames(_CRASH) == [
         "#16 std::__throw_length_error(char const*) () from libstdc++.so.6",
-        "#18 xla::cpu::ExecutionEngine::AllocateDylibs(unsigned long) () from libjax_common.so"]
+        "#18 xla::cpu::ExecutionEngine::AllocateDylibs(unsigned long) () from libjax_common.so",
+    ]
     assert crashing_frames(_CRASH, count=1) == ["#16 std::__throw_length_error(char const*) () from libstdc++.so.6"]
     assert crashing_frames("gdb was not found when the program started: no native frames") == []

@@ -11,8 +11,14 @@ from xlatools.run import target as targets
 from xlatools.run.determinism import CANDIDATES, MODE, SOURCE
 from xlatools.run.target import ProbedInterpreter
 
-GPU = ProbedInterpreter(python="/py", jax="0.11.2", jaxlib="0.11.2", backend="gpu", plugins=["jax-cuda13-plugin"],
-             devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H200"}])
+GPU = ProbedInterpreter(
+    python="/py",
+    jax="0.11.2",
+    jaxlib="0.11.2",
+    backend="gpu",
+    plugins=["jax-cuda13-plugin"],
+    devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H200"}],
+)
 MODULE = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] add(p, p)\n}\n"
 
 
@@ -20,8 +26,14 @@ MODULE = "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2]
 def gpu(monkeypatch, tmp_path):
     unknown = []
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    monkeypatch.setattr(flag_probe, "unknown_flags", lambda target, flags, variable="XLA_FLAGS", **_: (
-        [name for name in flags if name in unknown], {name: "table" for name in flags}))
+    monkeypatch.setattr(
+        flag_probe,
+        "unknown_flags",
+        lambda target, flags, variable="XLA_FLAGS", **_: (
+            [name for name in flags if name in unknown],
+            {name: "table" for name in flags},
+        ),
+    )
     monkeypatch.setattr(targets, "probe", lambda python, platform, frontend=None, **_: GPU)
     (tmp_path / "m.hlo").write_text(MODULE)
     return tmp_path / "m.hlo", unknown

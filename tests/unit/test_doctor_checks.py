@@ -19,20 +19,29 @@ from xlatools.run.target import ProbedInterpreter
 
 def facts(**kw) -> ProbedInterpreter:
     """The probe's answer about a target (plugins given as distribution -> version)."""
-    base = dict(python="/venv/bin/python", python_version="3.11.7", jax="0.10.2", jaxlib="0.10.2", min_jaxlib="0.10.1",
-                jaxlib_origin="/venv/jaxlib/__init__.py")
+    base = dict(
+        python="/venv/bin/python",
+        python_version="3.11.7",
+        jax="0.10.2",
+        jaxlib="0.10.2",
+        min_jaxlib="0.10.1",
+        jaxlib_origin="/venv/jaxlib/__init__.py",
+    )
     plugins = kw.pop("plugins", {})
     return ProbedInterpreter(**{**base, **kw}, plugins=sorted(plugins), plugin_versions=plugins)
 
 
-@pytest.mark.parametrize("jax, jaxlib, minimum, status", [
-    ("0.10.2", "0.10.2", "0.10.1", "ok"),
-    ("0.10.2", "0.10.1", "0.10.1", "ok"),
-    ("0.10.2", "0.4.30", "0.10.1", "fail"),  # older than jax's minimum
-    ("0.4.30", "0.10.2", "0.4.27", "fail"),  # newer than jax
-    ("0.10.2", "0.10.2.dev0+selfbuilt", "0.10.1", "ok"),  # a self-built jaxlib compares by release
-    ("0.10.2", "0.10.2", None, "warn"),
-])
+@pytest.mark.parametrize(
+    "jax, jaxlib, minimum, status",
+    [
+        ("0.10.2", "0.10.2", "0.10.1", "ok"),
+        ("0.10.2", "0.10.1", "0.10.1", "ok"),
+        ("0.10.2", "0.4.30", "0.10.1", "fail"),  # older than jax's minimum
+        ("0.4.30", "0.10.2", "0.4.27", "fail"),  # newer than jax
+        ("0.10.2", "0.10.2.dev0+selfbuilt", "0.10.1", "ok"),  # a self-built jaxlib compares by release
+        ("0.10.2", "0.10.2", None, "warn"),
+    ],
+)
 def test_compatibility(jax, jaxlib, minimum, status):
     check = t.check_compatible(facts(jax=jax, jaxlib=jaxlib, min_jaxlib=minimum))
     assert check.status == status, check
@@ -52,16 +61,28 @@ def test_plugin_version_must_match_jaxlib():
     assert stale.status == "fail" and "jax-cuda12-plugin" in stale.evidence
 
 
-@pytest.mark.parametrize("name, value, problem", [
-    ("xla_dump_hlo_as_text", None, False), ("xla_dump_hlo_as_text", "TRUE", False), ("xla_dump_hlo_as_text", "0", False),
-    ("xla_dump_hlo_as_text", "yes", True), ("xla_dump_max_hlo_modules", "12", False),
-    ("xla_dump_max_hlo_modules", "abc", True), ("xla_dump_max_hlo_modules", None, True),
-    ("xla_gpu_autotune_gemm_rtol", "0.1", False), ("xla_gpu_autotune_gemm_rtol", "x", True),
-    ("xla_dump_hlo_pass_re", ".*", False), ("xla_dump_hlo_pass_re", "(", True),
-    ("xla_cpu_max_isa", "avx2", False), ("xla_cpu_max_isa", "AVX9", True),
-    ("xla_disable_hlo_passes", "a,b", False), ("xla_disable_hlo_passes", "a,,b", True),
-    ("xla_dump_to", "-", False), ("xla_some_unknown_flag", "anything", False),
-])
+@pytest.mark.parametrize(
+    "name, value, problem",
+    [
+        ("xla_dump_hlo_as_text", None, False),
+        ("xla_dump_hlo_as_text", "TRUE", False),
+        ("xla_dump_hlo_as_text", "0", False),
+        ("xla_dump_hlo_as_text", "yes", True),
+        ("xla_dump_max_hlo_modules", "12", False),
+        ("xla_dump_max_hlo_modules", "abc", True),
+        ("xla_dump_max_hlo_modules", None, True),
+        ("xla_gpu_autotune_gemm_rtol", "0.1", False),
+        ("xla_gpu_autotune_gemm_rtol", "x", True),
+        ("xla_dump_hlo_pass_re", ".*", False),
+        ("xla_dump_hlo_pass_re", "(", True),
+        ("xla_cpu_max_isa", "avx2", False),
+        ("xla_cpu_max_isa", "AVX9", True),
+        ("xla_disable_hlo_passes", "a,b", False),
+        ("xla_disable_hlo_passes", "a,,b", True),
+        ("xla_dump_to", "-", False),
+        ("xla_some_unknown_flag", "anything", False),
+    ],
+)
 def test_check_flag_value(name, value, problem):
     assert (check_flag_value(name, value) is not None) == problem
 
@@ -111,7 +132,10 @@ def test_tf_cpp_vlog_hidden_by_min_log_level():
 
 def test_compilation_cache_platforms_visible_devices_ld():
     assert e.check_compilation_cache({"JAX_COMPILATION_CACHE_DIR": "/c"}).status == "warn"
-    assert e.check_compilation_cache({"JAX_COMPILATION_CACHE_DIR": "/c", "JAX_ENABLE_COMPILATION_CACHE": "false"}).status == "ok"
+    assert (
+        e.check_compilation_cache({"JAX_COMPILATION_CACHE_DIR": "/c", "JAX_ENABLE_COMPILATION_CACHE": "false"}).status
+        == "ok"
+    )
     cuda = {"jax-cuda12-plugin": "0.10.2"}
     assert e.check_platforms({"JAX_PLATFORMS": "cpu"}, cuda).status == "warn"
     assert e.check_platforms({"JAX_PLATFORMS": "cpu"}, {}).status == "ok"

@@ -11,28 +11,27 @@ from xlatools.errors import UsageError
 # One realistic line per shipped signature (as bazel, gcc/clang, the loader or XLA print them).
 LOG_LINES = {
     "nccl-header-missing": "external/xla/xla/service/gpu/nccl_api.cc:38:10: fatal error: "
-                           "third_party/nccl/nccl.h: No such file or directory",
+    "third_party/nccl/nccl.h: No such file or directory",
     "glibcxx-not-found": "ImportError: /opt/conda/lib/libstdc++.so.6: version `GLIBCXX_3.4.29' not found "
-                         "(required by /usr/lib/python3.11/site-packages/jaxlib/libjax_common.so)",
+    "(required by /usr/lib/python3.11/site-packages/jaxlib/libjax_common.so)",
     "glibc-not-found": "/usr/bin/bazel-real: /lib64/libc.so.6: version `GLIBC_2.34' not found (required by bazel)",
     "compiler-killed-oom": "gcc: fatal error: Killed signal terminated program cc1plus",
     "bazel-version-mismatch": "ERROR: The project you're trying to build requires Bazel 7.4.1 (specified in "
-                              "/xlatools/src/.bazelversion), but it wasn't found in /usr/local/lib/bazel/bin.",
+    "/xlatools/src/.bazelversion), but it wasn't found in /usr/local/lib/bazel/bin.",
     "archive-checksum-mismatch": "ERROR: An error occurred during the fetch of repository 'xla': Traceback: "
-                                 "java.io.IOException: Error downloading [https://github.com/openxla/xla/archive/"
-                                 "0123.tar.gz] to /root/.cache/bazel/xla/temp.tar.gz: Checksum was "
-                                 + "a" * 64 + " but wanted " + "b" * 64,
+    "java.io.IOException: Error downloading [https://github.com/openxla/xla/archive/"
+    "0123.tar.gz] to /root/.cache/bazel/xla/temp.tar.gz: Checksum was " + "a" * 64 + " but wanted " + "b" * 64,
     "cuda-download-failed": "ERROR: java.io.IOException: Error downloading [https://developer.download.nvidia.com/"
-                            "compute/cuda/redist/cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-12.9.41-archive.tar.xz]"
-                            " to /root/.cache/bazel/external/cuda_nvcc/file.tar.xz: Connect timed out",
+    "compute/cuda/redist/cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-12.9.41-archive.tar.xz]"
+    " to /root/.cache/bazel/external/cuda_nvcc/file.tar.xz: Connect timed out",
     "cxx-standard-mismatch": "ld.lld: error: undefined reference to jax::PjitFunctionCache::kDefaultCapacity",
     "bazel-config-undefined": "ERROR: Config value 'dbg' is not defined in any .rc file",
     "disk-full": "ERROR: /xlatools/src/jaxlib/BUILD:12:1: output 'jaxlib/_jax.so' was not created: "
-                 "write failed: No space left on device",
+    "write failed: No space left on device",
     "tls-certificate": "javax.net.ssl.SSLHandshakeException: PKIX path building failed: "
-                       "sun.security.provider.certpath.SunCertPathBuilderException",
+    "sun.security.provider.certpath.SunCertPathBuilderException",
     "xla-unknown-flag": "F0000 00:00:1700000000.000000   12 parse_flags_from_env.cc:234] Unknown flags in XLA_FLAGS: "
-                        "--xla_jf_conv_full_precision=true",
+    "--xla_jf_conv_full_precision=true",
 }
 
 
@@ -43,8 +42,10 @@ def test_every_shipped_signature_has_a_test_line():
 @pytest.mark.parametrize("sig_id", sorted(LOG_LINES))
 def test_shipped_signature_matches_its_line_and_only_it(sig_id):
     table = load_signatures([])
-    hints = scan_lines(["INFO: Analyzed target //jaxlib/tools:jaxlib_wheel", LOG_LINES[sig_id], "FAILED: Build did NOT complete"],
-                       table)
+    hints = scan_lines(
+        ["INFO: Analyzed target //jaxlib/tools:jaxlib_wheel", LOG_LINES[sig_id], "FAILED: Build did NOT complete"],
+        table,
+    )
     assert [h.id for h in hints] == [sig_id]
     assert hints[0].line_number == 2 and hints[0].fix and hints[0].explanation
 
@@ -54,11 +55,11 @@ def test_variants_of_the_issue_list():
     more = {
         "compiler-killed-oom": "clang: error: unable to execute command: Killed",
         "bazel-version-mismatch": "ERROR: Current Bazel version is 4.2.3- (@non-git); expected at least 6.5.0",
-        "cuda-download-failed": "The supported CUDA versions are [\"12.1.1\", \"12.9.1\"]. Please provide a supported "
-                                "version in HERMETIC_CUDA_VERSION environment variable",
+        "cuda-download-failed": 'The supported CUDA versions are ["12.1.1", "12.9.1"]. Please provide a supported '
+        "version in HERMETIC_CUDA_VERSION environment variable",
         "cxx-standard-mismatch": "error: no member named 'optional' in namespace 'std'",
         "nccl-header-missing": "xla/stream_executor/cuda/cuda_driver.cc:30:10: fatal error: 'third_party/nccl/nccl.h' "
-                               "file not found",
+        "file not found",
     }
     for sig_id, line in more.items():
         assert [h.id for h in scan_lines([line], table)] == [sig_id], line
@@ -75,7 +76,8 @@ def test_user_signatures_add_and_replace(tmp_path):
     (user / "mine.yaml").write_text(
         "signatures:\n"
         "  - id: my-proxy\n    regex: 'corp-proxy refused'\n    explanation: our proxy\n    fix: use the VPN\n"
-        "  - id: disk-full\n    regex: 'quota exceeded'\n    explanation: team quota\n    fix: ask ops\n")
+        "  - id: disk-full\n    regex: 'quota exceeded'\n    explanation: team quota\n    fix: ask ops\n"
+    )
     table = {s.id: s for s in load_signatures([user])}
     assert table["my-proxy"].origin.endswith("mine.yaml")
     log = tmp_path / "build.log"
@@ -95,8 +97,11 @@ def test_bad_user_files_are_bad_input(tmp_path):
     bad.write_text("signatures:\n  - id: x\n")
     with pytest.raises(UsageError, match="does not have the expected shape") as caught:
         load_signatures([user])  # each missing field named by its key path, as every input file's are
-    assert [p.key for p in caught.value.problems] == ["signatures[0].regex", "signatures[0].explanation",
-                                                      "signatures[0].fix"]
+    assert [p.key for p in caught.value.problems] == [
+        "signatures[0].regex",
+        "signatures[0].explanation",
+        "signatures[0].fix",
+    ]
     bad.write_text("signatures:\n  - {id: x, regex: a, explanation: ' ', fix: f}\n")
     with pytest.raises(UsageError, match=r"signatures\[0\]\]: explanation must not be empty"):
         load_signatures([user])

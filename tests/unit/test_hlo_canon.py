@@ -31,7 +31,9 @@ def test_the_same_program_has_one_fingerprint_across_jaxlib_versions():
 
 def test_renaming_and_moved_source_do_not_change_the_fingerprint_but_math_does():
     text = read("jaxlib-0.10.2.jit_f.before_optimizations.txt")
-    renamed = text.replace("%dot_general.1", "%my_dot.7").replace("/src/p.py", "/elsewhere/q.py").replace("jit_f", "jit_g")
+    renamed = (
+        text.replace("%dot_general.1", "%my_dot.7").replace("/src/p.py", "/elsewhere/q.py").replace("jit_f", "jit_g")
+    )
     assert fingerprint(renamed) == fingerprint(text)
     changed = text.replace("constant(3)", "constant(4)")
     assert fingerprint(changed) != fingerprint(text)
@@ -54,14 +56,18 @@ def test_an_opcode_that_shares_a_computation_name_stays_an_opcode():
 def test_long_tuple_signatures_are_renamed_and_callback_pointers_do_not_count():
     """Issue 19: `/*index=5*/` in a signature hid the computation from renaming; jaxlib 0.4.x passes host
     callbacks a process pointer (a constant operand and the backend_config), another in every run."""
+
     def module(body_name: str, pointer: int) -> str:
-        return (f"HloModule m\n\n%{body_name} (p: (f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[])) -> f32[] {{\n"
-                f"  %p = (f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[]) parameter(0)\n"
-                f"  ROOT %g = f32[] get-tuple-element(%p), index=5\n}}\n\n"
-                f"ENTRY %main (x: f32[]) -> f32[] {{\n  %x = f32[] parameter(0)\n"
-                f"  %c = s64[] constant({pointer})\n"
-                f'  %cb = (f32[]) custom-call(%c, %x), custom_call_target="xla_python_cpu_callback", backend_config="{pointer}"\n'
-                f"  %t = (f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[]) tuple(%x, %x, %x, %x, %x, %x)\n"
-                f"  ROOT %r = f32[] call(%t), to_apply=%{body_name}\n}}\n")
+        return (
+            f"HloModule m\n\n%{body_name} (p: (f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[])) -> f32[] {{\n"
+            f"  %p = (f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[]) parameter(0)\n"
+            f"  ROOT %g = f32[] get-tuple-element(%p), index=5\n}}\n\n"
+            f"ENTRY %main (x: f32[]) -> f32[] {{\n  %x = f32[] parameter(0)\n"
+            f"  %c = s64[] constant({pointer})\n"
+            f'  %cb = (f32[]) custom-call(%c, %x), custom_call_target="xla_python_cpu_callback", backend_config="{pointer}"\n'
+            f"  %t = (f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[]) tuple(%x, %x, %x, %x, %x, %x)\n"
+            f"  ROOT %r = f32[] call(%t), to_apply=%{body_name}\n}}\n"
+        )
+
     assert fingerprint(module("region_4.23", 94156765220672)) == fingerprint(module("region_2.10", 93954128211680))
     assert "region" not in canonical_hlo(module("region_4.23", 1))

@@ -12,14 +12,23 @@ import pytest
 from tests.helpers import REPO, require
 from xlatools.hlo.dump_names import DumpKind, parse_dump_name, read_bare_name
 from xlatools.hlo.grammar import (
-    LineKind, attribute, closing_bracket, iter_computations, parse_instruction, remove_attribute, scan_lines, set_attribute,
+    LineKind,
+    attribute,
+    closing_bracket,
+    iter_computations,
+    parse_instruction,
+    remove_attribute,
+    scan_lines,
+    set_attribute,
     split_top_level,
 )
 from xlatools.hlo.values import backend_config, operand_precision
 
 GPU = REPO.parent / "shared" / "fixtures" / "gpu-h200"
 # Every HLO text among the tests' fixtures (jaxlib 0.4.30 to 0.12 dumps, bundles, replay and debug sessions).
-CPU_TEXTS = sorted(p for p in (REPO / "tests" / "fixtures").rglob("*.txt") if p.read_text(errors="replace").startswith("HloModule"))
+CPU_TEXTS = sorted(
+    p for p in (REPO / "tests" / "fixtures").rglob("*.txt") if p.read_text(errors="replace").startswith("HloModule")
+)
 # What each file of an H200 dump is, by what follows the module name.
 GPU_TAILS = {
     "before_optimizations.txt": DumpKind.BEFORE_OPTIMIZATIONS,
@@ -85,24 +94,56 @@ def test_every_gpu_dump_name_parses_to_its_kind():
     assert (step.module_id, step.module_name, step.detail) == (110484, "jit_step", "after_thunk_passes")
 
 
-@pytest.mark.parametrize("name, kind, fields", [
-    ("module_0662.jit_f.ptx", DumpKind.PTX, {"detail": None}),
-    ("module_0662.jit_f.gemm_fusion_dot.1.ttir.txt", DumpKind.TRITON_IR, {"detail": "gemm_fusion_dot.1", "fmt": "txt"}),
-    ("module_0662.jit_f.ir-no-opt.ll", DumpKind.LLVM_IR, {"detail": None}),
-    ("module_0662.jit_f.loop_add_fusion.ll", DumpKind.LLVM_IR, {"detail": "loop_add_fusion"}),
-    ("p1/module_0004.jit_f.before_optimizations.txt", DumpKind.BEFORE_OPTIMIZATIONS, {"process": 1, "module_id": 4}),
-    ("p0/module_0004.jit_f/module.mlir", DumpKind.MODULE_MLIR, {"process": 0, "module_name": "jit_f"}),
-    ("1712345.module_0004.jit_Model.apply.sm_9.0_gpu_after_optimizations.txt", DumpKind.AFTER_OPTIMIZATIONS,
-     {"timestamp": 1712345, "module_name": "jit_Model.apply", "platform": "sm_9.0_gpu", "stem": "1712345.module_0004.jit_Model.apply"}),
-    ("module_0000.jit_f.0003.fusion.after_priority-fusion.before_dce.hlo.pb", DumpKind.PASS_STEP,
-     {"step": 3, "pipeline": "fusion", "pass_name": "priority-fusion", "next_pass": "dce", "fmt": "hlo.pb"}),
-    ("module_0000.jit_f.snapshot.-1075371339.pb", DumpKind.SNAPSHOT, {"detail": "-1075371339"}),
-    ("module_0002.jit_g.execution_0001.hlo_unoptimized_snapshot.txt", DumpKind.UNOPTIMIZED_SNAPSHOT, {"fmt": "txt"}),
-    ("module_0002.SyncTensorsGraph.124.cpu_after_optimizations.txt", DumpKind.AFTER_OPTIMIZATIONS,
-     {"module_name": "SyncTensorsGraph.124"}),
-    ("module_0000.a_inference_f_15__XlaMustCompile_true_config_proto_1_executor_type_2_.1.before_optimizations.txt",
-     DumpKind.BEFORE_OPTIMIZATIONS, {"module_name": "a_inference_f_15__XlaMustCompile_true_config_proto_1_executor_type_2_.1"}),
-])
+@pytest.mark.parametrize(
+    "name, kind, fields",
+    [
+        ("module_0662.jit_f.ptx", DumpKind.PTX, {"detail": None}),
+        (
+            "module_0662.jit_f.gemm_fusion_dot.1.ttir.txt",
+            DumpKind.TRITON_IR,
+            {"detail": "gemm_fusion_dot.1", "fmt": "txt"},
+        ),
+        ("module_0662.jit_f.ir-no-opt.ll", DumpKind.LLVM_IR, {"detail": None}),
+        ("module_0662.jit_f.loop_add_fusion.ll", DumpKind.LLVM_IR, {"detail": "loop_add_fusion"}),
+        (
+            "p1/module_0004.jit_f.before_optimizations.txt",
+            DumpKind.BEFORE_OPTIMIZATIONS,
+            {"process": 1, "module_id": 4},
+        ),
+        ("p0/module_0004.jit_f/module.mlir", DumpKind.MODULE_MLIR, {"process": 0, "module_name": "jit_f"}),
+        (
+            "1712345.module_0004.jit_Model.apply.sm_9.0_gpu_after_optimizations.txt",
+            DumpKind.AFTER_OPTIMIZATIONS,
+            {
+                "timestamp": 1712345,
+                "module_name": "jit_Model.apply",
+                "platform": "sm_9.0_gpu",
+                "stem": "1712345.module_0004.jit_Model.apply",
+            },
+        ),
+        (
+            "module_0000.jit_f.0003.fusion.after_priority-fusion.before_dce.hlo.pb",
+            DumpKind.PASS_STEP,
+            {"step": 3, "pipeline": "fusion", "pass_name": "priority-fusion", "next_pass": "dce", "fmt": "hlo.pb"},
+        ),
+        ("module_0000.jit_f.snapshot.-1075371339.pb", DumpKind.SNAPSHOT, {"detail": "-1075371339"}),
+        (
+            "module_0002.jit_g.execution_0001.hlo_unoptimized_snapshot.txt",
+            DumpKind.UNOPTIMIZED_SNAPSHOT,
+            {"fmt": "txt"},
+        ),
+        (
+            "module_0002.SyncTensorsGraph.124.cpu_after_optimizations.txt",
+            DumpKind.AFTER_OPTIMIZATIONS,
+            {"module_name": "SyncTensorsGraph.124"},
+        ),
+        (
+            "module_0000.a_inference_f_15__XlaMustCompile_true_config_proto_1_executor_type_2_.1.before_optimizations.txt",
+            DumpKind.BEFORE_OPTIMIZATIONS,
+            {"module_name": "a_inference_f_15__XlaMustCompile_true_config_proto_1_executor_type_2_.1"},
+        ),
+    ],
+)
 def test_names_not_in_the_gpu_fixtures(name, kind, fields):
     parsed = parse_dump_name(name)
     assert parsed is not None and parsed.kind is kind
@@ -110,8 +151,11 @@ def test_names_not_in_the_gpu_fixtures(name, kind, fields):
 
 
 def test_dump_names_among_the_fixtures():
-    found = [(name, path.is_dir()) for path in (REPO / "tests" / "fixtures").rglob("*")
-             if (name := _dump_path(path.relative_to(REPO).as_posix()))]
+    found = [
+        (name, path.is_dir())
+        for path in (REPO / "tests" / "fixtures").rglob("*")
+        if (name := _dump_path(path.relative_to(REPO).as_posix()))
+    ]
     kinds = [parse_dump_name(name, folder=is_dir) for name, is_dir in found]
     assert len(found) > 10 and all(k is not None and k.kind is not DumpKind.OTHER for k in kinds), found
 
@@ -131,8 +175,9 @@ def test_kernel_names_need_the_module_name():
 
 def hlo_texts() -> list[Path]:
     root = gpu_fixtures()
-    gpu = [p for p in root.rglob("module_*.txt")
-           if (found := parse_dump_name(p.name)) is not None and found.is_text_hlo]
+    gpu = [
+        p for p in root.rglob("module_*.txt") if (found := parse_dump_name(p.name)) is not None and found.is_text_hlo
+    ]
     assert len(gpu) > 40
     return gpu + CPU_TEXTS
 
@@ -165,20 +210,23 @@ def test_every_instruction_line_of_real_dumps_parses():
 
 
 def test_attributes_kept_byte_for_byte():
-    line = ('  ROOT %dot.3 = f32[2,2]{1,0} dot(f32[2,3]{1,0} %a, f32[3,2]{1,0} %b), lhs_contracting_dims={1}, '
-            'rhs_contracting_dims={0}, metadata={op_name="jit(f)/dot, \\"x\\"" source_line=3}, '
-            'backend_config={"sizes":["64"],"x":{"y":"}"}}  ')
+    line = (
+        "  ROOT %dot.3 = f32[2,2]{1,0} dot(f32[2,3]{1,0} %a, f32[3,2]{1,0} %b), lhs_contracting_dims={1}, "
+        'rhs_contracting_dims={0}, metadata={op_name="jit(f)/dot, \\"x\\"" source_line=3}, '
+        'backend_config={"sizes":["64"],"x":{"y":"}"}}  '
+    )
     inst = parse_instruction(line)
     assert (inst.name, inst.opcode, inst.operands, inst.is_root) == ("dot.3", "dot", ["a", "b"], True)
     assert list(inst.attributes) == ["lhs_contracting_dims", "rhs_contracting_dims", "metadata", "backend_config"]
     assert inst.metadata == {"op_name": 'jit(f)/dot, \\"x\\"', "source_line": "3"}
     assert backend_config(inst.attributes["backend_config"]) == {"sizes": ["64"], "x": {"y": "}"}}
-    assert set_attribute(line, "algorithm", "dot_f32_f32_f32").endswith(', algorithm=dot_f32_f32_f32  ')
+    assert set_attribute(line, "algorithm", "dot_f32_f32_f32").endswith(", algorithm=dot_f32_f32_f32  ")
     swapped = set_attribute(line, "lhs_contracting_dims", "{0}")
     assert swapped == line.replace("lhs_contracting_dims={1}", "lhs_contracting_dims={0}")
     assert remove_attribute(line, "metadata") == line.replace(
-        ', metadata={op_name="jit(f)/dot, \\"x\\"" source_line=3}', "")
-    old_style = "  add.15 = f32[] add(Arg_0.13, Arg_1.14), metadata={op_type=\"add\" source_file=\"/a.py\" source_line=2}"
+        ', metadata={op_name="jit(f)/dot, \\"x\\"" source_line=3}', ""
+    )
+    old_style = '  add.15 = f32[] add(Arg_0.13, Arg_1.14), metadata={op_type="add" source_file="/a.py" source_line=2}'
     assert parse_instruction(old_style).operands == ["Arg_0.13", "Arg_1.14"]
     assert parse_instruction("ENTRY %main.5 (x.1: f32[2]) -> f32[2] {") is None
     assert parse_instruction("  %a = f32[] add(%b, %c") is None  # never closed
@@ -189,5 +237,9 @@ def test_brackets_and_strings():
     text = r'x(a, "b)", {c, [d]}) tail'
     assert closing_bracket(text, 1) == len(r'x(a, "b)", {c, [d]})')
     assert closing_bracket("(a, (b)", 0) is None
-    assert split_top_level(r'a="C:\\", b={x, y}, c="say \"hi, there\""') == [r'a="C:\\"', "b={x, y}", r'c="say \"hi, there\""']
+    assert split_top_level(r'a="C:\\", b={x, y}, c="say \"hi, there\""') == [
+        r'a="C:\\"',
+        "b={x, y}",
+        r'c="say \"hi, there\""',
+    ]
     assert split_top_level("a b {c d} e", " ") == ["a", "b", "{c d}", "e"]

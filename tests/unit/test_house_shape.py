@@ -7,6 +7,10 @@ from tests.helpers import REPO
 
 
 def test_house_shape_script_finds_no_problem():
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "house_shape.py"), str(REPO / "xlatools")],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "house_shape.py"), str(REPO / "xlatools")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -16,15 +16,18 @@ def test_shapes():
     ]
 
 
-@pytest.mark.parametrize("text,part", [
-    ('[("x", "f32[2,4")]', "item 0 ('x'): 'f32[2,4' is not a shape"),
-    ('[("x", "q8[2]")]', "unknown element type 'q8'"),
-    ('[("x", "f32[2]"), ("y")]', "item 1: 'y' is not a (name, shape) pair"),
-    ('[("x", "f32[2]"), ("x", "f32[3]")]', "'x' is given twice"),
-    ('[("1x", "f32[2]")]', "'1x' is not a Python argument name"),
-    ('[("x", "f32[2]"', "not a Python list literal"),
-    ('"f32[2]"', "expected a list"),
-])
+@pytest.mark.parametrize(
+    "text,part",
+    [
+        ('[("x", "f32[2,4")]', "item 0 ('x'): 'f32[2,4' is not a shape"),
+        ('[("x", "q8[2]")]', "unknown element type 'q8'"),
+        ('[("x", "f32[2]"), ("y")]', "item 1: 'y' is not a (name, shape) pair"),
+        ('[("x", "f32[2]"), ("x", "f32[3]")]', "'x' is given twice"),
+        ('[("1x", "f32[2]")]', "'1x' is not a Python argument name"),
+        ('[("x", "f32[2]"', "not a Python list literal"),
+        ('"f32[2]"', "expected a list"),
+    ],
+)
 def test_bad_shapes(text, part):
     with pytest.raises(UsageError) as info:
         parse_input_shapes(text)
@@ -34,9 +37,13 @@ def test_bad_shapes(text, part):
 def test_constants():
     assert parse_constants('{"alpha": 2.0, "v": [1, 2]}', []) == {"alpha": 2.0, "v": [1, 2]}
     assert parse_constants("{'beta': 3}", []) == {"beta": 3}
-    for text, part in (("{alpha: 2}", "neither JSON nor a Python dict"), ("[1]", "expected a mapping"),
-                       ('{"x": 1}', "'x' is also in --input-shapes"), ('{"a": {"b": 1}}', "--constants['a']"),
-                       ('{"a": [1, "s"]}', "numbers only")):
+    for text, part in (
+        ("{alpha: 2}", "neither JSON nor a Python dict"),
+        ("[1]", "expected a mapping"),
+        ('{"x": 1}', "'x' is also in --input-shapes"),
+        ('{"a": {"b": 1}}', "--constants['a']"),
+        ('{"a": [1, "s"]}', "numbers only"),
+    ):
         with pytest.raises(UsageError) as info:
             parse_constants(text, [{"name": "x"}])
         assert part in info.value.message
@@ -46,7 +53,11 @@ def test_function_refs(tmp_path):
     (tmp_path / "m.py").write_text("def f(): pass\n")
     assert parse_function("m.py:f", tmp_path) == ("file", str(tmp_path / "m.py"), "f")
     assert parse_function("pkg.mod:Model.apply", tmp_path) == ("module", "pkg.mod", "Model.apply")
-    for bad, part in (("m.py", "expected FILE.py:FUNCTION"), ("gone.py:f", "file not found"), ("m.py:1f", "not a Python name")):
+    for bad, part in (
+        ("m.py", "expected FILE.py:FUNCTION"),
+        ("gone.py:f", "file not found"),
+        ("m.py:1f", "not a Python name"),
+    ):
         with pytest.raises(UsageError, match=part):
             parse_function(bad, tmp_path)
 

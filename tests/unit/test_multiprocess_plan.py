@@ -24,8 +24,13 @@ def test_every_bundle_path_gets_one_per_process():
 
 
 def test_each_process_knows_its_part_and_dumps_alone(catalog):
-    p = plan(catalog, program=parse_program("smoke:multiprocess", None, [], Path("/work")), dump=True,
-             presets=["jax:ir"], devices_per_process=2)
+    p = plan(
+        catalog,
+        program=parse_program("smoke:multiprocess", None, [], Path("/work")),
+        dump=True,
+        presets=["jax:ir"],
+        devices_per_process=2,
+    )
     assert len(p.processes) == 2  # smoke:multiprocess runs 2 processes unless told otherwise
     bound = p.bind(Path("/b b"))
     second = bound.processes[1].bind(coordinator="127.0.0.1:4242")
@@ -36,21 +41,27 @@ def test_each_process_knows_its_part_and_dumps_alone(catalog):
     assert '--xla_dump_to="/b b/xla_dump/p1"' in env["XLA_FLAGS"]  # joined after binding: quoted
     assert env["JAX_DUMP_IR_TO"] == "/b b/jax_ir/p1"
     assert "/b b/p1.smoke_results.json" in second.argv
-    assert (second.stdout, second.stderr, second.dump_dir) == ("/b b/p1.stdout.log", "/b b/p1.stderr.log",
-                                                               "/b b/xla_dump/p1")
+    assert (second.stdout, second.stderr, second.dump_dir) == (
+        "/b b/p1.stdout.log",
+        "/b b/p1.stderr.log",
+        "/b b/xla_dump/p1",
+    )
     assert any("2 processes, 2 devices each" in note for note in p.notes)
 
 
 def test_a_run_without_dumps_keeps_the_run_xla_flags(catalog):
     p = plan(catalog, processes=3, xla_flags=["--xla_cpu_use_thunk_runtime=false"])
-    assert [q.id for q in p.processes] == [0, 1, 2] and all(q.xla_flags is None and q.dump_dir is None for q in p.processes)
+    assert [q.id for q in p.processes] == [0, 1, 2] and all(
+        q.xla_flags is None and q.dump_dir is None for q in p.processes
+    )
     assert "XLA_FLAGS" not in p.processes[2].child_env({})  # the run's own XLA_FLAGS stay as they are
     assert plan(catalog).processes == []  # one process: the plan of a run as it always was
 
 
 def test_proxies_get_loopback_in_no_proxy():
-    processes, notes = plan_processes(2, 1, ["/py", "x.py"], {}, [], {"https_proxy": "http://proxy:3128",
-                                                                     "no_proxy": "internal"})
+    processes, notes = plan_processes(
+        2, 1, ["/py", "x.py"], {}, [], {"https_proxy": "http://proxy:3128", "no_proxy": "internal"}
+    )
     assert processes[0].env["no_proxy"] == processes[0].env["NO_PROXY"] == "internal,127.0.0.1,localhost"
     assert any("proxy" in note for note in notes)
     quiet, _ = plan_processes(2, 1, ["/py", "x.py"], {}, [], {})
@@ -89,8 +100,16 @@ def test_the_processes_list_is_typed_and_checked(tmp_path):
     from xlatools.records import read_bundle
     from xlatools.vocab import ProcessStatus
 
-    row = {"id": 1, "status": "failed", "returncode": -11, "signal": "SIGSEGV", "first_failure": True,
-           "stdout": "p1.stdout.log", "stderr": "p1.stderr.log", "env": {"JAX_PROCESS_ID": "1"}}
+    row = {
+        "id": 1,
+        "status": "failed",
+        "returncode": -11,
+        "signal": "SIGSEGV",
+        "first_failure": True,
+        "stdout": "p1.stdout.log",
+        "stderr": "p1.stderr.log",
+        "env": {"JAX_PROCESS_ID": "1"},
+    }
     record = read_bundle(_with_processes(tmp_path / "ok", [row]))
     assert record.processes[0].status == ProcessStatus.FAILED and record.first_failed == 1
     with pytest.raises(UsageError) as bad:

@@ -28,8 +28,13 @@ def test_shipped_presets_exist():
 
 def test_full_is_the_classic_recipe():
     full = Catalog.load().get("full")
-    assert set(full.xla_flags) == {"--xla_dump_hlo_pass_re=.*", "--xla_dump_hlo_as_text", "--xla_dump_hlo_as_html",
-                                   "--xla_dump_hlo_snapshots", "--xla_dump_hlo_as_proto"}
+    assert set(full.xla_flags) == {
+        "--xla_dump_hlo_pass_re=.*",
+        "--xla_dump_hlo_as_text",
+        "--xla_dump_hlo_as_html",
+        "--xla_dump_hlo_snapshots",
+        "--xla_dump_hlo_as_proto",
+    }
 
 
 def test_llvm_is_newer_only():
@@ -56,7 +61,9 @@ def test_ambiguous_and_unknown():
 def test_user_and_profile_presets(tmp_path, monkeypatch):
     extra = tmp_path / "more"
     extra.mkdir()
-    (extra / "mine.yaml").write_text("mydump:\n  kind: dump\n  description: mine\n  xla_flags: [--xla_dump_hlo_as_proto]\n")
+    (extra / "mine.yaml").write_text(
+        "mydump:\n  kind: dump\n  description: mine\n  xla_flags: [--xla_dump_hlo_as_proto]\n"
+    )
     monkeypatch.setenv("XLATOOLS_PRESET_PATH", str(extra))
     catalog = Catalog.load({"team": {"kind": "jax", "env": {"JAX_TRACEBACK_FILTERING": "off"}}})
     assert catalog.get("mydump").xla_flags == ("--xla_dump_hlo_as_proto",)
@@ -103,5 +110,4 @@ def test_shipped_json_is_the_shipped_yaml():
     from xlatools.run.presets.catalog import SHIPPED_JSON, shipped_definitions
 
     expected = {path.name: content for path, content in shipped_definitions()}
-    assert json.loads(SHIPPED_JSON.read_text()) == expected, \
-        "regenerate it: python -m xlatools.run.presets.catalog"
+    assert json.loads(SHIPPED_JSON.read_text()) == expected, "regenerate it: python -m xlatools.run.presets.catalog"

@@ -23,7 +23,9 @@ def test_user_preset_dir_and_broken_file(cli, tmp_path):
     assert json.loads(result.stdout)["source"].endswith("team.yaml")
     (presets / "broken.yaml").write_text("x: [unclosed\n")
     result = cli("presets", "list", env={"XDG_CONFIG_HOME": str(tmp_path)})
-    assert result.returncode == 2 and "broken.yaml:" in result.stderr and "malformed YAML" in result.stderr  # one YAML reader, one wording
+    assert (
+        result.returncode == 2 and "broken.yaml:" in result.stderr and "malformed YAML" in result.stderr
+    )  # one YAML reader, one wording
 
 
 def test_inspect_errors(cli, tmp_path):

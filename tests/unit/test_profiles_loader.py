@@ -40,7 +40,10 @@ def test_dbg_cuda_inherits_dbg_cpu_and_appends_wheels():
 
 
 def test_merge_rules_and_provenance(profile_dir):
-    write(profile_dir, "parent", """
+    write(
+        profile_dir,
+        "parent",
+        """
         description: parent
         bazel:
           compilation_mode: opt
@@ -48,14 +51,19 @@ def test_merge_rules_and_provenance(profile_dir):
           repo_env: {A: "1", B: "2"}
         run:
           env: {KEEP: yes-please}
-    """)
-    write(profile_dir, "child", """
+    """,
+    )
+    write(
+        profile_dir,
+        "child",
+        """
         extends: parent
         bazel:
           compilation_mode: dbg
           copts: [-Wall, -O0]
           repo_env: {B: "3"}
-    """)
+    """,
+    )
     resolved = load("child")
     bazel = resolved.profile.bazel
     assert bazel.compilation_mode == "dbg"  # scalar replaced
@@ -96,7 +104,10 @@ def test_profile_by_path_and_sibling_parent(tmp_path, monkeypatch):
 
 
 def test_all_problems_reported_at_once_with_lines(profile_dir):
-    write(profile_dir, "bad", """
+    write(
+        profile_dir,
+        "bad",
+        """
         description: several mistakes
         extends: [dbg-cpu, nothere]
         target:
@@ -104,23 +115,30 @@ def test_all_problems_reported_at_once_with_lines(profile_dir):
           cuda: 12.8
         bazel:
           compilation_mod: dbg
-    """)
+    """,
+    )
     problems = problems_of("bad")
     text = "\n".join(problems)
     assert len(problems) == 4, text
     assert "bad.yaml:2 [extends]" in text and "no profile named 'nothere'" in text
     assert "bad.yaml:4 [target.backend]: expected 'cpu', 'cuda' or 'rocm'; got 'cudaa'" in text
     assert "bad.yaml:5 [target.cuda]" in text and 'quote it in YAML: "12.8"' in text
-    assert "bad.yaml:7 [bazel.compilation_mod]: unknown key 'compilation_mod' (did you mean 'compilation_mode'?)" in text
+    assert (
+        "bad.yaml:7 [bazel.compilation_mod]: unknown key 'compilation_mod' (did you mean 'compilation_mode'?)" in text
+    )
 
 
 def test_unknown_key_in_list_item_suggests(profile_dir):
-    write(profile_dir, "p", """
+    write(
+        profile_dir,
+        "p",
+        """
         bazel:
           per_file_copts:
             - include: [xla/]
               optons: [-g]
-    """)
+    """,
+    )
     text = "\n".join(problems_of("p"))
     assert "p.yaml:4 [bazel.per_file_copts[0].optons]: unknown key 'optons' (did you mean 'options'?)" in text
     assert "[bazel.per_file_copts[0].options]: field required" in text
@@ -196,7 +214,7 @@ def test_env_values_accept_integers_but_not_floats(profile_dir):
     write(profile_dir, "p", "run:\n  env: {TF_CPP_MIN_LOG_LEVEL: 0}\n")
     assert load("p").profile.run.env == {"TF_CPP_MIN_LOG_LEVEL": "0"}
     write(profile_dir, "q", "run:\n  env: {X: 1.10}\n")
-    assert 'quote it in YAML' in problems_of("q")[0]
+    assert "quote it in YAML" in problems_of("q")[0]
 
 
 def test_nccl_false_and_bad_wheel(profile_dir):

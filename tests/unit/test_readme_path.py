@@ -22,8 +22,13 @@ OUT = ReplayOutcome
 
 
 def test_latest_stays_on_runs_and_each_other_kind_has_its_own():
-    assert [latest_name(k) for k in ("run", "build", "replay", "reduce", "debug")] == \
-        ["latest", "latest", "latest-replay", "latest-reduce", "latest-debug"]
+    assert [latest_name(k) for k in ("run", "build", "replay", "reduce", "debug")] == [
+        "latest",
+        "latest",
+        "latest-replay",
+        "latest-reduce",
+        "latest-debug",
+    ]
 
 
 def _bundle(root: Path, record, name: str) -> Path:
@@ -61,8 +66,15 @@ def test_a_replay_whose_source_is_itself_or_gone_is_refused_by_name(tmp_path):
 
 
 def _module(outcome: ReplayOutcome, comparisons=(), outputs=()) -> ModuleRecord:
-    runs = [RunRecord(label="test", python="/py", failure=None if outcome == OUT.OK else outcome,
-                      comparisons=list(comparisons), outputs=list(outputs))]
+    runs = [
+        RunRecord(
+            label="test",
+            python="/py",
+            failure=None if outcome == OUT.OK else outcome,
+            comparisons=list(comparisons),
+            outputs=list(outputs),
+        )
+    ]
     return finish_module(ModuleRecord(name="jit_f", id=len(outputs), runs=runs))
 
 
@@ -82,8 +94,10 @@ def test_a_replay_says_what_it_skipped_and_that_it_compared_nothing():
 
 
 def test_nan_and_inf_in_outputs_are_flagged_whatever_the_checks_say():
-    outputs = [OutputDigest(shape=[2], dtype="float32", sha256="a", nan=0, inf=0),
-               OutputDigest(shape=[3], dtype="float32", sha256="b", nan=2, inf=1)]
+    outputs = [
+        OutputDigest(shape=[2], dtype="float32", sha256="a", nan=0, inf=0),
+        OutputDigest(shape=[3], dtype="float32", sha256="b", nan=2, inf=1),
+    ]
     module = _module(OUT.OK, outputs=outputs)
     assert module.notes == ["outputs hold NaN/Inf (output 1: 2 NaN, 1 Inf)"]
     assert "NaN/Inf in outputs" in table([module])
@@ -114,8 +128,16 @@ def test_debug_passes_grep_ignores_case():
     from xlatools.debug.breaks import PassCatalog, passes_table
     from xlatools.debug.passmap import PassClass, PassMap
 
-    classes = [PassClass("xla::AlgebraicSimplifier", "algsimp", "xla::AlgebraicSimplifier", "_ZalgsimpRun",
-                         "xla::AlgebraicSimplifier::RunImpl", "xla::AlgebraicSimplifier")]
+    classes = [
+        PassClass(
+            "xla::AlgebraicSimplifier",
+            "algsimp",
+            "xla::AlgebraicSimplifier",
+            "_ZalgsimpRun",
+            "xla::AlgebraicSimplifier::RunImpl",
+            "xla::AlgebraicSimplifier",
+        )
+    ]
     catalog = PassCatalog([PassMap("/lib.so", "EM_X86_64", True, classes)])
     assert [r.pass_ for r in passes_table(catalog, "simplif")] == ["algsimp"]
     assert [r.pass_ for r in passes_table(catalog, "ALGSIMP")] == ["algsimp"] and passes_table(catalog, "dce") == []
@@ -127,8 +149,14 @@ def test_triage_dry_run_names_the_versions_and_says_skip_once():
     from xlatools.vocab import TriageStage
 
     assert work(TriageStage.RELEASES, "0.6.0", "0.6.2").startswith("bisect releases --good 0.6.0 --bad 0.6.2 ")
-    planned = decide(TriageStage.PASSES, StageRecord(stage=TriageStage.PASSES), frozenset({TriageStage.PASSES}), "",
-                     lambda s: True, lambda s: StageRecord(stage=s))
+    planned = decide(
+        TriageStage.PASSES,
+        StageRecord(stage=TriageStage.PASSES),
+        frozenset({TriageStage.PASSES}),
+        "",
+        lambda s: True,
+        lambda s: StageRecord(stage=s),
+    )
     assert planned.action == Action.SKIP and f"{planned.action} ({planned.reason})" == "skip (--skip)"
 
 
@@ -157,8 +185,12 @@ def test_the_manifest_lists_the_cpu_devices_the_smoke_programs_ran_on():
     from xlatools.records.run import Device, InterpreterFacts, SmokeReport, SmokeResult
     from xlatools.run.manifest import reconcile_devices
 
-    jax = InterpreterFacts(jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[Device(id=0, platform="cpu", kind="cpu")])
-    smoke = SmokeReport(jax="0.10.2", results=[SmokeResult(name=n, ok=True, backend="cpu", devices=4) for n in ("a", "b")])
+    jax = InterpreterFacts(
+        jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[Device(id=0, platform="cpu", kind="cpu")]
+    )
+    smoke = SmokeReport(
+        jax="0.10.2", results=[SmokeResult(name=n, ok=True, backend="cpu", devices=4) for n in ("a", "b")]
+    )
     reconcile_devices(jax, smoke)
     assert [d.id for d in jax.devices] == [0, 1, 2, 3] and {d.kind for d in jax.devices} == {"cpu"}
     gpu = InterpreterFacts(backend="gpu", devices=[Device(id=0, platform="gpu", kind="H100")])
@@ -169,12 +201,14 @@ def test_the_manifest_lists_the_cpu_devices_the_smoke_programs_ran_on():
 def test_a_divergence_names_each_sides_files_once():
     from xlatools.compare.model import Divergence
 
-    before = Divergence(-1, None, None, None, {"a_before": "m.txt", "a_after": "m.txt", "b_before": "n.txt",
-                                               "b_after": "n.txt"})
+    before = Divergence(
+        -1, None, None, None, {"a_before": "m.txt", "a_after": "m.txt", "b_before": "n.txt", "b_after": "n.txt"}
+    )
     assert before.file_lines() == [("A", "m.txt"), ("B", "n.txt")]
     assert before.label == "before optimisation (the input HLO differs)"
-    after = Divergence(3, "pipe", "algsimp", "algsimp", {"a_before": "a2", "a_after": "a3", "b_before": "b2",
-                                                          "b_after": "b3"})
+    after = Divergence(
+        3, "pipe", "algsimp", "algsimp", {"a_before": "a2", "a_after": "a3", "b_before": "b2", "b_after": "b3"}
+    )
     assert after.file_lines() == [("A", "a2 -> a3"), ("B", "b2 -> b3")]
 
 

@@ -52,15 +52,18 @@ def _base() -> dict:
     return json.loads((FIXTURES / "run-crash" / "manifest.json").read_text())
 
 
-@pytest.mark.parametrize("content,expected", [
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "JSON list, not an object"),
-    ("null", "JSON NoneType, not an object"),
-    (b"\xff\xfe{}", "not UTF-8"),
-    ('{"hello": 1}', "not an xlatools bundle manifest"),
-    ('{"kind": "run", "schema_version": 99}', "schema version 99"),
-    ("[" * 100000 + "]" * 100000, "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "JSON list, not an object"),
+        ("null", "JSON NoneType, not an object"),
+        (b"\xff\xfe{}", "not UTF-8"),
+        ('{"hello": 1}', "not an xlatools bundle manifest"),
+        ('{"kind": "run", "schema_version": 99}', "schema version 99"),
+        ("[" * 100000 + "]" * 100000, "nested too deeply"),
+    ],
+)
 def test_unreadable_or_foreign_manifests_are_bad_input(tmp_path, content, expected):
     with pytest.raises(UsageError) as caught:
         read_bundle(_bundle_with(tmp_path, content))
@@ -125,8 +128,11 @@ def test_numerics_env_is_typed_and_older_runs_fall_back_to_their_env_changes(tmp
     settings = of_bundle(bundle)
     assert settings.env == {"JAX_ENABLE_X64": "1"} and settings.xla_flags == ["--xla_cpu_enable_fast_math=false"]
     data.pop("numerics_env")
-    data["env_changes"] = [{"name": "JAX_ENABLE_X64", "value": "1"}, {"name": "XLA_FLAGS", "value": "--x"},
-                           {"name": "JAX_DEFAULT_MATMUL_PRECISION", "value": None}]
+    data["env_changes"] = [
+        {"name": "JAX_ENABLE_X64", "value": "1"},
+        {"name": "XLA_FLAGS", "value": "--x"},
+        {"name": "JAX_DEFAULT_MATMUL_PRECISION", "value": None},
+    ]
     (bundle / "manifest.json").write_text(json.dumps(data))
     assert of_bundle(bundle).env == {"JAX_ENABLE_X64": "1"}  # what xlatools itself set, numerics only
     data["numerics_env"] = ["JAX_ENABLE_X64"]

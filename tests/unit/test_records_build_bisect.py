@@ -63,12 +63,15 @@ def test_a_build_manifest_of_the_wrong_shape_names_each_key_path(tmp_path):
     assert caught.value.exit_code == 2 and str(tmp_path / "b" / "manifest.json") in caught.value.message
 
 
-@pytest.mark.parametrize("content,expected", [
-    ("{not json", "not valid JSON"),
-    ("[]", "JSON list, not an object"),
-    ("null", "JSON NoneType, not an object"),
-    ('{"kind": "build", "schema_version": 2}', "schema version 2"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "JSON list, not an object"),
+        ("null", "JSON NoneType, not an object"),
+        ('{"kind": "build", "schema_version": 2}', "schema version 2"),
+    ],
+)
 def test_unreadable_build_manifests_are_bad_input(tmp_path, content, expected):
     bundle = tmp_path / "b"
     bundle.mkdir()
@@ -112,11 +115,14 @@ def test_the_bisect_state_of_the_last_release_reads_and_is_found_again(tmp_path)
     assert contained(old, to_json(state))
 
 
-@pytest.mark.parametrize("content,expected", [
-    ("{not json", "cannot be read: the bisect state file is not valid JSON"),
-    ("[1]", "cannot be read: the bisect state file is a JSON list"),
-    ('{"schema": "xlatools.run/1", "kind": "run"}', "is corrupt (schema 'xlatools.run/1'"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("{not json", "cannot be read: the bisect state file is not valid JSON"),
+        ("[1]", "cannot be read: the bisect state file is a JSON list"),
+        ('{"schema": "xlatools.run/1", "kind": "run"}', "is corrupt (schema 'xlatools.run/1'"),
+    ],
+)
 def test_an_unreadable_or_foreign_state_file_is_bad_input(tmp_path, content, expected):
     with pytest.raises(UsageError) as caught:
         load(_state_folder(tmp_path, content))

@@ -35,11 +35,19 @@ def test_a_real_sessions_manifest_reads_typed_and_writes_back_the_same():
     record = read_bundle(FIXTURE, kinds=("debug",))
     assert isinstance(record, DebugManifest) and record.status == Status.OK and record.exit_code == 0
     stop = record.stops[0]
-    assert (stop.pass_, stop.class_, stop.module_file) == ("algsimp", "xla::AlgebraicSimplifier", "stops/1/module-before.txt")
+    assert (stop.pass_, stop.class_, stop.module_file) == (
+        "algsimp",
+        "xla::AlgebraicSimplifier",
+        "stops/1/module-before.txt",
+    )
     assert stop.function.startswith("xla::AlgebraicSimplifier::RunImpl(")
     assert (FIXTURE / stop.backtrace).is_file() and (FIXTURE / stop.python_stack).is_file()
     assert isinstance(record.breakpoints[0], Breakpoint) and record.breakpoints[0].pass_ == "algsimp"
-    assert (record.jax.jaxlib, record.frontend.name, record.gdb.version) == ("0.10.2", "jax", "GNU gdb (Debian 13.1-3) 13.1")
+    assert (record.jax.jaxlib, record.frontend.name, record.gdb.version) == (
+        "0.10.2",
+        "jax",
+        "GNU gdb (Debian 13.1-3) 13.1",
+    )
     assert to_json(record) == json.loads((FIXTURE / "manifest.json").read_text())
 
 
@@ -51,12 +59,15 @@ def test_a_debug_bundle_reads_where_runs_are_read_and_nowhere_else():
         read_bundle(FIXTURE, kinds=("replay",))
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("{not json", "not valid JSON"),
-    ("[1]", "JSON list, not an object"),
-    ("null", "JSON NoneType, not an object"),
-    ('{"kind": "debugger", "schema_version": 1}', "not an xlatools bundle manifest"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1]", "JSON list, not an object"),
+        ("null", "JSON NoneType, not an object"),
+        ('{"kind": "debugger", "schema_version": 1}', "not an xlatools bundle manifest"),
+    ],
+)
 def test_unreadable_or_foreign_debug_manifests_are_bad_input(tmp_path, content, expected):
     bundle = _copy(tmp_path, lambda data: content)
     with pytest.raises(UsageError) as caught:

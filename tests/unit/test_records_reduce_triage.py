@@ -51,7 +51,9 @@ def test_replay_isolate_is_part_of_the_replay_record(tmp_path):
     context = record.isolation.first_mismatch_in_context
     assert record.isolation.first_mismatch is None and context.opcode == "exponential"
     assert context.outcome == IsolationOutcome.MISMATCH and record.isolation.file.endswith("isolate.json")
-    assert to_json(record) == as_one_interpreter_record(json.loads((FIXTURES / "replay-isolate-manifest.json").read_text()))
+    assert to_json(record) == as_one_interpreter_record(
+        json.loads((FIXTURES / "replay-isolate-manifest.json").read_text())
+    )
 
 
 def _wrong_reduce(data: dict) -> None:
@@ -59,12 +61,15 @@ def _wrong_reduce(data: dict) -> None:
     data["rounds"][0]["oracle_calls"] = "many"
 
 
-@pytest.mark.parametrize("change, expected", [
-    (lambda data: "{not json", "not valid JSON"),
-    (lambda data: "[]", "a JSON list, not an object"),
-    (lambda data: "null", "a JSON NoneType, not an object"),
-    (lambda data: json.dumps({**data, "kind": "potato"}), "not an xlatools bundle manifest"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda data: "{not json", "not valid JSON"),
+        (lambda data: "[]", "a JSON list, not an object"),
+        (lambda data: "null", "a JSON NoneType, not an object"),
+        (lambda data: json.dumps({**data, "kind": "potato"}), "not an xlatools bundle manifest"),
+    ],
+)
 def test_damaged_or_foreign_reduce_manifests_are_bad_input(tmp_path, change, expected):
     with pytest.raises(UsageError, match=expected):
         read_bundle(_bundle(tmp_path, "reduce-manifest.json", change), kinds=("reduce",))
@@ -107,11 +112,14 @@ def test_a_reduce_state_file_resumes_typed(tmp_path, reopen):
     assert to_json(store.state) == json.loads((FIXTURES / "reduce-state.json").read_text())
 
 
-@pytest.mark.parametrize("change, expected", [
-    (lambda data: "{", "not valid JSON"),
-    (lambda data: json.dumps({**data, "counters": {"oracle_calls": "lots"}}), "expected shape"),
-    (lambda data: json.dumps({**data, "schema": "somebody-else/9"}), "another reduction"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda data: "{", "not valid JSON"),
+        (lambda data: json.dumps({**data, "counters": {"oracle_calls": "lots"}}), "expected shape"),
+        (lambda data: json.dumps({**data, "schema": "somebody-else/9"}), "another reduction"),
+    ],
+)
 def test_a_damaged_reduce_state_file_is_bad_input_naming_it(tmp_path, reopen, change, expected):
     folder = _state_folder(tmp_path, change)
     with pytest.raises(UsageError, match=expected) as raised:
@@ -147,7 +155,9 @@ def test_a_triage_state_reads_typed_and_writes_back_the_same(tmp_path):
     assert isinstance(state, TriageState) and [r.stage for r in state.stages] == list(TriageStage)
     assert state.stages[0].status == StageStatus.DONE and state.passes.culprits == ["constant_folding"]
     assert (state.releases.last_good, state.releases.first_bad) == ("0.6.1", "0.6.2")
-    assert state.isolate.first_mismatch_in_context.opcode == "exponential" and state.spec.test.program.endswith("check.py")
+    assert state.isolate.first_mismatch_in_context.opcode == "exponential" and state.spec.test.program.endswith(
+        "check.py"
+    )
     written = to_json(state)
     written["folder"] = json.loads((FIXTURES / "triage.json").read_text())["folder"]  # where it was read from
     assert written == json.loads((FIXTURES / "triage.json").read_text())

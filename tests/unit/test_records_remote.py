@@ -32,16 +32,28 @@ def _bundle(tmp_path: Path, change) -> Path:
 
 def _with_remote(data: dict) -> None:
     data["bazel_processes"] = to_json(COUNTS)
-    data["plan"].update(remote_cache="http://127.0.0.1:1/c", remote_executor="grpc://127.0.0.1:2",
-                        credentials=to_json(REFS), private_rc="/tmp/xlatools-1/ab/remote.bazelrc",
-                        private_rc_seen="/tmp/xlatools-1/ab/remote.bazelrc")
+    data["plan"].update(
+        remote_cache="http://127.0.0.1:1/c",
+        remote_executor="grpc://127.0.0.1:2",
+        credentials=to_json(REFS),
+        private_rc="/tmp/xlatools-1/ab/remote.bazelrc",
+        private_rc_seen="/tmp/xlatools-1/ab/remote.bazelrc",
+    )
 
 
 def test_counts_and_credential_sources_read_back_as_records(tmp_path):
     record = read_bundle(_bundle(tmp_path, _with_remote), kinds=("build",))
-    assert record.bazel_processes == COUNTS == BazelProcesses(
-        total=5, by_kind={"remote cache hit": 3, "internal": 1, "linux-sandbox": 1}, cache_hits=3, actions=4,
-        hit_share=0.75)
+    assert (
+        record.bazel_processes
+        == COUNTS
+        == BazelProcesses(
+            total=5,
+            by_kind={"remote cache hit": 3, "internal": 1, "linux-sandbox": 1},
+            cache_hits=3,
+            actions=4,
+            hit_share=0.75,
+        )
+    )
     assert record.plan.credentials == REFS and record.plan.remote_executor == "grpc://127.0.0.1:2"
     assert REFS.describe() == ["basic auth from $TEAM_AUTH", "header X-Token from file /k/token"]
 
@@ -63,8 +75,11 @@ def test_wrong_shapes_name_their_key_paths(tmp_path):
     with pytest.raises(UsageError) as caught:
         read_bundle(_bundle(tmp_path, damage))
     keys = {problem.key for problem in caught.value.problems}
-    assert {"bazel_processes.cache_hits", "bazel_processes.by_kind.internal",
-            "plan.credentials.headers[0][1].env"} <= keys, keys
+    assert {
+        "bazel_processes.cache_hits",
+        "bazel_processes.by_kind.internal",
+        "plan.credentials.headers[0][1].env",
+    } <= keys, keys
     assert caught.value.exit_code == 2 and str(tmp_path / "b" / "manifest.json") in caught.value.message
 
 

@@ -26,10 +26,14 @@ PACK = FIXTURES / "pack-seed.tar.gz"
 def kept(old, new, where: str = "") -> list[str]:
     """Where `new` does not keep a value of `old` (keys `new` adds must hold nothing yet)."""
     if isinstance(old, dict) and isinstance(new, dict):
-        problems = [p for key in old for p in (kept(old[key], new[key], f"{where}.{key}") if key in new
-                                                else [f"{where}.{key} missing"])]
-        return problems + [f"{where}.{key} added with {new[key]!r}" for key in set(new) - set(old)
-                           if new[key] not in (None, [], {})]
+        problems = [
+            p
+            for key in old
+            for p in (kept(old[key], new[key], f"{where}.{key}") if key in new else [f"{where}.{key} missing"])
+        ]
+        return problems + [
+            f"{where}.{key} added with {new[key]!r}" for key in set(new) - set(old) if new[key] not in (None, [], {})
+        ]
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         return [p for i, (a, b) in enumerate(zip(old, new)) for p in kept(a, b, f"{where}[{i}]")]
     return [] if old == new else [f"{where}: {old!r} became {new!r}"]
@@ -85,13 +89,16 @@ def _wrong(data: dict) -> None:
     data["targets"]["/work/wt/issue-18/.venv/bin/python3"]["devices"][0]["id"] = "zero"
 
 
-@pytest.mark.parametrize("change,expected", [
-    (lambda data: "{not json", "not valid JSON"),
-    (lambda data: "[]", "JSON list, not an object"),
-    (lambda data: "null", "JSON NoneType, not an object"),
-    (lambda data: '{"kind": "replay"}', "not an xlatools bundle manifest"),
-    (lambda data: data.update(schema_version=2), "schema version 2"),
-])
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        (lambda data: "{not json", "not valid JSON"),
+        (lambda data: "[]", "JSON list, not an object"),
+        (lambda data: "null", "JSON NoneType, not an object"),
+        (lambda data: '{"kind": "replay"}', "not an xlatools bundle manifest"),
+        (lambda data: data.update(schema_version=2), "schema version 2"),
+    ],
+)
 def test_unreadable_or_foreign_replay_manifests_are_bad_input(tmp_path, change, expected):
     with pytest.raises(UsageError) as caught:
         read_bundle(_replay_with(tmp_path, change))
@@ -103,8 +110,12 @@ def test_a_replay_manifest_of_the_wrong_shape_names_each_key_path(tmp_path):
     with pytest.raises(UsageError) as caught:
         read_bundle(_replay_with(tmp_path, _wrong))
     keys = {problem.key for problem in caught.value.problems}
-    assert {"modules[0].outcome", "modules[0].runs[0].comparisons[0].ok", "plan.request.platform",
-            "targets./work/wt/issue-18/.venv/bin/python3.devices[0].id"} <= keys
+    assert {
+        "modules[0].outcome",
+        "modules[0].runs[0].comparisons[0].ok",
+        "plan.request.platform",
+        "targets./work/wt/issue-18/.venv/bin/python3.devices[0].id",
+    } <= keys
     assert "4 problems" in caught.value.message
 
 
@@ -130,19 +141,24 @@ def _index_with(pack_root: Path, change) -> None:
     (pack_root / "pack.json").write_text(text if isinstance(text, str) else json.dumps(data))
 
 
-@pytest.mark.parametrize("change,expected", [
-    (lambda data: "{not json", "not valid JSON"),
-    (lambda data: "[1]", "JSON list, not an object"),
-    (lambda data: "null", "JSON NoneType, not an object"),
-    (lambda data: data.update(format="xlatools.repro/2"), "pack format 'xlatools.repro/2'"),
-    (lambda data: '{"kind": "run", "schema_version": 1}', "pack format None"),
-])
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        (lambda data: "{not json", "not valid JSON"),
+        (lambda data: "[1]", "JSON list, not an object"),
+        (lambda data: "null", "JSON NoneType, not an object"),
+        (lambda data: data.update(format="xlatools.repro/2"), "pack format 'xlatools.repro/2'"),
+        (lambda data: '{"kind": "run", "schema_version": 1}', "pack format None"),
+    ],
+)
 def test_unreadable_or_foreign_pack_indexes_are_bad_input(pack_root, change, expected):
     _index_with(pack_root, change)
     with pytest.raises(PackError) as caught:
         read_index(pack_root, PACK)
     assert expected in caught.value.message and caught.value.exit_code == 2
-    assert str(PACK) in caught.value.message and str(pack_root) not in caught.value.message  # the pack, not a temp folder
+    assert (
+        str(PACK) in caught.value.message and str(pack_root) not in caught.value.message
+    )  # the pack, not a temp folder
 
 
 def test_a_pack_index_of_the_wrong_shape_names_each_key_path(pack_root):
@@ -155,8 +171,12 @@ def test_a_pack_index_of_the_wrong_shape_names_each_key_path(pack_root):
     _index_with(pack_root, wrong)
     with pytest.raises(PackError) as caught:
         read_index(pack_root, PACK)
-    assert {p.key for p in caught.value.problems} >= {"modules[0].id", "modules[0].outputs", "replay.seed",
-                                                      "run.env_changes"}
+    assert {p.key for p in caught.value.problems} >= {
+        "modules[0].id",
+        "modules[0].outputs",
+        "replay.seed",
+        "run.env_changes",
+    }
     assert all(p.file == f"pack.json in {PACK}" for p in caught.value.problems)
     assert caught.value.message.startswith(f"pack.json in {PACK}: the pack index does not have the expected shape")
 
@@ -191,7 +211,9 @@ def test_the_targets_answer_reads_as_a_run_record_and_a_foreign_one_is_cannot_ru
     record = read_answer(tmp_path / "test", run)
     assert record.failure is None and record.run_s.median == 0.006199 and record.comparisons[0].ok
     optimized = (tmp_path / "test" / "optimized.txt").read_text()
-    assert record.fingerprint == fingerprint(optimized)  # of optimized.txt; the release's, before JSON keys were sorted:
+    assert record.fingerprint == fingerprint(
+        optimized
+    )  # of optimized.txt; the release's, before JSON keys were sorted:
     assert fingerprint(optimized, sorted_json=False) == read_bundle(REPLAY).modules[0].fingerprint
     (tmp_path / "test" / "result.json").write_text(json.dumps({"phase": "run", "failure": "melted", "run_s": 3}))
     odd = read_answer(tmp_path / "test", run)
@@ -216,9 +238,12 @@ def test_a_pack_index_records_what_it_left_out_its_references_and_numerics(pack_
     _index_with(pack_root, newer)
     index = read_index(pack_root, PACK)
     assert index.replay.env == {"JAX_ENABLE_X64": "1"} and index.left_out[0].label == "0003 jit_f"
-    assert pack_references(index, []) == ([], "the pack compares with 1 reference interpreter(s) (jaxlib 0.12.0, made "
-                                               "with /nowhere/bin/python); --reference-python gave 0: give one "
-                                               "interpreter with that jaxlib for each")
+    assert pack_references(index, []) == (
+        [],
+        "the pack compares with 1 reference interpreter(s) (jaxlib 0.12.0, made "
+        "with /nowhere/bin/python); --reference-python gave 0: give one "
+        "interpreter with that jaxlib for each",
+    )
     assert pack_references(index, ["/a", "/b"])[1].startswith("the pack compares with 1 reference interpreter(s)")
     assert pack_references(index, ["/here/python"]) == (["/here/python"], None)
 

@@ -9,39 +9,56 @@ import pytest
 from xlatools.redact import REDACTED, RedactingStream, redact, redact_argv, redact_text
 
 
-@pytest.mark.parametrize("text,secret", [
-    ("https://alice:s3cret@db.internal/x", "s3cret"),
-    ("https://ghp_TOKENVALUE@github.example/x.git", "ghp_TOKENVALUE"),
-    ("--xla_dump_hlo_pass_re=https://bob:s3cret@h.test", "s3cret"),
-    ("https://h.test/cb?token=s3cret&x=1", "s3cret"),
-    ("user=a,password=s3cret", "s3cret"),
-    ("--api_key=s3cret", "s3cret"),
-    ("X-Amz-Signature=s3cret", "s3cret"),
-    ("Authorization: Bearer s3cret", "s3cret"),
-    ("x-team-cache-token: s3cret", "s3cret"),
-    ("curl -H 'Authorization: Basic czNjcmV0OnBhc3M='", "czNjcmV0OnBhc3M="),
-    ('{"API_TOKEN": "s3cret", "plain": "x"}', "s3cret"),
-    ("env:\n  DB_PASSWORD: s3cret\n", "s3cret"),
-    ("--xla_dump_hlo_module_re=bob:s3cret@cache.internal", "s3cret"),  # user:password@ without a scheme
-])
+@pytest.mark.parametrize(
+    "text,secret",
+    [
+        ("https://alice:s3cret@db.internal/x", "s3cret"),
+        ("https://ghp_TOKENVALUE@github.example/x.git", "ghp_TOKENVALUE"),
+        ("--xla_dump_hlo_pass_re=https://bob:s3cret@h.test", "s3cret"),
+        ("https://h.test/cb?token=s3cret&x=1", "s3cret"),
+        ("user=a,password=s3cret", "s3cret"),
+        ("--api_key=s3cret", "s3cret"),
+        ("X-Amz-Signature=s3cret", "s3cret"),
+        ("Authorization: Bearer s3cret", "s3cret"),
+        ("x-team-cache-token: s3cret", "s3cret"),
+        ("curl -H 'Authorization: Basic czNjcmV0OnBhc3M='", "czNjcmV0OnBhc3M="),
+        ('{"API_TOKEN": "s3cret", "plain": "x"}', "s3cret"),
+        ("env:\n  DB_PASSWORD: s3cret\n", "s3cret"),
+        ("--xla_dump_hlo_module_re=bob:s3cret@cache.internal", "s3cret"),  # user:password@ without a scheme
+    ],
+)
 def test_credentials_are_hidden_by_their_shape(text, secret):
     out = redact_text(text)
     assert secret not in out and REDACTED in out
 
 
-@pytest.mark.parametrize("text", [
-    "/tmp/out/20260101T000000Z-prog-abcdef/xla_dump/module_0001.jit_f.before_optimizations.txt",
-    "--xla_dump_hlo_pass_re=.*", "GIT_AUTHOR_NAME=bob", "author=bob", '"signature": "libstdcxx-old"',
-    '"key": "run.env.DB_PASSWORD"', "description: a token-based scheme", "user@example.com",
-    "git@github.com:org/repo.git", "at 12:30@noon",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/tmp/out/20260101T000000Z-prog-abcdef/xla_dump/module_0001.jit_f.before_optimizations.txt",
+        "--xla_dump_hlo_pass_re=.*",
+        "GIT_AUTHOR_NAME=bob",
+        "author=bob",
+        '"signature": "libstdcxx-old"',
+        '"key": "run.env.DB_PASSWORD"',
+        "description: a token-based scheme",
+        "user@example.com",
+        "git@github.com:org/repo.git",
+        "at 12:30@noon",
+    ],
+)
 def test_ordinary_text_stays(text):
     assert redact_text(text) == text
 
 
 def test_argv_hides_the_value_after_an_option_named_like_a_secret():
-    assert redact_argv(["prog.py", "--api-key", "s3cret", "--steps", "3"]) == ["prog.py", "--api-key", REDACTED,
-                                                                                "--steps", "3"]
+    assert redact_argv(["prog.py", "--api-key", "s3cret", "--steps", "3"]) == [
+        "prog.py",
+        "--api-key",
+        REDACTED,
+        "--steps",
+        "3",
+    ]
     assert redact_argv(["--token=s3cret"]) == [f"--token={REDACTED}"]
 
 

@@ -120,42 +120,78 @@ def test_issue_report_has_every_part():
     from xlatools.records.run import InterpreterFacts
     from xlatools.vocab import Interest, OracleKind
 
-    verdict = Verdict(interest=Interest.INTERESTING, reason="8/8 differ",
-                      comparison=Comparison(against="reference-python-1", ok=False, mismatches=8, elements=8))
-    facts = IssueFacts(module_name="0001 jit_f", oracle="outputs differ", oracle_kind=OracleKind.MISMATCH,
-                       instructions_before=158, instructions_after=5, reduced_hlo="HloModule m\n", verdict=verdict,
-                       test=RanWith(versions=InterpreterFacts(jax="0.6.2", jaxlib="0.6.2")),
-                       reference=RanWith(versions=InterpreterFacts(jaxlib="0.10.2")), platform="cpu",
-                       xla_flags=["--xla_cpu_x=1"], disabled_passes=["algsimp"], culprit_pass="algsimp",
-                       inputs_text="input 0: f64[8]", test_outputs_text="output 0: bad", reference_outputs_text="output 0: nan",
-                       rechecks="interesting x3",
-                       commands=commands(["--xla_cpu_x=1"], "cpu", "python", "repro.tar.gz", "ok"))
+    verdict = Verdict(
+        interest=Interest.INTERESTING,
+        reason="8/8 differ",
+        comparison=Comparison(against="reference-python-1", ok=False, mismatches=8, elements=8),
+    )
+    facts = IssueFacts(
+        module_name="0001 jit_f",
+        oracle="outputs differ",
+        oracle_kind=OracleKind.MISMATCH,
+        instructions_before=158,
+        instructions_after=5,
+        reduced_hlo="HloModule m\n",
+        verdict=verdict,
+        test=RanWith(versions=InterpreterFacts(jax="0.6.2", jaxlib="0.6.2")),
+        reference=RanWith(versions=InterpreterFacts(jaxlib="0.10.2")),
+        platform="cpu",
+        xla_flags=["--xla_cpu_x=1"],
+        disabled_passes=["algsimp"],
+        culprit_pass="algsimp",
+        inputs_text="input 0: f64[8]",
+        test_outputs_text="output 0: bad",
+        reference_outputs_text="output 0: nan",
+        rechecks="interesting x3",
+        commands=commands(["--xla_cpu_x=1"], "cpu", "python", "repro.tar.gz", "ok"),
+    )
     text = render_issue(facts)
-    for part in ("jaxlib 0.6.2", "Minimal HLO", "Inputs", "Expected", "Actual", "run_hlo_module", "xlatools replay",
-                 "xlatools repro run", "culprit pass", "--xla_cpu_x=1", "8/8 elements differ"):
+    for part in (
+        "jaxlib 0.6.2",
+        "Minimal HLO",
+        "Inputs",
+        "Expected",
+        "Actual",
+        "run_hlo_module",
+        "xlatools replay",
+        "xlatools repro run",
+        "culprit pass",
+        "--xla_cpu_x=1",
+        "8/8 elements differ",
+    ):
         assert part in text
 
 
 def test_disabled_passes_reach_every_test_run_and_the_culprit_comes_from_a_bisection(tmp_path):
     from xlatools.bisect.state import State
     from xlatools.commands.reduce_cmd import culprit_of
-    from xlatools.records.bisect import (BisectAnswer, Candidate, CandidateRef, PassFound, PassSpec,
-                                         ProgramTestSpec)
+    from xlatools.records.bisect import BisectAnswer, Candidate, CandidateRef, PassFound, PassSpec, ProgramTestSpec
     from xlatools.vocab import BisectStatus
     from xlatools.reduce.plan import plan_reduce
     from xlatools.replay.sources import from_file
 
-    plan = plan_reduce(ReduceRequest(source=SUMMARY, python="python", reference_pythons=["good"],
-                                     disable_passes=["algsimp", "cse"]), [from_file(SUMMARY)], "file")
+    plan = plan_reduce(
+        ReduceRequest(source=SUMMARY, python="python", reference_pythons=["good"], disable_passes=["algsimp", "cse"]),
+        [from_file(SUMMARY)],
+        "file",
+    )
     assert "--xla_disable_hlo_passes=algsimp,cse" in plan.test.xla_flags
     assert not any("disable" in f for f in plan.reference.xla_flags)
     folder = tmp_path / "passes-prog"
     folder.mkdir()
     spec = PassSpec(python="python", test=ProgramTestSpec(program="prog.py"))
-    state = State(folder=folder, kind="passes", spec=spec, candidates=[Candidate(key="algsimp", label="algsimp")],
-                  status=BisectStatus.DONE, result=BisectAnswer(last_good=CandidateRef(key="algsimp", label="x"),
-                                                                first_bad=CandidateRef(key="baseline", label="y"),
-                                                                passes=[PassFound(name="algsimp")]))
+    state = State(
+        folder=folder,
+        kind="passes",
+        spec=spec,
+        candidates=[Candidate(key="algsimp", label="algsimp")],
+        status=BisectStatus.DONE,
+        result=BisectAnswer(
+            last_good=CandidateRef(key="algsimp", label="x"),
+            first_bad=CandidateRef(key="baseline", label="y"),
+            passes=[PassFound(name="algsimp")],
+        ),
+    )
     state.save()
     assert culprit_of(folder) == "algsimp"
     state.status, state.result = BisectStatus.RUNNING, None
@@ -170,4 +206,7 @@ def test_split_top_level_reads_strings_as_closing_bracket_does():
     from xlatools.reduce.hlo_text import split_top_level
 
     assert split_top_level(r'a="C:\\", b={x, y}, c="say \"hi, there\""') == [
-        r'a="C:\\"', "b={x, y}", r'c="say \"hi, there\""']
+        r'a="C:\\"',
+        "b={x, y}",
+        r'c="say \"hi, there\""',
+    ]

@@ -15,10 +15,12 @@ ENTRY main.25 {
 
 def test_the_same_module_printed_by_another_printer_is_the_runs():
     # the replay's printer: %-names, no sharding-propagation flags, other metadata, a frontend attribute
-    replay = ('HloModule jit_f, entry_computation_layout={(f32[3,1,1]{2,1,0})->f32[3,1,1]{2,1,0}}, '
-              'frontend_attributes={xla.sdy.meshes={}}\n\nENTRY %main.3 (Arg_0.1: f32[3,1,1]) -> f32[3,1,1] {\n'
-              '  %Arg_0.1 = f32[3,1,1]{2,1,0} parameter(0)\n  ROOT %custom-call.2 = f32[3,1,1]{2,1,0} custom-call('
-              '%Arg_0.1), custom_call_target="__onednn$softmax"\n}\n')
+    replay = (
+        "HloModule jit_f, entry_computation_layout={(f32[3,1,1]{2,1,0})->f32[3,1,1]{2,1,0}}, "
+        "frontend_attributes={xla.sdy.meshes={}}\n\nENTRY %main.3 (Arg_0.1: f32[3,1,1]) -> f32[3,1,1] {\n"
+        "  %Arg_0.1 = f32[3,1,1]{2,1,0} parameter(0)\n  ROOT %custom-call.2 = f32[3,1,1]{2,1,0} custom-call("
+        '%Arg_0.1), custom_call_target="__onednn$softmax"\n}\n'
+    )
     assert difference(RUN, replay) is None
 
 
@@ -43,8 +45,12 @@ def test_run_files_and_debug_options(tmp_path):
     (tmp_path / "module_0003.jit_f.cpu_after_optimizations.txt").write_text(RUN)
     (tmp_path / "module_0003.jit_f.cpu_after_optimizations-buffer-assignment.txt").write_text("x")
     (tmp_path / "module_0003.jit_f.debug_options").write_text(
-        'xla_cpu_enable_fast_min_max: false\nxla_dump_to: "/tmp/d"\nxla_cpu_max_isa: "AVX2"\nnested {\n')
+        'xla_cpu_enable_fast_min_max: false\nxla_dump_to: "/tmp/d"\nxla_cpu_max_isa: "AVX2"\nnested {\n'
+    )
     files = run_files(before)
     assert files.optimized.name == "module_0003.jit_f.cpu_after_optimizations.txt"
-    assert read_debug_options(files.debug_options) == {"xla_cpu_enable_fast_min_max": "false", "xla_cpu_max_isa": "AVX2"}
+    assert read_debug_options(files.debug_options) == {
+        "xla_cpu_enable_fast_min_max": "false",
+        "xla_cpu_max_isa": "AVX2",
+    }
     assert run_files(tmp_path / "other.txt").optimized is None and read_debug_options(None) == {}

@@ -19,9 +19,17 @@ from xlatools.run import flag_probe
 from xlatools.run import target as targets
 from xlatools.run.target import ProbedInterpreter
 
-GPU = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="gpu", plugins=["jax-cuda12-plugin"],
-             devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H100 80GB HBM3"}])
-CPU = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[{"id": 0, "platform": "cpu"}])
+GPU = ProbedInterpreter(
+    python="/py",
+    jax="0.10.2",
+    jaxlib="0.10.2",
+    backend="gpu",
+    plugins=["jax-cuda12-plugin"],
+    devices=[{"id": 0, "platform": "gpu", "kind": "NVIDIA H100 80GB HBM3"}],
+)
+CPU = ProbedInterpreter(
+    python="/py", jax="0.10.2", jaxlib="0.10.2", backend="cpu", devices=[{"id": 0, "platform": "cpu"}]
+)
 MODULE = ModuleSource("jit_fn", 0, text=Path("/d/module_0000.jit_fn.before_optimizations.txt"))
 
 
@@ -31,6 +39,7 @@ def fake_target(monkeypatch):
 
     def use(target):
         monkeypatch.setattr(targets, "probe", lambda python, platform, *_, **__: target)
+
     return use
 
 
@@ -45,7 +54,9 @@ def test_gpu_test_run_with_cpu_reference(fake_target):
     assert test.env({}, GPU.gpu_platform(), None)["JAX_PLATFORMS"] == "cuda"
     assert reference.label == "reference-cpu" and reference.env({}, "cuda", None)["JAX_PLATFORMS"] == "cpu"
     # the reference compares the test's outputs against its own, on the test's inputs
-    spec = job_spec(prepared.plan.request, Materials({"kind": "text", "path": "m.txt"}), reference, Path("/b/ref"), None)
+    spec = job_spec(
+        prepared.plan.request, Materials({"kind": "text", "path": "m.txt"}), reference, Path("/b/ref"), None
+    )
     assert spec["inputs"]["mode"] == "random"
 
 
@@ -65,30 +76,54 @@ def test_gpu_platform_without_gpu_is_environment_missing(fake_target):
 
 
 def test_rocm_plugin_picks_rocm(fake_target):
-    rocm = ProbedInterpreter(python="/py", jaxlib="0.10.2", backend="gpu", plugins=["jax-rocm60-plugin"],
-                  devices=[{"id": 0, "platform": "gpu"}])
+    rocm = ProbedInterpreter(
+        python="/py",
+        jaxlib="0.10.2",
+        backend="gpu",
+        plugins=["jax-rocm60-plugin"],
+        devices=[{"id": 0, "platform": "gpu"}],
+    )
     fake_target(rocm)
     plan = replay_execute.prepare(_request(platform="gpu"), ("dump", [MODULE])).plan
     assert plan.runs[0].env({}, rocm.gpu_platform(), None)["JAX_PLATFORMS"] == "rocm"
 
 
 def test_test_flags_and_reference_flags_are_separate():
-    plan = plan_replay(_request(xla_flags=["--xla_cpu_enable_fast_math=true"], disable_passes=["algsimp", "cse"],
-                                no_opt=True, reference_pythons=["/old"], reference_xla_flags=["--xla_foo=1"]),
-                       "dump", [MODULE], [("--xla_dump_hlo_as_text", "--dump hlo")])
+    plan = plan_replay(
+        _request(
+            xla_flags=["--xla_cpu_enable_fast_math=true"],
+            disable_passes=["algsimp", "cse"],
+            no_opt=True,
+            reference_pythons=["/old"],
+            reference_xla_flags=["--xla_foo=1"],
+        ),
+        "dump",
+        [MODULE],
+        [("--xla_dump_hlo_as_text", "--dump hlo")],
+    )
     test, ref = plan.runs
-    assert test.xla_flags == ["--xla_dump_hlo_as_text", "--xla_cpu_enable_fast_math=true",
-                              "--xla_disable_hlo_passes=algsimp,cse", "--xla_backend_optimization_level=0"]
+    assert test.xla_flags == [
+        "--xla_dump_hlo_as_text",
+        "--xla_cpu_enable_fast_math=true",
+        "--xla_disable_hlo_passes=algsimp,cse",
+        "--xla_backend_optimization_level=0",
+    ]
     assert ref.python == "/old" and ref.xla_flags == ["--xla_foo=1"]
     env = test.env({"XLA_FLAGS": "--xla_caller=1"}, "cuda", "/b/dump")
     assert "--xla_caller" not in env["XLA_FLAGS"] and env["XLA_FLAGS"].endswith("--xla_dump_to=/b/dump")
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"iterations": 0}, "--iterations"), ({"reference": None, "references": ["tpu"]}, "--reference tpu"),
-    ({"platform": "tpu"}, "--platform"), ({"inputs": "nothing.npz"}, "--inputs"), ({"source_from": "x"}, "--from"),
-    ({"xla_flags": ["xla_no_dashes"]}, "not an XLA flag"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"iterations": 0}, "--iterations"),
+        ({"reference": None, "references": ["tpu"]}, "--reference tpu"),
+        ({"platform": "tpu"}, "--platform"),
+        ({"inputs": "nothing.npz"}, "--inputs"),
+        ({"source_from": "x"}, "--from"),
+        ({"xla_flags": ["xla_no_dashes"]}, "not an XLA flag"),
+    ],
+)
 def test_bad_options(kwargs, message):
     kwargs.pop("reference", None)
     with pytest.raises(UsageError, match=message):
@@ -108,9 +143,14 @@ def test_outcome_and_exit_codes():
 
 
 def _module(outcome="mismatch", fingerprint="f" * 64, outputs=("d1",), phase="compare", message=None):
-    return ModuleRecord(name="jit_fn", id=0, outcome=outcome, fingerprint=fingerprint,
-                        outputs=[OutputDigest(shape=[], dtype="float32", sha256=d) for d in outputs],
-                        runs=[RunRecord(label="test", python="/py", phase=phase, signal=None, message=message)])
+    return ModuleRecord(
+        name="jit_fn",
+        id=0,
+        outcome=outcome,
+        fingerprint=fingerprint,
+        outputs=[OutputDigest(shape=[], dtype="float32", sha256=d) for d in outputs],
+        runs=[RunRecord(label="test", python="/py", phase=phase, signal=None, message=message)],
+    )
 
 
 def _expected(**kwargs):
@@ -153,8 +193,11 @@ def test_a_tool_failure_is_never_a_verdict_and_differences_are_said_once():
     assert answer.outcome == "not-reproduced" and answer.differences
     assert not any(d in answer.reason for d in answer.differences)  # the reason counts, the list says them
     assert exit_code(["ok", "cannot-run"]) == 3 and exit_code(["cannot-run", "mismatch"]) == 1
-    lacks = _module(outcome="compile-error", phase="compile",
-                    message="JaxRuntimeError: NOT_FOUND: No registered implementation for untyped custom call to lapack_sgetrf for Host")
+    lacks = _module(
+        outcome="compile-error",
+        phase="compile",
+        message="JaxRuntimeError: NOT_FOUND: No registered implementation for untyped custom call to lapack_sgetrf for Host",
+    )
     lacks.runs[0].failure = "compile-error"
     answer = verdict(expected, [lacks])  # a 0.4.30 module on 0.10.2: its LAPACK kernel was renamed
     assert answer.outcome == "cannot-run" and "lapack_sgetrf" in answer.reason
@@ -179,9 +222,14 @@ def test_npz_and_literals_round_trip(tmp_path):
     literal.f32s.extend([0, 3, 1, 4, 2, 5])
     (array,) = flatten_literal(literal, Path("x"))
     assert array.physical_shape == [3, 2] and array.data == struct.pack("<6f", 0, 3, 1, 4, 2, 5)
-    write_npz(tmp_path / "a.npz", {"a0": npy_bytes(array.storage, array.physical_shape, array.data),
-                                   "s": npy_bytes("<i4", [], struct.pack("<i", 7)),
-                                   "__dtypes__": strings_npy(["float32", "int32"])})
+    write_npz(
+        tmp_path / "a.npz",
+        {
+            "a0": npy_bytes(array.storage, array.physical_shape, array.data),
+            "s": npy_bytes("<i4", [], struct.pack("<i", 7)),
+            "__dtypes__": strings_npy(["float32", "int32"]),
+        },
+    )
     with np.load(tmp_path / "a.npz") as data:
         np.testing.assert_array_equal(data["a0"].T, [[0, 1, 2], [3, 4, 5]])  # the target transposes back
         assert data["s"].shape == () and int(data["s"]) == 7 and list(data["__dtypes__"]) == ["float32", "int32"]
@@ -194,7 +242,9 @@ def test_npz_and_literals_round_trip(tmp_path):
     spec.loader.exec_module(probe)
     logical, scalar = probe.load_arrays({"path": str(tmp_path / "a.npz"), "minor_to_major": [[0, 1], []]})
     np.testing.assert_array_equal(logical, [[0, 1, 2], [3, 4, 5]])
-    row = probe.compare_one(np.array([1.0, np.nan, 3.0], np.float32), np.array([1.0005, 2.0, np.nan], np.float32), 1e-3, 1e-3)
+    row = probe.compare_one(
+        np.array([1.0, np.nan, 3.0], np.float32), np.array([1.0005, 2.0, np.nan], np.float32), 1e-3, 1e-3
+    )
     assert (row["mismatches"], row["nan_mismatches"]) == (2, 2)
     assert probe.compare_one(np.array([1, 2]), np.array([1, 3]), 1.0, 1.0)["mismatches"] == 1  # ints: exact
 

@@ -32,11 +32,14 @@ def _rewrite(src, dst, change):
             out.addfile(member, io.BytesIO(data) if data is not None else None)
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda name, data: b"tampered" if name == "repro/a.json" else data, "does not match its sha256"),
-    (lambda name, data: None if name == "repro/SHA256SUMS" else data, "no SHA256SUMS"),
-    (lambda name, data: None if name == "repro/a.json" else data, "lists files the pack lacks"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda name, data: b"tampered" if name == "repro/a.json" else data, "does not match its sha256"),
+        (lambda name, data: None if name == "repro/SHA256SUMS" else data, "no SHA256SUMS"),
+        (lambda name, data: None if name == "repro/a.json" else data, "lists files the pack lacks"),
+    ],
+)
 def test_hash_list_is_enforced(tmp_path, change, message):
     write_pack({"a.json": b"{}", "pack.json": b"{}"}, tmp_path / "ok.tar.gz")
     _rewrite(tmp_path / "ok.tar.gz", tmp_path / "bad.tar.gz", change)

@@ -55,7 +55,8 @@ def test_which_lines_are_below_full_precision():
         "rhs_contracting_dims={0}, algorithm=dot_tf32_tf32_f32",
         "%f32alg = f32[2,4]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, algorithm=dot_f32_f32_f32",
         "%bf16 = f32[2,4]{1,0} dot(%h, %g), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
-        "ROOT %t = (f32[2,4]{1,0}) tuple(%high)")
+        "ROOT %t = (f32[2,4]{1,0}) tuple(%high)",
+    )
     found = {r.name: r.was for r in precision.reduced(text)}
     assert found == {"high": "operand_precision={high,high}", "tf32": "algorithm=dot_tf32_tf32_f32"}
     raised_text, _ = precision.raise_precision(text)
@@ -80,8 +81,13 @@ def test_the_verdict_and_the_exit_code():
     assert precision.classify(as_compiled, failed)[0] == ReplayOutcome.MISMATCH  # no verdict weakened
     assert precision.classify(as_compiled, None)[0] == ReplayOutcome.MISMATCH
 
-    module = ModuleRecord(name="jit_step", runs=[RunRecord(label="test", python="p"),
-                                                 RunRecord(label="reference-cpu", python="p", comparisons=as_compiled)])
+    module = ModuleRecord(
+        name="jit_step",
+        runs=[
+            RunRecord(label="test", python="p"),
+            RunRecord(label="reference-cpu", python="p", comparisons=as_compiled),
+        ],
+    )
     module.precision = PrecisionCheck(mode=PrecisionMode.AUTO, rule=precision.RULE, verdict=ReplayOutcome.PRECISION)
     assert finish_module(module).outcome == ReplayOutcome.PRECISION
     assert exit_code([ReplayOutcome.PRECISION, ReplayOutcome.OK]) == 0

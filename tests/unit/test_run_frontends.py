@@ -23,8 +23,13 @@ def plan(catalog, frontend, caller=None, profile=None, **kwargs):
 
 
 def test_tf_xla_flags_merge_by_layer(catalog):
-    p = plan(catalog, "tensorflow", caller={"TF_XLA_FLAGS": "--tf_xla_auto_jit=1"}, presets=["tf-clustering", "tf-auto-jit"],
-             env=["TF_XLA_FLAGS=--tf_xla_auto_jit=-1"])
+    p = plan(
+        catalog,
+        "tensorflow",
+        caller={"TF_XLA_FLAGS": "--tf_xla_auto_jit=1"},
+        presets=["tf-clustering", "tf-auto-jit"],
+        env=["TF_XLA_FLAGS=--tf_xla_auto_jit=-1"],
+    )
     assert p.tf_xla_flags == ["--tf_xla_clustering_debug", "--tf_xla_cpu_global_jit", "--tf_xla_auto_jit=-1"]
     assert p.tf_xla_flag_sources["--tf_xla_auto_jit=-1"] == "--env"
     assert p.tf_xla_flag_sources["--tf_xla_clustering_debug"] == "preset tf-clustering"
@@ -40,15 +45,18 @@ def test_tf_xla_flags_must_be_flags(catalog):
         plan(catalog, "tensorflow", caller={"TF_XLA_FLAGS": "/some/file"})
 
 
-@pytest.mark.parametrize("frontend, platform, expected", [
-    ("jax", "cpu", {"JAX_PLATFORMS": "cpu"}),
-    ("jax", "gpu", {"JAX_PLATFORMS": "rocm"}),
-    ("torch-xla", "cpu", {"PJRT_DEVICE": "CPU"}),
-    ("torch-xla", "gpu", {"PJRT_DEVICE": "CUDA"}),
-    ("tensorflow", "cpu", {"CUDA_VISIBLE_DEVICES": "-1"}),
-    ("tensorflow", "gpu", {}),
-    ("torch-xla", "auto", {}),
-])
+@pytest.mark.parametrize(
+    "frontend, platform, expected",
+    [
+        ("jax", "cpu", {"JAX_PLATFORMS": "cpu"}),
+        ("jax", "gpu", {"JAX_PLATFORMS": "rocm"}),
+        ("torch-xla", "cpu", {"PJRT_DEVICE": "CPU"}),
+        ("torch-xla", "gpu", {"PJRT_DEVICE": "CUDA"}),
+        ("tensorflow", "cpu", {"CUDA_VISIBLE_DEVICES": "-1"}),
+        ("tensorflow", "gpu", {}),
+        ("torch-xla", "auto", {}),
+    ],
+)
 def test_platform_env(frontend, platform, expected):
     assert platform_env(frontend, platform, "rocm") == expected
 
@@ -76,8 +84,12 @@ def test_frontend_presets_and_their_key(catalog):
 
 
 def test_installed_in():
-    tf = ProbedInterpreter(python="/py", frontend="tensorflow", frontend_version="2.21.0", versions={"tensorflow": "2.21.0"})
-    both = ProbedInterpreter(python="/py", jax="0.10.2", jaxlib="0.10.2", frontend_version="0.10.2", versions={"tensorflow": "2.21.0"})
+    tf = ProbedInterpreter(
+        python="/py", frontend="tensorflow", frontend_version="2.21.0", versions={"tensorflow": "2.21.0"}
+    )
+    both = ProbedInterpreter(
+        python="/py", jax="0.10.2", jaxlib="0.10.2", frontend_version="0.10.2", versions={"tensorflow": "2.21.0"}
+    )
     assert installed_in(tf, "tensorflow") and not installed_in(tf, "jax") and not installed_in(tf, "torch-xla")
     assert installed_in(both, "jax") and installed_in(both, "tensorflow")
     assert tf.described == "tensorflow 2.21.0" and both.described == "jaxlib 0.10.2"

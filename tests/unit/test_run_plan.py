@@ -44,11 +44,21 @@ def test_caller_dump_to_is_replaced_and_reported(catalog):
 
 
 def test_precedence_cli_over_profile_over_presets_over_caller(catalog):
-    profile = ProfileRun(name="prof", env={"JAX_TRACEBACK_FILTERING": "tracebackhide", "TF_CPP_MIN_LOG_LEVEL": "3"},
-                         xla_flags=["--xla_dump_hlo_pass_re=prof"], presets=["tracebacks"])
+    profile = ProfileRun(
+        name="prof",
+        env={"JAX_TRACEBACK_FILTERING": "tracebackhide", "TF_CPP_MIN_LOG_LEVEL": "3"},
+        xla_flags=["--xla_dump_hlo_pass_re=prof"],
+        presets=["tracebacks"],
+    )
     caller = {"JAX_TRACEBACK_FILTERING": "auto", "XLA_FLAGS": "--xla_dump_hlo_pass_re=caller"}
-    p = plan(catalog, caller=caller, profile=profile, presets=["dump:passes"], env=["TF_CPP_MIN_LOG_LEVEL=2"],
-             xla_flags=["--xla_dump_hlo_pass_re=cli"])
+    p = plan(
+        catalog,
+        caller=caller,
+        profile=profile,
+        presets=["dump:passes"],
+        env=["TF_CPP_MIN_LOG_LEVEL=2"],
+        xla_flags=["--xla_dump_hlo_pass_re=cli"],
+    )
     env = env_of(p, caller)
     assert env["JAX_TRACEBACK_FILTERING"] == "tracebackhide"  # profile beats preset beats caller
     assert env["TF_CPP_MIN_LOG_LEVEL"] == "2"  # explicit CLI beats profile
@@ -87,8 +97,15 @@ def test_bundle_placeholders_in_presets(catalog):
 def test_platform(catalog):
     assert env_of(plan(catalog, platform="cpu"))["JAX_PLATFORMS"] == "cpu"
     assert "JAX_PLATFORMS" not in env_of(plan(catalog, platform="auto"))
-    gpu = plan_run(RunRequest(Program("script", "/x.py"), "/py", platform="gpu"), ProfileRun(), Catalog.load(), {},
-                   Path("/"), jaxlib="0.10.2", gpu_platform="cuda")
+    gpu = plan_run(
+        RunRequest(Program("script", "/x.py"), "/py", platform="gpu"),
+        ProfileRun(),
+        Catalog.load(),
+        {},
+        Path("/"),
+        jaxlib="0.10.2",
+        gpu_platform="cuda",
+    )
     assert env_of(gpu)["JAX_PLATFORMS"] == "cuda"
 
 
@@ -101,7 +118,9 @@ def test_smoke_collectives_gets_cpu_devices_only_off_gpu(catalog):
 def test_version_gate():
     from xlatools.run.presets.catalog import parse_preset
 
-    preset, problems = parse_preset("new", {"kind": "dump", "xla_flags": ["--xla_dump_hlo_as_text"], "min_jaxlib": "0.10.2"}, "t")
+    preset, problems = parse_preset(
+        "new", {"kind": "dump", "xla_flags": ["--xla_dump_hlo_as_text"], "min_jaxlib": "0.10.2"}, "t"
+    )
     assert not problems
     catalog = Catalog({("dump", "new"): preset})
     with pytest.raises(UsageError, match="needs jaxlib >= 0.10.2; the target has jaxlib 0.4.30"):
@@ -109,15 +128,18 @@ def test_version_gate():
     assert plan(catalog, presets=["new"], jaxlib="0.10.2").presets[0].name == "new"
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"env": ["NOEQUALS"]}, "expected KEY=VALUE"),
-    ({"vmodule": ["mod=high"]}, "whole number"),
-    ({"xla_flags": ["xla_dump_to=/x"]}, "not an XLA flag"),
-    ({"xla_flags": ["--vmodule=a=1"]}, "not an XLA_FLAGS flag"),
-    ({"presets": ["nope"]}, "unknown preset"),
-    ({"timeout": 0}, "more than 0"),
-    ({"vlog": -1}, "0 or more"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"env": ["NOEQUALS"]}, "expected KEY=VALUE"),
+        ({"vmodule": ["mod=high"]}, "whole number"),
+        ({"xla_flags": ["xla_dump_to=/x"]}, "not an XLA flag"),
+        ({"xla_flags": ["--vmodule=a=1"]}, "not an XLA_FLAGS flag"),
+        ({"presets": ["nope"]}, "unknown preset"),
+        ({"timeout": 0}, "more than 0"),
+        ({"vlog": -1}, "0 or more"),
+    ],
+)
 def test_bad_input(catalog, kwargs, message):
     with pytest.raises(UsageError, match=message):
         plan(catalog, **kwargs)
@@ -130,8 +152,11 @@ def test_parse_program(tmp_path):
     assert parse_program("smoke:dot", None, ["a"], tmp_path) == Program("smoke", "dot", ("a",))
     assert parse_program("prog.py", None, ["--x"], tmp_path) == Program("script", str(script), ("--x",))
     assert parse_program("arg1", "pkg.mod", ["arg2"], tmp_path) == Program("module", "pkg.mod", ("arg1", "arg2"))
-    for bad, message in (("missing.py", "program not found"), ("smoke:dott", "did you mean 'smoke:dot'"),
-                         ("smoke:", "needs a name")):
+    for bad, message in (
+        ("missing.py", "program not found"),
+        ("smoke:dott", "did you mean 'smoke:dot'"),
+        ("smoke:", "needs a name"),
+    ):
         with pytest.raises(UsageError) as info:
             parse_program(bad, None, [], tmp_path)
         assert message in info.value.message + (info.value.hint or "")

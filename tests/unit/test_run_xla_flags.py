@@ -6,13 +6,23 @@ from xlatools.errors import UsageError
 from xlatools.records import to_json
 from xlatools.run.env import ENVIRONMENT, FlagLayers, Layer, Source
 from xlatools.run.flags import (
-    flag_name, join_flags, min_version, parse_env_flags, table_verdict, unknown_from_abort, validate_flag,
+    flag_name,
+    join_flags,
+    min_version,
+    parse_env_flags,
+    table_verdict,
+    unknown_from_abort,
+    validate_flag,
 )
 
-ABORT_0_10 = "F1122 08:59:19.229159    6697 parse_flags_from_env.cc:234] Unknown flags in XLA_FLAGS: --xla_bogus2 --xla_bogus"
+ABORT_0_10 = (
+    "F1122 08:59:19.229159    6697 parse_flags_from_env.cc:234] Unknown flags in XLA_FLAGS: --xla_bogus2 --xla_bogus"
+)
 # 0.4.30 appends a double space and a garbled copy of the other flags.
-ABORT_0_4_30 = ("2026-11-22 09:00:06.904987: F external/xla/xla/parse_flags_from_env.cc:224] Unknown flags in XLA_FLAGS: "
-                "--xla_bogus  --xla_dump_hlo_as_text ")
+ABORT_0_4_30 = (
+    "2026-11-22 09:00:06.904987: F external/xla/xla/parse_flags_from_env.cc:224] Unknown flags in XLA_FLAGS: "
+    "--xla_bogus  --xla_dump_hlo_as_text "
+)
 
 
 def test_flag_name():
@@ -20,8 +30,15 @@ def test_flag_name():
     assert flag_name("--xla_dump_hlo_as_text") == "xla_dump_hlo_as_text"
 
 
-@pytest.mark.parametrize("text,expected", [(ABORT_0_10, ["xla_bogus2", "xla_bogus"]), (ABORT_0_4_30, ["xla_bogus"]),
-                                           ("Unknown flag in XLA_FLAGS: --xla_x=1", ["xla_x"]), ("all fine", None)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (ABORT_0_10, ["xla_bogus2", "xla_bogus"]),
+        (ABORT_0_4_30, ["xla_bogus"]),
+        ("Unknown flag in XLA_FLAGS: --xla_x=1", ["xla_x"]),
+        ("all fine", None),
+    ],
+)
 def test_unknown_from_abort(text, expected):
     assert unknown_from_abort("noise\n" + text + "\n") == expected
 
@@ -47,8 +64,14 @@ def test_layers_later_wins_and_reports():
     layers.add(["--xla_dump_hlo_as_text", "--xla_dump_hlo_pass_re=foo"], ENVIRONMENT)
     layers.add(["--xla_dump_hlo_pass_re=.*"], Source(Layer.PRESET, "preset passes"))
     assert layers.final() == ["--xla_dump_hlo_as_text", "--xla_dump_hlo_pass_re=.*"]
-    assert [to_json(o.record()) for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=foo", "by": "--xla_dump_hlo_pass_re=.*",
-                                                         "from": "environment", "source": "preset passes"}]
+    assert [to_json(o.record()) for o in layers.overridden] == [
+        {
+            "flag": "--xla_dump_hlo_pass_re=foo",
+            "by": "--xla_dump_hlo_pass_re=.*",
+            "from": "environment",
+            "source": "preset passes",
+        }
+    ]
 
 
 def test_a_lower_layer_never_replaces_a_higher_one_whatever_the_order():
@@ -56,8 +79,14 @@ def test_a_lower_layer_never_replaces_a_higher_one_whatever_the_order():
     layers.add(["--xla_dump_hlo_pass_re=cli"], Source(Layer.COMMAND_LINE, "--xla-flag"))
     layers.add(["--xla_dump_hlo_pass_re=preset"], Source(Layer.PRESET, "preset passes"))
     assert layers.final() == ["--xla_dump_hlo_pass_re=cli"]
-    assert [to_json(o.record()) for o in layers.overridden] == [{"flag": "--xla_dump_hlo_pass_re=preset", "by": "--xla_dump_hlo_pass_re=cli",
-                                                         "from": "preset passes", "source": "--xla-flag"}]
+    assert [to_json(o.record()) for o in layers.overridden] == [
+        {
+            "flag": "--xla_dump_hlo_pass_re=preset",
+            "by": "--xla_dump_hlo_pass_re=cli",
+            "from": "preset passes",
+            "source": "--xla-flag",
+        }
+    ]
 
 
 def test_env_flags_parsing():

@@ -16,10 +16,17 @@ def _site(tmp_path):
     (tmp_path / "jax").mkdir()
     (tmp_path / "jaxlib" / "__init__.py").write_text("")
     (tmp_path / "jax" / "version.py").write_text("_version = '0.10.2'\n")
-    return ProbedInterpreter(python=sys.executable, jax="0.10.2", jaxlib="0.10.2", jaxlib_origin=str(tmp_path / "jaxlib" / "__init__.py"),
-                  jax_version_file=str(tmp_path / "jax" / "version.py"), plugins=["jax-cuda12-plugin"],
-                  plugin_versions={"jax-cuda12-plugin": "0.10.2"}, shared_objects=["/x/libjax_common.so"],
-                  devices=[{"id": 0, "platform": "cpu", "kind": "cpu"}])
+    return ProbedInterpreter(
+        python=sys.executable,
+        jax="0.10.2",
+        jaxlib="0.10.2",
+        jaxlib_origin=str(tmp_path / "jaxlib" / "__init__.py"),
+        jax_version_file=str(tmp_path / "jax" / "version.py"),
+        plugins=["jax-cuda12-plugin"],
+        plugin_versions={"jax-cuda12-plugin": "0.10.2"},
+        shared_objects=["/x/libjax_common.so"],
+        devices=[{"id": 0, "platform": "cpu", "kind": "cpu"}],
+    )
 
 
 def _later(path) -> None:
@@ -34,7 +41,10 @@ def test_answers_round_trip_and_go_stale_with_jax_or_jaxlib(tmp_path, monkeypatc
     cache.remember_target({"devices:jax:auto"}, target)
     cache.remember_flags("flags", {"xla_dump_to": True, "xla_bogus": False}, target.stamp_files)
     again = TargetCache.load(sys.executable)
-    assert again.targets["devices:jax:auto"] == target and again.flags["flags"] == {"xla_dump_to": True, "xla_bogus": False}
+    assert again.targets["devices:jax:auto"] == target and again.flags["flags"] == {
+        "xla_dump_to": True,
+        "xla_bogus": False,
+    }
     assert again.targets["devices:jax:auto"].devices[0].platform == "cpu"
     _later(target.jax_version_file)  # jax reinstalled alone: the pair may not import any more
     assert TargetCache.load(sys.executable).targets == {}
@@ -49,7 +59,11 @@ def test_a_damaged_or_older_cache_is_ignored(tmp_path, monkeypatch):
     cache = TargetCache.load(sys.executable)
     cache.remember_target({"devices:jax:auto"}, _site(tmp_path))
     text = cache.path.read_text()
-    for damaged in ("{not json", "[]", text.replace(f'"cache_version": {CACHE_VERSION}', '"cache_version": 3'),
-                    text.replace('"targets": {', '"targets": {"x": 1, ')):
+    for damaged in (
+        "{not json",
+        "[]",
+        text.replace(f'"cache_version": {CACHE_VERSION}', '"cache_version": 3'),
+        text.replace('"targets": {', '"targets": {"x": 1, '),
+    ):
         cache.path.write_text(damaged)
         assert TargetCache.load(sys.executable).targets == {}

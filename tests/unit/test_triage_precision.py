@@ -9,7 +9,7 @@ from xlatools.records.base import read_record
 from xlatools.records.replay import ModuleRecord
 from xlatools.records.triage import TriageState
 from xlatools.triage.report import render
-from xlatools.triage.runners import precision_only
+from xlatools.replay.outcome import precision_only
 from xlatools.vocab import ReplayOutcome as O
 
 TRIAGE = Path(__file__).resolve().parent.parent / "fixtures" / "reduce-triage" / "triage.json"
@@ -36,6 +36,8 @@ def test_the_issue_says_not_a_miscompile_and_names_the_platform():
     state.diff.module = state.diff.module_name = state.diff.module_label = state.diff.mismatch = None
     state.diff.modules[0].outcome, state.diff.precision_only = "precision", ["0001 jit__lambda_"]
     text = render(state, "check.py", ["xlatools", "triage"], None)
-    assert text.splitlines()[0] == ("# jaxlib 0.6.2 (GPU): a precision difference, not a miscompile, in `check.py` "
-                                    "(jaxlib 0.6.1 agrees at full precision)")
+    assert text.splitlines()[0] == (
+        "# jaxlib 0.6.2 (GPU): a precision difference, not a miscompile, in `check.py` "
+        "(jaxlib 0.6.1 agrees at full precision)"
+    )
     assert "- **Not a miscompile**: 0001 jit__lambda_ differ from the last good release only by precision" in text

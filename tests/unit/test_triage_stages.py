@@ -37,12 +37,21 @@ class Book:
             if what != "no-finding":
                 self.findings.add(stage)
             return f"{stage} found it"
+
         return run
 
     def run(self, skip=frozenset()):
         self.calls = []
-        run_stages(self.record, {s: self.runner(s) for s in ORDER}, frozenset(skip), lambda s: self.bases.get(s, ""),
-                   lambda s: s in self.findings, self._save, lambda: "now", Reporter.silent())
+        run_stages(
+            self.record,
+            {s: self.runner(s) for s in ORDER},
+            frozenset(skip),
+            lambda s: self.bases.get(s, ""),
+            lambda s: s in self.findings,
+            self._save,
+            lambda: "now",
+            Reporter.silent(),
+        )
         return [self.records[s].status for s in ORDER]
 
     def _save(self):
@@ -124,7 +133,9 @@ def test_ctrl_c_leaves_the_stage_pending_saved_and_the_same_command_runs_it_agai
     book.behaviour[S.PASSES] = KeyboardInterrupt()
     with pytest.raises(KeyboardInterrupt):
         book.run()
-    assert book.records[S.PASSES].status == StageStatus.PENDING and "run the same command" in book.records[S.PASSES].reason
+    assert (
+        book.records[S.PASSES].status == StageStatus.PENDING and "run the same command" in book.records[S.PASSES].reason
+    )
     assert book.saves == 4 and S.REDUCE not in book.records
     del book.behaviour[S.PASSES]
     book.run()

@@ -16,15 +16,18 @@ def _bomb(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("text,words", [
-    (_bomb(), "expands to more than"),
-    ("x: !!python/name:os.system\n", "!!python/name:os.system is not allowed"),
-    ("x: !!python/object/apply:os.system ['true']\n", "is not allowed"),
-    ("x: !custom 1\n", "!custom is not allowed"),
-    ("x: " + "[" * 50_000 + "]" * 50_000 + "\n", f"nested deeper than {MAX_DEPTH}"),
-    ("x: " + "{a: " * 50_000 + "1" + "}" * 50_000 + "\n", f"nested deeper than {MAX_DEPTH}"),
-    ("a: [unclosed\n", "malformed YAML"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        (_bomb(), "expands to more than"),
+        ("x: !!python/name:os.system\n", "!!python/name:os.system is not allowed"),
+        ("x: !!python/object/apply:os.system ['true']\n", "is not allowed"),
+        ("x: !custom 1\n", "!custom is not allowed"),
+        ("x: " + "[" * 50_000 + "]" * 50_000 + "\n", f"nested deeper than {MAX_DEPTH}"),
+        ("x: " + "{a: " * 50_000 + "1" + "}" * 50_000 + "\n", f"nested deeper than {MAX_DEPTH}"),
+        ("a: [unclosed\n", "malformed YAML"),
+    ],
+)
 def test_hostile_yaml_is_refused_quickly(tmp_path, text, words):
     path = tmp_path / "p.yaml"
     path.write_text(text)
@@ -39,8 +42,12 @@ def test_what_is_not_a_regular_utf8_file_is_refused(tmp_path):
     os.mkfifo(tmp_path / "fifo.yaml")  # never opened: reading it would block
     (tmp_path / "dir.yaml").mkdir()
     (tmp_path / "latin1.yaml").write_bytes(b"x: caf\xe9\n")
-    for name, words in (("fifo.yaml", "not a regular file"), ("dir.yaml", "not a regular file"),
-                        ("latin1.yaml", "not UTF-8"), ("missing.yaml", "cannot read")):
+    for name, words in (
+        ("fifo.yaml", "not a regular file"),
+        ("dir.yaml", "not a regular file"),
+        ("latin1.yaml", "not UTF-8"),
+        ("missing.yaml", "cannot read"),
+    ):
         with pytest.raises(YamlRefused) as caught:
             load_file(tmp_path / name)
         assert words in caught.value.problem.message

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 NewCandidates = Callable[[], "tuple[list[Candidate], list[str]]"]  # -> (candidates, notes)
 
 
-def _resume_or_new(out: Path, title: str, spec: BisectSpec, fresh: bool, make_candidates: NewCandidates,
-                   progress: Progress) -> State:
+def _resume_or_new(
+    out: Path, title: str, spec: BisectSpec, fresh: bool, make_candidates: NewCandidates, progress: Progress
+) -> State:
     folder = folder_for(out, spec.kind, title, spec)
     state = open_state(folder, spec.kind, spec, fresh)
     if state is not None:
@@ -88,8 +89,15 @@ def plan_releases(request: ReleaseRequest, reporter: Reporter) -> DryRunPlan:
     rows = []
     for version in plan.candidates:
         env = release_env(version, request.python_version, request.platform)
-        rows.append(PlannedCandidate(version, f"jax {version}", env.name, list(env.requirements),
-                                     (envs_root() / env.name / "xlatools-env.json").exists()))
+        rows.append(
+            PlannedCandidate(
+                version,
+                f"jax {version}",
+                env.name,
+                list(env.requirements),
+                (envs_root() / env.name / "xlatools-env.json").exists(),
+            )
+        )
     return DryRunPlan("releases", rows, test.describe(), ideal_steps(len(rows)) + 2, excluded=plan.excluded)
 
 
@@ -98,8 +106,15 @@ def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
 
     progress = Progress(reporter)
     test = build_test(request.test, reporter)
-    spec = ReleaseSpec(good=request.good, bad=request.bad, python_version=request.python_version,
-                       platform=request.platform, nightly=request.nightly, confirm=request.confirm, test=test.describe())
+    spec = ReleaseSpec(
+        good=request.good,
+        bad=request.bad,
+        python_version=request.python_version,
+        platform=request.platform,
+        nightly=request.nightly,
+        confirm=request.confirm,
+        test=test.describe(),
+    )
 
     def candidates() -> tuple[list[Candidate], list[str]]:
         plan = release_candidates(request.good, request.bad, request.python_version, request.nightly)
@@ -111,8 +126,14 @@ def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
         progress(note)
     if state.status != BisectStatus.DONE:
         state.status = BisectStatus.RUNNING
-        run_ordered(state, ReleaseSource(request.python_version, request.platform, progress), test, request.confirm,
-                    progress, request.jobs)
+        run_ordered(
+            state,
+            ReleaseSource(request.python_version, request.platform, progress),
+            test,
+            request.confirm,
+            progress,
+            request.jobs,
+        )
     return state
 
 
@@ -177,8 +198,10 @@ def plan_commits(request: CommitRequest, reporter: Reporter) -> DryRunPlan:
 
     good, bad = request.ends()
     test = build_test(request.test, reporter)
-    rows = [PlannedCandidate(c.key, c.label)
-            for c in first_parent_commits(Path(request.repo or request.source).resolve(), good, bad)]
+    rows = [
+        PlannedCandidate(c.key, c.label)
+        for c in first_parent_commits(Path(request.repo or request.source).resolve(), good, bad)
+    ]
     return DryRunPlan("commits", rows, test.describe(), ideal_steps(len(rows)) + 2, which=request.which)
 
 
@@ -194,16 +217,39 @@ def bisect_commits(request: CommitRequest, reporter: Reporter) -> State:
         raise UsageError(f"--source {request.source}: no such directory", hint="give the JAX source tree to build")
     test = build_test(request.test, reporter)
     python = resolve_python(request.python)
-    spec = CommitSpec(which=request.which, good=good, bad=bad, repo=str(repo), source=str(source),
-                      profile=request.profile, local=request.local, python=python, confirm=request.confirm,
-                      test=test.describe())
-    state = _resume_or_new(request.out, f"{request.which}-{good[:10]}..{bad[:10]}", spec, request.fresh,
-                           lambda: (first_parent_commits(repo, good, bad), []), progress)
+    spec = CommitSpec(
+        which=request.which,
+        good=good,
+        bad=bad,
+        repo=str(repo),
+        source=str(source),
+        profile=request.profile,
+        local=request.local,
+        python=python,
+        confirm=request.confirm,
+        test=test.describe(),
+    )
+    state = _resume_or_new(
+        request.out,
+        f"{request.which}-{good[:10]}..{bad[:10]}",
+        spec,
+        request.fresh,
+        lambda: (first_parent_commits(repo, good, bad), []),
+        progress,
+    )
     if state.status != BisectStatus.DONE:
         state.status = BisectStatus.RUNNING
-        commit_source = CommitSource(repo=repo, which=request.which, jax_tree=source, profile=request.profile,
-                                     local=request.local, python=python, folder=state.folder, reporter=reporter,
-                                     jobs=request.jobs)
+        commit_source = CommitSource(
+            repo=repo,
+            which=request.which,
+            jax_tree=source,
+            profile=request.profile,
+            local=request.local,
+            python=python,
+            folder=state.folder,
+            reporter=reporter,
+            jobs=request.jobs,
+        )
         try:
             run_ordered(state, commit_source, test, request.confirm, progress)
         finally:

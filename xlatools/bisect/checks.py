@@ -81,15 +81,19 @@ def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTes
     """The Test the options describe (a program run, or a repro pack), checked before anything runs."""
     if opts.replay is not None:
         if opts.cluster is not None:
-            raise UsageError("--replay steps run on this machine; --executor slurm goes with a program test (-- prog.py)")
+            raise UsageError(
+                "--replay steps run on this machine; --executor slurm goes with a program test (-- prog.py)"
+            )
         if opts.program or opts.module:
             raise UsageError("--replay PACK and a program (-- prog.py) are two tests; give one")
         test = ReplayTest(Path(opts.replay).resolve())
         test.validate()
         return test
     if not opts.program and not opts.module:
-        raise UsageError("no test: give a program after -- (exit 0 = good), or --replay PACK",
-                         hint="e.g. xlatools bisect releases --good 0.4.28 --bad 0.4.31 -- check.py")
+        raise UsageError(
+            "no test: give a program after -- (exit 0 = good), or --replay PACK",
+            hint="e.g. xlatools bisect releases --good 0.4.28 --bad 0.4.31 -- check.py",
+        )
     from xlatools.run.program import parse_program
 
     opts.rule.validate()
@@ -114,9 +118,16 @@ class ProgramTest:
 
         o = self.opts
         env = redact_argv([part for item in o.env for part in ("--env", item)])[1::2]
-        return ProgramTestSpec(program=self.program.label, args=redact_argv(list(self.program.args)), rule=o.rule.spec(),
-                               presets=list(o.presets), xla_flags=redact_argv(list(o.xla_flags)), env=env,
-                               platform=o.platform, timeout=o.timeout)
+        return ProgramTestSpec(
+            program=self.program.label,
+            args=redact_argv(list(self.program.args)),
+            rule=o.rule.spec(),
+            presets=list(o.presets),
+            xla_flags=redact_argv(list(o.xla_flags)),
+            env=env,
+            platform=o.platform,
+            timeout=o.timeout,
+        )
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
         import os
@@ -129,9 +140,18 @@ class ProgramTest:
         env = [*o.env, *step.env]
         if o.rule.metric is not None:
             env.append("XLATOOLS_METRICS_FILE={bundle}/metrics.json")
-        request = RunRequest(program=self.program, python=step.python, dump=o.rule.needs_dump() or step.dump,
-                             presets=list(o.presets), xla_flags=[*o.xla_flags, *step.xla_flags], env=env,
-                             platform=o.platform, timeout=o.timeout, name=name, quiet=True if step.quiet else None)
+        request = RunRequest(
+            program=self.program,
+            python=step.python,
+            dump=o.rule.needs_dump() or step.dump,
+            presets=list(o.presets),
+            xla_flags=[*o.xla_flags, *step.xla_flags],
+            env=env,
+            platform=o.platform,
+            timeout=o.timeout,
+            name=name,
+            quiet=True if step.quiet else None,
+        )
         caller_env = dict(os.environ)
         t0 = time.monotonic()  # the target probe (once per new environment) counts as run time
         try:
@@ -141,16 +161,30 @@ class ProgramTest:
         except UsageError as exc:  # e.g. a flag or preset this jaxlib lacks
             raise SkipStep(f"not runnable with these options: {exc.message}") from None
         # The program's own status decides (--bad-exit, --skip-exit), not xlatools' exit-code scheme.
-        record = execute_plan(prepared, out_root, ["bisect", "step", name], caller_env, self.reporter,
-                              echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM, cluster=o.cluster).record
+        record = execute_plan(
+            prepared,
+            out_root,
+            ["bisect", "step", name],
+            caller_env,
+            self.reporter,
+            echo_stdout_to_stderr=True,
+            exit_code_mode=ExitCodeMode.PROGRAM,
+            cluster=o.cluster,
+        ).record
         run_s = time.monotonic() - t0
         if record.status == Status.INTERRUPTED:
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")
         if record.slurm is not None and record.slurm.killed_by_slurm:  # the executor, not the candidate: never good/bad
             raise SkipStep(record.slurm.killed_by_slurm, record.bundle)
         judged = o.rule.judge(record, Path(record.bundle))
-        return StepVerdict(judged.outcome, judged.reason, record.bundle, step.install_s, run_s,
-                       StepDetail(exit_code=record.exit_code, jax=record.jax.jax, jaxlib=record.jax.jaxlib))
+        return StepVerdict(
+            judged.outcome,
+            judged.reason,
+            record.bundle,
+            step.install_s,
+            run_s,
+            StepDetail(exit_code=record.exit_code, jax=record.jax.jax, jaxlib=record.jax.jaxlib),
+        )
 
 
 @dataclass(frozen=True)
@@ -172,26 +206,34 @@ class ReplayTest:
         from xlatools.replay.pack_index import read_index
 
         if not self.pack.is_file():
-            raise UsageError(f"--replay {self.pack}: no such repro pack", hint="make one with `xlatools repro pack BUNDLE`")
+            raise UsageError(
+                f"--replay {self.pack}: no such repro pack", hint="make one with `xlatools repro pack BUNDLE`"
+            )
         with tempfile.TemporaryDirectory(prefix="xlatools-pack-") as folder:
             index = read_index(extract(self.pack, Path(folder) / "pack"), self.pack)
         from xlatools.replay.repro_verdict import nothing_to_reproduce
 
         healthy = nothing_to_reproduce(index.modules)
         if healthy:  # every step would be "reproduced": the expected outcome is ok
-            raise UsageError(f"--replay {self.pack}: {healthy}", hint="bisect with a pack whose modules fail (or mismatch)")
+            raise UsageError(
+                f"--replay {self.pack}: {healthy}", hint="bisect with a pack whose modules fail (or mismatch)"
+            )
         if index.reference_pythons:
             jaxlibs = ", ".join(r.jaxlib for r in index.reference_pythons)
-            raise UsageError(f"--replay {self.pack}: the pack compares with reference interpreter(s) (jaxlib {jaxlibs}); "
-                             "a bisection replays it in each step's interpreter against its expected outcome only",
-                             hint="make the pack without --reference-python (`xlatools repro pack BUNDLE -o PACK`)")
+            raise UsageError(
+                f"--replay {self.pack}: the pack compares with reference interpreter(s) (jaxlib {jaxlibs}); "
+                "a bisection replays it in each step's interpreter against its expected outcome only",
+                hint="make the pack without --reference-python (`xlatools repro pack BUNDLE -o PACK`)",
+            )
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
         from xlatools.replay.repro import run_pack
 
         if step.xla_flags:
-            raise UsageError("--replay cannot be combined with a search over XLA flags (bisect passes)",
-                             hint="bisect passes with a program test: -- prog.py")
+            raise UsageError(
+                "--replay cannot be combined with a search over XLA flags (bisect passes)",
+                hint="bisect passes with a program test: -- prog.py",
+            )
         t0 = time.monotonic()
         try:
             answer = run_pack(self.pack, python=step.python, out_root=out_root, argv=["bisect", "step", name])
@@ -199,8 +241,12 @@ class ReplayTest:
             if isinstance(exc, (Interrupted, UsageError)):
                 raise  # a damaged pack is bad input for the whole bisection, not one step
             raise SkipStep(f"replay could not run: {exc.message}") from None
-        outcome = {ReproOutcome.REPRODUCED: StepOutcome.BAD, ReproOutcome.NOT_REPRODUCED: StepOutcome.GOOD,
-                   ReproOutcome.CANNOT_RUN: StepOutcome.SKIP,
-                   ReproOutcome.NOTHING_TO_REPRODUCE: StepOutcome.SKIP}[ReproOutcome(answer.outcome)]  # refused in validate
-        return StepVerdict(outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s,
-                       time.monotonic() - t0)
+        outcome = {
+            ReproOutcome.REPRODUCED: StepOutcome.BAD,
+            ReproOutcome.NOT_REPRODUCED: StepOutcome.GOOD,
+            ReproOutcome.CANNOT_RUN: StepOutcome.SKIP,
+            ReproOutcome.NOTHING_TO_REPRODUCE: StepOutcome.SKIP,
+        }[ReproOutcome(answer.outcome)]  # refused in validate
+        return StepVerdict(
+            outcome, f"{answer.outcome}: {answer.reason}", answer.bundle, step.install_s, time.monotonic() - t0
+        )

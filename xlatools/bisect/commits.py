@@ -34,7 +34,9 @@ def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 def parse_range(text: str, option: str) -> tuple[str, str]:
     good, sep, bad = text.partition("..")
     if not sep or not good or not bad or bad.startswith("."):
-        raise UsageError(f"{option} {text!r}: expected GOOD..BAD (two commits or refs)", hint=f"e.g. {option} abc123..def456")
+        raise UsageError(
+            f"{option} {text!r}: expected GOOD..BAD (two commits or refs)", hint=f"e.g. {option} abc123..def456"
+        )
     return good, bad
 
 
@@ -51,8 +53,10 @@ def first_parent_commits(repo: Path, good: str, bad: str) -> list[Candidate]:
     if shas["good"] == shas["bad"]:
         raise UsageError(f"good and bad are the same commit ({shas['good'][:12]})", hint="give two different commits")
     if _git(repo, "merge-base", "--is-ancestor", shas["good"], shas["bad"], check=False).returncode != 0:
-        raise UsageError(f"the good commit {good} is not an ancestor of the bad commit {bad}",
-                         hint="good must be older than bad on the same history (swapped?)")
+        raise UsageError(
+            f"the good commit {good} is not an ancestor of the bad commit {bad}",
+            hint="good must be older than bad on the same history (swapped?)",
+        )
     listed = _git(repo, "log", "--first-parent", "--reverse", "--format=%H %s", f"{shas['good']}..{shas['bad']}").stdout
     rows = [(shas["good"], _git(repo, "log", "-1", "--format=%s", shas["good"]).stdout.strip())]
     rows += [tuple(line.split(" ", 1)) if " " in line else (line, "") for line in listed.splitlines() if line]
@@ -90,8 +94,13 @@ class CommitSource:
         site = self.folder / "site" / key[:12]
         _install(wheels, site, self.python)
         cached = f"; {counts.cache_hits} of {counts.actions} actions from cache" if counts and counts.actions else ""
-        return StepEnv(self.python, install_s=time.monotonic() - t0, env=(f"PYTHONPATH={site}",),
-                       note=f"built {', '.join(w.name for w in wheels)}{cached}", bazel_processes=counts)
+        return StepEnv(
+            self.python,
+            install_s=time.monotonic() - t0,
+            env=(f"PYTHONPATH={site}",),
+            note=f"built {', '.join(w.name for w in wheels)}{cached}",
+            bazel_processes=counts,
+        )
 
     def close(self) -> None:
         """Remove the step checkout (and, for a local JAX build, the bazel server of its workspace)."""
@@ -125,8 +134,17 @@ class CommitSource:
             entry, _ = record_local("xla", work)
             write_lock(Lock(lock).with_entry(entry))
             source = self.jax_tree
-        prepared = prepare_build(BuildRequest(profile=self.profile, source=source, out_root=self.folder / "builds",
-                                              lock=lock, local=self.local, jobs=self.jobs), self.reporter)
+        prepared = prepare_build(
+            BuildRequest(
+                profile=self.profile,
+                source=source,
+                out_root=self.folder / "builds",
+                lock=lock,
+                local=self.local,
+                jobs=self.jobs,
+            ),
+            self.reporter,
+        )
         outcome = run_build(prepared, self.reporter, argv=["bisect", "build", key[:12]])
         bundle = outcome.manifest.bundle
         if outcome.error is not None:
@@ -142,8 +160,11 @@ def _install(wheels: list[Path], site: Path, python: str) -> None:
 
     uv = find_uv()
     # The wheels' tags must suit the test's interpreter, so it is the target of the install.
-    argv = ([uv, "pip", "install", "--quiet", "--python", python] if uv
-            else [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+    argv = (
+        [uv, "pip", "install", "--quiet", "--python", python]
+        if uv
+        else [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    )
     from xlatools.proctree import run_captured
 
     try:

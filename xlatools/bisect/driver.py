@@ -12,8 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from xlatools.bisect.checks import SkipStep, StepEnv, Test
-from xlatools.bisect.engine import (BisectResult, EndpointProblem, Oracle, StepRecord, StepVerdict,
-                                    bisect_ordered, ideal_steps)
+from xlatools.bisect.engine import (
+    BisectResult,
+    EndpointProblem,
+    Oracle,
+    StepRecord,
+    StepVerdict,
+    bisect_ordered,
+    ideal_steps,
+)
 from xlatools.bisect.parallel import ParallelSteps
 from xlatools.bisect.state import State, point_link
 from xlatools.bundle import safe_name, utc_now
@@ -57,14 +64,20 @@ def make_step(state: State, source: Source, test: Test, progress: Progress, para
                 if parallel.cancel.is_set():
                     raise Interrupted(f"step {n} ({label}) stopped before its test")
                 env = replace(env, quiet=True)
-            progress(f"step {n}: {label}: ready in {env.install_s:.1f} s{' (' + env.note + ')' if env.note else ''}; running the test")
+            progress(
+                f"step {n}: {label}: ready in {env.install_s:.1f} s{' (' + env.note + ')' if env.note else ''}; running the test"
+            )
             verdict = test.check(env, steps_root, f"step{n:02d}-{safe_name(label)}")
             if env.bazel_processes is not None:
                 verdict = replace(verdict, bazel_processes=env.bazel_processes)
         except SkipStep as skip:
-            verdict = StepVerdict(StepOutcome.SKIP, skip.reason, skip.bundle, skip.install_s or (time.monotonic() - t0), 0.0)
-        progress(f"step {n}: {label}: {verdict.outcome.upper()} ({verdict.reason}; install {verdict.install_s:.1f} s, "
-                 f"run {verdict.run_s:.1f} s)")
+            verdict = StepVerdict(
+                StepOutcome.SKIP, skip.reason, skip.bundle, skip.install_s or (time.monotonic() - t0), 0.0
+            )
+        progress(
+            f"step {n}: {label}: {verdict.outcome.upper()} ({verdict.reason}; install {verdict.install_s:.1f} s, "
+            f"run {verdict.run_s:.1f} s)"
+        )
         return verdict
 
     if parallel is not None:
@@ -81,8 +94,10 @@ def where(state: State) -> str:
     lo = max((i for i, o in first.items() if o == StepOutcome.GOOD), default=0)
     hi = min((i for i, o in first.items() if o == StepOutcome.BAD and i > lo), default=len(state.candidates) - 1)
     left = sum(1 for i in range(lo + 1, hi) if i not in first)
-    return f" ({left} untested between {state.candidates[lo].label} and {state.candidates[hi].label}, " \
-           f"about {ideal_steps(left + 1)} more search steps)"
+    return (
+        f" ({left} untested between {state.candidates[lo].label} and {state.candidates[hi].label}, "
+        f"about {ideal_steps(left + 1)} more search steps)"
+    )
 
 
 def oracle_for(state: State, source: Source, test: Test, progress: Progress) -> Oracle:
@@ -110,16 +125,19 @@ def guarded(state: State, body: Callable[[], None]) -> None:
         state.save()
 
 
-def run_ordered(state: State, source: Source, test: Test, confirm: int, progress: Progress,
-                jobs: int = 1) -> BisectResult:
+def run_ordered(
+    state: State, source: Source, test: Test, confirm: int, progress: Progress, jobs: int = 1
+) -> BisectResult:
     """Binary search over state.candidates (oldest first), or with `jobs` > 1 the K-ary search (jobs
     candidates per round, bisect/kary.py); links last-good/first-bad; result into the state."""
     keys = [c.key for c in state.candidates]
     labels = [c.label for c in state.candidates]
     oracle = oracle_for(state, source, test, progress)
     each = f"; {jobs} at a time" if jobs > 1 else ""
-    progress(f"{len(keys)} candidates from {labels[0]} to {labels[-1]}; about {ideal_steps(len(keys))} steps "
-             f"after the two ends{each} ({len(state.steps)} already done)")
+    progress(
+        f"{len(keys)} candidates from {labels[0]} to {labels[-1]}; about {ideal_steps(len(keys))} steps "
+        f"after the two ends{each} ({len(state.steps)} already done)"
+    )
     found: list[BisectResult] = []
 
     def search() -> BisectResult:
@@ -157,8 +175,9 @@ def attach_diff(state: State) -> None:
     try:
         result.diff = _diff_note(bisect_diff(Path(good), Path(bad), state.folder / "diff"))
     except (XlaToolsError, OSError) as exc:  # the answer stands without its diff
-        result.diff = DiffNote(available=False, note=f"no diff: {getattr(exc, 'message', exc)}; "
-                               f"try `xlatools diff {good} {bad}`")
+        result.diff = DiffNote(
+            available=False, note=f"no diff: {getattr(exc, 'message', exc)}; try `xlatools diff {good} {bad}`"
+        )
 
 
 def _diff_note(found) -> DiffNote:
@@ -167,10 +186,15 @@ def _diff_note(found) -> DiffNote:
 
     data = to_json(found)
     first = data.get("first_divergence")
-    return DiffNote(available=True, json=data.get("json"), report=data.get("report"),
-                    modules_differ=data.get("modules_differ"),
-                    first_divergence=Divergence(module=first["module"], pass_=first["pass"], pipeline=first.get("pipeline"))
-                    if first else None)
+    return DiffNote(
+        available=True,
+        json=data.get("json"),
+        report=data.get("report"),
+        modules_differ=data.get("modules_differ"),
+        first_divergence=Divergence(module=first["module"], pass_=first["pass"], pipeline=first.get("pipeline"))
+        if first
+        else None,
+    )
 
 
 def first_bundle(state: State, key: str) -> str | None:
@@ -238,9 +262,16 @@ def summary(state: State) -> Summary:
     run = sum(s.run_s for s in steps)
     built = [s.bazel_processes for s in steps if s.bazel_processes is not None]
     later = [s.bazel_processes for s in steps[1:] if s.bazel_processes is not None]
-    builds = BuildCacheUse(actions=sum(c.actions for c in built), cache_hits=sum(c.cache_hits for c in built),
-                           later_actions=sum(c.actions for c in later),
-                           later_cache_hits=sum(c.cache_hits for c in later)) if built else None
+    builds = (
+        BuildCacheUse(
+            actions=sum(c.actions for c in built),
+            cache_hits=sum(c.cache_hits for c in built),
+            later_actions=sum(c.actions for c in later),
+            later_cache_hits=sum(c.cache_hits for c in later),
+        )
+        if built
+        else None
+    )
     return Summary(
         candidates=len(state.candidates),
         steps=len(steps),
@@ -259,11 +290,14 @@ def summary(state: State) -> Summary:
 def _answer_lines(result: BisectAnswer) -> list[str]:
     from xlatools.records import to_json
 
-    lines = [f"last good: {result.last_good.label}  ({result.last_good.bundle})",
-             f"first bad: {result.first_bad.label}  ({result.first_bad.bundle})"]
+    lines = [
+        f"last good: {result.last_good.label}  ({result.last_good.bundle})",
+        f"first bad: {result.first_bad.label}  ({result.first_bad.bundle})",
+    ]
     if result.maybe_first_bad:
-        lines.append("  skipped in between, so the first bad may also be: "
-                     + ", ".join(c.label for c in result.maybe_first_bad))
+        lines.append(
+            "  skipped in between, so the first bad may also be: " + ", ".join(c.label for c in result.maybe_first_bad)
+        )
     confirm = to_json(result.confirm)
     if result.flaky:
         lines.append(f"  FLAKY: the boundary steps disagreed on re-runs: {confirm}")
@@ -285,21 +319,29 @@ def _answer_lines(result: BisectAnswer) -> list[str]:
 def render(state: State) -> str:
     """The human summary printed at the end (and on a finished bisection re-run)."""
     numbers = summary(state)
-    lines = [f"bisect {state.kind}: {state.status}" + (f" ({state.message})" if state.message else ""),
-             f"folder: {state.folder}"]
+    lines = [
+        f"bisect {state.kind}: {state.status}" + (f" ({state.message})" if state.message else ""),
+        f"folder: {state.folder}",
+    ]
     for s in state.steps:
         bundle = f"  {Path(s.bundle).name}" if s.bundle else ""
-        lines.append(f"  {s.n:>3} {s.role:<9} {s.label:<28} {s.outcome:<5} install {s.install_s:6.1f} s  run "
-                     f"{s.run_s:6.1f} s  {s.reason}{bundle}")
+        lines.append(
+            f"  {s.n:>3} {s.role:<9} {s.label:<28} {s.outcome:<5} install {s.install_s:6.1f} s  run "
+            f"{s.run_s:6.1f} s  {s.reason}{bundle}"
+        )
     if state.result is not None:
         lines += _answer_lines(state.result)
     ideal = f"; ceil(log2 N) + 2 ends = {numbers.ideal_steps}" if numbers.ideal_steps is not None else ""
-    lines.append(f"{numbers.candidates} candidates, {numbers.steps} steps ({numbers.search_steps} search, "
-                 f"{numbers.confirm_runs} confirm{ideal}), "
-                 f"{numbers.skips} skipped; install {numbers.install_s:.1f} s, run {numbers.run_s:.1f} s, "
-                 f"{numbers.mean_step_s:.1f} s per step")
+    lines.append(
+        f"{numbers.candidates} candidates, {numbers.steps} steps ({numbers.search_steps} search, "
+        f"{numbers.confirm_runs} confirm{ideal}), "
+        f"{numbers.skips} skipped; install {numbers.install_s:.1f} s, run {numbers.run_s:.1f} s, "
+        f"{numbers.mean_step_s:.1f} s per step"
+    )
     if numbers.builds is not None:
         b = numbers.builds
-        lines.append(f"builds: {b.cache_hits} of {b.actions} bazel actions from a cache ({b.later_cache_hits} of "
-                     f"{b.later_actions} in the steps after the first)")
+        lines.append(
+            f"builds: {b.cache_hits} of {b.actions} bazel actions from a cache ({b.later_cache_hits} of "
+            f"{b.later_actions} in the steps after the first)"
+        )
     return "\n".join(lines)

@@ -28,8 +28,17 @@ from xlatools.records.bisect import StepDetail, StepRecord
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import StepOutcome
 
-__all__ = ["BisectResult", "EndpointProblem", "NoReduction", "Oracle", "StepRecord", "StepVerdict", "bisect_ordered", "ddmin",
-           "ideal_steps"]
+__all__ = [
+    "BisectResult",
+    "EndpointProblem",
+    "NoReduction",
+    "Oracle",
+    "StepRecord",
+    "StepVerdict",
+    "bisect_ordered",
+    "ddmin",
+    "ideal_steps",
+]
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,13 @@ StepFunction = Callable[[str, str], StepVerdict]  # (key, label) -> StepVerdict
 class Oracle:
     """Answers from the record first, else runs the step and records it (then calls `on_record`)."""
 
-    def __init__(self, steps: list[StepRecord], run_step: StepFunction, on_record: Callable[[StepRecord], None],
-                 clock: Callable[[], str]):
+    def __init__(
+        self,
+        steps: list[StepRecord],
+        run_step: StepFunction,
+        on_record: Callable[[StepRecord], None],
+        clock: Callable[[], str],
+    ):
         self.steps = steps
         self.run_step = run_step
         self.on_record = on_record
@@ -74,13 +88,26 @@ class Oracle:
         verdict = self.run_step(key, label)
         return self.record(len(self.steps) + 1, key, label, role, attempt, verdict, started).outcome
 
-    def record(self, n: int, key: str, label: str, role: str, attempt: int, verdict: StepVerdict,
-               started: str) -> StepRecord:
+    def record(
+        self, n: int, key: str, label: str, role: str, attempt: int, verdict: StepVerdict, started: str
+    ) -> StepRecord:
         """Keep one step's answer (and hand it to `on_record`, which saves the state)."""
-        record = StepRecord(n=n, key=key, label=label, role=role, attempt=attempt, outcome=verdict.outcome,
-                            reason=verdict.reason, bundle=verdict.bundle, install_s=round(verdict.install_s, 3),
-                            run_s=round(verdict.run_s, 3), started=started, finished=self.clock(), detail=verdict.detail,
-                            bazel_processes=verdict.bazel_processes)
+        record = StepRecord(
+            n=n,
+            key=key,
+            label=label,
+            role=role,
+            attempt=attempt,
+            outcome=verdict.outcome,
+            reason=verdict.reason,
+            bundle=verdict.bundle,
+            install_s=round(verdict.install_s, 3),
+            run_s=round(verdict.run_s, 3),
+            started=started,
+            finished=self.clock(),
+            detail=verdict.detail,
+            bazel_processes=verdict.bazel_processes,
+        )
         self.steps.append(record)
         self.on_record(record)
         return record
@@ -99,14 +126,17 @@ class BisectResult:
     flaky: bool
 
 
-def check_end(oracle: Oracle, keys: Sequence[str], labels: Sequence[str], index: int, role: str,
-              outcome: StepOutcome) -> None:
+def check_end(
+    oracle: Oracle, keys: Sequence[str], labels: Sequence[str], index: int, role: str, outcome: StepOutcome
+) -> None:
     """An end that is not what it claims (or cannot be tested) stops the search (EndpointProblem)."""
     expected, option = (StepOutcome.GOOD, "--good") if role == "good end" else (StepOutcome.BAD, "--bad")
     if outcome == StepOutcome.SKIP:
         last = oracle.runs(keys[index])[0]
-        raise EndpointProblem(f"the {role} {labels[index]} could not be tested: {last.reason}",
-                              hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})")
+        raise EndpointProblem(
+            f"the {role} {labels[index]} could not be tested: {last.reason}",
+            hint=f"pick another {option} (its step bundle: {last.bundle or 'none'})",
+        )
     if outcome != expected:
         other = StepOutcome.BAD if expected == StepOutcome.GOOD else StepOutcome.GOOD
         raise EndpointProblem(
@@ -140,7 +170,9 @@ def answer(outcome: StepOutcome) -> bool | None:
     return {StepOutcome.BAD: True, StepOutcome.GOOD: False}.get(outcome)
 
 
-def search_result(oracle: Oracle, keys: Sequence[str], lo: int, hi: int, skipped: set[int], confirm: int) -> BisectResult:
+def search_result(
+    oracle: Oracle, keys: Sequence[str], lo: int, hi: int, skipped: set[int], confirm: int
+) -> BisectResult:
     """The answer of a finished search whose --confirm re-runs are recorded: their outcomes, and
     whether any disagreed with the first run."""
     seen: dict[str, list[StepOutcome]] = {}

@@ -56,15 +56,18 @@ def release_requirements(version: str, platform: str = "cpu") -> tuple[str, ...]
         reqs += ["flatbuffers", "absl-py"]
     if platform == "gpu":
         if _release(version) < (0, 4, 32):
-            raise UsageError(f"--platform gpu: jax {version} predates the separate CUDA plugin wheels (0.4.32)",
-                             hint="bisect GPU behaviour from jax 0.4.32 on")
+            raise UsageError(
+                f"--platform gpu: jax {version} predates the separate CUDA plugin wheels (0.4.32)",
+                hint="bisect GPU behaviour from jax 0.4.32 on",
+            )
         reqs += [f"jax-cuda12-plugin=={version}", f"jax-cuda12-pjrt=={version}"]
     return tuple(reqs)
 
 
 def release_env(version: str, python_version: str, platform: str = "cpu") -> EnvSpec:
-    return EnvSpec(f"jax-{version}-py{python_version}-{platform}", python_version,
-                   release_requirements(version, platform))
+    return EnvSpec(
+        f"jax-{version}-py{python_version}-{platform}", python_version, release_requirements(version, platform)
+    )
 
 
 def envs_root() -> Path:
@@ -97,9 +100,18 @@ def ensure(spec: EnvSpec, log=None) -> tuple[Path, float, bool]:
                 raise InstallFailed(_tail(exc.stderr or exc.stdout or str(exc)), time.monotonic() - t0) from None
             raise
         seconds = time.monotonic() - t0
-        atomic_write_json(marker, {"name": spec.name, "python_version": spec.python_version,
-                                   "requirements": list(spec.requirements), "tool": tool, "created": utc_now(),
-                                   "last_used": utc_now(), "install_s": round(seconds, 3)})
+        atomic_write_json(
+            marker,
+            {
+                "name": spec.name,
+                "python_version": spec.python_version,
+                "requirements": list(spec.requirements),
+                "tool": tool,
+                "created": utc_now(),
+                "last_used": utc_now(),
+                "install_s": round(seconds, 3),
+            },
+        )
         return env_python(path), seconds, True
 
 
@@ -119,8 +131,9 @@ def _run(argv: list[str]) -> None:
     try:
         done = run_captured(argv, timeout=INSTALL_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise subprocess.CalledProcessError(-9, argv, "", f"{argv[0]}: did not finish in {INSTALL_TIMEOUT_S} s; "
-                                            "stopped") from None
+        raise subprocess.CalledProcessError(
+            -9, argv, "", f"{argv[0]}: did not finish in {INSTALL_TIMEOUT_S} s; stopped"
+        ) from None
     if done.returncode != 0:
         raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
 
@@ -148,8 +161,10 @@ def find_python(version: str) -> str | None:
     if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
         return sys.executable
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    builds = sorted(pyenv.glob(f"{version}.*/bin/python{version}"),
-                    key=lambda p: [int(x) if x.isdigit() else -1 for x in p.parts[-3].split(".")])
+    builds = sorted(
+        pyenv.glob(f"{version}.*/bin/python{version}"),
+        key=lambda p: [int(x) if x.isdigit() else -1 for x in p.parts[-3].split(".")],
+    )
     if builds:
         return str(builds[-1])
     found = shutil.which(f"python{version}")
@@ -173,20 +188,25 @@ def check_python_available(version: str) -> None:
     if uv is None:
         return  # pip's path: _base_python says what is missing when an environment is made
     try:
-        listed = subprocess.run([uv, "python", "list", version], capture_output=True, text=True, timeout=30,
-                                stdin=subprocess.DEVNULL)
+        listed = subprocess.run(
+            [uv, "python", "list", version], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
         return  # uv could not say: the environment's own making will
     if listed.returncode == 0 and not listed.stdout.strip():
-        raise UsageError(f"--python-version {version}: no such Python here, and uv knows no build of it",
-                         hint="pick a CPython that jax publishes wheels for, e.g. --python-version 3.11")
+        raise UsageError(
+            f"--python-version {version}: no such Python here, and uv knows no build of it",
+            hint="pick a CPython that jax publishes wheels for, e.g. --python-version 3.11",
+        )
 
 
 def _base_python(version: str) -> str:
     found = find_python(version)
     if not found:
-        raise EnvironmentMissing(f"no python{version} on PATH and no uv to fetch one",
-                                 hint="install uv (it finds or downloads interpreters) or that Python")
+        raise EnvironmentMissing(
+            f"no python{version} on PATH and no uv to fetch one",
+            hint="install uv (it finds or downloads interpreters) or that Python",
+        )
     return found
 
 
@@ -227,9 +247,17 @@ def list_envs() -> list[EnvInfo]:
             continue
         data = read_cache_json(path / MARKER)  # {} when missing or damaged (then the environment is unfinished)
         requirements = data.get("requirements")
-        found.append(EnvInfo(path.name, str(path), bool(data), _size(path), _text(data.get("created")),
-                             _text(data.get("last_used")),
-                             tuple(map(str, requirements)) if isinstance(requirements, list) else ()))
+        found.append(
+            EnvInfo(
+                path.name,
+                str(path),
+                bool(data),
+                _size(path),
+                _text(data.get("created")),
+                _text(data.get("last_used")),
+                tuple(map(str, requirements)) if isinstance(requirements, list) else (),
+            )
+        )
     return found
 
 

@@ -20,8 +20,16 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from xlatools import search
-from xlatools.bisect.engine import (BisectResult, Oracle, StepFunction, StepVerdict, answer, bisect_ordered, check_end,
-                                    search_result)
+from xlatools.bisect.engine import (
+    BisectResult,
+    Oracle,
+    StepFunction,
+    StepVerdict,
+    answer,
+    bisect_ordered,
+    check_end,
+    search_result,
+)
 from xlatools.errors import UsageError
 from xlatools.vocab import StepOutcome
 
@@ -44,6 +52,7 @@ BatchRunner = Callable[[list[StepCall]], Iterable[tuple[StepCall, StepVerdict]]]
 
 def one_at_a_time(run_step: StepFunction) -> BatchRunner:
     """The batch runner of K = 1 and of tests: each call in order."""
+
     def run(calls: list[StepCall]) -> Iterable[tuple[StepCall, StepVerdict]]:
         for call in calls:
             yield call, run_step(call.key, call.label)
@@ -67,8 +76,9 @@ def ask_batch(oracle: Oracle, asks: list[tuple[str, str, str, int]], run_batch: 
     if calls:
         started = oracle.clock()
         for call, verdict in run_batch(list(calls)):
-            answers[calls[call]] = oracle.record(call.n, call.key, call.label, call.role, call.attempt, verdict,
-                                                 started).outcome
+            answers[calls[call]] = oracle.record(
+                call.n, call.key, call.label, call.role, call.attempt, verdict, started
+            ).outcome
     return [answers[position] for position in range(len(asks))]
 
 
@@ -77,8 +87,9 @@ def narrow(lo: int, hi: int, skipped: set[int], found: Iterable[tuple[int, StepO
     return search.narrow(lo, hi, skipped, [(i, answer(outcome)) for i, outcome in found])
 
 
-def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_batch: BatchRunner, jobs: int,
-                confirm: int = 0) -> BisectResult:
+def bisect_kary(
+    keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_batch: BatchRunner, jobs: int, confirm: int = 0
+) -> BisectResult:
     """First bad candidate of `keys` (oldest first), `jobs` candidates per round."""
     if jobs < 1:
         raise UsageError(f"--jobs {jobs}: must be 1 or more")
@@ -98,9 +109,9 @@ def bisect_kary(keys: Sequence[str], labels: Sequence[str], oracle: Oracle, run_
         check_end(oracle, keys, labels, index, role, outcome)
     skipped: set[int] = set()
     lo, hi = narrow(0, n - 1, skipped, first[2:])
-    lo, hi = search.k_ary(lo, hi, lambda points: [answer(o) for _, o in ask(points, ["search"] * len(points))], jobs,
-                          skipped)
+    lo, hi = search.k_ary(
+        lo, hi, lambda points: [answer(o) for _, o in ask(points, ["search"] * len(points))], jobs, skipped
+    )
     for attempt in range(1, confirm + 1):  # one attempt of each boundary at a time: records stay in attempt order
         ask_batch(oracle, [(keys[i], labels[i], "confirm", attempt) for i in (lo, hi)], run_batch)
     return search_result(oracle, keys, lo, hi, skipped, confirm)
-

@@ -73,14 +73,27 @@ def culprit_hlo(index: DumpIndex, culprits: list[str], folder: Path, module: str
         for step in mod.steps:
             if step.pass_name in culprits and step.next_pass is not None and previous:
                 before, after = index.root / previous, index.root / step.file
-                diff = "".join(difflib.unified_diff(
-                    before.read_text(errors="replace").splitlines(keepends=True),
-                    after.read_text(errors="replace").splitlines(keepends=True), before.name, after.name))
+                diff = "".join(
+                    difflib.unified_diff(
+                        before.read_text(errors="replace").splitlines(keepends=True),
+                        after.read_text(errors="replace").splitlines(keepends=True),
+                        before.name,
+                        after.name,
+                    )
+                )
                 diff_path = folder / f"{step.pass_name}.{mod.name}.diff"
                 atomic_write_text(diff_path, diff)
-                found.append(CulpritHlo(pass_=step.pass_name, pipeline=step.pipeline, module=mod.name,
-                                        before=str(before), after=str(after), diff=str(diff_path),
-                                        lines_changed=sum(1 for line in diff.splitlines() if line[:1] in "+-") - 2))
+                found.append(
+                    CulpritHlo(
+                        pass_=step.pass_name,
+                        pipeline=step.pipeline,
+                        module=mod.name,
+                        before=str(before),
+                        after=str(after),
+                        diff=str(diff_path),
+                        lines_changed=sum(1 for line in diff.splitlines() if line[:1] in "+-") - 2,
+                    )
+                )
             previous = step.file
     return found
 
@@ -88,6 +101,7 @@ def culprit_hlo(index: DumpIndex, culprits: list[str], folder: Path, module: str
 def minimal_disable_set(passes: list[str], ask) -> tuple[tuple[str, ...], str]:
     """ddmin over `passes` with `ask(subset) -> outcome` (good = disabling it fixes the test).
     Returns the set and how it was found."""
+
     def interesting(subset: tuple[str, ...]) -> bool | None:
         outcome = ask(subset)
         return None if outcome == StepOutcome.SKIP else outcome == StepOutcome.GOOD
@@ -98,20 +112,27 @@ def minimal_disable_set(passes: list[str], ask) -> tuple[tuple[str, ...], str]:
     if everything is False:
         raise NoReduction(
             f"disabling all {len(passes)} passes that changed the module ({', '.join(passes)}) still leaves the "
-            "test bad: the difference is not made by one of these HLO passes (look at lowering, codegen or runtime)")
+            "test bad: the difference is not made by one of these HLO passes (look at lowering, codegen or runtime)"
+        )
     for name in passes:  # disabling everything broke compilation: one at a time
         if interesting((name,)) is True:
             return (name,), "one at a time (disabling all of them broke compilation)"
-    raise NoReduction("disabling all the passes breaks compilation and no single pass turns the test good",
-                      hint="narrow the candidates with --module, or test pairs by hand with --xla-flag")
+    raise NoReduction(
+        "disabling all the passes breaks compilation and no single pass turns the test good",
+        hint="narrow the candidates with --module, or test pairs by hand with --xla-flag",
+    )
 
 
 def check_baseline(outcome: StepOutcome, reason: str) -> None:
     if outcome == StepOutcome.GOOD:
-        raise EndpointProblem(f"the test is good with every pass enabled ({reason}): there is nothing to bisect",
-                              hint="the test must fail (bad) on the program as it is")
+        raise EndpointProblem(
+            f"the test is good with every pass enabled ({reason}): there is nothing to bisect",
+            hint="the test must fail (bad) on the program as it is",
+        )
     if outcome == StepOutcome.SKIP and reason.startswith(CANNOT_RUN):  # every step runs here: none could
-        raise EnvironmentMissing(f"the baseline run could not be made: {reason}", hint="fix the environment (see above)")
+        raise EnvironmentMissing(
+            f"the baseline run could not be made: {reason}", hint="fix the environment (see above)"
+        )
     if outcome == StepOutcome.SKIP:
         raise EndpointProblem(f"the baseline run could not be judged: {reason}", hint="check the test on its own first")
 
@@ -136,30 +157,42 @@ def run_passes(state: State, python: str, test: Test, module: str | None, confir
         index = index_dump(Path(base.bundle) / "xla_dump")
         passes = passes_from_dump(index, module)
         if not passes:
-            raise NoReduction(f"the per-pass dump of {base.bundle} shows no pass that changed "
-                              f"{'module ' + module if module else 'any module'}")
+            raise NoReduction(
+                f"the per-pass dump of {base.bundle} shows no pass that changed "
+                f"{'module ' + module if module else 'any module'}"
+            )
         state.candidates = [Candidate(key=p.name, label=p.name) for p in passes]
         progress(f"{len(passes)} passes changed the module(s): {', '.join(p.name for p in passes)}")
-        culprits, how = minimal_disable_set([p.name for p in passes],
-                                            lambda s: oracle.ask(",".join(s), _label(s), "ddmin"))
+        culprits, how = minimal_disable_set(
+            [p.name for p in passes], lambda s: oracle.ask(",".join(s), _label(s), "ddmin")
+        )
         key = ",".join(culprits)
         for attempt in range(1, confirm + 1):
             oracle.ask(BASELINE, "all passes enabled", "confirm", attempt)
             oracle.ask(key, _label(culprits), "confirm", attempt)
-        seen = ConfirmRuns(first_bad=[r.outcome for r in oracle.runs(BASELINE)[: confirm + 1]],
-                           last_good=[r.outcome for r in oracle.runs(key)[: confirm + 1]])
+        seen = ConfirmRuns(
+            first_bad=[r.outcome for r in oracle.runs(BASELINE)[: confirm + 1]],
+            last_good=[r.outcome for r in oracle.runs(key)[: confirm + 1]],
+        )
         chosen = [p for p in passes if p.name in culprits]
         hlo = culprit_hlo(index, list(culprits), state.folder, module)
         lines = [f"culprit pass{'es' if len(chosen) > 1 else ''} ({how}):"]
         lines += [f"  {p.name}  (pipeline {', '.join(p.pipelines)}; modules {', '.join(p.modules)})" for p in chosen]
-        lines += [f"  HLO {h.module}: before {Path(h.before).name}\n        after  {Path(h.after).name}\n"
-                  f"        diff   {h.diff} ({h.lines_changed} lines)" for h in hlo]
+        lines += [
+            f"  HLO {h.module}: before {Path(h.before).name}\n        after  {Path(h.after).name}\n"
+            f"        diff   {h.diff} ({h.lines_changed} lines)"
+            for h in hlo
+        ]
         state.result = BisectAnswer(
             last_good=CandidateRef(key=key, label=f"disable {key}", bundle=first_bundle(state, key)),
             first_bad=CandidateRef(key=BASELINE, label="all passes enabled", bundle=base.bundle),
             confirm=seen,
-            flaky=any(o != StepOutcome.BAD for o in seen.first_bad) or any(o != StepOutcome.GOOD for o in seen.last_good),
-            passes=chosen, how=how, hlo=hlo, report_lines=lines,
+            flaky=any(o != StepOutcome.BAD for o in seen.first_bad)
+            or any(o != StepOutcome.GOOD for o in seen.last_good),
+            passes=chosen,
+            how=how,
+            hlo=hlo,
+            report_lines=lines,
         )
         state.status, state.message = BisectStatus.DONE, None
         point_link(state.folder, "first-bad", base.bundle)

@@ -17,8 +17,18 @@ from xlatools.errors import EnvironmentMissing, UsageError
 
 def index_versions(package: str, python_version: str, pre: bool = False) -> list[str]:
     """Versions of `package` with a wheel for `python_version` on this platform, newest first."""
-    argv = [sys.executable, "-m", "pip", "index", "versions", package, "--python-version", python_version,
-            "--only-binary=:all:", "--disable-pip-version-check"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "index",
+        "versions",
+        package,
+        "--python-version",
+        python_version,
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+    ]
     if pre:
         argv.append("--pre")
     try:
@@ -30,13 +40,16 @@ def index_versions(package: str, python_version: str, pre: bool = False) -> list
     found = re.search(r"^Available versions:\s*(.+)$", done.stdout, re.M)
     if done.returncode != 0 or not found:
         if "No module named pip" in done.stderr:
-            raise EnvironmentMissing(f"{sys.executable} has no pip to list {package} releases",
-                                     hint=f"{sys.executable} -m ensurepip")
+            raise EnvironmentMissing(
+                f"{sys.executable} has no pip to list {package} releases", hint=f"{sys.executable} -m ensurepip"
+            )
         if "No matching distribution" in done.stderr:
             return []
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
-        raise EnvironmentMissing(f"the package index did not list {package} versions: {tail or 'no answer'}",
-                                 hint="check the index configuration (pip config list) and the network")
+        raise EnvironmentMissing(
+            f"the package index did not list {package} versions: {tail or 'no answer'}",
+            hint="check the index configuration (pip config list) and the network",
+        )
     return [v.strip() for v in found.group(1).split(",") if v.strip()]
 
 
@@ -46,8 +59,9 @@ class ReleasePlan:
     excluded: list[str] = field(default_factory=list)  # between the ends, without a jaxlib for this Python
 
 
-def plan_release_candidates(good: str, bad: str, jax_versions: list[str], jaxlib_versions: list[str],
-                            python_version: str, nightly: bool = False) -> ReleasePlan:
+def plan_release_candidates(
+    good: str, bad: str, jax_versions: list[str], jaxlib_versions: list[str], python_version: str, nightly: bool = False
+) -> ReleasePlan:
     """Pure: check the ends and list the candidates between them."""
     from packaging.version import Version
 
@@ -56,12 +70,16 @@ def plan_release_candidates(good: str, bad: str, jax_versions: list[str], jaxlib
     jaxlib_set = {Version(v) for v in jaxlib_versions}
     for option, version in (("--good", g), ("--bad", b)):
         if version not in jax_set:
-            raise UsageError(f"{option} {version}: no such jax release on the configured package index",
-                             hint=_nearby(version, sorted(jax_set)))
+            raise UsageError(
+                f"{option} {version}: no such jax release on the configured package index",
+                hint=_nearby(version, sorted(jax_set)),
+            )
         if version not in jaxlib_set:
-            raise UsageError(f"{option} {version}: no jaxlib {version} for Python {python_version} on this platform",
-                             hint=f"jaxlib releases for Python {python_version}: {_span(sorted(jaxlib_set))}; "
-                                  "or choose another --python-version")
+            raise UsageError(
+                f"{option} {version}: no jaxlib {version} for Python {python_version} on this platform",
+                hint=f"jaxlib releases for Python {python_version}: {_span(sorted(jaxlib_set))}; "
+                "or choose another --python-version",
+            )
     between = sorted(v for v in jax_set if g <= v <= b and (nightly or not v.is_prerelease))
     candidates = [jax_set[v] for v in between if v in jaxlib_set]
     excluded = [jax_set[v] for v in between if v not in jaxlib_set]
@@ -74,8 +92,10 @@ def check_ends(good: str, bad: str):
 
     for option, value in (("--good", good), ("--bad", bad)):
         if value != value.strip() or len(value) > 64:  # the ends name folders: no spaces around, no 5,000 digits
-            raise UsageError(f"{option} {value[:70]!r}: not a release version as the index spells one",
-                             hint="e.g. --good 0.4.28 --bad 0.4.31")
+            raise UsageError(
+                f"{option} {value[:70]!r}: not a release version as the index spells one",
+                hint="e.g. --good 0.4.28 --bad 0.4.31",
+            )
         try:
             Version(value)
         except InvalidVersion:
@@ -84,9 +104,11 @@ def check_ends(good: str, bad: str):
     if g == b:
         raise UsageError(f"--good and --bad are the same version ({good})", hint="give two different releases")
     if g > b:
-        raise UsageError(f"--good {good} is newer than --bad {bad}",
-                         hint="bisection looks for the first bad release after a good one; to find where something "
-                              f"was fixed, invert the test (fail while the old behaviour is still there) and use --good {bad} --bad {good}")
+        raise UsageError(
+            f"--good {good} is newer than --bad {bad}",
+            hint="bisection looks for the first bad release after a good one; to find where something "
+            f"was fixed, invert the test (fail while the old behaviour is still there) and use --good {bad} --bad {good}",
+        )
     return g, b
 
 
@@ -104,8 +126,10 @@ def check_python_version(python_version: str) -> None:
     """3.MINOR, the form pip and uv take: anything else would only come back as "no such release"."""
     found = re.fullmatch(r"3\.(\d{1,2})", python_version)
     if not found or int(found.group(1)) < 7:
-        raise UsageError(f"--python-version {python_version}: expected 3.MINOR with MINOR 7 or more, e.g. 3.11",
-                         hint="jax and jaxlib publish wheels for CPython 3 only")
+        raise UsageError(
+            f"--python-version {python_version}: expected 3.MINOR with MINOR 7 or more, e.g. 3.11",
+            hint="jax and jaxlib publish wheels for CPython 3 only",
+        )
 
 
 def release_candidates(good: str, bad: str, python_version: str, nightly: bool = False) -> ReleasePlan:
@@ -120,7 +144,8 @@ def release_candidates(good: str, bad: str, python_version: str, nightly: bool =
             raise EnvironmentMissing(
                 "--nightly: the configured package index lists no jax/jaxlib nightlies (pre-release versions)",
                 hint="nightly wheels live on a separate index; add it to pip's configuration (extra-index-url) "
-                     "and to uv's (UV_EXTRA_INDEX_URL), then run again")
+                "and to uv's (UV_EXTRA_INDEX_URL), then run again",
+            )
     return plan_release_candidates(good, bad, jax_versions, jaxlib_versions, python_version, nightly)
 
 

@@ -32,17 +32,23 @@ class Rule(RuleSpec):
             except REGEX_ERRORS as exc:
                 raise UsageError(f"--match {self.match!r}: not a regular expression ({exc})") from None
             if pattern.search(""):  # '', '.*', 'a?': found in any output, so every step would be bad
-                raise UsageError(f"--match {self.match!r} matches the empty text, so it is found everywhere",
-                                 hint="give a pattern that needs at least one character, e.g. 'Mismatch'")
+                raise UsageError(
+                    f"--match {self.match!r} matches the empty text, so it is found everywhere",
+                    hint="give a pattern that needs at least one character, e.g. 'Mismatch'",
+                )
         for option, codes in (("--bad-exit", self.bad_exit), ("--skip-exit", self.skip_exit)):
             wrong = [code for code in codes if not 0 <= code <= 255]
             if wrong:
-                raise UsageError(f"{option} {wrong[0]}: an exit status is 0 to 255",
-                                 hint="a program killed by a signal N exits 128+N")
+                raise UsageError(
+                    f"{option} {wrong[0]}: an exit status is 0 to 255",
+                    hint="a program killed by a signal N exits 128+N",
+                )
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise UsageError(f"--threshold {self.threshold}: must be a finite number", hint="e.g. --threshold 0.5")
         if self.match_in != "output" and not (self.match_in.startswith("dump:") and len(self.match_in) > 5):
-            raise UsageError(f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)")
+            raise UsageError(
+                f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)"
+            )
         if (self.metric is None) != (self.threshold is None):
             raise UsageError("--metric and --threshold go together", hint="e.g. --metric step_time_s --threshold 0.5")
         if self.match is not None and self.metric is not None:
@@ -69,11 +75,15 @@ class Rule(RuleSpec):
                 return Judgement(StepOutcome.BAD, f"/{self.match}/ found in {found}")
             if code == 0:
                 return Judgement(StepOutcome.GOOD, f"/{self.match}/ not found in {self.match_in}")
-            return Judgement(StepOutcome.SKIP, f"/{self.match}/ not found and the program failed (exit {code}): cannot tell")
+            return Judgement(
+                StepOutcome.SKIP, f"/{self.match}/ not found and the program failed (exit {code}): cannot tell"
+            )
         if code == 0:
             return Judgement(StepOutcome.GOOD, "exit 0")
         if self.bad_exit and code not in self.bad_exit:
-            return Judgement(StepOutcome.SKIP, f"exit {code} is not one of --bad-exit {','.join(map(str, self.bad_exit))}")
+            return Judgement(
+                StepOutcome.SKIP, f"exit {code} is not one of --bad-exit {','.join(map(str, self.bad_exit))}"
+            )
         return Judgement(StepOutcome.BAD, f"exit {code} ({manifest.status})")
 
     def _unasked_failure(self, code: int | None) -> str | None:
@@ -92,11 +102,15 @@ class Rule(RuleSpec):
         try:
             value = float(json.loads((bundle / "metrics.json").read_text())[self.metric])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            return Judgement(StepOutcome.SKIP, f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})")
+            return Judgement(
+                StepOutcome.SKIP, f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})"
+            )
         worse = value < self.threshold if self.higher_is_better else value > self.threshold
         side = "below" if self.higher_is_better else "above"
-        return Judgement(StepOutcome.BAD if worse else StepOutcome.GOOD,
-                         f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})")
+        return Judgement(
+            StepOutcome.BAD if worse else StepOutcome.GOOD,
+            f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
+        )
 
 
 def _search(pattern: str, where: str, bundle: Path, module: str | None = None) -> str | None:
@@ -106,9 +120,11 @@ def _search(pattern: str, where: str, bundle: Path, module: str | None = None) -
     if where == "output":
         files = [bundle / "stdout.log", bundle / "stderr.log"]
     else:
-        part = where[len("dump:"):]
+        part = where[len("dump:") :]
         mine = _module_files(bundle / "xla_dump", module) if module else None
-        files = sorted(p for p in (bundle / "xla_dump").rglob("*.txt") if part in p.name and (mine is None or p in mine))
+        files = sorted(
+            p for p in (bundle / "xla_dump").rglob("*.txt") if part in p.name and (mine is None or p in mine)
+        )
     for path in files:
         try:
             if regex.search(path.read_text(errors="replace")):
@@ -125,6 +141,9 @@ def _module_files(root: Path, ref: str) -> set[Path]:
     if not root.is_dir():
         return set()
     index = index_dump(root)
-    chosen = [index.modules[int(ref)]] if ref.isdigit() and int(ref) in index.modules else \
-        [m for m in index.modules.values() if ref in (m.name, m.short_name)]
+    chosen = (
+        [index.modules[int(ref)]]
+        if ref.isdigit() and int(ref) in index.modules
+        else [m for m in index.modules.values() if ref in (m.name, m.short_name)]
+    )
     return {root / f for m in chosen for f in m.files}

@@ -57,8 +57,11 @@ class State(BisectState):
         try:
             atomic_write_json(self.path, redact(to_json(self)))  # the spec is redacted already (describe)
         except OSError as exc:
-            raise write_failure(exc, f"cannot write the bisect state {self.path}: {exc.strerror}",
-                                hint="free some space or pick another --out; the steps done so far are kept") from None
+            raise write_failure(
+                exc,
+                f"cannot write the bisect state {self.path}: {exc.strerror}",
+                hint="free some space or pick another --out; the steps done so far are kept",
+            ) from None
 
 
 def load(folder: Path) -> State | None:
@@ -79,8 +82,9 @@ def load(folder: Path) -> State | None:
     try:
         state = validate(data, State, path, what, hint=fix)
     except UsageError as exc:
-        raise UsageError(f"the {what} {path} is corrupt: {exc.message.removeprefix(f'{path}: ')}", hint=fix,
-                         problems=exc.problems) from None
+        raise UsageError(
+            f"the {what} {path} is corrupt: {exc.message.removeprefix(f'{path}: ')}", hint=fix, problems=exc.problems
+        ) from None
     state.folder = folder  # where it is now (the folder may have been moved)
     return state
 
@@ -93,8 +97,10 @@ def open_state(folder: Path, kind: str, spec: BisectSpec, fresh: bool) -> State 
         return None
     state = load(folder)
     if state is not None and (state.kind != kind or spec_json(state.spec) != spec_json(spec)):
-        raise UsageError(f"{state.path} records another bisection ({state.kind}, {spec_json(state.spec)})",
-                         hint="use another --out or --fresh")
+        raise UsageError(
+            f"{state.path} records another bisection ({state.kind}, {spec_json(state.spec)})",
+            hint="use another --out or --fresh",
+        )
     return state
 
 

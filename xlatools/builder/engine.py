@@ -124,8 +124,14 @@ def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
         image_id = None
         try:
             stream = client.api.build(
-                path=str(context), tag=spec.ref, buildargs=dict(spec.build_args), rm=True, forcerm=True,
-                pull=False, nocache=no_cache, decode=True,
+                path=str(context),
+                tag=spec.ref,
+                buildargs=dict(spec.build_args),
+                rm=True,
+                forcerm=True,
+                pull=False,
+                nocache=no_cache,
+                decode=True,
                 labels={LABEL_MANAGED: "1", "org.xlatools.content-hash": spec.content_hash},
             )
             for chunk in stream:
@@ -138,8 +144,9 @@ def _build(client, spec, sink: LineSink, no_cache: bool) -> str:
         except APIError as exc:
             raise _image_error(_short(exc), spec) from None
         except (DockerException, RequestException) as exc:
-            raise ContainerError(f"lost the Docker engine while building {spec.ref}: {_short(exc)}",
-                                 hint=START_HINT) from None
+            raise ContainerError(
+                f"lost the Docker engine while building {spec.ref}: {_short(exc)}", hint=START_HINT
+            ) from None
         return image_id or client.images.get(spec.ref).id
     finally:
         shutil.rmtree(context, ignore_errors=True)
@@ -191,8 +198,10 @@ def run_container(client, plan, sink: LineSink, keep: bool, reporter: Reporter) 
             )
             container.start()
         except APIError as exc:
-            raise ContainerError(f"could not start build container {plan.container_name}: {_short(exc)}",
-                                 hint="check the mounts' host paths and the image") from None
+            raise ContainerError(
+                f"could not start build container {plan.container_name}: {_short(exc)}",
+                hint="check the mounts' host paths and the image",
+            ) from None
         try:
             return _follow(container, sink)
         except (DockerException, RequestException) as exc:

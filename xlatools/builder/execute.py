@@ -73,8 +73,15 @@ def _collect_wheels(stage: Path, bundle_dir: Path, dist: Path) -> list[WheelReco
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        wheels.append(WheelRecord(name=wheel.name, size=kept.stat().st_size, sha256=sha256_file(kept),
-                                  path=f"wheels/{wheel.name}", dist_path=str(dist / wheel.name)))
+        wheels.append(
+            WheelRecord(
+                name=wheel.name,
+                size=kept.stat().st_size,
+                sha256=sha256_file(kept),
+                path=f"wheels/{wheel.name}",
+                dist_path=str(dist / wheel.name),
+            )
+        )
     return wheels
 
 
@@ -118,8 +125,9 @@ def _run_command(plan: BuildPlan, options: _Options, sink: LogSink, record: Buil
         return _image_and_command(plan, options, sink, record, reporter)
 
 
-def _image_and_command(plan: BuildPlan, options: _Options, sink: LogSink, record: BuildManifest,
-                       reporter: Reporter) -> int:
+def _image_and_command(
+    plan: BuildPlan, options: _Options, sink: LogSink, record: BuildManifest, reporter: Reporter
+) -> int:
     durations = record.durations
     if plan.mode == "local":
         from xlatools.builder.local import run_local
@@ -153,8 +161,11 @@ def _judge(plan: BuildPlan, exit_code: int, wheels: list[WheelRecord], log: Path
             hint=f"full log: {log}; the manifest records the plan that ran",
         )
     if not wheels:
-        return BuildFailed(f"the build succeeded but left no wheel in {plan.stage_dir}", 1,
-                           hint="a custom build.command must write wheels into {output}")
+        return BuildFailed(
+            f"the build succeeded but left no wheel in {plan.stage_dir}",
+            1,
+            hint="a custom build.command must write wheels into {output}",
+        )
     return None
 
 
@@ -210,9 +221,20 @@ def _build(session: BundleSession, plan: BuildPlan, options: _Options, reporter:
     return error
 
 
-def execute(plan: BuildPlan, *, out_root: Path, tree: TreeInfo, pin: PinInfo | None, reporter: Reporter,
-            argv: Sequence[str] = (), keep_container: bool = False, rebuild_image: bool = False, client=None,
-            explain: Explain | None = None, credentials: Credentials = Credentials()) -> BuildOutcome:
+def execute(
+    plan: BuildPlan,
+    *,
+    out_root: Path,
+    tree: TreeInfo,
+    pin: PinInfo | None,
+    reporter: Reporter,
+    argv: Sequence[str] = (),
+    keep_container: bool = False,
+    rebuild_image: bool = False,
+    client=None,
+    explain: Explain | None = None,
+    credentials: Credentials = Credentials(),
+) -> BuildOutcome:
     """Run the build and write its bundle; failures come back in the outcome, not raised.
 
     `explain(log)` -> (hints, text) scans a failed build's log for known failure signatures
@@ -221,9 +243,17 @@ def execute(plan: BuildPlan, *, out_root: Path, tree: TreeInfo, pin: PinInfo | N
     from xlatools.records import host_info
     from xlatools.redact import redact_argv
 
-    record = BuildManifest(profile=plan.profile, mode=plan.mode, plan=plan, pin=pin, tree=tree, host=host_info(),
-                           log=LOG_NAME, argv=list(argv),
-                           command="xlatools " + " ".join(redact_argv(list(argv))) if argv else None)
+    record = BuildManifest(
+        profile=plan.profile,
+        mode=plan.mode,
+        plan=plan,
+        pin=pin,
+        tree=tree,
+        host=host_info(),
+        log=LOG_NAME,
+        argv=list(argv),
+        command="xlatools " + " ".join(redact_argv(list(argv))) if argv else None,
+    )
     options = _Options(keep_container, rebuild_image, client, explain, credentials)
     session = None
     try:

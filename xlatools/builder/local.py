@@ -16,12 +16,18 @@ def run_local(plan, sink) -> int:
         # Own session: Ctrl-C reaches us, and we stop the whole process tree
         # (build.py, bazel client) ourselves, in order, in `finally`.
         proc = subprocess.Popen(
-            list(plan.argv), cwd=plan.workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            list(plan.argv),
+            cwd=plan.workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     except FileNotFoundError:
-        raise EnvironmentMissing(f"--local: {plan.argv[0]} not found on PATH",
-                                 hint="install it, or build in a container (drop --local)") from None
+        raise EnvironmentMissing(
+            f"--local: {plan.argv[0]} not found on PATH", hint="install it, or build in a container (drop --local)"
+        ) from None
     try:
         assert proc.stdout is not None
         for raw in iter(proc.stdout.readline, b""):

@@ -87,8 +87,9 @@ def preview_tree(prepared: PreparedBuild) -> TreePreview:
     return TreePreview(bazelrc=block.action, pin_changed=list(pin_changed), pin_diff=pin_diff)
 
 
-def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | None = None,
-              argv: Sequence[str] = ()) -> BuildOutcome:
+def run_build(
+    prepared: PreparedBuild, reporter: Reporter, explain: Explain | None = None, argv: Sequence[str] = ()
+) -> BuildOutcome:
     """Connect to the engine, pin the tree, write its bazel config, run the build into a bundle.
 
     Failures of the build itself come back in the outcome (with the manifest); bad input
@@ -119,8 +120,10 @@ def run_build(prepared: PreparedBuild, reporter: Reporter, explain: Explain | No
     if not block.imported:
         reporter.warn(not_imported_warning(Path(plan.source), plan.config_name))
     if plan.credentials is not None:  # where they come from, never their values
-        reporter.step(f"remote credentials ({'; '.join(plan.credentials.describe())}) for bazel in {plan.private_rc}, "
-                      "removed when the build ends")
+        reporter.step(
+            f"remote credentials ({'; '.join(plan.credentials.describe())}) for bazel in {plan.private_rc}, "
+            "removed when the build ends"
+        )
     reporter.step("$ " + " ".join(plan.argv))
     return execute(
         plan,

@@ -36,7 +36,14 @@ LABEL_PROFILE = "org.xlatools.profile"
 
 # Every client that reads a CA bundle from the environment: pip, requests,
 # curl, git, OpenSSL-based tools, node.
-CA_ENV_NAMES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS")
+CA_ENV_NAMES = (
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+    "NODE_EXTRA_CA_CERTS",
+)
 
 
 @dataclass(frozen=True)
@@ -124,16 +131,24 @@ def _command(profile, options: BuildOptions, seen: dict[str, str | None]) -> lis
     # The credentials reach bazel through a private rc file (a startup option), never the command line.
     startup = (f"--bazelrc={seen['rc']}",) if seen.get("rc") else ()
     inputs = CommandInputs(
-        source=seen["source"], output=seen["output"], wheels=tuple(profile.build.wheels),
-        python_version=profile.target.python, config_name=options.config_name, bazel_cache=seen["cache"],
-        jobs=options.jobs or profile.bazel.jobs, local_xla=seen["xla"], extra_bazel_options=tuple(extra_bazel),
+        source=seen["source"],
+        output=seen["output"],
+        wheels=tuple(profile.build.wheels),
+        python_version=profile.target.python,
+        config_name=options.config_name,
+        bazel_cache=seen["cache"],
+        jobs=options.jobs or profile.bazel.jobs,
+        local_xla=seen["xla"],
+        extra_bazel_options=tuple(extra_bazel),
         startup_options=startup,
     )
     if profile.build.command:
         if startup and STARTUP_PLACEHOLDER not in profile.build.command:
-            raise UsageError("the profile has bazel.remote_credentials but build.command has no "
-                             f"{STARTUP_PLACEHOLDER}, so bazel would never see them",
-                             hint=f"put {STARTUP_PLACEHOLDER} right after `bazel` in build.command")
+            raise UsageError(
+                "the profile has bazel.remote_credentials but build.command has no "
+                f"{STARTUP_PLACEHOLDER}, so bazel would never see them",
+                hint=f"put {STARTUP_PLACEHOLDER} right after `bazel` in build.command",
+            )
         return expand_template(profile.build.command, inputs)
     return buildpy_argv(profile, inputs)
 
@@ -144,7 +159,9 @@ def _private_rc(options: BuildOptions, refs: CredentialRefs | None) -> Path | No
         return None
     import tempfile
 
-    root = Path(options.secrets_root) if options.secrets_root else Path(tempfile.gettempdir()) / f"xlatools-{options.uid}"
+    root = (
+        Path(options.secrets_root) if options.secrets_root else Path(tempfile.gettempdir()) / f"xlatools-{options.uid}"
+    )
     return (root / options.run_id / PRIVATE_RC).resolve()
 
 
@@ -175,31 +192,60 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
     refs = credential_refs(resolved)
     private_rc = _private_rc(options, refs)
     if options.local:
-        seen = {"source": str(host.source), "output": str(host.stage), "cache": str(host.bazel_cache),
-                "xla": str(host.local_xla) if host.local_xla else None,
-                "ca": str(host.ca_bundle) if host.ca_bundle else None, "rc": str(private_rc) if private_rc else None}
+        seen = {
+            "source": str(host.source),
+            "output": str(host.stage),
+            "cache": str(host.bazel_cache),
+            "xla": str(host.local_xla) if host.local_xla else None,
+            "ca": str(host.ca_bundle) if host.ca_bundle else None,
+            "rc": str(private_rc) if private_rc else None,
+        }
     else:
-        seen = {"source": C_SOURCE, "output": C_OUTPUT, "cache": C_BAZEL_CACHE,
-                "xla": C_XLA if host.local_xla else None, "ca": C_CA_BUNDLE if host.ca_bundle else None,
-                "rc": f"{C_SECRETS}/{PRIVATE_RC}" if private_rc else None}
+        seen = {
+            "source": C_SOURCE,
+            "output": C_OUTPUT,
+            "cache": C_BAZEL_CACHE,
+            "xla": C_XLA if host.local_xla else None,
+            "ca": C_CA_BUNDLE if host.ca_bundle else None,
+            "rc": f"{C_SECRETS}/{PRIVATE_RC}" if private_rc else None,
+        }
     env = {"PYTHONUNBUFFERED": "1"}
     if seen["ca"]:
         env.update({name: seen["ca"] for name in CA_ENV_NAMES})
     common = dict(
-        profile=profile.name, chain=tuple(resolved.chain), source=str(host.source), stage_dir=str(host.stage),
-        dist_dir=str(Path(options.dist_dir).resolve()), bazel_cache=str(host.bazel_cache),
-        user=f"{options.uid}:{options.gid}", argv=tuple(_command(profile, options, seen)),
+        profile=profile.name,
+        chain=tuple(resolved.chain),
+        source=str(host.source),
+        stage_dir=str(host.stage),
+        dist_dir=str(Path(options.dist_dir).resolve()),
+        bazel_cache=str(host.bazel_cache),
+        user=f"{options.uid}:{options.gid}",
+        argv=tuple(_command(profile, options, seen)),
         config_name=options.config_name,
-        bazelrc=rendered_bazelrc if rendered_bazelrc is not None else render(profile_for_tree(resolved), options.config_name),
-        wheels=tuple(profile.build.wheels), remote_cache=profile.bazel.remote_cache,
-        remote_executor=profile.bazel.remote_executor, credentials=refs,
-        private_rc=str(private_rc) if private_rc else None, private_rc_seen=seen["rc"],
+        bazelrc=rendered_bazelrc
+        if rendered_bazelrc is not None
+        else render(profile_for_tree(resolved), options.config_name),
+        wheels=tuple(profile.build.wheels),
+        remote_cache=profile.bazel.remote_cache,
+        remote_executor=profile.bazel.remote_executor,
+        credentials=refs,
+        private_rc=str(private_rc) if private_rc else None,
+        private_rc_seen=seen["rc"],
         local_xla=str(host.local_xla) if host.local_xla else None,
     )
     if options.local:
         env.update(container.env)
-        return BuildPlan(mode="local", image=None, container_name=None, labels={}, network=None, mounts=(),
-                         env=env, workdir=str(host.source), **common)
+        return BuildPlan(
+            mode="local",
+            image=None,
+            container_name=None,
+            labels={},
+            network=None,
+            mounts=(),
+            env=env,
+            workdir=str(host.source),
+            **common,
+        )
 
     mounts = _mounts(host, refs, private_rc)
     # A user with no passwd entry in the image: bazel and getpass need USER.
@@ -208,13 +254,21 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
     notes = []
     remote = profile.bazel.remote_cache or ""
     if ("127.0.0.1" in remote or "localhost" in remote) and container.network != "host":
-        notes.append("the remote cache is on localhost, which a bridged container cannot reach; "
-                     "set build.container.network: host")
+        notes.append(
+            "the remote cache is on localhost, which a bridged container cannot reach; "
+            "set build.container.network: host"
+        )
     return BuildPlan(
-        mode="container", image=image_spec(resolved, host.ca_bundle),
+        mode="container",
+        image=image_spec(resolved, host.ca_bundle),
         container_name=f"xlatools-build-{profile.name}-{options.run_id}",
         labels={LABEL_MANAGED: "1", LABEL_RUN_ID: options.run_id, LABEL_PROFILE: profile.name},
-        network=container.network, mounts=mounts, env=env, workdir=C_SOURCE, notes=tuple(notes), **common,
+        network=container.network,
+        mounts=mounts,
+        env=env,
+        workdir=C_SOURCE,
+        notes=tuple(notes),
+        **common,
     )
 
 
@@ -225,16 +279,20 @@ def _mount(host: Path, target: str, read_only: bool, purpose: str) -> Mount:
 def check_source(plan: BuildPlan, uses_buildpy: bool) -> None:
     """The source tree exists and, for the default command, looks like JAX."""
     source = Path(plan.source)
-    without = (f"; without a tree, `xlatools bazelrc --profile {plan.profile} --build-command` shows the build.py "
-               f"line and `xlatools bazelrc --profile {plan.profile}` the bazel config a build would use")
+    without = (
+        f"; without a tree, `xlatools bazelrc --profile {plan.profile} --build-command` shows the build.py "
+        f"line and `xlatools bazelrc --profile {plan.profile}` the bazel config a build would use"
+    )
     if not source.is_dir():
-        raise UsageError(f"--source {source}: not a directory",
-                         hint=f"point --source at a JAX checkout (a clone of jax-ml/jax){without}")
+        raise UsageError(
+            f"--source {source}: not a directory",
+            hint=f"point --source at a JAX checkout (a clone of jax-ml/jax){without}",
+        )
     if uses_buildpy and not (source / "build" / "build.py").is_file():
         raise UsageError(
             f"--source {source}: no build/build.py (not a JAX checkout?)",
             hint=f"point --source at the root of a JAX checkout (a clone of jax-ml/jax), or set build.command in the "
-                 f"profile{without}",
+            f"profile{without}",
         )
     if plan.local_xla and not Path(plan.local_xla).is_dir():
         raise UsageError(

@@ -15,8 +15,10 @@ def load_lock_file(path: Path) -> Lock:
     from xlatools.pin.lock import load_lock
 
     if not Path(path).is_file():
-        raise UsageError(f"--lock {path}: no such file",
-                         hint="create one with `xlatools pin resolve --profile P` (or `xlatools pin local --xla DIR`)")
+        raise UsageError(
+            f"--lock {path}: no such file",
+            hint="create one with `xlatools pin resolve --profile P` (or `xlatools pin local --xla DIR`)",
+        )
     return load_lock(Path(path))
 
 

@@ -30,8 +30,12 @@ class JobPlan:
 
     def lines(self) -> list[str]:
         """What --dry-run shows."""
-        return [f"sbatch: {shlex.join(self.sbatch)}", f"srun:   {shlex.join(self.srun)}", "job script:",
-                *(f"  {line}" for line in self.script.splitlines())]
+        return [
+            f"sbatch: {shlex.join(self.sbatch)}",
+            f"srun:   {shlex.join(self.srun)}",
+            "job script:",
+            *(f"  {line}" for line in self.script.splitlines()),
+        ]
 
 
 def _directive(option: str) -> str:
@@ -42,9 +46,14 @@ def _directive(option: str) -> str:
 def sbatch_options(spec: ClusterSpec, tasks: int) -> list[str]:
     """The #SBATCH settings of a job of `tasks` tasks."""
     options = [f"--ntasks={tasks}"]
-    for flag, value in (("--partition", spec.partition), ("--account", spec.account), ("--time", spec.time),
-                        ("--nodes", spec.nodes), ("--gpus-per-task", spec.gpus_per_task),
-                        ("--cpus-per-task", spec.cpus_per_task)):
+    for flag, value in (
+        ("--partition", spec.partition),
+        ("--account", spec.account),
+        ("--time", spec.time),
+        ("--nodes", spec.nodes),
+        ("--gpus-per-task", spec.gpus_per_task),
+        ("--cpus-per-task", spec.cpus_per_task),
+    ):
         if value is not None:
             options.append(f"{flag}={value}")
     return options + list(spec.sbatch_options)
@@ -55,10 +64,19 @@ def plan_job(spec: ClusterSpec, name: str, folder: str, tasks: int, python: str,
     job_name = "xlatools-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
     srun = ["srun", "--kill-on-bad-exit=0", f"--ntasks={tasks}", python, f"{folder}/{SHIM}"]
     # --no-requeue: a job its node lost ends (NODE_FAIL, a skip xlatools records) instead of queueing again unseen.
-    header = [f"--job-name={job_name}", f"--output={folder}/job.out", f"--chdir={cwd}", "--no-requeue",
-              *sbatch_options(spec, tasks)]
-    script = ["#!/bin/bash", *(f"#SBATCH {_directive(option)}" for option in header),
-              "# made by xlatools; the tasks' own logs are in the bundle", "set -e"]
+    header = [
+        f"--job-name={job_name}",
+        f"--output={folder}/job.out",
+        f"--chdir={cwd}",
+        "--no-requeue",
+        *sbatch_options(spec, tasks),
+    ]
+    script = [
+        "#!/bin/bash",
+        *(f"#SBATCH {_directive(option)}" for option in header),
+        "# made by xlatools; the tasks' own logs are in the bundle",
+        "set -e",
+    ]
     script += list(spec.setup)
     script.append("exec " + shlex.join(srun))
     sbatch = ["sbatch", "--parsable", f"{folder}/{SCRIPT}"]

@@ -19,16 +19,47 @@ from xlatools.errors import EnvironmentMissing, UsageError
 
 COMMAND_TIMEOUT = 60.0
 # sbatch's refusals that are the user's input (partition, account, QOS, limits), not the cluster's state.
-_BAD_INPUT = ("invalid partition", "invalid account", "invalid qos", "invalid time limit", "requested time limit",
-              "requested node configuration is not available", "invalid generic resource", "unrecognized option",
-              "invalid option", "invalid argument", "access/permission denied", "user's group not permitted",
-              "more processors requested than permitted", "node count specification invalid", "invalid --")
+_BAD_INPUT = (
+    "invalid partition",
+    "invalid account",
+    "invalid qos",
+    "invalid time limit",
+    "requested time limit",
+    "requested node configuration is not available",
+    "invalid generic resource",
+    "unrecognized option",
+    "invalid option",
+    "invalid argument",
+    "access/permission denied",
+    "user's group not permitted",
+    "more processors requested than permitted",
+    "node count specification invalid",
+    "invalid --",
+)
 # States in which the job has ended; the others (PENDING, RUNNING, COMPLETING, ...) have not.
-ENDED = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
-         "DEADLINE", "SPECIAL_EXIT", "REVOKED"}
-KILLED_WHY = {"TIMEOUT": "Slurm's time limit", "NODE_FAIL": "node failure", "PREEMPTED": "preempted",
-              "CANCELLED": "cancelled", "OUT_OF_MEMORY": "out of memory (Slurm)", "BOOT_FAIL": "node boot failure",
-              "DEADLINE": "deadline passed", "REVOKED": "revoked"}
+ENDED = {
+    "COMPLETED",
+    "FAILED",
+    "TIMEOUT",
+    "CANCELLED",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "OUT_OF_MEMORY",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "SPECIAL_EXIT",
+    "REVOKED",
+}
+KILLED_WHY = {
+    "TIMEOUT": "Slurm's time limit",
+    "NODE_FAIL": "node failure",
+    "PREEMPTED": "preempted",
+    "CANCELLED": "cancelled",
+    "OUT_OF_MEMORY": "out of memory (Slurm)",
+    "BOOT_FAIL": "node boot failure",
+    "DEADLINE": "deadline passed",
+    "REVOKED": "revoked",
+}
 
 _LOCK = threading.Lock()
 _ACTIVE: set[str] = set()  # jobs submitted and not yet seen ended
@@ -39,9 +70,11 @@ def require() -> None:
     """No Slurm client on this machine: exit 3 with the fix."""
     missing = [tool for tool in ("sbatch", "squeue", "scontrol", "scancel") if shutil.which(tool) is None]
     if missing:
-        raise EnvironmentMissing(f"--executor slurm: no Slurm client here ({', '.join(missing)} not found on PATH)",
-                                 hint="run xlatools on a login node of the cluster (or install slurm-client and set "
-                                      "SLURM_CONF), or use --executor local")
+        raise EnvironmentMissing(
+            f"--executor slurm: no Slurm client here ({', '.join(missing)} not found on PATH)",
+            hint="run xlatools on a login node of the cluster (or install slurm-client and set "
+            "SLURM_CONF), or use --executor local",
+        )
 
 
 def _call(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess:
@@ -51,8 +84,10 @@ def _call(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> subprocess.Compl
         require()
         raise
     except subprocess.TimeoutExpired:
-        raise EnvironmentMissing(f"`{' '.join(argv[:2])}` did not answer in {timeout:.0f} s: the Slurm controller "
-                                 "is not responding", hint="check `sinfo`; try again when the cluster answers") from None
+        raise EnvironmentMissing(
+            f"`{' '.join(argv[:2])}` did not answer in {timeout:.0f} s: the Slurm controller is not responding",
+            hint="check `sinfo`; try again when the cluster answers",
+        ) from None
 
 
 def refusal(stderr: str, what: str) -> Exception:
@@ -61,11 +96,15 @@ def refusal(stderr: str, what: str) -> Exception:
     message = " ".join(line.strip() for line in stderr.strip().splitlines()[-3:]) or "no message"
     lowered = message.lower()
     if any(marker in lowered for marker in _BAD_INPUT):
-        return UsageError(f"{what}: Slurm refused the job: {message}",
-                          hint="check --partition/--account/--time-limit or the profile's "
-                               "cluster: section (`sinfo -s` lists partitions)")
-    return EnvironmentMissing(f"{what}: Slurm could not take the job: {message}",
-                              hint="check that the cluster answers (`sinfo`) and SLURM_CONF")
+        return UsageError(
+            f"{what}: Slurm refused the job: {message}",
+            hint="check --partition/--account/--time-limit or the profile's "
+            "cluster: section (`sinfo -s` lists partitions)",
+        )
+    return EnvironmentMissing(
+        f"{what}: Slurm could not take the job: {message}",
+        hint="check that the cluster answers (`sinfo`) and SLURM_CONF",
+    )
 
 
 def submit(script_path: str) -> str:
@@ -111,8 +150,14 @@ def parse_show_job(text: str, job_id: str) -> JobInfo:
     state = fields.get("JobState")
     reason = fields.get("Reason")
     nodelist = fields.get("NodeList")
-    return JobInfo(job_id, state, None if reason in (None, "None") else reason, fields.get("ExitCode"),
-                   expand_nodes(nodelist) if nodelist and nodelist != "(null)" else [], fields.get("Partition"))
+    return JobInfo(
+        job_id,
+        state,
+        None if reason in (None, "None") else reason,
+        fields.get("ExitCode"),
+        expand_nodes(nodelist) if nodelist and nodelist != "(null)" else [],
+        fields.get("Partition"),
+    )
 
 
 def expand_nodes(nodelist: str) -> list[str]:

@@ -29,9 +29,18 @@ class ClusterSpec:
     source: str = "defaults"  # where the settings came from (a profile's file, the command line)
 
     def describe(self) -> str:
-        parts = [f"{name}={value}" for name, value in
-                 (("partition", self.partition), ("account", self.account), ("time", self.time), ("nodes", self.nodes),
-                  ("gpus-per-task", self.gpus_per_task), ("cpus-per-task", self.cpus_per_task)) if value is not None]
+        parts = [
+            f"{name}={value}"
+            for name, value in (
+                ("partition", self.partition),
+                ("account", self.account),
+                ("time", self.time),
+                ("nodes", self.nodes),
+                ("gpus-per-task", self.gpus_per_task),
+                ("cpus-per-task", self.cpus_per_task),
+            )
+            if value is not None
+        ]
         return ", ".join(parts + list(self.sbatch_options)) or "Slurm's defaults"
 
 
@@ -48,9 +57,17 @@ class ExecutorChoice:
 
 def from_profile_section(section: Cluster, source: str) -> tuple[str, ClusterSpec]:
     """(executor, spec) from a validated profile's `cluster:` section."""
-    spec = ClusterSpec(partition=section.partition, account=section.account, time=section.time, nodes=section.nodes,
-                       gpus_per_task=section.gpus_per_task, cpus_per_task=section.cpus_per_task,
-                       sbatch_options=tuple(section.sbatch_options), setup=tuple(section.setup), source=source)
+    spec = ClusterSpec(
+        partition=section.partition,
+        account=section.account,
+        time=section.time,
+        nodes=section.nodes,
+        gpus_per_task=section.gpus_per_task,
+        cpus_per_task=section.cpus_per_task,
+        sbatch_options=tuple(section.sbatch_options),
+        setup=tuple(section.setup),
+        source=source,
+    )
     return section.executor, spec
 
 
@@ -63,19 +80,30 @@ def settle(choice: ExecutorChoice, profile_executor: str, profile_spec: ClusterS
         if not option.startswith("--") or " " in option.split("=", 1)[0] or not option.isprintable():
             raise UsageError(f"--sbatch-option {option!r}: one sbatch option, e.g. --sbatch-option=--qos=debug")
     if executor == "local":
-        given = [n for n, v in (("--partition", choice.partition), ("--account", choice.account), ("--time", choice.time))
-                 if v is not None] + (["--sbatch-option"] if choice.sbatch_options else [])
+        given = [
+            n
+            for n, v in (("--partition", choice.partition), ("--account", choice.account), ("--time", choice.time))
+            if v is not None
+        ] + (["--sbatch-option"] if choice.sbatch_options else [])
         if given:
-            raise UsageError(f"{', '.join(given)} go with --executor slurm (this command runs locally)",
-                             hint="add --executor slurm, or a profile whose cluster: section says executor: slurm")
+            raise UsageError(
+                f"{', '.join(given)} go with --executor slurm (this command runs locally)",
+                hint="add --executor slurm, or a profile whose cluster: section says executor: slurm",
+            )
         return None
-    overrides: dict[str, str] = {k: v for k, v in (("partition", choice.partition), ("account", choice.account), ("time", choice.time))
-                 if v is not None}
+    overrides: dict[str, str] = {
+        k: v
+        for k, v in (("partition", choice.partition), ("account", choice.account), ("time", choice.time))
+        if v is not None
+    }
     for name, value in overrides.items():
         if not value or any(c.isspace() for c in value) or not value.isprintable():
             raise UsageError(f"--{name} {value!r}: one Slurm name or time, without spaces")
-    spec = replace(profile_spec, **overrides,  # type: ignore[arg-type]  # each a str field of ClusterSpec
-                   sbatch_options=profile_spec.sbatch_options + tuple(choice.sbatch_options))
+    spec = replace(
+        profile_spec,
+        **overrides,  # type: ignore[arg-type]  # each a str field of ClusterSpec
+        sbatch_options=profile_spec.sbatch_options + tuple(choice.sbatch_options),
+    )
     if overrides or choice.sbatch_options:
         spec = replace(spec, source=f"{profile_spec.source} + command line")
     return spec
@@ -88,5 +116,7 @@ def resolve(choice: ExecutorChoice, profile_ref: str | None) -> ClusterSpec | No
         from xlatools.profiles import load
 
         resolved = load(profile_ref)
-        executor, spec = from_profile_section(resolved.profile.cluster, f"profile {resolved.profile.name} ({resolved.path})")
+        executor, spec = from_profile_section(
+            resolved.profile.cluster, f"profile {resolved.profile.name} ({resolved.path})"
+        )
     return settle(choice, executor, spec)

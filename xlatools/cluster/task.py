@@ -42,8 +42,9 @@ def main():
     started = time.time()
     signal.signal(signal.SIGTERM, _on_term)
     with open(task["stdout"], "ab") as out, open(task["stderr"], "ab") as err:
-        proc = subprocess.Popen(task["argv"], env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            task["argv"], env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     deadline = started + task["timeout"] if task.get("timeout") else None
     timed_out = False
     while proc.poll() is None:
@@ -56,8 +57,14 @@ def main():
             break
         time.sleep(0.05)
     proc.wait()
-    record = {"returncode": proc.returncode, "timed_out": timed_out, "stopped_by_signal": _stop[0] if _stop else None,
-              "started": started, "finished": time.time(), "node": os.uname().nodename}
+    record = {
+        "returncode": proc.returncode,
+        "timed_out": timed_out,
+        "stopped_by_signal": _stop[0] if _stop else None,
+        "started": started,
+        "finished": time.time(),
+        "node": os.uname().nodename,
+    }
     temp = task["exit_file"] + ".tmp"
     with open(temp, "w") as handle:
         json.dump(record, handle)

@@ -13,14 +13,20 @@ from xlatools.commands.options import DryRunOption, ProfileOption
 def bazelrc(
     profile: ProfileOption,
     config_name: str = typer.Option("xlatools", "--config-name", help="Name of the bazel config (build:NAME lines)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the config to this file (replaced whole)."),
+    output: Optional[Path] = typer.Option(
+        None, "-o", "--output", help="Write the config to this file (replaced whole)."
+    ),
     source: Optional[Path] = typer.Option(
         None, "--source", help="A JAX source tree: update the managed block in its .bazelrc.user, keeping the rest."
     ),
     dry_run: DryRunOption = False,
-    build_command: bool = typer.Option(False, "--build-command", help="Print only the build.py line that builds "
-                                       "with this config (the profile's wheels, CUDA/cuDNN/NCCL versions, compute "
-                                       "capabilities), to run in the JAX tree."),
+    build_command: bool = typer.Option(
+        False,
+        "--build-command",
+        help="Print only the build.py line that builds "
+        "with this config (the profile's wheels, CUDA/cuDNN/NCCL versions, compute "
+        "capabilities), to run in the JAX tree.",
+    ),
 ) -> None:
     """Render a profile's bazel settings as one named bazel config; the build.py line that uses it goes to stderr.
 
@@ -40,18 +46,22 @@ def bazelrc(
     line = _build_line(resolved.profile, config_name)
     if build_command:
         if line is None:
-            raise UsageError(f"profile {profile}: no build.py line (it sets build.command, builds for ROCm, or lists "
-                             "no wheels)", hint="`xlatools build --dry-run` shows the command a build runs")
+            raise UsageError(
+                f"profile {profile}: no build.py line (it sets build.command, builds for ROCm, or lists no wheels)",
+                hint="`xlatools build --dry-run` shows the command a build runs",
+            )
         typer.echo(line)
         return
     for warning in check_debug_info(resolved.profile):
         console.warn(warning)
     text = render(resolved, config_name)
     if resolved.profile.bazel.remote_credentials is not None:
-        console.info("the profile's remote credentials are not written into this config (nor anywhere xlatools "
-                     "writes); `xlatools build` hands them to bazel in a private rc; when you run bazel yourself, "
-                     f"give them in your own rc: `bazel --bazelrc=PRIVATE_RC build --config={config_name}` "
-                     "(docs/building.md, team setup)")
+        console.info(
+            "the profile's remote credentials are not written into this config (nor anywhere xlatools "
+            "writes); `xlatools build` hands them to bazel in a private rc; when you run bazel yourself, "
+            f"give them in your own rc: `bazel --bazelrc=PRIVATE_RC build --config={config_name}` "
+            "(docs/building.md, team setup)"
+        )
     if source is not None:
         _write_into_tree(source, config_name, text, dry_run)
     elif output is not None:

@@ -12,15 +12,23 @@ from xlatools.commands.options import DryRunOption, JsonOption, OutOption, Profi
 
 def build(
     profile: ProfileOption,
-    source: Path = typer.Option(Path("."), "--source", help="The JAX source tree to build (default: the current directory)."),
-    lock: Optional[Path] = typer.Option(None, "--lock", help="Lock file whose XLA pin is applied (and verified) before the build."),
+    source: Path = typer.Option(
+        Path("."), "--source", help="The JAX source tree to build (default: the current directory)."
+    ),
+    lock: Optional[Path] = typer.Option(
+        None, "--lock", help="Lock file whose XLA pin is applied (and verified) before the build."
+    ),
     local: bool = typer.Option(False, "--local", help="Run the same plan on this host, without Docker."),
     dry_run: DryRunOption = False,
     as_json: JsonOption = False,
     out: OutOption = Path("artifacts/builds"),
     keep_container: bool = typer.Option(False, "--keep-container", help="Leave the build container for inspection."),
-    rebuild_image: bool = typer.Option(False, "--rebuild-image", help="Build the image again, without the layer cache, even if its content tag exists."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs (overrides the profile's bazel.jobs)."),
+    rebuild_image: bool = typer.Option(
+        False, "--rebuild-image", help="Build the image again, without the layer cache, even if its content tag exists."
+    ),
+    jobs: Optional[int] = typer.Option(
+        None, "--jobs", "-j", min=1, help="bazel --jobs (overrides the profile's bazel.jobs)."
+    ),
     quiet: QuietOption = None,
 ) -> None:
     """Build jaxlib wheels for a profile: in a Docker container by default.
@@ -36,8 +44,19 @@ def build(
     from xlatools.records import to_json
 
     reporter = Reporter(quiet=bool(quiet))
-    prepared = prepare_build(BuildRequest(profile=profile, source=source, out_root=out, lock=lock, local=local, jobs=jobs,
-                                          keep_container=keep_container, rebuild_image=rebuild_image), reporter)
+    prepared = prepare_build(
+        BuildRequest(
+            profile=profile,
+            source=source,
+            out_root=out,
+            lock=lock,
+            local=local,
+            jobs=jobs,
+            keep_container=keep_container,
+            rebuild_image=rebuild_image,
+        ),
+        reporter,
+    )
     if dry_run:
         preview = preview_tree(prepared)
         if as_json:

@@ -8,8 +8,9 @@ import typer
 
 from xlatools.commands.options import DryRunOption, JsonOption
 
-app = typer.Typer(help="Show and free cached environments (one per jax release used by `bisect releases`).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Show and free cached environments (one per jax release used by `bisect releases`).", no_args_is_help=True
+)
 
 
 @app.command("list")

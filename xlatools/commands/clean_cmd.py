@@ -8,7 +8,9 @@ from xlatools.commands.options import DryRunOption, JsonOption
 
 
 def clean(
-    images: bool = typer.Option(False, "--images", help="Also remove the images xlatools built (rebuilt on the next build)."),
+    images: bool = typer.Option(
+        False, "--images", help="Also remove the images xlatools built (rebuilt on the next build)."
+    ),
     dry_run: DryRunOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -24,8 +26,10 @@ def clean(
     containers = leftover_containers(client)
     found_images = managed_images(client) if images else []
     rows = [{"type": "container", "name": c.name, "id": c.short_id, "status": c.status} for c in containers]
-    rows += [{"type": "image", "name": ", ".join(i.tags) or "<untagged>", "id": i.short_id, "status": ""}
-             for i in found_images]
+    rows += [
+        {"type": "image", "name": ", ".join(i.tags) or "<untagged>", "id": i.short_id, "status": ""}
+        for i in found_images
+    ]
     if not dry_run:
         for container in containers:  # containers first: an image in use cannot go
             remove_container(container, console.COMMAND)

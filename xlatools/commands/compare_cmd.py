@@ -11,9 +11,13 @@ from xlatools.commands.options import JsonOption, ProcessOption
 
 
 def diff(
-    a: Path = typer.Argument(..., help="Bundle A (run, replay or bisect step; or artifacts/latest), or an XLA dump folder."),
+    a: Path = typer.Argument(
+        ..., help="Bundle A (run, replay or bisect step; or artifacts/latest), or an XLA dump folder."
+    ),
     b: Path = typer.Argument(..., help="Bundle B, or an XLA dump folder."),
-    module: List[str] = typer.Option([], "--module", "-m", help="Only these modules (name or id; repeatable); shows their aligned passes and diffs."),
+    module: List[str] = typer.Option(
+        [], "--module", "-m", help="Only these modules (name or id; repeatable); shows their aligned passes and diffs."
+    ),
     as_json: JsonOption = False,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the HTML report of A and B to this file."),
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs (default: the first 200 lines of each)."),
@@ -44,10 +48,14 @@ def diff(
 
 def report(
     bundles: List[Path] = typer.Argument(..., help="One bundle, or two to include their diff."),
-    out: Path = typer.Option(..., "--out", "-o", help="The HTML file to write (self-contained; open it from anywhere)."),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="The HTML file to write (self-contained; open it from anywhere)."
+    ),
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs in the diff section."),
     process: ProcessOption = None,
-    module: List[str] = typer.Option([], "--module", "-m", help="With two bundles: only these modules in the diff (name or id; repeatable)."),
+    module: List[str] = typer.Option(
+        [], "--module", "-m", help="With two bundles: only these modules in the diff (name or id; repeatable)."
+    ),
 ) -> None:
     """Write one self-contained HTML report: run summary, modules, pass timelines, logs, and the diff of two bundles."""
     from xlatools import console
@@ -55,8 +63,13 @@ def report(
     from xlatools.errors import UsageError
 
     if len(bundles) > 2:
-        raise UsageError(f"report takes one or two bundles, got {len(bundles)}", hint="xlatools report A [B] -o report.html")
+        raise UsageError(
+            f"report takes one or two bundles, got {len(bundles)}", hint="xlatools report A [B] -o report.html"
+        )
     if module and len(bundles) != 2:
-        raise UsageError("--module picks modules of the diff: give two bundles", hint="xlatools report A B --module NAME -o report.html")
+        raise UsageError(
+            "--module picks modules of the diff: give two bundles",
+            hint="xlatools report A B --module NAME -o report.html",
+        )
     write_report(list(bundles), out, full=full, process=process, modules=list(module))
     console.info(f"report: {out}")

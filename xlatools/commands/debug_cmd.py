@@ -25,25 +25,40 @@ class _RunByDefault(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-app = typer.Typer(cls=_RunByDefault, no_args_is_help=True,
-                  help="Native debugging: stop in an HLO pass under gdb, list pass entry points, write debugger configs.")
+app = typer.Typer(
+    cls=_RunByDefault,
+    no_args_is_help=True,
+    help="Native debugging: stop in an HLO pass under gdb, list pass entry points, write debugger configs.",
+)
 
-LibraryOption = Annotated[List[str], typer.Option(
-    "--library", help="Read HLO passes from this shared object instead of the target's (repeatable).")]
+LibraryOption = Annotated[
+    List[str],
+    typer.Option("--library", help="Read HLO passes from this shared object instead of the target's (repeatable)."),
+]
 
 
 @app.command("run")
 @with_program_options
 def run(
     *,
-    break_pass: List[str] = typer.Option([], "--break-pass", help="Stop where this HLO pass starts, by its name in dumps "
-                                         "and --xla_disable_hlo_passes (repeatable; `xlatools debug passes` lists them)."),
+    break_pass: List[str] = typer.Option(
+        [],
+        "--break-pass",
+        help="Stop where this HLO pass starts, by its name in dumps "
+        "and --xla_disable_hlo_passes (repeatable; `xlatools debug passes` lists them).",
+    ),
     break_symbol: List[str] = typer.Option([], "--break", help="Stop at this function or gdb location (repeatable)."),
-    max_stops: int = typer.Option(1, "--max-stops", min=1, help="Record this many stops, then let the program run to its end."),
+    max_stops: int = typer.Option(
+        1, "--max-stops", min=1, help="Record this many stops, then let the program run to its end."
+    ),
     interactive: bool = typer.Option(False, "--interactive", help="At the first stop, hand the terminal to gdb."),
     no_module: bool = typer.Option(False, "--no-module", help="Do not dump the module each named pass receives."),
-    hlo_module: Optional[str] = typer.Option(None, "--hlo-module", help="Stop only while an HLO module whose name "
-                                             "matches this regex compiles (e.g. jit_f; skips jax's helper modules)."),
+    hlo_module: Optional[str] = typer.Option(
+        None,
+        "--hlo-module",
+        help="Stop only while an HLO module whose name "
+        "matches this regex compiles (e.g. jit_f; skips jax's helper modules).",
+    ),
     library: LibraryOption = [],
     program_options: ProgramOptions,
     as_json: JsonOption = False,
@@ -60,9 +75,15 @@ def run(
     from xlatools.commands import debug_run
     from xlatools.console import Reporter
 
-    stops = debug_run.Stops(passes=list(break_pass), symbols=list(break_symbol), max_stops=max_stops,
-                            interactive=interactive, dump_module=not no_module, module_re=hlo_module,
-                            libraries=list(library))
+    stops = debug_run.Stops(
+        passes=list(break_pass),
+        symbols=list(break_symbol),
+        max_stops=max_stops,
+        interactive=interactive,
+        dump_module=not no_module,
+        module_re=hlo_module,
+        libraries=list(library),
+    )
     debug_run.check_stops(stops)
     reporter = Reporter(quiet=bool(quiet))
     prepared = debug_run.prepare(stops, program_options, invocation().argv, dict(os.environ), Path.cwd(), reporter)
@@ -97,13 +118,17 @@ def passes(
         typer.echo(json.dumps({"libraries": [m.library for m in catalog.maps], "passes": to_json(rows)}, indent=2))
         return
     table = [("pass", "class", "breaks in", "library")]
-    table += [(r.pass_, r.cls, (r.entry_display or "-") + (" (inherited)" if r.entry_from != r.cls else ""), r.library)
-              for r in rows]
+    table += [
+        (r.pass_, r.cls, (r.entry_display or "-") + (" (inherited)" if r.entry_from != r.cls else ""), r.library)
+        for r in rows
+    ]
     typer.echo(columns(table))
     for pass_map in catalog.maps:
         unnamed = sum(1 for c in pass_map.classes if not c.name)
-        reporter.info(f"{pass_map.library}: {len(pass_map.classes)} pass classes, {unnamed} without a constant name"
-                      + (f"; {pass_map.note}" if pass_map.note else ""))
+        reporter.info(
+            f"{pass_map.library}: {len(pass_map.classes)} pass classes, {unnamed} without a constant name"
+            + (f"; {pass_map.note}" if pass_map.note else "")
+        )
 
 
 @app.command("setup")
@@ -112,8 +137,12 @@ def setup(
     profile: ProfileOption = "dbg-cpu",
     workspace: Optional[Path] = typer.Option(None, "--workspace", help="Where .vscode/ goes (default: the JAX tree)."),
     python: PythonOption = None,
-    program: Optional[str] = typer.Option(None, "--program", help="The Python launch's program (default: the open file)."),
-    output_base: Optional[Path] = typer.Option(None, "--output-base", help="bazel's output base (default: `bazel info output_base` in the tree)."),
+    program: Optional[str] = typer.Option(
+        None, "--program", help="The Python launch's program (default: the open file)."
+    ),
+    output_base: Optional[Path] = typer.Option(
+        None, "--output-base", help="bazel's output base (default: `bazel info output_base` in the tree)."
+    ),
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
 ) -> None:

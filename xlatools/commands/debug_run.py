@@ -51,13 +51,17 @@ def check_stops(stops: Stops) -> None:
     import re
 
     if not stops.passes and not stops.symbols:
-        raise UsageError("nothing to stop at", hint="give --break-pass NAME (see `xlatools debug passes`) or --break SYMBOL")
+        raise UsageError(
+            "nothing to stop at", hint="give --break-pass NAME (see `xlatools debug passes`) or --break SYMBOL"
+        )
     for option, values in (("--break-pass", stops.passes), ("--break", stops.symbols)):
         for value in values:
             # each becomes one line of gdb's script: an empty one, or one with a line break, is another command
             if not value.strip() or any(ord(char) < 32 for char in value):
-                raise UsageError(f"{option} {value!r}: expected a pass name or a function (one line, not empty)",
-                                 hint="e.g. --break-pass algsimp, --break 'xla::HloPassPipeline::Run'")
+                raise UsageError(
+                    f"{option} {value!r}: expected a pass name or a function (one line, not empty)",
+                    hint="e.g. --break-pass algsimp, --break 'xla::HloPassPipeline::Run'",
+                )
     if stops.module_re is None:
         return
     if not (stops.passes and stops.dump_module):
@@ -91,7 +95,9 @@ def _library(path: str) -> Path:
     return Path(path).resolve()
 
 
-def catalog(python: str | None, libraries: list[str], reporter: Reporter, target: ProbedInterpreter | None = None) -> PassCatalog:
+def catalog(
+    python: str | None, libraries: list[str], reporter: Reporter, target: ProbedInterpreter | None = None
+) -> PassCatalog:
     """The pass maps of `libraries`, else of the target's own shared objects (cached per file)."""
     from xlatools.debug.breaks import catalog_for, package_dirs, pass_libraries
     from xlatools.fsutil import cache_root
@@ -106,8 +112,9 @@ def catalog(python: str | None, libraries: list[str], reporter: Reporter, target
     return catalog_for(paths, cache, reporter)
 
 
-def prepare(stops: Stops, options: ProgramOptions, argv: list[str], caller_env: dict[str, str], cwd: Path,
-            reporter: Reporter) -> PreparedDebugRun:
+def prepare(
+    stops: Stops, options: ProgramOptions, argv: list[str], caller_env: dict[str, str], cwd: Path, reporter: Reporter
+) -> PreparedDebugRun:
     """Everything checked before the bundle exists: gdb, the run's plan and target, the breakpoints."""
     from dataclasses import replace
 
@@ -126,8 +133,13 @@ def prepare(stops: Stops, options: ProgramOptions, argv: list[str], caller_env: 
     found = catalog(None, stops.libraries, reporter, run.target) if stops.passes else PassCatalog()
     breakpoints = plan_breakpoints(found, stops.passes, stops.symbols)
     session = SessionOptions(breakpoints, gdb, stops.max_stops, stops.interactive, stops.module_re)
-    debug = DebugRequest(name=options.name or f"debug-{run.plan.name}", out=options.out, options=session,
-                         libraries=[m.library for m in found.maps], gdb_version=gdb_version(gdb))
+    debug = DebugRequest(
+        name=options.name or f"debug-{run.plan.name}",
+        out=options.out,
+        options=session,
+        libraries=[m.library for m in found.maps],
+        gdb_version=gdb_version(gdb),
+    )
     return PreparedDebugRun(run, debug, argv, caller_env)
 
 
@@ -157,9 +169,18 @@ def print_plan(prepared: PreparedDebugRun, as_json: bool) -> None:
     options = prepared.request.options
     session = plan_session(bind(prepared, placeholder, make_folders=False)[0], options, placeholder)
     if as_json:
-        typer.echo(json.dumps({"gdb_argv": session.gdb_argv, "breakpoints": to_json(options.breakpoints),
-                               "program_argv": session.script.argv, "libraries": prepared.request.libraries,
-                               "run_plan": redact(prepared.run.plan.to_json())}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "gdb_argv": session.gdb_argv,
+                    "breakpoints": to_json(options.breakpoints),
+                    "program_argv": session.script.argv,
+                    "libraries": prepared.request.libraries,
+                    "run_plan": redact(prepared.run.plan.to_json()),
+                },
+                indent=2,
+            )
+        )
         return
     typer.echo(f"program:  {' '.join(session.script.argv)}")
     typer.echo(f"gdb:      {' '.join(session.gdb_argv)}")
@@ -177,8 +198,20 @@ def print_outcome(outcome: DebugOutcome, as_json: bool, reporter: Reporter) -> N
     record = outcome.record
     if as_json:
         data = to_json(record)
-        keep = ("bundle", "status", "exit_code", "program_outcome", "returncode", "signal", "native_backtrace", "stops",
-                "error", "breakpoints", "libraries", "duration_s")
+        keep = (
+            "bundle",
+            "status",
+            "exit_code",
+            "program_outcome",
+            "returncode",
+            "signal",
+            "native_backtrace",
+            "stops",
+            "error",
+            "breakpoints",
+            "libraries",
+            "duration_s",
+        )
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
         return
     lines = summary_lines(record)
@@ -188,17 +221,31 @@ def print_outcome(outcome: DebugOutcome, as_json: bool, reporter: Reporter) -> N
     reporter.result(f"bundle: {record.bundle}")
 
 
-def setup(source: Path, profile: str, workspace: Path | None, python: str | None, program: str | None,
-          output_base: Path | None, as_json: bool, dry_run: bool, reporter: Reporter) -> None:
+def setup(
+    source: Path,
+    profile: str,
+    workspace: Path | None,
+    python: str | None,
+    program: str | None,
+    output_base: Path | None,
+    as_json: bool,
+    dry_run: bool,
+    reporter: Reporter,
+) -> None:
     from xlatools.debug.gdb import find_gdb
     from xlatools.debug.setup import SetupRequest, plan_setup, write_setup
     from xlatools.records.base import to_json
     from xlatools.run.target import resolve_python
 
-    request = SetupRequest(tree=source.expanduser().resolve(), profile=profile,
-                           workspace=(workspace or source).expanduser().resolve(), python=resolve_python(python),
-                           program=program, output_base=output_base.expanduser().resolve() if output_base else None,
-                           gdb=find_gdb() or "gdb")
+    request = SetupRequest(
+        tree=source.expanduser().resolve(),
+        profile=profile,
+        workspace=(workspace or source).expanduser().resolve(),
+        python=resolve_python(python),
+        program=program,
+        output_base=output_base.expanduser().resolve() if output_base else None,
+        gdb=find_gdb() or "gdb",
+    )
     plan = plan_setup(request, os.environ)
     written = [] if dry_run else write_setup(plan)
     if as_json:

@@ -8,14 +8,24 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import (AccountOption, ExecutorOption, JsonOption, PartitionOption, ProfileOption,
-                                       PythonOption, TimeLimitOption, executor_choice)
+from xlatools.commands.options import (
+    AccountOption,
+    ExecutorOption,
+    JsonOption,
+    PartitionOption,
+    ProfileOption,
+    PythonOption,
+    TimeLimitOption,
+    executor_choice,
+)
 
 
 def doctor(
     python: PythonOption = None,
     profile: ProfileOption = None,
-    source: Optional[Path] = typer.Option(None, "--source", help="Also check this JAX source tree (bazel, .bazelrc, lock)."),
+    source: Optional[Path] = typer.Option(
+        None, "--source", help="Also check this JAX source tree (bazel, .bazelrc, lock)."
+    ),
     as_json: JsonOption = False,
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too (exit 1)."),
     executor: ExecutorOption = None,

@@ -23,9 +23,20 @@ def error_json(kind: str, exit_code: int, message: str, exc: XlaToolsError | Non
     from xlatools.records.base import to_json
 
     problems = exc.problems if exc is not None else []
-    return json.dumps({"ok": False, "error": {
-        "type": kind, "exit_code": exit_code, "message": message, "hint": exc.hint if exc is not None else None,
-        "problems": [problem.render() for problem in problems], "details": to_json(problems)}}, indent=2)
+    return json.dumps(
+        {
+            "ok": False,
+            "error": {
+                "type": kind,
+                "exit_code": exit_code,
+                "message": message,
+                "hint": exc.hint if exc is not None else None,
+                "problems": [problem.render() for problem in problems],
+                "details": to_json(problems),
+            },
+        },
+        indent=2,
+    )
 
 
 def report(exc: XlaToolsError) -> None:
@@ -59,11 +70,15 @@ def crashed(args: list[str], exc: Exception, debug: bool) -> int:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__)
-    where = f"the crash log is {crash.log}" if crash.log else "no crash log could be written; here it is:\n" + crash.text
+    where = (
+        f"the crash log is {crash.log}" if crash.log else "no crash log could be written; here it is:\n" + crash.text
+    )
     message = f"internal error (a bug in xlatools, not in your program): {crash.kind}: {crash.message}"
     try:
-        sys.stderr.write(f"error: {message}\n  {where}\n  please report it to the xlatools maintainers with that log"
-                         f"{'' if debug else ' (--debug shows the traceback here)'}\n")
+        sys.stderr.write(
+            f"error: {message}\n  {where}\n  please report it to the xlatools maintainers with that log"
+            f"{'' if debug else ' (--debug shows the traceback here)'}\n"
+        )
     except OSError:
         pass
     error = XlaToolsError(message, hint=f"crash log: {crash.log}" if crash.log else None)

@@ -12,8 +12,16 @@ from xlatools.commands.options import JsonOption, ProcessOption, followed_run
 
 
 def inspect(
-    path: Path = typer.Argument(..., help="A run bundle (or artifacts/latest; a replay or reduce bundle reads the run it was made from), or an XLA dump directory."),
-    module: Optional[str] = typer.Option(None, "--module", "-m", help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence."),
+    path: Path = typer.Argument(
+        ...,
+        help="A run bundle (or artifacts/latest; a replay or reduce bundle reads the run it was made from), or an XLA dump directory.",
+    ),
+    module: Optional[str] = typer.Option(
+        None,
+        "--module",
+        "-m",
+        help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence.",
+    ),
     as_json: JsonOption = False,
     process: ProcessOption = None,
 ) -> None:
@@ -41,7 +49,9 @@ def inspect(
     if module is None:
         group, lines = _processes(choice)
         if as_json:
-            typer.echo(json.dumps({"run": to_json(run) if run else None, **group, **to_json(index.listing())}, indent=2))
+            typer.echo(
+                json.dumps({"run": to_json(run) if run else None, **group, **to_json(index.listing())}, indent=2)
+            )
             return
         if run is not None:
             typer.echo("\n".join(run.lines() + lines) + "\n")
@@ -51,8 +61,10 @@ def inspect(
             differ = ", ".join(group["modules_differing_between_processes"]) or "none"
             console.info(f"showing {choice.note}; modules whose HLO differs between processes: {differ}")
         totals = index.totals()
-        console.err().print(f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "
-                            f"{totals['bytes']} bytes ({index.layout})")
+        console.err().print(
+            f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "
+            f"{totals['bytes']} bytes ({index.layout})"
+        )
         if index.modules:
             typer.echo(modules_table(index))
         console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
@@ -60,22 +72,46 @@ def inspect(
     chosen = index.find(module)
     steps = pass_details(index, chosen)
     if as_json:
-        typer.echo(json.dumps({"root": str(root), "run": to_json(run) if run else None,
-                               "module": to_json(chosen.detail())}, indent=2))
+        typer.echo(
+            json.dumps(
+                {"root": str(root), "run": to_json(run) if run else None, "module": to_json(chosen.detail())}, indent=2
+            )
+        )
         return
     say = console.err().print
     made = f" (created at {chosen.source.file}:{chosen.source.line})" if chosen.source else ""
-    say(console.escape("\n".join([f"module {chosen.id:04d} {chosen.name}{made}: stages {', '.join(sorted(chosen.stages))};"
-                                   f" instructions {chosen.instructions_before} before, {chosen.instructions_after} after "
-                                   "optimisation"] + _gpu_file_lines(root, chosen.gpu_files))))
+    say(
+        console.escape(
+            "\n".join(
+                [
+                    f"module {chosen.id:04d} {chosen.name}{made}: stages {', '.join(sorted(chosen.stages))};"
+                    f" instructions {chosen.instructions_before} before, {chosen.instructions_after} after "
+                    "optimisation"
+                ]
+                + _gpu_file_lines(root, chosen.gpu_files)
+            )
+        )
+    )
     if not steps:
         say("no per-pass dumps for this module (run with --preset dump:passes or --preset dump:full)")
         for name in chosen.files:
             typer.echo(name)
         return
-    typer.echo(console.columns([("step", "pipeline", "after pass", "changed", "instructions")] + [
-        (f"{s.step:04d}", s.pipeline, s.pass_name, {True: "yes", False: "no", None: "?"}[s.changed], str(s.instructions))
-        for s in steps]))
+    typer.echo(
+        console.columns(
+            [("step", "pipeline", "after pass", "changed", "instructions")]
+            + [
+                (
+                    f"{s.step:04d}",
+                    s.pipeline,
+                    s.pass_name,
+                    {True: "yes", False: "no", None: "?"}[s.changed],
+                    str(s.instructions),
+                )
+                for s in steps
+            ]
+        )
+    )
 
 
 def _gpu_file_lines(root, gpu_files: dict[str, list[str]]) -> list[str]:
@@ -97,5 +133,7 @@ def _processes(choice) -> tuple[dict, list[str]]:
         return {}, []
     rows = process_rows(choice.bundle)
     differ = differing_modules(process_dirs(choice.root.parent))
-    return ({"process": choice.process, "processes": to_json(rows), "modules_differing_between_processes": differ},
-            process_lines(rows, choice))
+    return (
+        {"process": choice.process, "processes": to_json(rows), "modules_differing_between_processes": differ},
+        process_lines(rows, choice),
+    )

@@ -32,12 +32,15 @@ def _emit_json(payload) -> None:
 @app.command("resolve")
 def resolve(
     profile: ProfileOption,
-    lock: Optional[Path] = typer.Option(None, "--lock", help="Lock file to write (default: xlatools.lock next to the profile)."),
+    lock: Optional[Path] = typer.Option(
+        None, "--lock", help="Lock file to write (default: xlatools.lock next to the profile)."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Use the archive cache only; no network."),
     # Not the shared --dry-run: resolving downloads the archives (into the cache) to know their digests.
     dry_run: bool = typer.Option(False, "--dry-run", help="Resolve and download, but do not write the lock."),
     source: Optional[Path] = typer.Option(
-        None, "--source", help="JAX tree the lock is for: its URL forms are fetched, its commit recorded."),
+        None, "--source", help="JAX tree the lock is for: its URL forms are fetched, its commit recorded."
+    ),
     as_json: JsonOption = False,
 ) -> None:
     """Resolve source.xla (and source.jax / source.tensorflow) to commits and verified archives; write the lock."""
@@ -52,9 +55,15 @@ def resolve(
     if result.changed and not dry_run:
         write_lock(result.lock)
     if as_json:
-        _emit_json({"lock": str(lock_path), "written": result.changed and not dry_run, "dry_run": dry_run,
-                    "dropped": result.dropped,
-                    "dependencies": {o.entry.name: {**o.entry.to_json(), "source": o.source} for o in result.outcomes}})
+        _emit_json(
+            {
+                "lock": str(lock_path),
+                "written": result.changed and not dry_run,
+                "dry_run": dry_run,
+                "dropped": result.dropped,
+                "dependencies": {o.entry.name: {**o.entry.to_json(), "source": o.source} for o in result.outcomes},
+            }
+        )
         return
     for outcome in result.outcomes:
         entry = outcome.entry
@@ -95,16 +104,26 @@ def apply(
     for warning in result.warnings:
         console.warn(warning)
     if as_json:
-        _emit_json({"ok": True, "layout": result.layout, "dry_run": dry_run,
-                    "changed": [str(p) for p in result.changed], "diff": result.diff, "warnings": result.warnings,
-                    "replaced_edits": result.replaced})
+        _emit_json(
+            {
+                "ok": True,
+                "layout": result.layout,
+                "dry_run": dry_run,
+                "changed": [str(p) for p in result.changed],
+                "diff": result.diff,
+                "warnings": result.warnings,
+                "replaced_edits": result.replaced,
+            }
+        )
         return
     if dry_run:
         typer.echo(result.diff, nl=False)
     verb = "would change" if dry_run else "changed"
     if result.changed:
-        console.info(f"layout {result.layout}: {verb} {len(result.changed)} file(s): "
-                     + ", ".join(str(p) for p in result.changed))
+        console.info(
+            f"layout {result.layout}: {verb} {len(result.changed)} file(s): "
+            + ", ".join(str(p) for p in result.changed)
+        )
     else:
         console.info(f"layout {result.layout}: already up to date")
 
@@ -113,7 +132,9 @@ def apply(
 def verify(
     source: Optional[Path] = typer.Option(None, "--source", help="JAX tree to check against the lock."),
     lock: Optional[Path] = typer.Option(None, "--lock", help=_LOCK_HELP),
-    refetch: bool = typer.Option(False, "--refetch", help="Download each archive again (no cache) and check its sha256."),
+    refetch: bool = typer.Option(
+        False, "--refetch", help="Download each archive again (no cache) and check its sha256."
+    ),
     as_json: JsonOption = False,
 ) -> None:
     """Check the lock, the tree (--source) and the archives (--refetch) agree. Exit 1 on any disagreement."""
@@ -126,13 +147,22 @@ def verify(
     found = verify_tree(lock_file, source) if source is not None else verify_lock(lock_file)
     found += verify_archives(lock_file, refetch, reporter=console.COMMAND)
     if as_json:
-        _emit_json({"lock": str(lock_file.path), "source": str(source) if source else None, "refetch": refetch,
-                    "ok": not found, "disagreements": found})
+        _emit_json(
+            {
+                "lock": str(lock_file.path),
+                "source": str(source) if source else None,
+                "refetch": refetch,
+                "ok": not found,
+                "disagreements": found,
+            }
+        )
     if found:
-        failure = VerifyFailed(f"{len(found)} disagreement(s) with {lock_file.path}",
-                               problems=[Problem(text) for text in found],
-                               hint="`xlatools pin apply --source DIR` rewrites the tree's pinned values from the "
-                                    "lock; a changed archive needs `xlatools pin resolve` and a look at why")
+        failure = VerifyFailed(
+            f"{len(found)} disagreement(s) with {lock_file.path}",
+            problems=[Problem(text) for text in found],
+            hint="`xlatools pin apply --source DIR` rewrites the tree's pinned values from the "
+            "lock; a changed archive needs `xlatools pin resolve` and a look at why",
+        )
         failure.reported_json = as_json  # the JSON result above says what failed; stdout stays one document
         raise failure
     if not as_json:
@@ -165,7 +195,11 @@ def local(
         _emit_json({"lock": str(lock_path), "written": not dry_run, "xla": entry.to_json()})
         return
     state = "would record" if dry_run else "recorded"
-    console.info(f"{state} xla = local checkout {entry.local_path} at {entry.commit}"
-                 f"{' (dirty)' if entry.dirty else ''} in {lock_path}")
-    console.info(f"builds pass --local_xla_path={entry.local_path} "
-                 "(bazel --override_repository=xla=... and --override_module=xla=...)")
+    console.info(
+        f"{state} xla = local checkout {entry.local_path} at {entry.commit}"
+        f"{' (dirty)' if entry.dirty else ''} in {lock_path}"
+    )
+    console.info(
+        f"builds pass --local_xla_path={entry.local_path} "
+        "(bazel --override_repository=xla=... and --override_module=xla=...)"
+    )

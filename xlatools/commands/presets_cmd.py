@@ -8,7 +8,9 @@ import typer
 
 from xlatools.commands.options import JsonOption, ProfileOption
 
-app = typer.Typer(help="List and show the presets `xlatools run --preset` accepts.", no_args_is_help=True, rich_markup_mode=None)
+app = typer.Typer(
+    help="List and show the presets `xlatools run --preset` accepts.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 def _catalog(profile: str | None):

@@ -10,7 +10,9 @@ import typer
 
 from xlatools.commands.options import JsonOption
 
-app = typer.Typer(help="List, show, validate and describe build-and-debug profiles.", no_args_is_help=True, rich_markup_mode=None)
+app = typer.Typer(
+    help="List, show, validate and describe build-and-debug profiles.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 @app.command("list")
@@ -61,7 +63,12 @@ def show(
     resolved = load(name)
     data = resolved.profile.model_dump(mode="json")
     if as_json:
-        payload = {"name": resolved.profile.name, "file": str(resolved.path), "chain": list(resolved.chain), "profile": data}
+        payload = {
+            "name": resolved.profile.name,
+            "file": str(resolved.path),
+            "chain": list(resolved.chain),
+            "profile": data,
+        }
         if explain:
             payload["provenance"] = [{"key": k, "value": v, "origin": o} for k, v, o in explain_rows(resolved)]
         typer.echo(json.dumps(payload, indent=2))
@@ -72,7 +79,9 @@ def show(
     import yaml
 
     console.err().print(f"# {resolved.profile.name} ({resolved.path}); chain: {' -> '.join(resolved.chain)}")
-    typer.echo(yaml.safe_dump(resolved.profile.model_dump(mode="json", exclude_defaults=True), sort_keys=False).rstrip())
+    typer.echo(
+        yaml.safe_dump(resolved.profile.model_dump(mode="json", exclude_defaults=True), sort_keys=False).rstrip()
+    )
 
 
 def _print_explain(name: str, chain, rows) -> None:
@@ -115,7 +124,9 @@ def _preset_problems(resolved) -> list[str]:
 
 @app.command("validate")
 def validate(
-    paths: Optional[List[str]] = typer.Argument(None, help="Profile names or files; default: every profile on the search path."),
+    paths: Optional[List[str]] = typer.Argument(
+        None, help="Profile names or files; default: every profile on the search path."
+    ),
     as_json: JsonOption = False,
 ) -> None:
     """Check profiles: schema, extends, duplicates, and debug-info traps. Exit 2 on any problem."""
@@ -134,7 +145,9 @@ def validate(
             else:
                 refs.append(str(files[0].path))
         if not refs and not results:
-            raise ProfileError("no profiles found on the search path", hint=", ".join(str(d) for d in search.search_dirs()))
+            raise ProfileError(
+                "no profiles found on the search path", hint=", ".join(str(d) for d in search.search_dirs())
+            )
     for ref in refs:
         try:
             resolved = load(ref)
@@ -143,8 +156,15 @@ def validate(
             results.append({"profile": ref, "ok": False, "problems": problems, "warnings": []})
             continue
         problems = _preset_problems(resolved)
-        results.append({"profile": resolved.profile.name, "file": str(resolved.path), "ok": not problems,
-                        "problems": problems, "warnings": check_debug_info(resolved.profile)})
+        results.append(
+            {
+                "profile": resolved.profile.name,
+                "file": str(resolved.path),
+                "ok": not problems,
+                "problems": problems,
+                "warnings": check_debug_info(resolved.profile),
+            }
+        )
     failed = [r for r in results if not r["ok"]]
     if as_json:
         typer.echo(json.dumps({"ok": not failed, "results": results}, indent=2))
@@ -165,7 +185,9 @@ def validate(
 
 
 @app.command("schema")
-def schema(output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write to this file instead of stdout.")) -> None:
+def schema(
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write to this file instead of stdout."),
+) -> None:
     """The profile JSON Schema (for editors: yaml-language-server, VS Code)."""
     from xlatools.profiles.model import json_schema
 

@@ -9,29 +9,56 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from xlatools.commands.options import (OutOption, PlatformOption, ProfileOption, PythonOption, TimeoutOption,
-                                       XlaFlagOption)
+from xlatools.commands.options import (
+    OutOption,
+    PlatformOption,
+    ProfileOption,
+    PythonOption,
+    TimeoutOption,
+    XlaFlagOption,
+)
 from xlatools.vocab import Platform
 
 # Declared once here, in this order.
-ProgramArgument = Annotated[Optional[str], typer.Argument(
-    help="A .py file or smoke:NAME (smoke:all, the default, runs every smoke program).")]
+ProgramArgument = Annotated[
+    Optional[str], typer.Argument(help="A .py file or smoke:NAME (smoke:all, the default, runs every smoke program).")
+]
 ProgramArgsArgument = Annotated[Optional[List[str]], typer.Argument(help="Arguments for the program, after --.")]
 ModuleOption = Annotated[Optional[str], typer.Option("-m", help="Run a module (python -m MODULE) instead of a file.")]
-PresetOption = Annotated[List[str], typer.Option(
-    "--preset", help="A dump, log, jax or frontend preset (repeatable); see `xlatools presets list`.")]
-VmoduleOption = Annotated[List[str], typer.Option("--vmodule", help="C++ VLOG level per source file, FILE=N (repeatable).")]
+PresetOption = Annotated[
+    List[str],
+    typer.Option("--preset", help="A dump, log, jax or frontend preset (repeatable); see `xlatools presets list`."),
+]
+VmoduleOption = Annotated[
+    List[str], typer.Option("--vmodule", help="C++ VLOG level per source file, FILE=N (repeatable).")
+]
 VlogOption = Annotated[Optional[int], typer.Option("--vlog", help="C++ VLOG level everywhere (TF_CPP_MAX_VLOG_LEVEL).")]
-EnvOption = Annotated[List[str], typer.Option("--env", help="Set an environment variable for the program, K=V (repeatable).")]
-FrontendOption = Annotated[Optional[str], typer.Option(
-    "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected).")]
+EnvOption = Annotated[
+    List[str], typer.Option("--env", help="Set an environment variable for the program, K=V (repeatable).")
+]
+FrontendOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--frontend", help="jax, tensorflow or torch-xla (default: the profile's, a frontend preset's, else detected)."
+    ),
+]
 NameOption = Annotated[Optional[str], typer.Option("--name", help="Bundle name (default: from the program).")]
 _PROGRAM_PARAMETERS = {  # parameter -> (its option, its default)
-    "program": (ProgramArgument, None), "args": (ProgramArgsArgument, None), "module": (ModuleOption, None),
-    "profile": (ProfileOption, None), "preset": (PresetOption, []), "xla_flag": (XlaFlagOption, []),
-    "vmodule": (VmoduleOption, []), "vlog": (VlogOption, None), "env": (EnvOption, []), "python": (PythonOption, None),
-    "frontend": (FrontendOption, None), "out": (OutOption, Path("artifacts")), "name": (NameOption, None),
-    "timeout": (TimeoutOption, None), "platform": (PlatformOption, None),
+    "program": (ProgramArgument, None),
+    "args": (ProgramArgsArgument, None),
+    "module": (ModuleOption, None),
+    "profile": (ProfileOption, None),
+    "preset": (PresetOption, []),
+    "xla_flag": (XlaFlagOption, []),
+    "vmodule": (VmoduleOption, []),
+    "vlog": (VlogOption, None),
+    "env": (EnvOption, []),
+    "python": (PythonOption, None),
+    "frontend": (FrontendOption, None),
+    "out": (OutOption, Path("artifacts")),
+    "name": (NameOption, None),
+    "timeout": (TimeoutOption, None),
+    "platform": (PlatformOption, None),
 }
 
 
@@ -61,10 +88,20 @@ class ProgramOptions:
         from xlatools.run.program import parse_program, refuse_program_and_module
 
         refuse_program_and_module(argv, self.program, self.module)
-        return RunRequest(program=parse_program(self.program, self.module, self.args, cwd), python=self.python,
-                          presets=self.presets, xla_flags=self.xla_flags, vmodule=self.vmodule, vlog=self.vlog,
-                          env=self.env, platform=self.platform, timeout=self.timeout, name=self.name,
-                          frontend=self.frontend, **more)
+        return RunRequest(
+            program=parse_program(self.program, self.module, self.args, cwd),
+            python=self.python,
+            presets=self.presets,
+            xla_flags=self.xla_flags,
+            vmodule=self.vmodule,
+            vlog=self.vlog,
+            env=self.env,
+            platform=self.platform,
+            timeout=self.timeout,
+            name=self.name,
+            frontend=self.frontend,
+            **more,
+        )
 
 
 def with_program_options(command):
@@ -78,8 +115,10 @@ def with_program_options(command):
     parameters = []
     for parameter in inspect.signature(command).parameters.values():
         if parameter.name == "program_options":
-            parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option)
-                           for name, (option, default) in _PROGRAM_PARAMETERS.items()]
+            parameters += [
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option)
+                for name, (option, default) in _PROGRAM_PARAMETERS.items()
+            ]
         else:
             parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[parameter.name]))
 
@@ -87,10 +126,22 @@ def with_program_options(command):
     def with_options(**values):
         given = {name: values.pop(name) for name in _PROGRAM_PARAMETERS}
         options = ProgramOptions(
-            program=given["program"], args=list(given["args"] or []), module=given["module"], profile=given["profile"],
-            presets=list(given["preset"]), xla_flags=list(given["xla_flag"]), vmodule=list(given["vmodule"]),
-            vlog=given["vlog"], env=list(given["env"]), python=given["python"], frontend=given["frontend"],
-            out=given["out"], name=given["name"], timeout=given["timeout"], platform=given["platform"])
+            program=given["program"],
+            args=list(given["args"] or []),
+            module=given["module"],
+            profile=given["profile"],
+            presets=list(given["preset"]),
+            xla_flags=list(given["xla_flag"]),
+            vmodule=list(given["vmodule"]),
+            vlog=given["vlog"],
+            env=list(given["env"]),
+            python=given["python"],
+            frontend=given["frontend"],
+            out=given["out"],
+            name=given["name"],
+            timeout=given["timeout"],
+            platform=given["platform"],
+        )
         return command(program_options=options, **values)
 
     with_options.__signature__ = inspect.Signature(parameters, return_annotation=hints.get("return"))

@@ -7,15 +7,36 @@ from typing import Annotated, Optional
 
 import typer
 
-from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, EnumChoice, InputsOption, JsonOption,
-                                       OutOption, PlatformOption, PrecisionOption, PythonOption, QuietOption, ReferenceOption,
-                                       ReferencePythonOption, RtolOption, SeedOption, TimeoutOption, XlaFlagOption,
-                                       invocation)
+from xlatools.commands.options import (
+    AtolOption,
+    DisablePassOption,
+    DryRunOption,
+    EnumChoice,
+    InputsOption,
+    JsonOption,
+    OutOption,
+    PlatformOption,
+    PrecisionOption,
+    PythonOption,
+    QuietOption,
+    ReferenceOption,
+    ReferencePythonOption,
+    RtolOption,
+    SeedOption,
+    TimeoutOption,
+    XlaFlagOption,
+    invocation,
+)
 from xlatools.vocab import Platform, PrecisionMode, ReduceStrategy
 
-StrategyOption = Annotated[ReduceStrategy, typer.Option(
-    "--strategy", click_type=EnumChoice(ReduceStrategy),
-    help="full (every reduction, docs/reduce.md), or ddmin alone (delta debugging over the entry, for comparison).")]
+StrategyOption = Annotated[
+    ReduceStrategy,
+    typer.Option(
+        "--strategy",
+        click_type=EnumChoice(ReduceStrategy),
+        help="full (every reduction, docs/reduce.md), or ddmin alone (delta debugging over the entry, for comparison).",
+    ),
+]
 
 
 def reduce(
@@ -24,20 +45,34 @@ def reduce(
     python: PythonOption = None,
     reference: ReferenceOption = [],
     reference_python: ReferencePythonOption = [],
-    error: Optional[str] = typer.Option(None, "--error", help="Oracle: a compile/runtime error or crash whose message matches this regex."),
-    script: Optional[str] = typer.Option(None, "--script", help="Oracle: a command run with the candidate's HLO file as last argument; 1-127 interesting, 0 not, 125 skip."),
+    error: Optional[str] = typer.Option(
+        None, "--error", help="Oracle: a compile/runtime error or crash whose message matches this regex."
+    ),
+    script: Optional[str] = typer.Option(
+        None,
+        "--script",
+        help="Oracle: a command run with the candidate's HLO file as last argument; 1-127 interesting, 0 not, 125 skip.",
+    ),
     inputs: InputsOption = None,
     seed: SeedOption = 0,
     atol: AtolOption = 1e-3,
     rtol: RtolOption = 1e-3,
     xla_flag: XlaFlagOption = [],
     disable_pass: DisablePassOption = [],
-    from_bisect: Optional[Path] = typer.Option(None, "--from-bisect", help="A `bisect passes` folder: ISSUE.md names its culprit pass."),
+    from_bisect: Optional[Path] = typer.Option(
+        None, "--from-bisect", help="A `bisect passes` folder: ISSUE.md names its culprit pass."
+    ),
     platform: PlatformOption = Platform.AUTO,
-    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Candidates run side by side (each slot keeps its own target processes)."),
+    jobs: int = typer.Option(
+        1, "--jobs", "-j", min=1, help="Candidates run side by side (each slot keeps its own target processes)."
+    ),
     timeout: TimeoutOption = None,
-    max_time: Optional[float] = typer.Option(None, "--max-time", help="Stop reducing after this many seconds (the best so far is the result)."),
-    rechecks: int = typer.Option(3, "--rechecks", min=1, help="Re-run the oracle on the result this many times (flaky: exit 1)."),
+    max_time: Optional[float] = typer.Option(
+        None, "--max-time", help="Stop reducing after this many seconds (the best so far is the result)."
+    ),
+    rechecks: int = typer.Option(
+        3, "--rechecks", min=1, help="Re-run the oracle on the result this many times (flaky: exit 1)."
+    ),
     strategy: StrategyOption = ReduceStrategy.FULL,
     fresh: bool = typer.Option(False, "--fresh", help="Forget the saved state of this reduction and start over."),
     out: OutOption = Path("artifacts"),
@@ -62,11 +97,27 @@ def reduce(
     from xlatools.run.target import resolve_python
 
     request = ReduceRequest(
-        source=source.expanduser().absolute(), python=resolve_python(python), module=module, references=list(reference),
-        reference_pythons=[resolve_python(p) for p in reference_python], error=error, script=script, inputs=inputs,
-        seed=seed, atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
-        platform=platform or Platform.AUTO, jobs=jobs, timeout=timeout, max_time=max_time, rechecks=rechecks,
-        strategy=strategy, culprit_pass=culprit_of(from_bisect) if from_bisect else None, name=name,
+        source=source.expanduser().absolute(),
+        python=resolve_python(python),
+        module=module,
+        references=list(reference),
+        reference_pythons=[resolve_python(p) for p in reference_python],
+        error=error,
+        script=script,
+        inputs=inputs,
+        seed=seed,
+        atol=atol,
+        rtol=rtol,
+        xla_flags=list(xla_flag),
+        disable_passes=list(disable_pass),
+        platform=platform or Platform.AUTO,
+        jobs=jobs,
+        timeout=timeout,
+        max_time=max_time,
+        rechecks=rechecks,
+        strategy=strategy,
+        culprit_pass=culprit_of(from_bisect) if from_bisect else None,
+        name=name,
         precision=precision,
     )
     prepared = prepare(request)
@@ -78,16 +129,26 @@ def reduce(
     reporter = Reporter(quiet=bool(quiet))
     done = execute_reduce(prepared, out, invocation().argv, reporter, fresh=fresh)
     record, result = done.record, done.record.result
-    append_job_summary(f"### xlatools reduce\n\n- {result.instructions_before} -> {result.instructions_after} "
-                       f"instructions, {result.oracle_calls} oracle calls: {record.status}\n- bundle: `{record.bundle}`\n")
+    append_job_summary(
+        f"### xlatools reduce\n\n- {result.instructions_before} -> {result.instructions_after} "
+        f"instructions, {result.oracle_calls} oracle calls: {record.status}\n- bundle: `{record.bundle}`\n"
+    )
     if as_json:
-        typer.echo(json.dumps({"status": record.status, "exit_code": done.exit_code, "bundle": record.bundle,
-                               **to_json(result)}, indent=2))
+        typer.echo(
+            json.dumps(
+                {"status": record.status, "exit_code": done.exit_code, "bundle": record.bundle, **to_json(result)},
+                indent=2,
+            )
+        )
     else:
-        reporter.result(f"\n{result.instructions_before} -> {result.instructions_after} instructions, "
-                        f"{result.oracle_calls} oracle calls, {result.seconds:.1f} s"
-                        + (f" (stopped: {result.stopped})" if result.stopped else ""))
-        reporter.result(f"result: {result.verdict}" + ("  FLAKY: not interesting on every re-check" if result.flaky else ""))
+        reporter.result(
+            f"\n{result.instructions_before} -> {result.instructions_after} instructions, "
+            f"{result.oracle_calls} oracle calls, {result.seconds:.1f} s"
+            + (f" (stopped: {result.stopped})" if result.stopped else "")
+        )
+        reporter.result(
+            f"result: {result.verdict}" + ("  FLAKY: not interesting on every re-check" if result.flaky else "")
+        )
         reporter.result(f"inputs: {_inputs(record)}")
         crash = ", native-backtrace.txt" if record.native_backtrace else ""
         reporter.result(f"bundle: {record.bundle}  (ISSUE.md, reduced.hlo.txt, inputs.npz, repro.tar.gz{crash})")
@@ -105,8 +166,10 @@ def culprit_of(folder: Path) -> str:
         raise UsageError(f"--from-bisect {folder}: not a `bisect passes` folder (no bisect.json of kind passes)")
     passes = [p.name for p in state.result.passes] if state.result else []
     if state.status != BisectStatus.DONE or not passes:
-        raise UsageError(f"--from-bisect {folder}: that bisection named no culprit pass (status {state.status})",
-                         hint="finish it first: run the same `xlatools bisect passes` command again")
+        raise UsageError(
+            f"--from-bisect {folder}: that bisection named no culprit pass (status {state.status})",
+            hint="finish it first: run the same `xlatools bisect passes` command again",
+        )
     return ", ".join(passes)
 
 
@@ -120,11 +183,13 @@ def _plan_text(plan) -> str:
     from xlatools.replay.outcome import describe_inputs
 
     test, reference, request = plan.test, plan.reference, plan.request
-    lines = [f"source:    {request.source}",
-             f"module:    {plan.module.label}  " + ", ".join(f"{k}={v}" for k, v in plan.module.files().items()),
-             f"oracle:    {plan.oracle.describe()}",
-             f"inputs:    {describe_inputs(plan.record().input_source)}",
-             f"test:      {test.python} platform={test.platform} XLA_FLAGS={' '.join(test.xla_flags) or '-'}"]
+    lines = [
+        f"source:    {request.source}",
+        f"module:    {plan.module.label}  " + ", ".join(f"{k}={v}" for k, v in plan.module.files().items()),
+        f"oracle:    {plan.oracle.describe()}",
+        f"inputs:    {describe_inputs(plan.record().input_source)}",
+        f"test:      {test.python} platform={test.platform} XLA_FLAGS={' '.join(test.xla_flags) or '-'}",
+    ]
     if reference:
         lines.append(f"reference: {reference.python} platform={reference.platform}")
     lines.append(f"strategy:  {request.strategy}, --jobs {request.jobs}, {request.rechecks} re-checks")

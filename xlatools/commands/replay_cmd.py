@@ -7,45 +7,86 @@ from typing import List, Optional
 
 import typer
 
-from xlatools.commands.options import (AtolOption, DisablePassOption, DryRunOption, InputsOption, JsonOption,
-                                       NondeterministicOption, OutOption, PackMatchOption, PlatformOption,
-                                       PrecisionOption, ProcessOption, PythonOption, ReferenceOption,
-                                       ReferencePythonOption, RtolOption, SeedOption, SourceFormOption, TimeoutOption,
-                                       XlaFlagOption, followed_run, invocation)
+from xlatools.commands.options import (
+    AtolOption,
+    DisablePassOption,
+    DryRunOption,
+    InputsOption,
+    JsonOption,
+    NondeterministicOption,
+    OutOption,
+    PackMatchOption,
+    PlatformOption,
+    PrecisionOption,
+    ProcessOption,
+    PythonOption,
+    ReferenceOption,
+    ReferencePythonOption,
+    RtolOption,
+    SeedOption,
+    SourceFormOption,
+    TimeoutOption,
+    XlaFlagOption,
+    followed_run,
+    invocation,
+)
 from xlatools.vocab import PackMatch, Platform, PrecisionMode, SourceForm
 
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
 
 
 def replay(
-    source: Path = typer.Argument(..., help="A run bundle, an XLA dump folder, or one file: HLO text, .hlo.pb, *.snapshot.*.pb, .mlir."),
-    module: List[str] = typer.Option([], "--module", "-m", help="Module id or name of a bundle/dump (repeatable; default: the program's own modules)."),
-    include_all: bool = typer.Option(False, "--all", help="Also replay jax's helper modules (jit_iota, jit_convert_element_type, ...)."),
+    source: Path = typer.Argument(
+        ..., help="A run bundle, an XLA dump folder, or one file: HLO text, .hlo.pb, *.snapshot.*.pb, .mlir."
+    ),
+    module: List[str] = typer.Option(
+        [],
+        "--module",
+        "-m",
+        help="Module id or name of a bundle/dump (repeatable; default: the program's own modules).",
+    ),
+    include_all: bool = typer.Option(
+        False, "--all", help="Also replay jax's helper modules (jit_iota, jit_convert_element_type, ...)."
+    ),
     source_from: SourceFormOption = SourceForm.AUTO,
     python: PythonOption = None,
     inputs: InputsOption = None,
     seed: SeedOption = 0,
     reference: ReferenceOption = [],
     reference_python: ReferencePythonOption = [],
-    reference_xla_flag: List[str] = typer.Option([], "--reference-xla-flag", help="An XLA flag for the reference runs only (repeatable)."),
+    reference_xla_flag: List[str] = typer.Option(
+        [], "--reference-xla-flag", help="An XLA flag for the reference runs only (repeatable)."
+    ),
     atol: AtolOption = 1e-3,
     rtol: RtolOption = 1e-3,
-    iterations: int = typer.Option(1, "--iterations", "-n", help="Run the compiled module N times (timings: min/median)."),
+    iterations: int = typer.Option(
+        1, "--iterations", "-n", help="Run the compiled module N times (timings: min/median)."
+    ),
     xla_flag: XlaFlagOption = [],
     disable_pass: DisablePassOption = [],
-    no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0 (--xla_backend_optimization_level=0)."),
+    no_opt: bool = typer.Option(
+        False, "--no-opt", help="Backend optimisation level 0 (--xla_backend_optimization_level=0)."
+    ),
     nondeterministic: NondeterministicOption = False,
     platform: PlatformOption = Platform.AUTO,
-    dump: List[str] = typer.Option([], "--dump", help="A dump preset for the replay itself, e.g. hlo or passes (repeatable)."),
-    print_literals: bool = typer.Option(False, "--print-literals", help="Print inputs and outputs (long arrays abbreviated)."),
+    dump: List[str] = typer.Option(
+        [], "--dump", help="A dump preset for the replay itself, e.g. hlo or passes (repeatable)."
+    ),
+    print_literals: bool = typer.Option(
+        False, "--print-literals", help="Print inputs and outputs (long arrays abbreviated)."
+    ),
     out: OutOption = Path("artifacts"),
     name: Optional[str] = typer.Option(None, "--name", help="Bundle name (default: replay-<module or source>)."),
     timeout: TimeoutOption = None,
     as_json: JsonOption = False,
     dry_run: DryRunOption = False,
     process: ProcessOption = None,
-    isolate: bool = typer.Option(False, "--isolate", help="Also run every instruction of the module alone against the "
-                                 "reference (one module, one reference); the table and the first mismatch go into the bundle."),
+    isolate: bool = typer.Option(
+        False,
+        "--isolate",
+        help="Also run every instruction of the module alone against the "
+        "reference (one module, one reference); the table and the first mismatch go into the bundle.",
+    ),
     precision: PrecisionOption = PrecisionMode.AUTO,
 ) -> None:
     """Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.
@@ -63,12 +104,30 @@ def replay(
 
     source = followed_run(source)
     request = ReplayRequest(
-        source=source.expanduser().absolute(), python=resolve_python(python), modules=list(module), include_all=include_all,
-        source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
-        reference_pythons=[resolve_python(p) for p in reference_python], reference_xla_flags=list(reference_xla_flag),
-        atol=atol, rtol=rtol, iterations=iterations, xla_flags=list(xla_flag), disable_passes=list(disable_pass),
-        no_opt=no_opt, platform=platform or Platform.AUTO, dump=list(dump), print_literals=print_literals, timeout=timeout,
-        name=name, process=process, deterministic=False if nondeterministic else None, precision=precision,
+        source=source.expanduser().absolute(),
+        python=resolve_python(python),
+        modules=list(module),
+        include_all=include_all,
+        source_from=source_from,
+        inputs=inputs,
+        seed=seed,
+        references=list(reference),
+        reference_pythons=[resolve_python(p) for p in reference_python],
+        reference_xla_flags=list(reference_xla_flag),
+        atol=atol,
+        rtol=rtol,
+        iterations=iterations,
+        xla_flags=list(xla_flag),
+        disable_passes=list(disable_pass),
+        no_opt=no_opt,
+        platform=platform or Platform.AUTO,
+        dump=list(dump),
+        print_literals=print_literals,
+        timeout=timeout,
+        name=name,
+        process=process,
+        deterministic=False if nondeterministic else None,
+        precision=precision,
     )
     prepared = prepare(request)
     isolating = _isolation(request) if isolate else None  # checked before anything runs
@@ -76,15 +135,19 @@ def replay(
         typer.echo(json.dumps(to_json(prepared.plan.record()), indent=2) if as_json else _plan_text(prepared.plan))
         return
     reporter = Reporter()
-    result = execute_replay(prepared, out, invocation().argv, reporter,
-                            then=isolating.record_into(reporter) if isolating else None)
+    result = execute_replay(
+        prepared, out, invocation().argv, reporter, then=isolating.record_into(reporter) if isolating else None
+    )
     record = result.record
-    append_job_summary(f"### xlatools replay\n\n- {len(record.modules)} module(s): {record.status} "
-                       f"(exit {record.exit_code})\n- bundle: `{record.bundle}`\n")
+    append_job_summary(
+        f"### xlatools replay\n\n- {len(record.modules)} module(s): {record.status} "
+        f"(exit {record.exit_code})\n- bundle: `{record.bundle}`\n"
+    )
     if as_json:
         data = to_json(record)
-        typer.echo(json.dumps({k: data.get(k) for k in ("status", "exit_code", "bundle", "modules", "isolation")},
-                              indent=2))
+        typer.echo(
+            json.dumps({k: data.get(k) for k in ("status", "exit_code", "bundle", "modules", "isolation")}, indent=2)
+        )
     else:
         _print_result(record, result.table, print_literals, reporter)
     raise typer.Exit(result.exit_code)
@@ -102,7 +165,9 @@ def _plan_text(plan) -> str:
     lines = [f"source:  {plan.request.source} ({plan.source_kind})"]
     lines += [f"module:  {m.label}  " + ", ".join(f"{k}={v}" for k, v in m.files().items()) for m in plan.modules]
     for run in plan.runs:
-        lines.append(f"run:     {run.label}: {run.python} platform={run.platform} XLA_FLAGS={' '.join(run.xla_flags) or '-'}")
+        lines.append(
+            f"run:     {run.label}: {run.python} platform={run.platform} XLA_FLAGS={' '.join(run.xla_flags) or '-'}"
+        )
     lines += [f"note:    {n}" for n in plan.notes]
     return "\n".join(lines)
 
@@ -135,14 +200,20 @@ def _print_result(record, table: str, print_literals: bool, reporter) -> None:
 def pack(
     bundle: Path = typer.Argument(..., help="A run bundle (or an XLA dump folder)."),
     output: Path = typer.Option(Path("repro.tar.gz"), "--output", "-o", help="The pack to write."),
-    module: List[str] = typer.Option([], "--module", "-m", help="Module id or name (repeatable; default: the program's own modules)."),
+    module: List[str] = typer.Option(
+        [], "--module", "-m", help="Module id or name (repeatable; default: the program's own modules)."
+    ),
     include_all: bool = typer.Option(False, "--all", help="Also jax's helper modules."),
     source_from: SourceFormOption = SourceForm.AUTO,
     python: PythonOption = None,
     inputs: InputsOption = None,
     seed: SeedOption = 0,
     reference: List[str] = typer.Option([], "--reference", help="cpu: also compare with the CPU backend."),
-    reference_python: List[str] = typer.Option([], "--reference-python", help="Also compare with the same module on another interpreter (another jaxlib); `repro run` needs one of that jaxlib too (repeatable)."),
+    reference_python: List[str] = typer.Option(
+        [],
+        "--reference-python",
+        help="Also compare with the same module on another interpreter (another jaxlib); `repro run` needs one of that jaxlib too (repeatable).",
+    ),
     atol: float = typer.Option(1e-3, "--atol"),
     rtol: float = typer.Option(1e-3, "--rtol"),
     xla_flag: XlaFlagOption = [],
@@ -173,29 +244,54 @@ def pack(
         recorded = run.interpreter.python if run else None
         python = recorded if recorded and os.path.exists(recorded) else None
     request = ReplayRequest(
-        source=bundle.expanduser().absolute(), python=resolve_python(python), modules=list(module),
-        include_all=include_all, source_from=source_from, inputs=inputs, seed=seed, references=list(reference),
+        source=bundle.expanduser().absolute(),
+        python=resolve_python(python),
+        modules=list(module),
+        include_all=include_all,
+        source_from=source_from,
+        inputs=inputs,
+        seed=seed,
+        references=list(reference),
         reference_pythons=[resolve_python(p) for p in reference_python],
-        atol=atol, rtol=rtol, xla_flags=list(xla_flag), disable_passes=list(disable_pass), no_opt=no_opt,
-        platform=platform or Platform.AUTO, name=f"pack-{Path(os.path.realpath(bundle)).name}",
-        deterministic=False if nondeterministic else None, precision=precision,
+        atol=atol,
+        rtol=rtol,
+        xla_flags=list(xla_flag),
+        disable_passes=list(disable_pass),
+        no_opt=no_opt,
+        platform=platform or Platform.AUTO,
+        name=f"pack-{Path(os.path.realpath(bundle)).name}",
+        deterministic=False if nondeterministic else None,
+        precision=precision,
     )
     reporter = Reporter()
     made = build_pack(request, output, out, invocation().argv, reporter)
     # Keyed by id and name: one program may compile several modules of one name.
-    outcomes = {m.label: str(m.outcome) + (f" ({m.failed_run})" if m.failed_run not in (None, "test") else "")
-                for m in made.index.modules}
+    outcomes = {
+        m.label: str(m.outcome) + (f" ({m.failed_run})" if m.failed_run not in (None, "test") else "")
+        for m in made.index.modules
+    }
     left_out = {m.label: m.why for m in made.index.left_out}
     if as_json:
-        typer.echo(json.dumps({"pack": str(made.path), "replay_bundle": made.replayed.record.bundle, "expected": outcomes,
-                               "left_out": left_out}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "pack": str(made.path),
+                    "replay_bundle": made.replayed.record.bundle,
+                    "expected": outcomes,
+                    "left_out": left_out,
+                },
+                indent=2,
+            )
+        )
     else:
         reporter.info(made.replayed.table)
         for label, why in left_out.items():
             reporter.warn(f"left out of the pack: {label}: {why}")
         if nothing_to_reproduce(made.index.modules):
-            reporter.warn("every module ran ok: this pack records no failure, so `repro run` will answer "
-                          "nothing-to-reproduce (exit 5)")
+            reporter.warn(
+                "every module ran ok: this pack records no failure, so `repro run` will answer "
+                "nothing-to-reproduce (exit 5)"
+            )
         reporter.result(f"\npack: {made.path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
 
 
@@ -204,8 +300,14 @@ def run(
     pack_file: Path = typer.Argument(..., help="A repro pack (.tar.gz from `xlatools repro pack`)."),
     python: PythonOption = None,
     match: PackMatchOption = PackMatch.CLASS,
-    same_jaxlib: bool = typer.Option(False, "--same-jaxlib", help="Cannot run (exit 3) unless the target has the pack's jaxlib version."),
-    reference_python: List[str] = typer.Option([], "--reference-python", help="The reference interpreter(s) of a pack made with --reference-python (default: the paths it names, where they exist)."),
+    same_jaxlib: bool = typer.Option(
+        False, "--same-jaxlib", help="Cannot run (exit 3) unless the target has the pack's jaxlib version."
+    ),
+    reference_python: List[str] = typer.Option(
+        [],
+        "--reference-python",
+        help="The reference interpreter(s) of a pack made with --reference-python (default: the paths it names, where they exist).",
+    ),
     out: OutOption = Path("artifacts"),
     as_json: JsonOption = False,
     nondeterministic: NondeterministicOption = False,
@@ -219,8 +321,17 @@ def run(
     from xlatools.replay.repro import run_pack
 
     reporter = Reporter()
-    result = run_pack(pack_file, python, out, match, invocation().argv, same_jaxlib, reporter, list(reference_python),
-                      nondeterministic)
+    result = run_pack(
+        pack_file,
+        python,
+        out,
+        match,
+        invocation().argv,
+        same_jaxlib,
+        reporter,
+        list(reference_python),
+        nondeterministic,
+    )
     if as_json:
         typer.echo(json.dumps({**to_json(result), "exit_code": result.exit_code}, indent=2))
     else:

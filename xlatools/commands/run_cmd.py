@@ -7,9 +7,19 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import (AccountOption, DryRunOption, ExecutorOption, ExitCodeOption, JsonOption,
-                                       PartitionOption, QuietOption, SbatchOption, TimeLimitOption, executor_choice,
-                                       invocation)
+from xlatools.commands.options import (
+    AccountOption,
+    DryRunOption,
+    ExecutorOption,
+    ExitCodeOption,
+    JsonOption,
+    PartitionOption,
+    QuietOption,
+    SbatchOption,
+    TimeLimitOption,
+    executor_choice,
+    invocation,
+)
 from xlatools.commands.program_options import ProgramOptions, with_program_options
 from xlatools.vocab import ExitCodeMode
 
@@ -24,9 +34,19 @@ def run(
     dry_run: DryRunOption = False,
     quiet: QuietOption = None,
     exit_code: ExitCodeOption = ExitCodeMode.XLATOOLS,
-    processes: Optional[int] = typer.Option(None, "--processes", help="Run N processes of the program as one jax distributed job on this machine (default 1; smoke:multiprocess 2); see docs/multiprocess.md."),
-    devices_per_process: int = typer.Option(1, "--devices-per-process", help="With --processes: devices of each process (CPU devices, or GPUs by index)."),
-    record_inputs: bool = typer.Option(False, "--record-inputs", help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none."),
+    processes: Optional[int] = typer.Option(
+        None,
+        "--processes",
+        help="Run N processes of the program as one jax distributed job on this machine (default 1; smoke:multiprocess 2); see docs/multiprocess.md.",
+    ),
+    devices_per_process: int = typer.Option(
+        1, "--devices-per-process", help="With --processes: devices of each process (CPU devices, or GPUs by index)."
+    ),
+    record_inputs: bool = typer.Option(
+        False,
+        "--record-inputs",
+        help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none.",
+    ),
     executor: ExecutorOption = None,
     partition: PartitionOption = None,
     account: AccountOption = None,
@@ -52,8 +72,9 @@ def run(
         require()  # no Slurm here: exit 3 before anything is probed
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
-    request = program_options.run_request(argv, cwd, dump=dump, quiet=quiet, processes=processes,
-                                          devices_per_process=devices_per_process)
+    request = program_options.run_request(
+        argv, cwd, dump=dump, quiet=quiet, processes=processes, devices_per_process=devices_per_process
+    )
     request.record_inputs = record_inputs
     profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
@@ -64,7 +85,11 @@ def run(
 
         plan = redact(prepared.plan.to_json())  # secrets hidden, as in manifests
         if as_json:
-            typer.echo(json.dumps({"plan": plan, "target": to_json(prepared.target), "flag_checks": prepared.flag_checks}, indent=2))
+            typer.echo(
+                json.dumps(
+                    {"plan": plan, "target": to_json(prepared.target), "flag_checks": prepared.flag_checks}, indent=2
+                )
+            )
         else:
             _print_plan(prepared)
             _print_job(prepared, cluster)
@@ -73,20 +98,52 @@ def run(
         from xlatools.cluster.slurm import preflight
 
         preflight(cluster, max(1, len(prepared.plan.processes)))  # a wrong partition/account: exit 2, no bundle
-    outcome = execute_plan(prepared, program_options.out, argv, caller_env, reporter, archive=archive,
-                           echo_stdout_to_stderr=as_json, exit_code_mode=exit_code, cluster=cluster)
+    outcome = execute_plan(
+        prepared,
+        program_options.out,
+        argv,
+        caller_env,
+        reporter,
+        archive=archive,
+        echo_stdout_to_stderr=as_json,
+        exit_code_mode=exit_code,
+        cluster=cluster,
+    )
     record = outcome.record
     from xlatools.console import append_job_summary
 
-    append_job_summary(f"### xlatools run\n\n- `{record.program.label if record.program else '-'}`: {record.status} "
-                       f"(exit {record.exit_code}, {record.duration_s} s)\n- bundle: `{record.bundle}`\n")
+    append_job_summary(
+        f"### xlatools run\n\n- `{record.program.label if record.program else '-'}`: {record.status} "
+        f"(exit {record.exit_code}, {record.duration_s} s)\n- bundle: `{record.bundle}`\n"
+    )
     if as_json:
         from xlatools.records import to_json
 
         data = to_json(record)
-        keep = ("status", "exit_code", "returncode", "signal", "program_outcome", "native_backtrace", "bundle",
-                "duration_s", "program", "jax", "frontend", "presets", "xla_flags", "dump", "smoke", "notes", "warnings", "archive",
-                "processes", "first_failed", "coordinator", "slurm")
+        keep = (
+            "status",
+            "exit_code",
+            "returncode",
+            "signal",
+            "program_outcome",
+            "native_backtrace",
+            "bundle",
+            "duration_s",
+            "program",
+            "jax",
+            "frontend",
+            "presets",
+            "xla_flags",
+            "dump",
+            "smoke",
+            "notes",
+            "warnings",
+            "archive",
+            "processes",
+            "first_failed",
+            "coordinator",
+            "slurm",
+        )
         typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
     else:
         _print_outcome(record, outcome.table, prepared.plan.quiet, reporter)
@@ -113,7 +170,9 @@ def _print_plan(prepared) -> None:
         for flag in plan.tf_xla_flags:
             write(f"  {esc(flag)}    [dim]# {esc(plan.tf_xla_flag_sources.get(flag, ''))}[/dim]")
     for item in plan.overridden_flags:
-        write(f"  [yellow]overridden:[/yellow] {esc(item.flag)} ({esc(str(item.origin))}) by {esc(item.by)} ({esc(str(item.source))})")
+        write(
+            f"  [yellow]overridden:[/yellow] {esc(item.flag)} ({esc(str(item.origin))}) by {esc(item.by)} ({esc(str(item.source))})"
+        )
     write("environment changes:")
     from xlatools.redact import redact_env
 
@@ -125,8 +184,10 @@ def _print_plan(prepared) -> None:
     write(f"argv:     {esc(shlex.join(plan.argv))}")
     for process in plan.processes:
         own = " ".join(f"{k}={v}" for k, v in process.env.items())
-        write(f"process {process.id}: {esc(own)}  (logs {esc(Path(process.stdout).name)}, {esc(Path(process.stderr).name)}"
-              f"{'; dump ' + esc(process.dump_dir) if process.dump_dir else ''})")
+        write(
+            f"process {process.id}: {esc(own)}  (logs {esc(Path(process.stdout).name)}, {esc(Path(process.stderr).name)}"
+            f"{'; dump ' + esc(process.dump_dir) if process.dump_dir else ''})"
+        )
     for note in plan.notes:
         write(f"note:     {esc(note)}")
 
@@ -157,7 +218,9 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
         first = "  (failed first)" if process.first_failure else ""
         reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
     for note in record.notes:
-        if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):  # the ones that explain an outcome
+        if note.startswith(
+            ("vmodule pattern", "native backtrace", "the program died in")
+        ):  # the ones that explain an outcome
             reporter.result(f"note: {note}")
     for warning in record.warnings or []:
         reporter.warn(warning)
@@ -168,7 +231,9 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
     elif dump:
         reporter.info("\nXLA dump: no modules were dumped (did the program compile anything?)")
     program = "" if record.status == "ok" else f"; program {record.program_outcome}"
-    reporter.result(f"{record.status} (exit {record.exit_code}{program}, {record.duration_s} s)  bundle: {record.bundle}")
+    reporter.result(
+        f"{record.status} (exit {record.exit_code}{program}, {record.duration_s} s)  bundle: {record.bundle}"
+    )
     if dump and dump.modules:
         reporter.info(f"read it with: xlatools inspect {record.bundle} [--module ID|NAME]")
 
@@ -177,5 +242,3 @@ def _tail(path, lines: int) -> str:
     from xlatools.fsutil import tail_lines
 
     return "\n".join(tail_lines(path, lines)) or "(no log)"
-
-

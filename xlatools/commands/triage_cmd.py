@@ -11,10 +11,16 @@ from xlatools.commands.bisect_cmd import with_test_options
 from xlatools.commands.options import AtolOption, DryRunOption, EnumChoice, JsonOption, RtolOption, invocation
 from xlatools.vocab import TriageStage
 
-SkipOption = Annotated[List[TriageStage], typer.Option(
-    "--skip", click_type=EnumChoice(TriageStage),
-    help="Leave this stage alone this time (repeatable; what it found before still counts): "
-         + ", ".join(stage.value for stage in TriageStage) + ".")]
+SkipOption = Annotated[
+    List[TriageStage],
+    typer.Option(
+        "--skip",
+        click_type=EnumChoice(TriageStage),
+        help="Leave this stage alone this time (repeatable; what it found before still counts): "
+        + ", ".join(stage.value for stage in TriageStage)
+        + ".",
+    ),
+]
 
 
 @with_test_options
@@ -26,11 +32,18 @@ def triage(
     jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Candidates the reduction runs side by side."),
     atol: AtolOption = 1e-3,
     rtol: RtolOption = 1e-3,
-    out: Path = typer.Option(Path("artifacts/triage"), "--out", help="Root of triage folders (one per triage, found "
-                             "again when the same command runs again)."),
-    fresh: bool = typer.Option(False, "--fresh", help="Start over: move the recorded triage aside (kept as <folder>.<time>)."),
-    test=None, reporter=None,
-    as_json: JsonOption = False, dry_run: DryRunOption = False,
+    out: Path = typer.Option(
+        Path("artifacts/triage"),
+        "--out",
+        help="Root of triage folders (one per triage, found again when the same command runs again).",
+    ),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Start over: move the recorded triage aside (kept as <folder>.<time>)."
+    ),
+    test=None,
+    reporter=None,
+    as_json: JsonOption = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Triage a regression between two jax releases: bisect the releases, dump both sides, diff them, bisect the passes,
     reduce the module that differs, isolate its instructions and write ISSUE.md linking every finding.
@@ -41,8 +54,18 @@ def triage(
     else the exit code of the first stage that is not (3 when it was blocked), 2 bad input, 130 interrupted."""
     from xlatools.triage.plan import TriageRequest
 
-    request = TriageRequest(good=good, bad=bad, test=test, python_version=python_version, out=out,
-                            skip=frozenset(skip), atol=atol, rtol=rtol, jobs=jobs, fresh=fresh)
+    request = TriageRequest(
+        good=good,
+        bad=bad,
+        test=test,
+        python_version=python_version,
+        out=out,
+        skip=frozenset(skip),
+        atol=atol,
+        rtol=rtol,
+        jobs=jobs,
+        fresh=fresh,
+    )
     if dry_run:
         return _print_plan(request, reporter, as_json)
     from xlatools.console import append_job_summary
@@ -71,12 +94,28 @@ def _print_plan(request, reporter, as_json: bool) -> None:
 
     state, plan = plan_triage(request, reporter)
     if as_json:
-        typer.echo(json.dumps({"folder": str(state.folder), "stages": [
-            {"stage": p.stage.value, "action": p.action.value, "reason": p.reason,
-             "work": work(p.stage, request.good, request.bad)}
-            for p in plan]}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "folder": str(state.folder),
+                    "stages": [
+                        {
+                            "stage": p.stage.value,
+                            "action": p.action.value,
+                            "reason": p.reason,
+                            "work": work(p.stage, request.good, request.bad),
+                        }
+                        for p in plan
+                    ],
+                },
+                indent=2,
+            )
+        )
         return
     typer.echo(f"folder: {state.folder}")
     for number, planned in enumerate(plan, 1):
-        typer.echo(f"{number}. {planned.stage}: {planned.action}" + (f" ({planned.reason})" if planned.reason else "")
-                   + f": {work(planned.stage, request.good, request.bad)}")
+        typer.echo(
+            f"{number}. {planned.stage}: {planned.action}"
+            + (f" ({planned.reason})" if planned.reason else "")
+            + f": {work(planned.stage, request.good, request.bad)}"
+        )

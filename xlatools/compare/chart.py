@@ -50,9 +50,16 @@ def _x(position: int, total: int) -> float:
 
 
 def _points(steps: list[tuple[int, StepInfo | None]], total: int, y_max: int) -> list[Point]:
-    return [Point(_x(pos, total), _scale(s.instructions or 0, y_max),
-                  f"{s.step:04d} {s.pipeline}/{s.pass_name}: {s.instructions} instructions{' (changed)' if s.changed else ''}",
-                  bool(s.changed)) for pos, s in steps if s is not None]
+    return [
+        Point(
+            _x(pos, total),
+            _scale(s.instructions or 0, y_max),
+            f"{s.step:04d} {s.pipeline}/{s.pass_name}: {s.instructions} instructions{' (changed)' if s.changed else ''}",
+            bool(s.changed),
+        )
+        for pos, s in steps
+        if s is not None
+    ]
 
 
 def _ticks(y_max: int) -> list[tuple[float, str]]:
@@ -69,8 +76,10 @@ def aligned_chart(title: str, rows: list[PassRow], divergence_row: int | None) -
     """A and B over the aligned rows; the first diverging row is shaded."""
     y_max = max((s.instructions or 0 for r in rows for s in (r.a, r.b) if s), default=0)
     total = len(rows)
-    series = [Series("A", "series-a", _points([(i, r.a) for i, r in enumerate(rows)], total, y_max)),
-              Series("B", "series-b", _points([(i, r.b) for i, r in enumerate(rows)], total, y_max))]
+    series = [
+        Series("A", "series-a", _points([(i, r.a) for i, r in enumerate(rows)], total, y_max)),
+        Series("B", "series-b", _points([(i, r.b) for i, r in enumerate(rows)], total, y_max)),
+    ]
     highlight = None
     if divergence_row is not None and divergence_row >= 0 and total:
         half = (WIDTH - PAD_LEFT - PAD_RIGHT) / max(total - 1, 1) / 2

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlatools.compare.model import BundleDiff, ModuleDiff, SideInfo
-from xlatools.compare.modules import Fingerprints, canonical_file, fill_fingerprints, match_modules, module_refs, select_pairs
+from xlatools.compare.modules import (
+    Fingerprints,
+    canonical_file,
+    fill_fingerprints,
+    match_modules,
+    module_refs,
+    select_pairs,
+)
 from xlatools.compare.passes import align_passes
 from xlatools.compare.rundiff import diff_runs
 from xlatools.compare.sides import Side, open_side
@@ -15,8 +22,14 @@ from xlatools.errors import UsageError
 
 def side_info(side: Side) -> SideInfo:
     index = side.index
-    return SideInfo(side.label, str(side.path), str(index.root) if index else None, side.kind, side.manifest,
-                    index.totals() if index else {})
+    return SideInfo(
+        side.label,
+        str(side.path),
+        str(index.root) if index else None,
+        side.kind,
+        side.manifest,
+        index.totals() if index else {},
+    )
 
 
 def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, full: bool, limit: int) -> ModuleDiff:
@@ -31,10 +44,12 @@ def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, ful
     if not (ref_a.digest_after == ref_b.digest_after or ref_a.fingerprint_after == ref_b.fingerprint_after):
         canon_a = canonical_file(a.index.root / module_a.after_file) if module_a.after_file else None
         canon_b = canonical_file(b.index.root / module_b.after_file) if module_b.after_file else None
-        text = text_diff("optimised HLO (canonical)", canon_a, canon_b, f"A {module_a.name}", f"B {module_b.name}",
-                         full, limit)
+        text = text_diff(
+            "optimised HLO (canonical)", canon_a, canon_b, f"A {module_a.name}", f"B {module_b.name}", full, limit
+        )
     same_output = ref_a.digest_after == ref_b.digest_after or (
-        ref_a.fingerprint_after is not None and ref_a.fingerprint_after == ref_b.fingerprint_after)
+        ref_a.fingerprint_after is not None and ref_a.fingerprint_after == ref_b.fingerprint_after
+    )
     tuned = not same_output and _autotuning_only(a.index.root, module_a.after_file, b.index.root, module_b.after_file)
     if tuned and text is not None:
         text.title = "optimised HLO (canonical): only autotuned kernel configuration differs"
@@ -55,11 +70,15 @@ def _autotuning_only(root_a: Path, file_a: str | None, root_b: Path, file_b: str
     return kernel_neutral_fingerprint(text_a) == kernel_neutral_fingerprint(text_b)
 
 
-def diff_sides(a: Side, b: Side, modules: list[str] | None = None, full: bool = False,
-               limit: int = DEFAULT_LIMIT) -> BundleDiff:
+def diff_sides(
+    a: Side, b: Side, modules: list[str] | None = None, full: bool = False, limit: int = DEFAULT_LIMIT
+) -> BundleDiff:
     notes = [f"{s.label}: {s.path} has no XLA dump; run level only" for s in (a, b) if s.index is None]
-    notes += [f"{s.label}: the dump of {s.process} (a multi-process run; --process N or BUNDLE/xla_dump/pN picks "
-              "another)" for s in (a, b) if s.process]
+    notes += [
+        f"{s.label}: the dump of {s.process} (a multi-process run; --process N or BUNDLE/xla_dump/pN picks another)"
+        for s in (a, b)
+        if s.process
+    ]
     refs_a, refs_b = module_refs(a.index), module_refs(b.index)
     prints = Fingerprints()
     sides = (a.index, b.index) if a.index and b.index else None
@@ -79,12 +98,20 @@ def _check_wanted(wanted: list[str], pairs, refs) -> None:
         import difflib
 
         close = difflib.get_close_matches(missing[0], sorted({r.name for r in refs}), n=1)
-        raise UsageError(f"no module {', '.join(missing)} in either dump",
-                         hint=(f"did you mean '{close[0]}'? " if close else "") + "`xlatools diff A B` lists the modules")
+        raise UsageError(
+            f"no module {', '.join(missing)} in either dump",
+            hint=(f"did you mean '{close[0]}'? " if close else "") + "`xlatools diff A B` lists the modules",
+        )
 
 
-def diff_bundles(a: Path | str, b: Path | str, modules: list[str] | None = None, full: bool = False,
-                 limit: int = DEFAULT_LIMIT, process: int | None = None) -> BundleDiff:
+def diff_bundles(
+    a: Path | str,
+    b: Path | str,
+    modules: list[str] | None = None,
+    full: bool = False,
+    limit: int = DEFAULT_LIMIT,
+    process: int | None = None,
+) -> BundleDiff:
     """Compare two run/replay/bisect-step bundles (manifest.json + xla_dump/) or two XLA dump folders.
 
     `modules`: names or ids to restrict the module-level diff to; `full`: unbounded text diffs;
@@ -107,7 +134,9 @@ def write_diff(a: Path, b: Path, out_dir: Path) -> tuple[BundleDiff, Path]:
     return diff, Path(write_report([a, b], out_dir / "report.html", diff=diff))
 
 
-def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:  # JSON for bisect's state file, as it stores it
+def bisect_diff(
+    last_good: Path, first_bad: Path, out_dir: Path
+) -> dict:  # JSON for bisect's state file, as it stores it
     """A finished bisection's last-good vs first-bad: diff.json and report.html under `out_dir`,
     and what to say about them (called by `xlatools bisect` at the end of a search)."""
     diff, report = write_diff(last_good, first_bad, out_dir)
@@ -115,17 +144,27 @@ def bisect_diff(last_good: Path, first_bad: Path, out_dir: Path) -> dict:  # JSO
     summary = None
     if first is not None:
         module, divergence = first
-        summary = {"module": module.a.name if module.a else module.b.name, "pass": divergence.label,
-                   "pipeline": divergence.pipeline}
-    return {"json": str(out_dir / "diff.json"), "report": str(report), "modules_differ": diff.modules_differ,
-            "first_divergence": summary, "note": depth_note(diff)}
+        summary = {
+            "module": module.a.name if module.a else module.b.name,
+            "pass": divergence.label,
+            "pipeline": divergence.pipeline,
+        }
+    return {
+        "json": str(out_dir / "diff.json"),
+        "report": str(report),
+        "modules_differ": diff.modules_differ,
+        "first_divergence": summary,
+        "note": depth_note(diff),
+    }
 
 
 def depth_note(diff: BundleDiff) -> str | None:
     """What a diff without dumps (or without per-pass dumps) cannot say, and the preset that makes it say it."""
     if diff.a.dump_dir is None or diff.b.dump_dir is None:
-        return ("the steps ran without XLA dumps, so modules and passes were not compared (modules_differ says "
-                "nothing): bisect with --preset hlo for the modules, or --preset dump:passes for the first diverging pass")
+        return (
+            "the steps ran without XLA dumps, so modules and passes were not compared (modules_differ says "
+            "nothing): bisect with --preset hlo for the modules, or --preset dump:passes for the first diverging pass"
+        )
     if diff.modules and all(m.passes is None or m.passes.note for m in diff.modules):
         return "no per-pass dumps: bisect with --preset dump:passes for the first diverging pass"
     return None

@@ -26,7 +26,7 @@ def read_end(path: Path, limit: int) -> tuple[str, bool]:
         if size > limit:
             handle.seek(size - limit)
             data = handle.read(limit)
-            data = data[data.find(b"\n") + 1:]
+            data = data[data.find(b"\n") + 1 :]
         else:
             data = handle.read()
     return data.decode("utf-8", errors="replace"), size > limit

@@ -101,19 +101,28 @@ class Divergence:
     def file_lines(self) -> list[tuple[str, str]]:
         """("A"/"B", "before -> after", or the one file when both are the same) for each side that has files."""
         out = []
-        for side, before, after in (("A", self.files.get("a_before"), self.files.get("a_after")),
-                                    ("B", self.files.get("b_before"), self.files.get("b_after"))):
+        for side, before, after in (
+            ("A", self.files.get("a_before"), self.files.get("a_after")),
+            ("B", self.files.get("b_before"), self.files.get("b_after")),
+        ):
             if before or after:
-                out.append((side, str(after or before) if before == after or not before or not after
-                            else f"{before} -> {after}"))
+                out.append(
+                    (
+                        side,
+                        str(after or before) if before == after or not before or not after else f"{before} -> {after}",
+                    )
+                )
         return out
 
     @property
     def label(self) -> str:
         if self.row < 0:
             return "before optimisation (the input HLO differs)"
-        names = self.pass_a if self.pass_a == self.pass_b or self.pass_b is None else (
-            self.pass_b if self.pass_a is None else f"{self.pass_a} (A) / {self.pass_b} (B)")
+        names = (
+            self.pass_a
+            if self.pass_a == self.pass_b or self.pass_b is None
+            else (self.pass_b if self.pass_a is None else f"{self.pass_a} (A) / {self.pass_b} (B)")
+        )
         return f"{self.pipeline}/{names}" if self.pipeline else str(names)
 
 
@@ -183,7 +192,9 @@ class BundleDiff:
     @property
     def modules_differ(self) -> bool:
         """True when a module is unmatched, or a matched pair differs in its optimised HLO beyond autotuning."""
-        return bool(self.only_a or self.only_b) or any(not m.same_output and not m.autotuning_only for m in self.modules)
+        return bool(self.only_a or self.only_b) or any(
+            not m.same_output and not m.autotuning_only for m in self.modules
+        )
 
     def first_divergence(self) -> tuple[ModuleDiff, Divergence] | None:
         """The headline: the divergence of the module that matters. Only modules whose optimised HLO differs
@@ -204,12 +215,25 @@ class BundleDiff:
 
         data = {"a": plain(self.a, ("manifest",)), "b": plain(self.b, ("manifest",)), **plain(self, ("a", "b"))}
         for module, raw in zip(self.modules, data["modules"]):
-            raw["same_input"], raw["same_output"], raw["optimised"] = module.same_input, module.same_output, module.optimised
+            raw["same_input"], raw["same_output"], raw["optimised"] = (
+                module.same_input,
+                module.same_output,
+                module.optimised,
+            )
             if module.passes and module.passes.divergence:
                 raw["passes"]["divergence"]["label"] = module.passes.divergence.label
         data["modules_differ"] = self.modules_differ
         first = self.first_divergence()
-        data["headline"] = None if first is None else {
-            "module": first[0].a.name, "id_a": first[0].a.id, "id_b": first[0].b.id, "pass": first[1].label,
-            "pipeline": first[1].pipeline, "same_output": first[0].same_output}
+        data["headline"] = (
+            None
+            if first is None
+            else {
+                "module": first[0].a.name,
+                "id_a": first[0].a.id,
+                "id_b": first[0].b.id,
+                "pass": first[1].label,
+                "pipeline": first[1].pipeline,
+                "same_output": first[0].same_output,
+            }
+        )
         return data

@@ -62,13 +62,26 @@ def module_refs(index: DumpIndex | None) -> list[ModuleRef]:
     refs = []
     for module_id in sorted(index.modules):
         m = index.modules[module_id]
-        refs.append(ModuleRef(m.id, m.name, _digest(index, m.before_file), _digest(index, m.after_file), None, None,
-                              m.instructions_before, m.instructions_after, memory_totals(index, m), len(m.steps)))
+        refs.append(
+            ModuleRef(
+                m.id,
+                m.name,
+                _digest(index, m.before_file),
+                _digest(index, m.after_file),
+                None,
+                None,
+                m.instructions_before,
+                m.instructions_after,
+                memory_totals(index, m),
+                len(m.steps),
+            )
+        )
     return refs
 
 
-def fill_fingerprints(refs: list[ModuleRef], index: DumpIndex, prints: Fingerprints, before: bool = True,
-                      after: bool = False) -> None:
+def fill_fingerprints(
+    refs: list[ModuleRef], index: DumpIndex, prints: Fingerprints, before: bool = True, after: bool = False
+) -> None:
     for ref in refs:
         m: Module = index.modules[ref.id]
         if before and ref.fingerprint_before is None and m.before_file:
@@ -77,8 +90,13 @@ def fill_fingerprints(refs: list[ModuleRef], index: DumpIndex, prints: Fingerpri
             ref.fingerprint_after = prints.of(index.root / m.after_file, ref.digest_after)
 
 
-def _pair_by(kind: MatchKind, key: Callable[[ModuleRef], object], left_a: list[ModuleRef], left_b: list[ModuleRef],
-             pairs: list[Pair]) -> tuple[list[ModuleRef], list[ModuleRef]]:
+def _pair_by(
+    kind: MatchKind,
+    key: Callable[[ModuleRef], object],
+    left_a: list[ModuleRef],
+    left_b: list[ModuleRef],
+    pairs: list[Pair],
+) -> tuple[list[ModuleRef], list[ModuleRef]]:
     waiting: dict[object, list[ModuleRef]] = {}
     for ref in left_b:
         if (k := key(ref)) is not None:
@@ -96,8 +114,12 @@ def _pair_by(kind: MatchKind, key: Callable[[ModuleRef], object], left_a: list[M
     return still_a, [r for r in left_b if id(r) not in used]
 
 
-def match_modules(a: list[ModuleRef], b: list[ModuleRef], sides: tuple[DumpIndex, DumpIndex] | None = None,
-                  prints: Fingerprints | None = None) -> tuple[list[Pair], list[ModuleRef], list[ModuleRef]]:
+def match_modules(
+    a: list[ModuleRef],
+    b: list[ModuleRef],
+    sides: tuple[DumpIndex, DumpIndex] | None = None,
+    prints: Fingerprints | None = None,
+) -> tuple[list[Pair], list[ModuleRef], list[ModuleRef]]:
     """Pairs (how matched, a, b) and the unmatched modules of each side, in id order.
 
     Rounds, each over what the previous left: same name and same input (raw bytes, then canonical
@@ -105,14 +127,20 @@ def match_modules(a: list[ModuleRef], b: list[ModuleRef], sides: tuple[DumpIndex
     changed). With `sides`, fingerprints are computed for the modules raw hashes leave undecided;
     without, the refs' fingerprint fields are used as they are."""
     pairs: list[Pair] = []
-    left_a, left_b = _pair_by("name+fingerprint", lambda m: (m.name, m.digest_before) if m.digest_before else None,
-                              list(a), list(b), pairs)
+    left_a, left_b = _pair_by(
+        "name+fingerprint", lambda m: (m.name, m.digest_before) if m.digest_before else None, list(a), list(b), pairs
+    )
     if sides is not None:
         prints = prints or Fingerprints()
         fill_fingerprints(left_a, sides[0], prints)
         fill_fingerprints(left_b, sides[1], prints)
-    left_a, left_b = _pair_by("name+fingerprint", lambda m: (m.name, m.fingerprint_before) if m.fingerprint_before else None,
-                              left_a, left_b, pairs)
+    left_a, left_b = _pair_by(
+        "name+fingerprint",
+        lambda m: (m.name, m.fingerprint_before) if m.fingerprint_before else None,
+        left_a,
+        left_b,
+        pairs,
+    )
     left_a, left_b = _pair_by("fingerprint", lambda m: m.fingerprint_before, left_a, left_b, pairs)
     left_a, left_b = _pair_by("name", lambda m: m.name, left_a, left_b, pairs)
     pairs.sort(key=lambda p: p[1].id)

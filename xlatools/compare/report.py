@@ -49,20 +49,39 @@ def _summary(side: Side) -> list[tuple[str, Leaf]]:
     jax = run.jax if run else None
     rows: list[tuple[str, Leaf]] = [("kind", side.kind), ("path", str(side.path))]
     if m is not None:
-        rows += [("command", m.command), ("program", run.program.label if run and run.program else None),
-                 ("status", m.status), ("exit code", m.exit_code), ("started", m.started),
-                 ("duration (s)", run.duration_s if run else None), ("host", m.host.hostname if m.host else None),
-                 ("python", run.interpreter.python if run else None)]
+        rows += [
+            ("command", m.command),
+            ("program", run.program.label if run and run.program else None),
+            ("status", m.status),
+            ("exit code", m.exit_code),
+            ("started", m.started),
+            ("duration (s)", run.duration_s if run else None),
+            ("host", m.host.hostname if m.host else None),
+            ("python", run.interpreter.python if run else None),
+        ]
     if jax is not None:
-        rows += [("jax / jaxlib", f"{jax.jax} / {jax.jaxlib}" if jax.jax or jax.jaxlib else None),
-                 ("backend", jax.backend), ("devices", len(jax.devices) or None)]
+        rows += [
+            ("jax / jaxlib", f"{jax.jax} / {jax.jaxlib}" if jax.jax or jax.jaxlib else None),
+            ("backend", jax.backend),
+            ("devices", len(jax.devices) or None),
+        ]
     if run is not None:
-        rows += [("presets", ", ".join(p.name for p in run.presets) or None), ("XLA flags", " ".join(run.xla_flags) or None)]
+        rows += [
+            ("presets", ", ".join(p.name for p in run.presets) or None),
+            ("XLA flags", " ".join(run.xla_flags) or None),
+        ]
     rows.append(("dump", str(side.index.root) if side.index else None))
     if run is not None and run.processes:  # a multi-process run: every process, and whose dump is shown
-        rows += [("processes", ", ".join(f"p{p.id} {p.status} ({p.outcome})" + (" - failed first" if p.first_failure
-                                                                                 else "") for p in run.processes)),
-                 ("dump of", side.process)]
+        rows += [
+            (
+                "processes",
+                ", ".join(
+                    f"p{p.id} {p.status} ({p.outcome})" + (" - failed first" if p.first_failure else "")
+                    for p in run.processes
+                ),
+            ),
+            ("dump of", side.process),
+        ]
     rows += _replay_rows(m)
     return [(k, v) for k, v in rows if v not in (None, "")]
 
@@ -95,9 +114,19 @@ def side_report(side: Side) -> SideReport:
         fill_fingerprints(refs, index, Fingerprints(), before=False, after=True)
         for ref in refs:
             module = index.modules[ref.id]
-            rows.append(ModuleRow(f"{ref.id:04d}", ref.name, ref.instructions_before, ref.instructions_after,
-                                  ref.pass_steps, len(module.files), module.bytes, memory(ref),
-                                  (ref.fingerprint_after or "")[:12]))
+            rows.append(
+                ModuleRow(
+                    f"{ref.id:04d}",
+                    ref.name,
+                    ref.instructions_before,
+                    ref.instructions_after,
+                    ref.pass_steps,
+                    len(module.files),
+                    module.bytes,
+                    memory(ref),
+                    (ref.fingerprint_after or "")[:12],
+                )
+            )
         with_steps = [index.modules[i] for i in sorted(index.modules) if index.modules[i].steps]
         for module in with_steps[:MAX_CHARTS]:
             charts.append(module_chart(f"{module.id:04d} {module.name}", step_infos(index, module)))
@@ -128,18 +157,29 @@ def diff_charts(diff: BundleDiff) -> dict[int, Chart]:
 def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("xlatools.compare", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("xlatools.compare", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     template = env.get_template("report.html.j2")
     first = diff.first_divergence() if diff else None
-    return template.render(sides=sides, diff=diff, first=first, charts=diff_charts(diff) if diff else {},
-                           describe_side=describe_side)
+    return template.render(
+        sides=sides, diff=diff, first=first, charts=diff_charts(diff) if diff else {}, describe_side=describe_side
+    )
 
 
-def write_report(bundles: list[Path | str], out_html: Path | str, diff: BundleDiff | None = None,
-                 full: bool = False, process: int | None = None, modules: list[str] | None = None,
-                 option: str = "-o") -> Path:
+def write_report(
+    bundles: list[Path | str],
+    out_html: Path | str,
+    diff: BundleDiff | None = None,
+    full: bool = False,
+    process: int | None = None,
+    modules: list[str] | None = None,
+    option: str = "-o",
+) -> Path:
     """Render one bundle (or two, with their diff, restricted to `modules` when given) into `out_html` (the
     path `option` named), written atomically (a device or FIFO there is written into, never replaced);
     `process`: of multi-process runs, whose dumps to show (default 0; every process's logs are shown)."""

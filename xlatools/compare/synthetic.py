@@ -24,8 +24,11 @@ class SyntheticPair:
 
 
 def _module_text(name: str, lines: int, change_from: int | None) -> str:
-    body = [f"HloModule {name}, entry_computation_layout={{(f32[128,128]{{1,0}})->f32[128,128]{{1,0}}}}\n\n",
-            "ENTRY %main.1 (p.0: f32[128,128]) -> f32[128,128] {\n", "  %p.0 = f32[128,128]{1,0} parameter(0)\n"]
+    body = [
+        f"HloModule {name}, entry_computation_layout={{(f32[128,128]{{1,0}})->f32[128,128]{{1,0}}}}\n\n",
+        "ENTRY %main.1 (p.0: f32[128,128]) -> f32[128,128] {\n",
+        "  %p.0 = f32[128,128]{1,0} parameter(0)\n",
+    ]
     for i in range(1, lines):
         op = "multiply" if change_from is not None and i == change_from else "add"
         body.append(_LINE.format(op=op, i=i, a=max(i - 2, 0), b=i - 1))
@@ -33,8 +36,9 @@ def _module_text(name: str, lines: int, change_from: int | None) -> str:
     return "".join(body)
 
 
-def _write_side(root: Path, modules: int, steps: int, lines: int, stride: int, changed: int | None,
-                diverge_at: int) -> tuple[int, int]:
+def _write_side(
+    root: Path, modules: int, steps: int, lines: int, stride: int, changed: int | None, diverge_at: int
+) -> tuple[int, int]:
     root.mkdir(parents=True)
     files = size = 0
 
@@ -51,14 +55,18 @@ def _write_side(root: Path, modules: int, steps: int, lines: int, stride: int, c
         for s in range(steps):
             # each pass "grows" the module by one instruction: the steps differ from each other
             change = 1 if changed == m and s >= diverge_at else None
-            put(f"{prefix}.{s:04d}.pipeline.after_pass-{s}.before_pass-{s + 1}.txt", _module_text(name, lines + s, change))
+            put(
+                f"{prefix}.{s:04d}.pipeline.after_pass-{s}.before_pass-{s + 1}.txt",
+                _module_text(name, lines + s, change),
+            )
         final = 1 if changed == m else None
         put(f"{prefix}.cpu_after_optimizations.txt", _module_text(name, lines + steps, final))
     return files, size
 
 
-def make_pair(root: Path, modules: int = 100, steps: int = 98, lines: int = 500, changed: int = 7,
-              diverge_at: int = 40) -> SyntheticPair:
+def make_pair(
+    root: Path, modules: int = 100, steps: int = 98, lines: int = 500, changed: int = 7, diverge_at: int = 40
+) -> SyntheticPair:
     """Two dump folders under `root` (a/ and b/); each holds modules * (steps + 2) files of about
     `lines` * 110 bytes. Defaults: 10,000 files and about 0.55 GB per side."""
     files, size = _write_side(Path(root) / "a", modules, steps, lines, 2, None, diverge_at)

@@ -42,15 +42,40 @@ def memory(ref: ModuleRef) -> str:
 
 
 def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
-    rows = [("A id", "B id", "module", "matched by", "input", "optimised", "instr before", "instr after",
-             "alloc bytes", "first diverging pass")]
+    rows = [
+        (
+            "A id",
+            "B id",
+            "module",
+            "matched by",
+            "input",
+            "optimised",
+            "instr before",
+            "instr after",
+            "alloc bytes",
+            "first diverging pass",
+        )
+    ]
     for m in diff.modules:
-        divergence = m.passes.divergence.label if m.passes and m.passes.divergence else (
-            m.passes.note if m.passes and m.passes.note else "-")
-        rows.append((f"{m.a.id:04d}", f"{m.b.id:04d}", _pair(m.a.name, m.b.name), m.match,
-                     "same" if m.same_input else "differs", m.optimised,
-                     _pair(m.a.instructions_before, m.b.instructions_before),
-                     _pair(m.a.instructions_after, m.b.instructions_after), _pair(memory(m.a), memory(m.b)), divergence))
+        divergence = (
+            m.passes.divergence.label
+            if m.passes and m.passes.divergence
+            else (m.passes.note if m.passes and m.passes.note else "-")
+        )
+        rows.append(
+            (
+                f"{m.a.id:04d}",
+                f"{m.b.id:04d}",
+                _pair(m.a.name, m.b.name),
+                m.match,
+                "same" if m.same_input else "differs",
+                m.optimised,
+                _pair(m.a.instructions_before, m.b.instructions_before),
+                _pair(m.a.instructions_after, m.b.instructions_after),
+                _pair(memory(m.a), memory(m.b)),
+                divergence,
+            )
+        )
     return rows
 
 
@@ -60,11 +85,19 @@ def pass_rows(passes: PassAlignment) -> list[str]:
     for number, row in enumerate(passes.rows):
         step = row.a or row.b
         mark = "<- first divergence" if passes.divergence and passes.divergence.row == number else ""
-        rows.append((f"{row.a.step:04d}" if row.a else "-", f"{row.b.step:04d}" if row.b else "-", step.pipeline,
-                     row.a.pass_name if row.a else "-", row.b.pass_name if row.b else "-", row.kind,
-                     f"{yes[row.a.changed] if row.a else '-'}/{yes[row.b.changed] if row.b else '-'}",
-                     f"{row.a.instructions if row.a else '-'}/{row.b.instructions if row.b else '-'}",
-                     f"{yes[row.same_hlo]} {mark}".rstrip()))
+        rows.append(
+            (
+                f"{row.a.step:04d}" if row.a else "-",
+                f"{row.b.step:04d}" if row.b else "-",
+                step.pipeline,
+                row.a.pass_name if row.a else "-",
+                row.b.pass_name if row.b else "-",
+                row.kind,
+                f"{yes[row.a.changed] if row.a else '-'}/{yes[row.b.changed] if row.b else '-'}",
+                f"{row.a.instructions if row.a else '-'}/{row.b.instructions if row.b else '-'}",
+                f"{yes[row.same_hlo]} {mark}".rstrip(),
+            )
+        )
     return _table(rows)
 
 
@@ -75,8 +108,11 @@ def module_detail(m: ModuleDiff) -> list[str]:
     elif m.passes:
         out += pass_rows(m.passes)
         if not m.passes.divergence and all(row.same_hlo is None for row in m.passes.rows):
-            out.append("same HLO: - (not compared: the optimised modules are the same, so there is no divergence "
-                       "to look for)" if m.same_output else "same HLO: - (not compared)")
+            out.append(
+                "same HLO: - (not compared: the optimised modules are the same, so there is no divergence to look for)"
+                if m.same_output
+                else "same HLO: - (not compared)"
+            )
         if m.passes.divergence:
             d = m.passes.divergence
             out.append(f"first diverging pass: {d.label}")
@@ -94,7 +130,9 @@ def render_text(diff: BundleDiff, detail: bool = False) -> str:
     out = [describe_side(diff.a), describe_side(diff.b)]
     run = diff.run
     if run.compared:
-        out.append(f"run: {run.changes()} differences; duration {run.durations.get('a')} s vs {run.durations.get('b')} s")
+        out.append(
+            f"run: {run.changes()} differences; duration {run.durations.get('a')} s vs {run.durations.get('b')} s"
+        )
         for group, changes in (("", run.fields), ("flag", run.flags), ("env", run.env), ("profile", run.profile)):
             out += ["  " + change_line(group, c).strip() for c in changes]
     out.append(f"modules: {len(diff.modules)} matched, {len(diff.only_a)} only in A, {len(diff.only_b)} only in B")
@@ -116,11 +154,16 @@ def markdown_summary(diff: BundleDiff, report: str | None = None) -> str:
     """A short job-summary block: what was compared and where it differs."""
     differing = [m for m in diff.modules if not m.same_output and not m.autotuning_only]
     tuned = len([m for m in diff.modules if m.autotuning_only])
-    lines = ["### xlatools diff", "", f"- A: `{diff.a.path}`", f"- B: `{diff.b.path}`",
-             f"- run: {diff.run.changes()} differences" if diff.run.compared else "- run: dump folders (no manifests)",
-             f"- modules: {len(diff.modules)} matched, {len(differing)} differ after optimisation, "
-             f"{len(diff.only_a)} only in A, {len(diff.only_b)} only in B"
-             + (f", {tuned} differ only in autotuned kernel configuration" if tuned else "")]
+    lines = [
+        "### xlatools diff",
+        "",
+        f"- A: `{diff.a.path}`",
+        f"- B: `{diff.b.path}`",
+        f"- run: {diff.run.changes()} differences" if diff.run.compared else "- run: dump folders (no manifests)",
+        f"- modules: {len(diff.modules)} matched, {len(differing)} differ after optimisation, "
+        f"{len(diff.only_a)} only in A, {len(diff.only_b)} only in B"
+        + (f", {tuned} differ only in autotuned kernel configuration" if tuned else ""),
+    ]
     first = diff.first_divergence()
     if first:
         lines.append(f"- first diverging pass: `{first[0].a.name}`: `{first[1].label}`")

@@ -11,8 +11,9 @@ DEFAULT_LIMIT = 200  # diff lines shown unless --full
 INPUT_LIMIT = 20_000  # lines of each text fed to difflib unless --full (its cost grows with n*m)
 
 
-def text_diff(title: str, a: str | None, b: str | None, a_name: str, b_name: str, full: bool = False,
-              limit: int = DEFAULT_LIMIT) -> TextDiff:
+def text_diff(
+    title: str, a: str | None, b: str | None, a_name: str, b_name: str, full: bool = False, limit: int = DEFAULT_LIMIT
+) -> TextDiff:
     if a is None or b is None:
         missing = a_name if a is None else b_name
         return TextDiff(title, [f"(no text for {missing})"], truncated=False, identical=False)

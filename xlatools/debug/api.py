@@ -44,12 +44,18 @@ def run_debug(request: DebugRequest, bind: Bind, reporter: Reporter) -> DebugOut
         options = request.options
         record.gdb = GdbInfo(path=options.gdb, version=request.gdb_version)
         record.libraries, record.breakpoints = list(request.libraries), list(options.breakpoints)
-        record.max_stops, record.interactive, record.hlo_module = options.max_stops, options.interactive, options.module_re
+        record.max_stops, record.interactive, record.hlo_module = (
+            options.max_stops,
+            options.interactive,
+            options.module_re,
+        )
         session.adopt(record)
         session.save()
         plan = plan_session(program, options, session.path)
-        reporter.step(f"{' '.join(program.argv[1:]) or program.argv[0]} under gdb -> {session.path}"
-                      + ("" if options.interactive else "  (output in the bundle's logs)"))
+        reporter.step(
+            f"{' '.join(program.argv[1:]) or program.argv[0]} under gdb -> {session.path}"
+            + ("" if options.interactive else "  (output in the bundle's logs)")
+        )
         result = execute_session(plan, session.path)
         _finish(session, result)
     return DebugOutcome(session.record, session.record.exit_code)
@@ -73,15 +79,20 @@ def _finish(session, result: SessionResult) -> None:
 def summary_lines(record: DebugManifest) -> list[str]:
     from xlatools.debug.session import stop_lines
 
-    lines = [f"status: {record.status} (xlatools exit {record.exit_code}; program {record.program_outcome})",
-             f"breakpoints: {', '.join(b.label for b in record.breakpoints)}"]
+    lines = [
+        f"status: {record.status} (xlatools exit {record.exit_code}; program {record.program_outcome})",
+        f"breakpoints: {', '.join(b.label for b in record.breakpoints)}",
+    ]
     lines += stop_lines(record.stops)
     if not record.stops and record.status in (Status.OK, Status.FAILED):
-        lines.append("no breakpoint was hit: the program never started those passes (is the computation cached? "
-                     "is the pass in this backend's pipeline?)")
+        lines.append(
+            "no breakpoint was hit: the program never started those passes (is the computation cached? "
+            "is the pass in this backend's pipeline?)"
+        )
     if record.native_backtrace:
-        lines.append(f"the program died by {record.signal or 'a fatal signal'}: native backtrace in "
-                     f"{record.native_backtrace}")
+        lines.append(
+            f"the program died by {record.signal or 'a fatal signal'}: native backtrace in {record.native_backtrace}"
+        )
     if record.error:
         lines.append(f"error: {record.error}")
     return lines

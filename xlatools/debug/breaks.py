@@ -68,7 +68,7 @@ def pass_libraries(package_dirs: list[Path], cache_dir: Path) -> list[Path]:
                 if not path.is_file() or path.stat().st_size < _MIN_BYTES:
                     continue
                 cached = _cached(path.resolve(), cache_dir)
-                if (cached.classes if cached is not None else _mentions(path, ROOT.encode())):
+                if cached.classes if cached is not None else _mentions(path, ROOT.encode()):
                     found.append(path.resolve())
             except OSError:
                 continue
@@ -82,7 +82,7 @@ def _mentions(path: Path, needle: bytes, chunk: int = 1 << 24) -> bool:
         while block := handle.read(chunk):
             if needle in tail + block:
                 return True
-            tail = block[-len(needle):]
+            tail = block[-len(needle) :]
     return False
 
 
@@ -121,8 +121,10 @@ def load_pass_map(path: Path, cache_dir: Path, reporter: Reporter | None = None)
 
 def catalog_for(libraries: list[Path], cache_dir: Path, reporter: Reporter | None = None) -> PassCatalog:
     if not libraries:
-        raise EnvironmentMissing("no shared object of the target holds HLO passes (xla::HloPassInterface)",
-                                 hint="check --python, or name the library with --library PATH")
+        raise EnvironmentMissing(
+            "no shared object of the target holds HLO passes (xla::HloPassInterface)",
+            hint="check --python, or name the library with --library PATH",
+        )
     return PassCatalog([load_pass_map(path, cache_dir, reporter) for path in libraries])
 
 
@@ -133,9 +135,11 @@ def plan_breakpoints(catalog: PassCatalog, pass_names: list[str], symbols: list[
     unknown = [name for name in pass_names if name not in named]
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(named), n=3)
-        raise UsageError(f"--break-pass {unknown[0]}: no pass of that name in the target's symbols"
-                         + (f" (did you mean {', '.join(close)}?)" if close else ""),
-                         hint="`xlatools debug passes` lists the names found; --break SYMBOL stops anywhere else")
+        raise UsageError(
+            f"--break-pass {unknown[0]}: no pass of that name in the target's symbols"
+            + (f" (did you mean {', '.join(close)}?)" if close else ""),
+            hint="`xlatools debug passes` lists the names found; --break SYMBOL stops anywhere else",
+        )
     users: dict[tuple[str, str], set[str]] = {}  # (library, entry) -> classes of every name running it
     for pass_map in catalog.maps:
         for item in pass_map.classes:
@@ -148,12 +152,21 @@ def plan_breakpoints(catalog: PassCatalog, pass_names: list[str], symbols: list[
             if item.entry:
                 entries.setdefault((pass_map.library, item.entry), []).append(item.cls)
         if not entries:
-            raise UsageError(f"--break-pass {name}: the target has the pass but no entry function for it",
-                             hint="use --break with a function of that pass")
+            raise UsageError(
+                f"--break-pass {name}: the target has the pass but no entry function for it",
+                hint="use --break with a function of that pass",
+            )
         for (library, entry), classes in entries.items():
             shared = users[(library, entry)] != {name}
-            out.append(Breakpoint(label=f"pass {name}", location=entry, pass_=name,
-                                  classes=tuple(sorted(classes)) if shared else (), library=library))
+            out.append(
+                Breakpoint(
+                    label=f"pass {name}",
+                    location=entry,
+                    pass_=name,
+                    classes=tuple(sorted(classes)) if shared else (),
+                    library=library,
+                )
+            )
     out += [Breakpoint(label=f"symbol {symbol}", location=symbol) for symbol in dict.fromkeys(symbols)]
     return out
 
@@ -169,8 +182,18 @@ def passes_table(catalog: PassCatalog, grep: str | None = None) -> list[PassRow]
     """The rows `xlatools debug passes` shows: one per pass class with a constant name (and, with
     `grep`, whose pass or class name contains it, in any case: `simplif` finds AlgebraicSimplifier)."""
     needle = grep.lower() if grep else None
-    return [PassRow(pass_=name, cls=item.cls, name=item.name, name_from=item.name_from, entry=item.entry,
-                    entry_display=item.entry_display, entry_from=item.entry_from,
-                    library=os.path.basename(pass_map.library))
-            for name, items in catalog.named().items() for pass_map, item in items
-            if not needle or needle in name.lower() or needle in item.cls.lower()]
+    return [
+        PassRow(
+            pass_=name,
+            cls=item.cls,
+            name=item.name,
+            name_from=item.name_from,
+            entry=item.entry,
+            entry_display=item.entry_display,
+            entry_from=item.entry_from,
+            library=os.path.basename(pass_map.library),
+        )
+        for name, items in catalog.named().items()
+        for pass_map, item in items
+        if not needle or needle in name.lower() or needle in item.cls.lower()
+    ]

@@ -33,8 +33,9 @@ def with_crash_capture(env: dict[str, str], folder: Path) -> dict[str, str]:
     """The child environment that leaves FILE in `folder` if the program dies by a fatal signal."""
     if env.get("XLATOOLS_NATIVE_BACKTRACE", "1") in ("0", "false", "no", "off"):
         return env
-    return hook_env(env, {"XLATOOLS_CRASH_TRACE": str(Path(folder).resolve() / FILE),
-                          "XLATOOLS_CRASH_GDB": find_gdb(env) or ""})
+    return hook_env(
+        env, {"XLATOOLS_CRASH_TRACE": str(Path(folder).resolve() / FILE), "XLATOOLS_CRASH_GDB": find_gdb(env) or ""}
+    )
 
 
 def backtrace_note(folder: Path) -> str | None:
@@ -43,7 +44,15 @@ def backtrace_note(folder: Path) -> str | None:
     return f"native backtrace of the crash: {path}" if path.is_file() else None
 
 
-_UNTELLING = ("__pthread_kill", "pthread_kill", "__GI_raise", "raise ", "__GI_abort", "abort ", "?? ")  # libc's raise/abort, unnamed frames
+_UNTELLING = (
+    "__pthread_kill",
+    "pthread_kill",
+    "__GI_raise",
+    "raise ",
+    "__GI_abort",
+    "abort ",
+    "?? ",
+)  # libc's raise/abort, unnamed frames
 
 
 def crashing_frames(text: str, count: int = 8) -> list[str]:
@@ -61,7 +70,7 @@ def crashing_frames(text: str, count: int = 8) -> list[str]:
     else:
         return []
     shown = []
-    for line in lines[marks[-1] + 1:]:
+    for line in lines[marks[-1] + 1 :]:
         number, _, rest = line.partition(" ")
         rest = re.sub(r"^\s*0x[0-9a-f]+ in ", "", rest.strip())
         if rest.startswith(_UNTELLING):

@@ -41,8 +41,9 @@ class ElfImage:
         if self._elf.elfclass != 64 or not self._elf.little_endian:
             raise UsageError(f"{self.path}: only 64-bit little-endian ELF files are read")
         self.machine = self._elf["e_machine"]
-        self._segments = [(s["p_vaddr"], s["p_offset"], s["p_filesz"]) for s in self._elf.iter_segments()
-                          if s["p_type"] == "PT_LOAD"]
+        self._segments = [
+            (s["p_vaddr"], s["p_offset"], s["p_filesz"]) for s in self._elf.iter_segments() if s["p_type"] == "PT_LOAD"
+        ]
         table = self._elf.get_section_by_name(".symtab") or self._elf.get_section_by_name(".dynsym")
         self.full_symtab = table is not None and table.name == ".symtab"
         self._symbols = table.data() if table is not None else b""
@@ -78,7 +79,7 @@ class ElfImage:
             if not value:
                 continue
             if name in starts or (ends and ends.get(find(b"\0", name), -1) >= name):
-                found.append(Symbol(strings[name:find(b"\0", name)].decode("ascii", "replace"), value))
+                found.append(Symbol(strings[name : find(b"\0", name)].decode("ascii", "replace"), value))
         return found
 
     def read(self, address: int, size: int) -> bytes | None:

@@ -31,7 +31,9 @@ def locate_gdb(env: Mapping[str, str] | None = None) -> tuple[str | None, str]:
     env = os.environ if env is None else env
     named = env.get("XLATOOLS_GDB")
     if named:
-        return (named, "XLATOOLS_GDB") if os.access(named, os.X_OK) else (None, f"XLATOOLS_GDB={named} is not executable")
+        return (
+            (named, "XLATOOLS_GDB") if os.access(named, os.X_OK) else (None, f"XLATOOLS_GDB={named} is not executable")
+        )
     found = shutil.which("gdb", path=env.get("PATH"))
     if found:
         return found, "gdb on PATH"
@@ -52,13 +54,17 @@ def locate_gdb(env: Mapping[str, str] | None = None) -> tuple[str | None, str]:
 def require_gdb() -> str:
     gdb = find_gdb()
     if gdb is None:
-        raise EnvironmentMissing(f"no debugger was found: {locate_gdb()[1]}",
-                                 hint="install Debian's gdb (apt-get install gdb), or point XLATOOLS_GDB at one (or "
-                                 "at CUDA's cuda-gdb); `xlatools doctor` checks it")
+        raise EnvironmentMissing(
+            f"no debugger was found: {locate_gdb()[1]}",
+            hint="install Debian's gdb (apt-get install gdb), or point XLATOOLS_GDB at one (or "
+            "at CUDA's cuda-gdb); `xlatools doctor` checks it",
+        )
     if not is_gdb(gdb):  # e.g. XLATOOLS_GDB=/bin/true: say so now, not "gdb did not run the session" later
         named = " (XLATOOLS_GDB)" if os.environ.get("XLATOOLS_GDB") else ""
-        raise EnvironmentMissing(f"{gdb}{named} is not a working gdb: `{gdb} --version` does not say GNU gdb",
-                                 hint="point XLATOOLS_GDB at gdb or cuda-gdb, or unset it to use gdb from PATH")
+        raise EnvironmentMissing(
+            f"{gdb}{named} is not a working gdb: `{gdb} --version` does not say GNU gdb",
+            hint="point XLATOOLS_GDB at gdb or cuda-gdb, or unset it to use gdb from PATH",
+        )
     return gdb
 
 

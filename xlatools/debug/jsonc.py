@@ -31,7 +31,7 @@ def _tokens(text: str, label: str):
             end = at + 1
             while end < size and text[end] != '"':
                 end += 2 if text[end] == "\\" else 1
-            yield at, text[at:end + 1]
+            yield at, text[at : end + 1]
             at = end + 1
         elif text.startswith("//", at):
             yield at, "//"
@@ -67,7 +67,7 @@ def strip(text: str, label: str) -> str:
     for at, token in _tokens(text, label):
         if token in ("//", "/*"):
             continue
-        if token in "}]" and previous_comma is not None and not "".join(out[previous_comma + 1:at]).strip():
+        if token in "}]" and previous_comma is not None and not "".join(out[previous_comma + 1 : at]).strip():
             out[previous_comma] = " "
         previous_comma = at if token == "," else None
     return "".join(out)
@@ -78,8 +78,10 @@ def loads(text: str, label: str):
         return json.loads(strip(text, label))
     except (ValueError, RecursionError) as exc:
         why = exc if isinstance(exc, ValueError) else "nested too deeply"
-        raise UsageError(f"{label}: not valid JSON with comments ({why})",
-                         hint="fix the file (VS Code shows where), or move it away and run again") from None
+        raise UsageError(
+            f"{label}: not valid JSON with comments ({why})",
+            hint="fix the file (VS Code shows where), or move it away and run again",
+        ) from None
 
 
 def _layout(text: str, label: str) -> _Layout:
@@ -122,8 +124,10 @@ def merge_configurations(text: str | None, configurations: list[dict], label: st
     data = loads(text, label)
     listed = data.get("configurations", []) if isinstance(data, dict) else None
     if not isinstance(listed, list) or not all(isinstance(item, dict) for item in listed):
-        raise UsageError(f"{label}: expected an object with a \"configurations\" list of objects",
-                         hint="fix the file, or move it away and run again")
+        raise UsageError(
+            f'{label}: expected an object with a "configurations" list of objects',
+            hint="fix the file, or move it away and run again",
+        )
     layout = _layout(text, label)
     code = _blank_comments(text, label)  # where the JSON itself ends: a comma after a // comment would vanish in it
     if layout.array_open is None:  # no list yet: add one after the object's last member
@@ -135,7 +139,7 @@ def merge_configurations(text: str | None, configurations: list[dict], label: st
     by_name = {c["name"]: c for c in configurations}
     edits, placed = [], set()  # (start, end exclusive, replacement)
     for start, end in layout.elements:
-        name = loads(text[start:end + 1], label).get("name")
+        name = loads(text[start : end + 1], label).get("name")
         if name in by_name:
             line_start = text.rfind("\n", 0, start) + 1
             edits.append((start, end + 1, _indented(by_name[name], text[line_start:start])))

@@ -139,10 +139,13 @@ def build_pass_map(path: Path) -> PassMap:
                 if owner and owner not in own_entry:
                     own_entry[owner] = (symbol.name, text.split("(", 1)[0])
         if image.machine != "EM_X86_64":
-            result.note = f"pass names are read from x86-64 code only (this file is {image.machine}): use --break SYMBOL"
+            result.note = (
+                f"pass names are read from x86-64 code only (this file is {image.machine}): use --break SYMBOL"
+            )
     classes = {ti: display[ti].removeprefix("typeinfo for ") for ti in passes}
-    result.classes = sorted((_describe(ti, classes, parent, own_name, own_entry) for ti in passes),
-                            key=lambda c: (c.name or "~", c.cls))
+    result.classes = sorted(
+        (_describe(ti, classes, parent, own_name, own_entry) for ti in passes), key=lambda c: (c.name or "~", c.cls)
+    )
     return result
 
 
@@ -156,8 +159,13 @@ def _reaches(typeinfo: str, parent: dict[str, str], root: str) -> bool:
     return False
 
 
-def _describe(typeinfo: str, classes: dict[str, str], parent: dict[str, str], own_name: dict[str, str | None],
-              own_entry: dict[str, tuple[str, str]]) -> PassClass:
+def _describe(
+    typeinfo: str,
+    classes: dict[str, str],
+    parent: dict[str, str],
+    own_name: dict[str, str | None],
+    own_entry: dict[str, tuple[str, str]],
+) -> PassClass:
     name = name_from = entry = entry_from = None
     chain, current = [], typeinfo
     while current in classes and current not in chain:
@@ -169,5 +177,6 @@ def _describe(typeinfo: str, classes: dict[str, str], parent: dict[str, str], ow
             name, name_from = own_name[cls], cls
         if entry_from is None and cls in own_entry:
             entry, entry_from = own_entry[cls], cls
-    return PassClass(classes[typeinfo], name, name_from, entry[0] if entry else None, entry[1] if entry else None,
-                     entry_from)
+    return PassClass(
+        classes[typeinfo], name, name_from, entry[0] if entry else None, entry[1] if entry else None, entry_from
+    )

@@ -105,17 +105,28 @@ def plan_session(program: ProgramSpec, options: SessionOptions, bundle: Path) ->
     pystack = str(bundle / "python-stacks.txt")
     inferior = hook_env(program.env, {"XLATOOLS_PYSTACK_FILE": pystack, "XLATOOLS_PYSTACK_SIGNAL": str(PYSTACK_SIGNAL)})
     script = GdbPlan(
-        argv=program.argv, bundle=str(bundle), result=str(bundle / RESULT), stops_dir=str(bundle / "stops"),
-        stdout=str(bundle / "stdout.log"), stderr=str(bundle / "stderr.log"), interactive=options.interactive,
-        max_stops=options.max_stops, pystack_file=pystack, pystack_signal=PYSTACK_SIGNAL, dump_dir=program.dump_dir,
+        argv=program.argv,
+        bundle=str(bundle),
+        result=str(bundle / RESULT),
+        stops_dir=str(bundle / "stops"),
+        stdout=str(bundle / "stdout.log"),
+        stderr=str(bundle / "stderr.log"),
+        interactive=options.interactive,
+        max_stops=options.max_stops,
+        pystack_file=pystack,
+        pystack_signal=PYSTACK_SIGNAL,
+        dump_dir=program.dump_dir,
         inferior_env={k: v for k, v in inferior.items() if program.env.get(k) != v},
-        breakpoints=list(options.breakpoints), module_re=options.module_re)
+        breakpoints=list(options.breakpoints),
+        module_re=options.module_re,
+    )
     argv = [options.gdb, "-q", "-nx", "-iex", "set auto-load python-scripts off"]
     argv += [] if options.interactive else ["-batch"]
     argv += ["-x", str(SESSION_SCRIPT), program.argv[0]]
     gdb_env = {**program.env, "XLATOOLS_GDB_PLAN": str(bundle / "gdb-plan.json")}
-    return SessionPlan(argv, gdb_env, script, program.cwd, None if options.interactive else program.timeout,
-                       options.interactive)
+    return SessionPlan(
+        argv, gdb_env, script, program.cwd, None if options.interactive else program.timeout, options.interactive
+    )
 
 
 def execute_session(plan: SessionPlan, bundle: Path) -> SessionResult:
@@ -155,8 +166,15 @@ def _run_gdb(plan: SessionPlan, bundle: Path) -> Status | str:
             signal.signal(signal.SIGINT, previous)
         return Status.OK
     with open(bundle / "gdb.log", "wb") as log:
-        proc = subprocess.Popen(plan.gdb_argv, env=plan.gdb_env, cwd=plan.cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            plan.gdb_argv,
+            env=plan.gdb_env,
+            cwd=plan.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             proc.wait(timeout=plan.timeout)  # SIGTERM arrives as Ctrl-C (the bundle's lifecycle)
         except subprocess.TimeoutExpired:
@@ -186,8 +204,10 @@ def _read_result(bundle: Path, ended: Status | str) -> SessionResult:
     if answer is None:
         tail = _tail(bundle / "gdb.log")
         how = "gdb finished" if ended == Status.OK else ended
-        return SessionResult(Status.ERROR, error=f"gdb did not run the session ({how}; {problem})"
-                             + (f"; gdb said: {tail}" if tail else ""))
+        return SessionResult(
+            Status.ERROR,
+            error=f"gdb did not run the session ({how}; {problem})" + (f"; gdb said: {tail}" if tail else ""),
+        )
     failed = answer.crash is not None or not answer.stops
     return SessionResult(Status.FAILED if failed else Status.OK, answer)
 
@@ -220,6 +240,8 @@ def stop_lines(stops: list[StopRecord]) -> list[str]:
     for stop in stops:
         module = f"; module it receives: {stop.module_file}" if stop.module_file else ""
         function = (stop.function or "?").split("(")[0]
-        lines.append(f"stop {stop.number}: {stop.label} in {function} (thread {stop.thread}){module}; "
-                     f"backtrace: {stop.backtrace}")
+        lines.append(
+            f"stop {stop.number}: {stop.label} in {function} (thread {stop.thread}){module}; "
+            f"backtrace: {stop.backtrace}"
+        )
     return lines

@@ -50,8 +50,10 @@ class SetupPlan:
     def describe(self) -> list[str]:
         lines = [f"output base: {self.output_base} ({self.output_base_from})"]
         lines += [f"source map:  {old} -> {new}" for old, new in self.substitutions]
-        lines += [f"launch.json: {self.launch_path} ({', '.join(c['name'] for c in self.configurations)})",
-                  f"gdb init:    {self.gdbinit_path} (gdb -x {self.gdbinit_path} ...)"]
+        lines += [
+            f"launch.json: {self.launch_path} ({', '.join(c['name'] for c in self.configurations)})",
+            f"gdb init:    {self.gdbinit_path} (gdb -x {self.gdbinit_path} ...)",
+        ]
         return lines
 
 
@@ -69,8 +71,10 @@ def debug_info_warnings(profile_name: str) -> list[str]:
     profile = load(profile_name).profile
     warnings = check_debug_info(profile)
     if not warnings and not debug_info_for(bazel_options(profile.bazel), XLA_SAMPLE).has_debug_info:
-        warnings.append(f"profile {profile_name} gives XLA sources no debug info (no -g): gdb will show functions "
-                        "but no source lines; build with --profile dbg-cpu for those")
+        warnings.append(
+            f"profile {profile_name} gives XLA sources no debug info (no -g): gdb will show functions "
+            "but no source lines; build with --profile dbg-cpu for those"
+        )
     return warnings
 
 
@@ -78,7 +82,9 @@ def default_output_base(tree: Path, env: Mapping[str, str]) -> Path:
     """Where bazel puts a workspace's output base unless told otherwise: the MD5 of its path under
     ~/.cache/bazel/_bazel_$USER (bazel's documented default output_user_root)."""
     user = env.get("USER") or getpass.getuser()
-    root = Path(env.get("TEST_TMPDIR") or Path(env.get("HOME", "~")).expanduser() / ".cache" / "bazel") / f"_bazel_{user}"
+    root = (
+        Path(env.get("TEST_TMPDIR") or Path(env.get("HOME", "~")).expanduser() / ".cache" / "bazel") / f"_bazel_{user}"
+    )
     return root / hashlib.md5(str(tree).encode()).hexdigest()
 
 
@@ -91,8 +97,14 @@ def ask_bazel(tree: Path, env: Mapping[str, str]) -> Path | None:
     try:
         # --batch: answer without starting a bazel server that would outlive this command (the hostile harness
         # found one left running); subprocess.run bounds the client, and in batch mode the client is all there is
-        done = subprocess.run([bazel, "--batch", "info", "output_base"], cwd=tree, capture_output=True, text=True,
-                              timeout=120, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [bazel, "--batch", "info", "output_base"],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     line = done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else ""
@@ -107,36 +119,59 @@ def _xla_folders(output_base: Path) -> list[str]:
 
 def plan_setup(request: SetupRequest, env: Mapping[str, str]) -> SetupPlan:
     if not request.tree.is_dir():
-        raise UsageError(f"--source {request.tree}: not a folder", hint="name the JAX tree the debug jaxlib was built from")
+        raise UsageError(
+            f"--source {request.tree}: not a folder", hint="name the JAX tree the debug jaxlib was built from"
+        )
     warnings = debug_info_warnings(request.profile)
     output_base, origin = request.output_base, "--output-base"
     if output_base is None:
         output_base, origin = ask_bazel(request.tree, env), "bazel info output_base"
     if output_base is None:
-        output_base, origin = default_output_base(request.tree, env), "bazel's default; pass --output-base if you set another"
+        output_base, origin = (
+            default_output_base(request.tree, env),
+            "bazel's default; pass --output-base if you set another",
+        )
     if not output_base.is_dir():
-        warnings.append(f"the output base {output_base} does not exist yet (build the tree first, or pass --output-base)")
+        warnings.append(
+            f"the output base {output_base} does not exist yet (build the tree first, or pass --output-base)"
+        )
     substitutions: list[tuple[str, str]] = []
     for name in _xla_folders(output_base):
         real = str(output_base / "external" / name)
         substitutions += [(f"/proc/self/cwd/external/{name}", real), (f"external/{name}", real)]
     substitutions.append(("/proc/self/cwd", str(request.tree)))
-    plan = SetupPlan(request.workspace / LAUNCH, request.workspace / GDBINIT, substitutions, [], str(output_base),
-                     origin, warnings)
+    plan = SetupPlan(
+        request.workspace / LAUNCH, request.workspace / GDBINIT, substitutions, [], str(output_base), origin, warnings
+    )
     plan.configurations = _configurations(request, plan)
     return plan
 
 
 def _configurations(request: SetupRequest, plan: SetupPlan) -> list[dict]:
     label = f"jaxlib {request.profile}"
-    python = {"name": f"xlatools: Python ({label})", "type": "debugpy", "request": "launch",
-              "program": request.program or "${file}", "python": request.python, "console": "integratedTerminal",
-              "justMyCode": False}
-    attach = {"name": f"xlatools: (gdb) Attach ({label})", "type": "cppdbg", "request": "attach",
-              "program": request.python, "processId": "${command:pickProcess}", "MIMode": "gdb",
-              "miDebuggerPath": request.gdb, "sourceFileMap": dict(plan.substitutions),
-              "setupCommands": [{"description": "pretty printing", "text": "-enable-pretty-printing", "ignoreFailures": True},
-                                {"description": "xlatools source maps", "text": f"source {plan.gdbinit_path}"}]}
+    python = {
+        "name": f"xlatools: Python ({label})",
+        "type": "debugpy",
+        "request": "launch",
+        "program": request.program or "${file}",
+        "python": request.python,
+        "console": "integratedTerminal",
+        "justMyCode": False,
+    }
+    attach = {
+        "name": f"xlatools: (gdb) Attach ({label})",
+        "type": "cppdbg",
+        "request": "attach",
+        "program": request.python,
+        "processId": "${command:pickProcess}",
+        "MIMode": "gdb",
+        "miDebuggerPath": request.gdb,
+        "sourceFileMap": dict(plan.substitutions),
+        "setupCommands": [
+            {"description": "pretty printing", "text": "-enable-pretty-printing", "ignoreFailures": True},
+            {"description": "xlatools source maps", "text": f"source {plan.gdbinit_path}"},
+        ],
+    }
     return [python, attach]
 
 
@@ -168,9 +203,16 @@ def write_setup(plan: SetupPlan) -> list[str]:
     refuse_links(plan.gdbinit_path, workspace, "--workspace: gdb init file")
     gdbinit = _existing(plan.gdbinit_path, "gdb init file")
     launch = _existing(plan.launch_path, "launch.json")
-    update = update_block(gdbinit or "", BLOCK, redact_text(plan.gdbinit_block()), file_label=str(plan.gdbinit_path),
-                          owner="xlatools debug setup")
-    merged = merge_configurations(launch, redact(plan.configurations), str(plan.launch_path))  # refuses before any write
+    update = update_block(
+        gdbinit or "",
+        BLOCK,
+        redact_text(plan.gdbinit_block()),
+        file_label=str(plan.gdbinit_path),
+        owner="xlatools debug setup",
+    )
+    merged = merge_configurations(
+        launch, redact(plan.configurations), str(plan.launch_path)
+    )  # refuses before any write
     writes = [(plan.launch_path, merged, launch)] if merged != launch else []
     writes += [(plan.gdbinit_path, update.text, gdbinit)] if update.changed else []
     _write_all(writes)

@@ -22,9 +22,16 @@ def _plan(profile_ref: str, tree: Path | None):
     from xlatools.profiles import load
 
     resolved = load(profile_ref)  # a bad profile is bad input: exit 2, as everywhere
-    options = BuildOptions(source=tree or Path.cwd(), out_root=Path("artifacts/builds"),
-                           dist_dir=Path(resolved.profile.build.output_dir), cache_root=cache_root(),
-                           run_id=secrets.token_hex(4), uid=os.getuid(), gid=os.getgid(), user_name="xlatools")
+    options = BuildOptions(
+        source=tree or Path.cwd(),
+        out_root=Path("artifacts/builds"),
+        dist_dir=Path(resolved.profile.build.output_dir),
+        cache_root=cache_root(),
+        run_id=secrets.token_hex(4),
+        uid=os.getuid(),
+        gid=os.getgid(),
+        user_name="xlatools",
+    )
     try:
         return resolved, plan_build(resolved, options)
     except XlaToolsError as exc:

@@ -20,13 +20,19 @@ def docker_socket_problem(env: Mapping[str, str]) -> Check | None:
     host = env.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     if not host.startswith("unix://"):
         return None
-    path = host[len("unix://"):]
+    path = host[len("unix://") :]
     if not os.path.exists(path):
-        return fail("docker engine", f"no Docker socket at {path} (DOCKER_HOST={env.get('DOCKER_HOST') or 'unset'})",
-                    "start the engine (`sudo systemctl start docker`), fix DOCKER_HOST, or build with --local")
+        return fail(
+            "docker engine",
+            f"no Docker socket at {path} (DOCKER_HOST={env.get('DOCKER_HOST') or 'unset'})",
+            "start the engine (`sudo systemctl start docker`), fix DOCKER_HOST, or build with --local",
+        )
     if not os.access(path, os.R_OK | os.W_OK):
-        return fail("docker engine", f"{path} exists but this user may not use it (permission denied)",
-                    "sudo usermod -aG docker $USER, then log in again (or `newgrp docker`)")
+        return fail(
+            "docker engine",
+            f"{path} exists but this user may not use it (permission denied)",
+            "sudo usermod -aG docker $USER, then log in again (or `newgrp docker`)",
+        )
     return None
 
 
@@ -43,7 +49,9 @@ def check_docker(env: Mapping[str, str]) -> tuple[Check, object | None]:
     except EnvironmentMissing as exc:
         return fail("docker engine", exc.message, START_HINT), None
     version = client.version().get("Version", "?")
-    return ok("docker engine", f"Docker {version} answers at {env.get('DOCKER_HOST') or 'unix:///var/run/docker.sock'}"), client
+    return ok(
+        "docker engine", f"Docker {version} answers at {env.get('DOCKER_HOST') or 'unix:///var/run/docker.sock'}"
+    ), client
 
 
 def _base_image(spec) -> str | None:
@@ -72,8 +80,11 @@ def check_image(client, spec) -> Check:
         return fail(name, f"{spec.ref} (build.container.image) is not on this engine", f"docker pull {spec.ref}")
     base = _base_image(spec)
     if base and not present(base):
-        return warn(name, f"{spec.ref} is not built yet and its base image {base} is not on this engine",
-                    f"docker pull {base} (an offline engine needs it imported: `docker load`/`docker import`)")
+        return warn(
+            name,
+            f"{spec.ref} is not built yet and its base image {base} is not on this engine",
+            f"docker pull {base} (an offline engine needs it imported: `docker load`/`docker import`)",
+        )
     return ok(name, f"{spec.ref} will be built on the first build from {base or spec.dockerfile}")
 
 
@@ -108,16 +119,25 @@ def check_bazel(tree: Path, which: Mapping[str, str | None], version: str | None
     if which.get("bazelisk"):
         return ok(name, f"bazelisk at {which['bazelisk']} fetches {wanted or 'the latest bazel'} as the tree asks")
     if not which.get("bazel"):
-        return warn(name, f"no bazel on PATH (the tree asks for {wanted or 'any'}); container builds bring their own",
-                    "for --local builds install bazelisk (it reads .bazelversion)")
+        return warn(
+            name,
+            f"no bazel on PATH (the tree asks for {wanted or 'any'}); container builds bring their own",
+            "for --local builds install bazelisk (it reads .bazelversion)",
+        )
     if wanted is None:
         return ok(name, f"bazel {version or '?'} at {which['bazel']}; the tree has no .bazelversion")
     if version is None:
-        return warn(name, f"cannot tell the version of {which['bazel']}; {wanted_file} asks for {wanted}",
-                    "install bazelisk, which reads .bazelversion")
+        return warn(
+            name,
+            f"cannot tell the version of {which['bazel']}; {wanted_file} asks for {wanted}",
+            "install bazelisk, which reads .bazelversion",
+        )
     if version != wanted and not re.fullmatch(wanted.replace(".", r"\.").replace("*", r".*"), version):
-        return fail(name, f"bazel {version} at {which['bazel']}, but {wanted_file} asks for {wanted}",
-                    f"install bazelisk (reads .bazelversion) or bazel {wanted}; JAX's build.py takes --bazel_path")
+        return fail(
+            name,
+            f"bazel {version} at {which['bazel']}, but {wanted_file} asks for {wanted}",
+            f"install bazelisk (reads .bazelversion) or bazel {wanted}; JAX's build.py takes --bazel_path",
+        )
     return ok(name, f"bazel {version} matches .bazelversion")
 
 
@@ -143,8 +163,11 @@ def check_bazelrc_imports_user(tree: Path) -> Check:
     if not rc.is_file():
         return fail(name, f"{rc} does not exist", "add a .bazelrc with `try-import %workspace%/.bazelrc.user`")
     if not imports_user_rc(rc.read_text(encoding="utf-8", errors="replace")):
-        return fail(name, f"{rc} does not import .bazelrc.user: the profile's config is never seen by bazel",
-                    f"append `try-import %workspace%/.bazelrc.user` to {rc}")
+        return fail(
+            name,
+            f"{rc} does not import .bazelrc.user: the profile's config is never seen by bazel",
+            f"append `try-import %workspace%/.bazelrc.user` to {rc}",
+        )
     return ok(name, f"{rc} try-imports .bazelrc.user")
 
 
@@ -159,9 +182,12 @@ def check_profile_configs(tree: Path, configs: list[str]) -> Check:
     texts = rc_texts(tree)
     missing = [c for c in configs if c not in defined_configs(texts)]
     if missing:
-        return fail(name, f"--config={', --config='.join(missing)} not defined in {', '.join(texts) or 'any .bazelrc'} "
-                    "(bazel: Config value ... is not defined in any .rc file)",
-                    "drop them from bazel.configs, or use a tree that defines them (newer JAX)")
+        return fail(
+            name,
+            f"--config={', --config='.join(missing)} not defined in {', '.join(texts) or 'any .bazelrc'} "
+            "(bazel: Config value ... is not defined in any .rc file)",
+            "drop them from bazel.configs, or use a tree that defines them (newer JAX)",
+        )
     return ok(name, f"{', '.join(configs)} defined in the tree")
 
 
@@ -173,14 +199,20 @@ def check_cuda_config(profile, tree: Path | None) -> Check:
     if profile.build.command is None:
         cuda_wheels = [w for w in profile.build.wheels if "cuda" in w]
         if not cuda_wheels:
-            return fail(name, f"backend cuda but wheels {profile.build.wheels}: build.py adds --config=cuda only "
-                        "for CUDA wheels", "add jax-cuda-plugin (and jax-cuda-pjrt) to build.wheels")
+            return fail(
+                name,
+                f"backend cuda but wheels {profile.build.wheels}: build.py adds --config=cuda only for CUDA wheels",
+                "add jax-cuda-plugin (and jax-cuda-pjrt) to build.wheels",
+            )
         how = f"build.py adds --config=cuda for {', '.join(cuda_wheels)}"
     elif "cuda" in profile.bazel.configs or any("--config=cuda" in t for t in profile.build.command):
         how = "the profile passes --config=cuda"
     else:
-        return fail(name, "backend cuda with a custom build.command and no --config=cuda",
-                    "add cuda to bazel.configs (or --config=cuda to build.command)")
+        return fail(
+            name,
+            "backend cuda with a custom build.command and no --config=cuda",
+            "add cuda to bazel.configs (or --config=cuda to build.command)",
+        )
     if tree is not None and "cuda" not in defined_configs(rc_texts(tree)):
         return fail(name, f"{how}, but the tree's bazelrc defines no cuda config", "use a JAX tree with CUDA support")
     return ok(name, how)
@@ -213,6 +245,9 @@ def check_lock(tree: Path, lock_path: Path) -> Check:
     except XlaToolsError as exc:
         return fail(name, f"{lock_path}: {exc.message}", exc.hint or "run `xlatools pin verify` for details")
     if problems:
-        return fail(name, f"{len(problems)} disagreement(s): {problems[0]}",
-                    f"`xlatools pin apply --source {tree} --lock {lock_path}`, or regenerate the lock")
+        return fail(
+            name,
+            f"{len(problems)} disagreement(s): {problems[0]}",
+            f"`xlatools pin apply --source {tree} --lock {lock_path}`, or regenerate the lock",
+        )
     return ok(name, f"{tree} agrees with {lock_path}")

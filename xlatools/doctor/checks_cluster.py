@@ -17,18 +17,30 @@ def cluster_checks(spec: ClusterSpec) -> list[Check]:
     from xlatools.cluster import slurm
     from xlatools.errors import XlaToolsError
 
-    missing = [tool for tool in ("sbatch", "srun", "squeue", "scontrol", "scancel", "sinfo") if shutil.which(tool) is None]
+    missing = [
+        tool for tool in ("sbatch", "srun", "squeue", "scontrol", "scancel", "sinfo") if shutil.which(tool) is None
+    ]
     if missing:
-        return [fail("slurm client", f"{', '.join(missing)} not found on PATH",
-                     "run on a login node of the cluster, or install slurm-client and set SLURM_CONF")]
+        return [
+            fail(
+                "slurm client",
+                f"{', '.join(missing)} not found on PATH",
+                "run on a login node of the cluster, or install slurm-client and set SLURM_CONF",
+            )
+        ]
     checks = [ok("slurm client", f"sbatch at {shutil.which('sbatch')}")]
     try:
         found, summary = slurm.partition_exists(None)
     except XlaToolsError as exc:
         return checks + [fail("slurm controller", exc.message, "check that slurmctld runs and SLURM_CONF names it")]
     if not found:
-        return checks + [fail("slurm controller", summary or "sinfo listed nothing",
-                              "check that slurmctld runs and SLURM_CONF names it")]
+        return checks + [
+            fail(
+                "slurm controller",
+                summary or "sinfo listed nothing",
+                "check that slurmctld runs and SLURM_CONF names it",
+            )
+        ]
     checks.append(ok("slurm controller", f"answers; partitions: {'; '.join(summary.splitlines()[:4])}"))
     try:
         estimate = slurm.preflight(spec, 1)
@@ -42,11 +54,21 @@ def _one_second_job(spec: ClusterSpec) -> Check:
     from xlatools.cluster.plan import sbatch_options
 
     options = [o for o in sbatch_options(spec, 1) if not o.startswith("--ntasks")]
-    argv = ["srun", f"--immediate={QUEUE_LIMIT_S}", "--job-name=xlatools-doctor", "--ntasks=1", *options,
-            "sh", "-c", "date +%s.%N; sleep 1"]
+    argv = [
+        "srun",
+        f"--immediate={QUEUE_LIMIT_S}",
+        "--job-name=xlatools-doctor",
+        "--ntasks=1",
+        *options,
+        "sh",
+        "-c",
+        "date +%s.%N; sleep 1",
+    ]
     t0 = time.time()
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=QUEUE_LIMIT_S + 60, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=QUEUE_LIMIT_S + 60, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired:
         return warn("slurm 1-second job", f"no answer in {QUEUE_LIMIT_S + 60} s", "check `squeue -u $USER`")
     total = time.time() - t0
@@ -54,8 +76,13 @@ def _one_second_job(spec: ClusterSpec) -> Check:
         queued = float(done.stdout.split()[0]) - t0
     except (IndexError, ValueError):
         message = " ".join(done.stderr.strip().splitlines()[-2:]) or f"srun exit {done.returncode}"
-        return warn("slurm 1-second job", f"did not run: {message}",
-                    f"the partition may be busy (it waited up to {QUEUE_LIMIT_S} s); try again or pick another")
+        return warn(
+            "slurm 1-second job",
+            f"did not run: {message}",
+            f"the partition may be busy (it waited up to {QUEUE_LIMIT_S} s); try again or pick another",
+        )
     if done.returncode != 0:
-        return warn("slurm 1-second job", f"started after {queued:.2f} s but exited {done.returncode}", "see `srun` output")
+        return warn(
+            "slurm 1-second job", f"started after {queued:.2f} s but exited {done.returncode}", "see `srun` output"
+        )
     return ok("slurm 1-second job", f"queued {queued:.2f} s, done in {total:.2f} s")

@@ -62,11 +62,16 @@ def check_xla_flags(env: Mapping[str, str], unknown: UnknownFlags) -> Check:
     except ValueError as exc:
         return fail(name, f"cannot split XLA_FLAGS={value!r}: {exc}", "fix the quoting in XLA_FLAGS")
     if flags and not flags[0].startswith("-"):
-        return warn(name, f"XLA_FLAGS names a flag file ({flags[0]}); its flags were not checked",
-                    "put the flags themselves into XLA_FLAGS to have them checked")
+        return warn(
+            name,
+            f"XLA_FLAGS names a flag file ({flags[0]}); its flags were not checked",
+            "put the flags themselves into XLA_FLAGS to have them checked",
+        )
     problems, fixes, note = _flag_findings(flags, unknown)
     if problems:
-        return fail(name, "; ".join(problems + ([note] if note else [])), "; ".join(dict.fromkeys(fixes)) or "fix XLA_FLAGS")
+        return fail(
+            name, "; ".join(problems + ([note] if note else [])), "; ".join(dict.fromkeys(fixes)) or "fix XLA_FLAGS"
+        )
     if note:
         return warn(name, note, "fix the failures above (jax must start), then run doctor again")
     return ok(name, f"{len(flags)} flag(s), all known to this jaxlib with well-typed values")
@@ -78,8 +83,11 @@ def check_libtpu_args(env: Mapping[str, str], has_libtpu: bool) -> Check:
     if not value.strip():
         return ok(name, "not set")
     if not has_libtpu:
-        return warn(name, f"LIBTPU_INIT_ARGS={value} but no libtpu is installed: nothing reads it",
-                    "unset it, or install jax[tpu] on a TPU host")
+        return warn(
+            name,
+            f"LIBTPU_INIT_ARGS={value} but no libtpu is installed: nothing reads it",
+            "unset it, or install jax[tpu] on a TPU host",
+        )
     return ok(name, f"LIBTPU_INIT_ARGS={value} (read by libtpu)")
 
 
@@ -98,11 +106,18 @@ def check_tf_cpp(env: Mapping[str, str]) -> Check:
     level = _int(min_level, 1)
     shown = "unset, so jax sets it to 1" if min_level in (None, "") else f"TF_CPP_MIN_LOG_LEVEL={min_level}"
     if vlog and level > 0 and env.get("JAX_LOGGING_LEVEL", "").upper() not in ("DEBUG", "INFO"):
-        return warn(name, f"VLOG requested (TF_CPP_MAX_VLOG_LEVEL/TF_CPP_VMODULE) but TF_CPP_MIN_LOG_LEVEL is {shown}: "
-                    "no VLOG line will print", "export TF_CPP_MIN_LOG_LEVEL=0 (or use `xlatools run --vlog N`)")
+        return warn(
+            name,
+            f"VLOG requested (TF_CPP_MAX_VLOG_LEVEL/TF_CPP_VMODULE) but TF_CPP_MIN_LOG_LEVEL is {shown}: "
+            "no VLOG line will print",
+            "export TF_CPP_MIN_LOG_LEVEL=0 (or use `xlatools run --vlog N`)",
+        )
     if level >= 2:
-        return warn(name, f"{shown}: XLA's warnings{' and errors' if level >= 3 else ''} are hidden",
-                    "unset TF_CPP_MIN_LOG_LEVEL while debugging")
+        return warn(
+            name,
+            f"{shown}: XLA's warnings{' and errors' if level >= 3 else ''} are hidden",
+            "unset TF_CPP_MIN_LOG_LEVEL while debugging",
+        )
     return ok(name, f"TF_CPP_MIN_LOG_LEVEL {shown}" + (", VLOG on" if vlog else ""))
 
 
@@ -111,10 +126,13 @@ def check_compilation_cache(env: Mapping[str, str]) -> Check:
     cache_dir = env.get("JAX_COMPILATION_CACHE_DIR", "")
     enabled = env.get("JAX_ENABLE_COMPILATION_CACHE", "").strip().lower()
     if cache_dir and enabled not in ("0", "false", "no", "off"):
-        return warn(name, f"JAX_COMPILATION_CACHE_DIR={cache_dir}: a cache hit compiles nothing, so XLA dumps and "
-                    "compile logs are missing for cached functions (jax#8090)",
-                    "unset JAX_COMPILATION_CACHE_DIR (or JAX_ENABLE_COMPILATION_CACHE=false) when dumping; "
-                    "`xlatools run --dump` turns the cache off itself")
+        return warn(
+            name,
+            f"JAX_COMPILATION_CACHE_DIR={cache_dir}: a cache hit compiles nothing, so XLA dumps and "
+            "compile logs are missing for cached functions (jax#8090)",
+            "unset JAX_COMPILATION_CACHE_DIR (or JAX_ENABLE_COMPILATION_CACHE=false) when dumping; "
+            "`xlatools run --dump` turns the cache off itself",
+        )
     return ok(name, "no persistent compilation cache from the environment")
 
 
@@ -125,8 +143,11 @@ def check_platforms(env: Mapping[str, str], plugins: Mapping[str, str]) -> Check
         return ok(name, "not set: jax picks the best platform")
     gpu = [p for p in plugins if "cuda" in p or "rocm" in p]
     if gpu and not any(word in forced for word in ("cuda", "gpu", "rocm")):
-        return warn(name, f"JAX_PLATFORMS={forced} hides the GPU of the installed {', '.join(gpu)}",
-                    "unset JAX_PLATFORMS (or include cuda) to use the GPU")
+        return warn(
+            name,
+            f"JAX_PLATFORMS={forced} hides the GPU of the installed {', '.join(gpu)}",
+            "unset JAX_PLATFORMS (or include cuda) to use the GPU",
+        )
     return ok(name, f"platform forced: {forced}")
 
 
@@ -136,8 +157,11 @@ def check_visible_devices(env: Mapping[str, str], plugins: Mapping[str, str]) ->
         return ok(name, "not set")
     value = env["CUDA_VISIBLE_DEVICES"]
     if value.strip() in ("", "-1", "none", "NoDevFiles") and any("cuda" in p for p in plugins):
-        return warn(name, f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU from the CUDA plugin",
-                    "unset CUDA_VISIBLE_DEVICES or list the GPUs to use (e.g. 0,1)")
+        return warn(
+            name,
+            f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU from the CUDA plugin",
+            "unset CUDA_VISIBLE_DEVICES or list the GPUs to use (e.g. 0,1)",
+        )
     return ok(name, f"CUDA_VISIBLE_DEVICES={value}")
 
 
@@ -148,11 +172,17 @@ def check_loader_env(env: Mapping[str, str]) -> Check:
     preload = [p for p in env.get("LD_PRELOAD", "").replace(":", " ").split() if p]
     missing = [p for p in preload if "/" in p and not os.path.exists(p)]
     if missing:
-        return fail(name, f"LD_PRELOAD names missing files: {', '.join(missing)} (every process prints a loader error)",
-                    "fix or unset LD_PRELOAD")
+        return fail(
+            name,
+            f"LD_PRELOAD names missing files: {', '.join(missing)} (every process prints a loader error)",
+            "fix or unset LD_PRELOAD",
+        )
     if preload:
-        return warn(name, f"LD_PRELOAD={' '.join(preload)} is loaded into jax (allocators, sanitizers change behaviour)",
-                    "unset LD_PRELOAD unless you mean it")
+        return warn(
+            name,
+            f"LD_PRELOAD={' '.join(preload)} is loaded into jax (allocators, sanitizers change behaviour)",
+            "unset LD_PRELOAD unless you mean it",
+        )
     paths = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
     if paths:
         return ok(name, f"LD_LIBRARY_PATH={':'.join(paths)} (searched before the system libraries)")

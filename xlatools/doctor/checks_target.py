@@ -22,14 +22,19 @@ def _release(text: str | None) -> tuple[int, ...] | None:
 
 
 def check_python(target: ProbedInterpreter) -> Check:
-    return ok("python", f"Python {target.python_version} at {target.python} ({target.machine}, {target.libc or 'libc ?'})")
+    return ok(
+        "python", f"Python {target.python_version} at {target.python} ({target.machine}, {target.libc or 'libc ?'})"
+    )
 
 
 def check_installed(target: ProbedInterpreter) -> Check:
     missing = [name for name in ("jax", "jaxlib") if not getattr(target, name)]
     if missing:
-        return fail("jax installed", f"{target.python} has no {' and no '.join(missing)}",
-                    f"{target.python} -m pip install -U jax jaxlib (or pick another --python)")
+        return fail(
+            "jax installed",
+            f"{target.python} has no {' and no '.join(missing)}",
+            f"{target.python} -m pip install -U jax jaxlib (or pick another --python)",
+        )
     return ok("jax installed", f"jax {target.jax}, jaxlib {target.jaxlib} ({target.jaxlib_dir})")
 
 
@@ -44,7 +49,11 @@ def check_compatible(target: ProbedInterpreter) -> Check:
     if jax_v is None or jaxlib_v is None:
         return warn(name, f"{pair}: cannot compare these versions", fix)
     if minimum is None:
-        return warn(name, f"{pair}: jax's minimum jaxlib is unknown (no _minimum_jaxlib_version in {target.jax_version_file})", fix)
+        return warn(
+            name,
+            f"{pair}: jax's minimum jaxlib is unknown (no _minimum_jaxlib_version in {target.jax_version_file})",
+            fix,
+        )
     if jaxlib_v < minimum:
         return fail(name, f"{pair}: jax needs jaxlib >= {target.min_jaxlib}; `import jax` raises", fix)
     if jaxlib_v > jax_v:
@@ -60,8 +69,11 @@ def check_plugins(target: ProbedInterpreter) -> Check:
     listed = ", ".join(f"{dist} {version}" for dist, version in sorted(plugins.items()))
     stale = [d for d in plugins if d in CUDA_PLUGINS and _release(plugins[d]) != _release(target.jaxlib)]
     if stale:
-        return fail(name, f"{listed}: {', '.join(stale)} not at jaxlib's version {target.jaxlib}; jax skips or fails to load it",
-                    f"{target.python} -m pip install -U 'jax[cuda12]' (plugins and jaxlib from the same release)")
+        return fail(
+            name,
+            f"{listed}: {', '.join(stale)} not at jaxlib's version {target.jaxlib}; jax skips or fails to load it",
+            f"{target.python} -m pip install -U 'jax[cuda12]' (plugins and jaxlib from the same release)",
+        )
     return ok(name, listed)
 
 
@@ -70,26 +82,38 @@ def check_devices(target: ProbedInterpreter, forced: str | None, cached: bool = 
     `cached`: the answer came from the probe cache (made under the environment of that time)."""
     name = "devices"
     if target.devices_error:
-        return fail(name, f"jax.devices() failed: {target.devices_error}",
-                    "fix the failures above; for a GPU check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES")
+        return fail(
+            name,
+            f"jax.devices() failed: {target.devices_error}",
+            "fix the failures above; for a GPU check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES",
+        )
     kinds = sorted({f"{d.platform}:{d.kind or '?'}" for d in target.devices})
     evidence = f"{len(target.devices)} device(s) on backend {target.backend} ({', '.join(kinds)})" + (
-        "; remembered from an earlier probe" if cached else "")
+        "; remembered from an earlier probe" if cached else ""
+    )
     gpu_plugin = any(d in CUDA_PLUGINS or "rocm" in d for d in target.plugins)
     if gpu_plugin and not target.has_gpu:
         why = f" (JAX_PLATFORMS={forced})" if forced else ""
-        return warn(name, f"{evidence}: a GPU plugin is installed but jax sees no GPU{why}",
-                    "check nvidia-smi, the driver version, CUDA_VISIBLE_DEVICES and JAX_PLATFORMS")
+        return warn(
+            name,
+            f"{evidence}: a GPU plugin is installed but jax sees no GPU{why}",
+            "check nvidia-smi, the driver version, CUDA_VISIBLE_DEVICES and JAX_PLATFORMS",
+        )
     return ok(name, evidence)
 
 
-def check_run_frontend(profile_name: str, frontend: str | None, target: ProbedInterpreter | None, error: str | None) -> Check:
+def check_run_frontend(
+    profile_name: str, frontend: str | None, target: ProbedInterpreter | None, error: str | None
+) -> Check:
     """The profile's `run.frontend` against the target: `target` is the probe's answer for that
     frontend (None, with `error`, when the target lacks it)."""
     name = "run.frontend"
     if not frontend:
         return skip(name, f"profile {profile_name} names no run.frontend (runs detect it: jax first)")
     if target is None:
-        return fail(name, f"profile {profile_name} runs {frontend}, which the target cannot start: {error}",
-                    "install it there, pick another --python (or run.python), or change run.frontend")
+        return fail(
+            name,
+            f"profile {profile_name} runs {frontend}, which the target cannot start: {error}",
+            "install it there, pick another --python (or run.python), or change run.frontend",
+        )
     return ok(name, f"profile {profile_name}: {frontend} ({target.described}) in {target.python}")

@@ -73,4 +73,6 @@ class Report:
         return EXIT_FAILED if counts[CheckStatus.FAIL] or (self.strict and counts[CheckStatus.WARN]) else EXIT_OK
 
     def result(self) -> DoctorResult:
-        return DoctorResult(exit_code=self.exit_code, strict=self.strict, counts=self.counts(), checks=list(self.checks))
+        return DoctorResult(
+            exit_code=self.exit_code, strict=self.strict, counts=self.counts(), checks=list(self.checks)
+        )

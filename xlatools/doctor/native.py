@@ -15,8 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-DEFAULT_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-                "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+DEFAULT_DIRS = (
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+)
 
 
 @dataclass(frozen=True)
@@ -68,8 +76,9 @@ def read_elf(path: str) -> ElfInfo | None:
                     for verdef, aux in section.iter_versions():
                         if not verdef["vd_flags"] & 1:  # VER_FLG_BASE names the file itself
                             defs.extend(a.name for a in aux)
-            return ElfInfo(path, elf.elfclass, elf["e_machine"], tuple(needed), rpath, runpath, needs,
-                           tuple(dict.fromkeys(defs)))
+            return ElfInfo(
+                path, elf.elfclass, elf["e_machine"], tuple(needed), rpath, runpath, needs, tuple(dict.fromkeys(defs))
+            )
     except (OSError, ELFError, ValueError):
         return None
 
@@ -111,7 +120,9 @@ def search_order(obj: ElfInfo, env: Mapping[str, str], system_dirs: list[str]) -
     return order
 
 
-def resolve(soname: str, obj: ElfInfo, env: Mapping[str, str], system_dirs: list[str]) -> tuple[Resolved, ElfInfo] | None:
+def resolve(
+    soname: str, obj: ElfInfo, env: Mapping[str, str], system_dirs: list[str]
+) -> tuple[Resolved, ElfInfo] | None:
     """The library the loader would load for `soname` when `obj` asks for it."""
     for directory, via in search_order(obj, env, system_dirs):
         candidate = os.path.join(directory, soname)

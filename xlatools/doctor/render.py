@@ -18,7 +18,13 @@ def report_lines(report: Report) -> list[str]:
             lines.append(f"      {' ' * width}  fix: {check.fix}")
     counts = report.counts()
     summary = ", ".join(f"{counts[s]} {s}" for s in CheckStatus if counts[s])
-    verdict = "problems found" if report.exit_code else "no problem found" if not counts[CheckStatus.WARN] else "warnings only"
+    verdict = (
+        "problems found"
+        if report.exit_code
+        else "no problem found"
+        if not counts[CheckStatus.WARN]
+        else "warnings only"
+    )
     lines.append(f"doctor: {summary} ({verdict}{'; --strict' if report.strict else ''})")
     return lines
 

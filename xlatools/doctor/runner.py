@@ -40,7 +40,9 @@ def plan_doctor(options: DoctorOptions, python: str) -> DoctorPlan:
     if options.source:
         sections.append(Section.TREE)
     tree = Path(options.source).resolve() if options.source else None
-    return DoctorPlan(python=python, profile=options.profile, tree=tree, sections=tuple(sections), strict=options.strict)
+    return DoctorPlan(
+        python=python, profile=options.profile, tree=tree, sections=tuple(sections), strict=options.strict
+    )
 
 
 def run_doctor(plan: DoctorPlan, env: Mapping[str, str] | None = None) -> Report:
@@ -151,6 +153,8 @@ def _gpu_checks(target: ProbedInterpreter, env: Mapping[str, str]) -> list[Check
     if not any("cuda" in p for p in plugins):
         return [skip("GPU (driver, cuDNN, NCCL)", "no CUDA plugin installed")]
     dirs = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p] + system_dirs()
-    found = {so: next((os.path.join(d, so) for d in dirs if os.path.isfile(os.path.join(d, so))), None)
-             for so in ("libcudnn.so.9", "libnccl.so.2")}
+    found = {
+        so: next((os.path.join(d, so) for d in dirs if os.path.isfile(os.path.join(d, so))), None)
+        for so in ("libcudnn.so.9", "libnccl.so.2")
+    }
     return [check_gpu_driver(plugins, driver_version()), check_cuda_libs(plugins, target.cuda_libs, found)]

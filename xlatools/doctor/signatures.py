@@ -65,7 +65,9 @@ def _parse(path: Path) -> list[Signature]:
     try:
         data = load_file(path)
     except YamlRefused as exc:
-        raise UsageError(f"cannot read signatures: {exc.problem.render()}", hint="fix the YAML, or remove the file") from None
+        raise UsageError(
+            f"cannot read signatures: {exc.problem.render()}", hint="fix the YAML, or remove the file"
+        ) from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a mapping with a `signatures:` list", hint=f"see {SHIPPED} for the format")
     shape = validate(data, SignaturesShape, path, "signatures file", hint=f"see {SHIPPED} for the format")
@@ -122,8 +124,16 @@ def scan_blocks(blocks, signatures: list[Signature]) -> list[Hint]:
             if found is not None:
                 pending.remove(signature)
                 number = first_line + block.count("\n", 0, found[0])
-                hints.append(Hint(signature.id, signature.explanation, signature.fix, signature.link, number,
-                                  found[1].strip()[:MAX_LINE]))
+                hints.append(
+                    Hint(
+                        signature.id,
+                        signature.explanation,
+                        signature.fix,
+                        signature.link,
+                        number,
+                        found[1].strip()[:MAX_LINE],
+                    )
+                )
         first_line += block.count("\n")
     return sorted(hints, key=lambda h: h.line_number)
 
@@ -163,6 +173,7 @@ def explain_failure(log: Path) -> tuple[list[dict[str, str | int]], str]:
         hints = scan_log(log)
     except (UsageError, OSError) as exc:
         return [], f"(failure signatures not scanned: {getattr(exc, 'message', exc)})"
-    text = "".join(f"\n  [{h.id}] {h.explanation}\n    fix: {h.fix}" + (f"\n    see: {h.link}" if h.link else "")
-                   for h in hints)
+    text = "".join(
+        f"\n  [{h.id}] {h.explanation}\n    fix: {h.fix}" + (f"\n    see: {h.link}" if h.link else "") for h in hints
+    )
     return [to_json(h) for h in hints], (f"known failure signature(s) in the log:{text}" if hints else "")

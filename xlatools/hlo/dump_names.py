@@ -57,40 +57,72 @@ class DumpKind(StrEnum):
     OTHER = "other"
 
 
-REPORTS = {"buffer-assignment": DumpKind.BUFFER_ASSIGNMENT, "buffer-assignment-values": DumpKind.BUFFER_ASSIGNMENT_VALUES,
-           "live-range": DumpKind.LIVE_RANGE, "memory-usage-report": DumpKind.MEMORY_USAGE_REPORT}
+REPORTS = {
+    "buffer-assignment": DumpKind.BUFFER_ASSIGNMENT,
+    "buffer-assignment-values": DumpKind.BUFFER_ASSIGNMENT_VALUES,
+    "live-range": DumpKind.LIVE_RANGE,
+    "memory-usage-report": DumpKind.MEMORY_USAGE_REPORT,
+}
 SNAPSHOT_KINDS = frozenset({DumpKind.SNAPSHOT, DumpKind.UNOPTIMIZED_SNAPSHOT})
 PROCESS_FOLDER = re.compile(r"^p(\d+)$")
 _MODULE = re.compile(r"^(?:(?P<stamp>\d+)\.)?module_(?P<id>\d+)\.(?P<rest>.+)$")
 _FORMAT = r"(?P<fmt>txt|html|dot|url|hlo\.pb|pb|pbtxt|textproto|json|mlir)"
 # (kind, tail pattern, the tail starts right after the module name): fixed tails first, kernel-prefixed ones last.
-_TAILS: list[tuple[DumpKind, re.Pattern, bool]] = [(kind, re.compile(pattern + "$"), fixed) for kind, pattern, fixed in [
-    (DumpKind.BEFORE_OPTIMIZATIONS, r"before_optimizations\.(?P<fmt>.+)", True),
-    (DumpKind.AFTER_OPTIMIZATIONS,
-     r"(?P<platform>sm_\d+\.\d+[a-z]?_gpu|[\w-]+?)_after_optimizations(?:-(?P<report>[\w-]+?))?\.(?P<fmt>.+)", True),
-    (DumpKind.PASS_STEP, r"(?P<step>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<pass>[^.]+)(?:\.before_(?P<next>[^.]+))?\."
-     + _FORMAT, True),
-    (DumpKind.SNAPSHOT, r"(?:snapshot\.(?P<run>-?\d+)\.pb|execution_(?P<execution>\d+)\.hlo_snapshot\.(?P<fmt>pb|txt))", True),
-    (DumpKind.UNOPTIMIZED_SNAPSHOT, r"(?:unoptimized_snapshot\.(?P<run>-?\d+)\.pb"
-     r"|execution_(?P<execution>\d+)\.hlo_unoptimized_snapshot\.(?P<fmt>pb|txt))", True),
-    (DumpKind.DEBUG_OPTIONS, r"debug_options", True),
-    (DumpKind.BEFORE_CONFIG_ASSIGNMENT, r"before_config_assignment\." + _FORMAT, True),
-    (DumpKind.AFTER_SPMD_PARTITIONER, r"after_spmd_partitioner\." + _FORMAT, True),
-    (DumpKind.THUNK_SEQUENCE, r"thunk_sequence(?:_(?P<detail>\w+))?\." + _FORMAT, True),
-    (DumpKind.THUNK_METADATA, r"thunk_metadata\." + _FORMAT, True),
-    (DumpKind.AUTOTUNE_RESULTS, r"autotune_results\." + _FORMAT, True),
-    (DumpKind.GPU_TARGET_CONFIG, r"gpu_target_config\." + _FORMAT, True),
-    (DumpKind.COMPILE_CONFIG, r"config\." + _FORMAT, True),
-    (DumpKind.KERNEL_MLIR, r"(?P<detail>.+?_kernel_module)-(?:pre-optimization|post-optimization|post-lowering)\."
-     r"(?P<fmt>mlir)", False),
-    (DumpKind.LLVM_IR, r"(?:(?P<detail>.+?)\.)??(?:ir-(?:no|with)-opt[\w-]*\.)?(?P<fmt>ll)", False),
-    (DumpKind.PTX, r"(?:(?P<detail>.+)\.)?(?P<fmt>ptx)", False),
-    (DumpKind.TRITON_IR, r"(?:(?P<detail>.+)\.)?(?:ttir|ttgir|llir|triton-passes)(?:\.(?P<fmt>txt|log|mlir))?", False),
-    (DumpKind.OBJECT_CODE, r"(?:(?P<detail>.+)\.)?(?P<fmt>o)", False),
-]]
+_TAILS: list[tuple[DumpKind, re.Pattern, bool]] = [
+    (kind, re.compile(pattern + "$"), fixed)
+    for kind, pattern, fixed in [
+        (DumpKind.BEFORE_OPTIMIZATIONS, r"before_optimizations\.(?P<fmt>.+)", True),
+        (
+            DumpKind.AFTER_OPTIMIZATIONS,
+            r"(?P<platform>sm_\d+\.\d+[a-z]?_gpu|[\w-]+?)_after_optimizations(?:-(?P<report>[\w-]+?))?\.(?P<fmt>.+)",
+            True,
+        ),
+        (
+            DumpKind.PASS_STEP,
+            r"(?P<step>\d{4})\.(?P<pipeline>[^.]+)\.after_(?P<pass>[^.]+)(?:\.before_(?P<next>[^.]+))?\." + _FORMAT,
+            True,
+        ),
+        (
+            DumpKind.SNAPSHOT,
+            r"(?:snapshot\.(?P<run>-?\d+)\.pb|execution_(?P<execution>\d+)\.hlo_snapshot\.(?P<fmt>pb|txt))",
+            True,
+        ),
+        (
+            DumpKind.UNOPTIMIZED_SNAPSHOT,
+            r"(?:unoptimized_snapshot\.(?P<run>-?\d+)\.pb"
+            r"|execution_(?P<execution>\d+)\.hlo_unoptimized_snapshot\.(?P<fmt>pb|txt))",
+            True,
+        ),
+        (DumpKind.DEBUG_OPTIONS, r"debug_options", True),
+        (DumpKind.BEFORE_CONFIG_ASSIGNMENT, r"before_config_assignment\." + _FORMAT, True),
+        (DumpKind.AFTER_SPMD_PARTITIONER, r"after_spmd_partitioner\." + _FORMAT, True),
+        (DumpKind.THUNK_SEQUENCE, r"thunk_sequence(?:_(?P<detail>\w+))?\." + _FORMAT, True),
+        (DumpKind.THUNK_METADATA, r"thunk_metadata\." + _FORMAT, True),
+        (DumpKind.AUTOTUNE_RESULTS, r"autotune_results\." + _FORMAT, True),
+        (DumpKind.GPU_TARGET_CONFIG, r"gpu_target_config\." + _FORMAT, True),
+        (DumpKind.COMPILE_CONFIG, r"config\." + _FORMAT, True),
+        (
+            DumpKind.KERNEL_MLIR,
+            r"(?P<detail>.+?_kernel_module)-(?:pre-optimization|post-optimization|post-lowering)\."
+            r"(?P<fmt>mlir)",
+            False,
+        ),
+        (DumpKind.LLVM_IR, r"(?:(?P<detail>.+?)\.)??(?:ir-(?:no|with)-opt[\w-]*\.)?(?P<fmt>ll)", False),
+        (DumpKind.PTX, r"(?:(?P<detail>.+)\.)?(?P<fmt>ptx)", False),
+        (
+            DumpKind.TRITON_IR,
+            r"(?:(?P<detail>.+)\.)?(?:ttir|ttgir|llir|triton-passes)(?:\.(?P<fmt>txt|log|mlir))?",
+            False,
+        ),
+        (DumpKind.OBJECT_CODE, r"(?:(?P<detail>.+)\.)?(?P<fmt>o)", False),
+    ]
+]
 _FIXED = frozenset(kind for kind, _, fixed in _TAILS if fixed)
-_FOLDER_FILES = {"module.mlir": DumpKind.MODULE_MLIR, "compile_options": DumpKind.COMPILE_OPTIONS,
-                 "topology": DumpKind.TOPOLOGY}
+_FOLDER_FILES = {
+    "module.mlir": DumpKind.MODULE_MLIR,
+    "compile_options": DumpKind.COMPILE_OPTIONS,
+    "topology": DumpKind.TOPOLOGY,
+}
 
 
 @dataclass(frozen=True)
@@ -117,9 +149,13 @@ class DumpName:
 
     @property
     def is_text_hlo(self) -> bool:
-        return self.fmt == "txt" and self.kind in (DumpKind.BEFORE_OPTIMIZATIONS, DumpKind.AFTER_OPTIMIZATIONS,
-                                                   DumpKind.PASS_STEP, DumpKind.BEFORE_CONFIG_ASSIGNMENT,
-                                                   DumpKind.AFTER_SPMD_PARTITIONER)
+        return self.fmt == "txt" and self.kind in (
+            DumpKind.BEFORE_OPTIMIZATIONS,
+            DumpKind.AFTER_OPTIMIZATIONS,
+            DumpKind.PASS_STEP,
+            DumpKind.BEFORE_CONFIG_ASSIGNMENT,
+            DumpKind.AFTER_SPMD_PARTITIONER,
+        )
 
 
 def classify_tail(tail: str) -> tuple[DumpKind, dict[str, str | None]]:
@@ -134,14 +170,14 @@ def classify_tail(tail: str) -> tuple[DumpKind, dict[str, str | None]]:
 def _split(rest: str, module_name: str | None) -> tuple[str, str, DumpKind, dict[str, str | None], bool]:
     """(name, tail, kind, fields, name certain) of what follows `module_<id>.`."""
     if module_name and rest.startswith(module_name + "."):
-        tail = rest[len(module_name) + 1:]
+        tail = rest[len(module_name) + 1 :]
         return (module_name, tail, *classify_tail(tail), True)
     dots = [i for i, char in enumerate(rest) if char == "."]
     for kind, pattern, fixed in _TAILS:
         for dot in dots:
             found = pattern.match(rest, dot + 1)
             if found:
-                return rest[:dot], rest[dot + 1:], kind, found.groupdict(), fixed
+                return rest[:dot], rest[dot + 1 :], kind, found.groupdict(), fixed
     name, _, tail = rest.partition(".")
     return name, tail, DumpKind.OTHER, {}, False
 
@@ -179,11 +215,18 @@ def parse_dump_name(file_name: str, *, module_name: str | None = None, folder: b
 
     def make(**rest) -> DumpName:  # the fields every name has, and those of its kind
         return DumpName(path=file_name, module_id=module_id, timestamp=stamp, process=process, **rest)
+
     if folder or len(parts) > 1:  # the folder, or a file inside it: the folder's whole name is the module's
         stem = parts[0]
         inner = "/".join(parts[1:])
-        kind = DumpKind.MODULE_FOLDER if not inner else next(
-            (k for prefix, k in _FOLDER_FILES.items() if inner == prefix or inner.startswith(prefix + ".")), DumpKind.OTHER)
+        kind = (
+            DumpKind.MODULE_FOLDER
+            if not inner
+            else next(
+                (k for prefix, k in _FOLDER_FILES.items() if inner == prefix or inner.startswith(prefix + ".")),
+                DumpKind.OTHER,
+            )
+        )
         fmt = inner.split(".", 1)[1] if "." in inner else None
         return make(module_name=found["rest"], kind=kind, stem=stem, tail=inner, fmt=fmt)
     name, tail, kind, fields, certain = _split(found["rest"], module_name)
@@ -192,11 +235,22 @@ def parse_dump_name(file_name: str, *, module_name: str | None = None, folder: b
         kind = REPORTS.get(report, DumpKind.AFTER_REPORT)
     step = fields.get("step")
     detail = report or fields.get("run") or fields.get("execution") or fields.get("detail")
-    stem = parts[0][:len(parts[0]) - len(tail) - 1] if tail else parts[0]
+    stem = parts[0][: len(parts[0]) - len(tail) - 1] if tail else parts[0]
     fmt = fields.get("fmt") or ("pb" if kind in SNAPSHOT_KINDS else None)
-    return make(module_name=name, kind=kind, stem=stem, tail=tail, fmt=fmt, platform=fields.get("platform"),
-                    step=int(step) if step else None, pipeline=fields.get("pipeline"), pass_name=fields.get("pass"),
-                    next_pass=fields.get("next"), detail=detail, name_certain=certain)
+    return make(
+        module_name=name,
+        kind=kind,
+        stem=stem,
+        tail=tail,
+        fmt=fmt,
+        platform=fields.get("platform"),
+        step=int(step) if step else None,
+        pipeline=fields.get("pipeline"),
+        pass_name=fields.get("pass"),
+        next_pass=fields.get("next"),
+        detail=detail,
+        name_certain=certain,
+    )
 
 
 def process_folder(name: str) -> int | None:

@@ -20,10 +20,26 @@ from functools import lru_cache
 
 from xlatools.hlo.values import STRING, called_computations, metadata_fields
 
-__all__ = ["LITERAL_OPCODES", "Computation", "HloSyntaxError", "Instruction", "LineKind", "attribute", "closing_bracket",
-           "computation_header", "drop_attribute", "is_instruction", "iter_computations", "module_header",
-           "parse_instruction", "parse_instruction_strict", "remove_attribute", "scan_lines", "set_attribute",
-           "split_top_level"]
+__all__ = [
+    "LITERAL_OPCODES",
+    "Computation",
+    "HloSyntaxError",
+    "Instruction",
+    "LineKind",
+    "attribute",
+    "closing_bracket",
+    "computation_header",
+    "drop_attribute",
+    "is_instruction",
+    "iter_computations",
+    "module_header",
+    "parse_instruction",
+    "parse_instruction_strict",
+    "remove_attribute",
+    "scan_lines",
+    "set_attribute",
+    "split_top_level",
+]
 
 TABLE_HEADERS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 NAME = r"[\w.\-]+"  # an instruction or computation name, without its '%'
@@ -58,7 +74,7 @@ class LineKind(StrEnum):
 @lru_cache(maxsize=8)
 def _specials(separator: str) -> re.Pattern:
     # A whole quoted string (skipped), a bracket, the separator, or a quote that opens a string never closed.
-    return re.compile(STRING + r'|[(){}\[\]]' + (f"|{re.escape(separator)}" if separator else "") + '|"', re.S)
+    return re.compile(STRING + r"|[(){}\[\]]" + (f"|{re.escape(separator)}" if separator else "") + '|"', re.S)
 
 
 def _scan(text: str, start: int, separator: str = "") -> tuple[list[int], int | None]:
@@ -130,9 +146,9 @@ def module_header(line: str) -> tuple[str, str] | None:
     stripped = line.strip()
     if not stripped.startswith("HloModule"):
         return None
-    head = stripped[len("HloModule"):].strip()
+    head = stripped[len("HloModule") :].strip()
     name = re.split(r"[\s,]", head, maxsplit=1)[0]
-    return name, head[len(name):]
+    return name, head[len(name) :]
 
 
 def scan_lines(lines: Iterable[str]) -> Iterator[tuple[LineKind, str]]:
@@ -242,11 +258,11 @@ def _spans(line: str) -> tuple[re.Match, int, int, int, int]:
 
 def _attribute_spans(line: str, tail_start: int) -> list[tuple[str, int, int, int]]:
     """(key, index of the ',' before it, start of value, end of value) of each `, key=value` after `tail_start`."""
-    tail = line[tail_start:len(line.rstrip(" \t\r\n"))]
+    tail = line[tail_start : len(line.rstrip(" \t\r\n"))]
     cuts = list(_top_level_cuts(tail, ","))
     spans = []
     for cut, following in zip(cuts, [*cuts[1:], len(tail)]):
-        key, equals, _ = tail[cut + 1:following].partition("=")
+        key, equals, _ = tail[cut + 1 : following].partition("=")
         if equals and key.strip():
             spans.append((key.strip(), tail_start + cut, tail_start + cut + 2 + len(key), tail_start + following))
     return spans
@@ -256,13 +272,21 @@ def parse_instruction_strict(line: str) -> Instruction:
     """Instruction of one line; HloSyntaxError when it is not one or its brackets do not close."""
     found, shape_end, open_at, close, rest = _spans(line)
     opcode = line[shape_end:open_at].strip()
-    inside = line[open_at + 1:close - 1]
+    inside = line[open_at + 1 : close - 1]
     operands = [] if opcode in LITERAL_OPCODES else [p.split()[-1].lstrip("%") for p in split_top_level(inside) if p]
     spans = _attribute_spans(line, close)
     attributes = {key: line[value:end].strip() for key, _, value, end in spans}
-    return Instruction(found["name"], line[rest:shape_end].strip(), opcode, operands, attributes, bool(found["root"]),
-                       inside, line[close:len(line.rstrip(" \t\r\n"))],
-                       tuple((key, start - close, end - close) for key, start, _, end in spans))
+    return Instruction(
+        found["name"],
+        line[rest:shape_end].strip(),
+        opcode,
+        operands,
+        attributes,
+        bool(found["root"]),
+        inside,
+        line[close : len(line.rstrip(" \t\r\n"))],
+        tuple((key, start - close, end - close) for key, start, _, end in spans),
+    )
 
 
 def parse_instruction(line: str) -> Instruction | None:

@@ -58,7 +58,7 @@ def detect_layout(source_dir: Path) -> layouts.Layout:
         raise PinError(
             f"{source_dir}: unrecognised JAX tree layout; found {', '.join(present) or 'none of the files looked at'}",
             hint="xlatools edits JAX trees that pin XLA (or TensorFlow) in one of the shapes listed; "
-                 "is this the root of a JAX checkout?",
+            "is this the root of a JAX checkout?",
             problems=[Problem(f"looked for: {shape}") for shape in layouts.looked_for()],
         )
     return layout
@@ -84,11 +84,15 @@ def lock_patches(lock: Lock, entry: LockEntry) -> list[tuple[str, bytes]]:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise PinError(f"patch {path} (from the lock) cannot be read: {exc.strerror}",
-                           hint="patch paths in the lock are relative to the lock file") from None
+            raise PinError(
+                f"patch {path} (from the lock) cannot be read: {exc.strerror}",
+                hint="patch paths in the lock are relative to the lock file",
+            ) from None
         if hashlib.sha256(data).hexdigest() != patch.sha256:
-            raise PinError(f"patch {path} changed since the lock was written",
-                           hint="re-run `xlatools pin resolve` to record the new patch")
+            raise PinError(
+                f"patch {path} changed since the lock was written",
+                hint="re-run `xlatools pin resolve` to record the new patch",
+            )
         placed.append((layouts.placed_patch_name(index, patch.path), data))
     return placed
 
@@ -102,11 +106,14 @@ def made_for_warnings(lock: Lock, layout: layouts.Layout, source_dir: Path) -> l
         warnings.append(
             f"the lock was made for JAX {wanted}, but {source_dir} is at {at}; XLA pins are paired with the JAX "
             f"commit they were made for. Either check that commit out (`git -C {source_dir} checkout {wanted[:12]}`) "
-            f"or re-resolve for this tree (`xlatools pin resolve --profile P --source {source_dir}`)")
+            f"or re-resolve for this tree (`xlatools pin resolve --profile P --source {source_dir}`)"
+        )
     made = lock.made_for.layout if lock.made_for else None
     if made and made != layout.id:
-        warnings.append(f"the lock was resolved against a {made} tree, {source_dir} is {layout.id}; "
-                        f"re-resolve with `xlatools pin resolve --profile P --source {source_dir}`")
+        warnings.append(
+            f"the lock was resolved against a {made} tree, {source_dir} is {layout.id}; "
+            f"re-resolve with `xlatools pin resolve --profile P --source {source_dir}`"
+        )
     return warnings
 
 
@@ -114,8 +121,10 @@ def plan_tree(lock: Lock, source_dir: Path) -> TreePlan:
     layout = detect_layout(source_dir)
     entry = entry_for(lock, layout, source_dir)
     if entry.kind == "local":
-        note = (f"{entry.name} is a local checkout ({entry.local_path}); the tree is left as it is and builds "
-                f"pass --local_xla_path={entry.local_path}")
+        note = (
+            f"{entry.name} is a local checkout ({entry.local_path}); the tree is left as it is and builds "
+            f"pass --local_xla_path={entry.local_path}"
+        )
         return TreePlan(layout, entry, {}, (), {}, (note,))
     patches = lock_patches(lock, entry)
     labels = layouts.patch_labels(layout, [name for name, _ in patches])
@@ -130,10 +139,15 @@ def plan_tree(lock: Lock, source_dir: Path) -> TreePlan:
     if patches and not any((patch_dir / build).is_file() for build in ("BUILD", "BUILD.bazel")):
         writes[f"{layout.patch_dir}/BUILD.bazel"] = BUILD_FILE_TEXT.encode()
     wanted = {name for name, _ in patches}
-    deletes = tuple(
-        f"{layout.patch_dir}/{path.name}" for path in sorted(patch_dir.glob(f"{layouts.PATCH_PREFIX}*.patch"))
-        if path.name not in wanted
-    ) if patch_dir.is_dir() else ()
+    deletes = (
+        tuple(
+            f"{layout.patch_dir}/{path.name}"
+            for path in sorted(patch_dir.glob(f"{layouts.PATCH_PREFIX}*.patch"))
+            if path.name not in wanted
+        )
+        if patch_dir.is_dir()
+        else ()
+    )
     old = {name: _read(source_dir / name) for name in [*writes, *deletes]}
     edits = worktree.hand_edits(source_dir, sorted(new_texts)) if new_texts else {}
     return TreePlan(layout, entry, writes, deletes, old, tuple(made_for_warnings(lock, layout, source_dir)), edits)
@@ -153,8 +167,9 @@ def render_diff(plan: TreePlan) -> str:
         after = plan.writes.get(name, b"").decode("utf-8", errors="replace")
         from_name = f"a/{name}" if plan.old.get(name) is not None else "/dev/null"
         to_name = f"b/{name}" if name in plan.writes else "/dev/null"
-        chunks.extend(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                           from_name, to_name))
+        chunks.extend(
+            difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True), from_name, to_name)
+        )
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in chunks)
 
 
@@ -192,7 +207,8 @@ def refuse_hand_edits(plan: TreePlan, source_dir: Path) -> None:
             f"{len(plan.hand_edits)} pin file(s) in {source_dir} have uncommitted edits that apply would replace",
             problems=[Problem(f"{name}: {' | '.join(lines)}") for name, lines in plan.hand_edits.items()],
             hint=f"commit or stash them (`git -C {source_dir} stash`), look at `pin apply --dry-run`, "
-                 "or pass --force to replace them")
+            "or pass --force to replace them",
+        )
 
 
 def apply_lock(lock: Lock, source_dir: Path, dry_run: bool = False, force: bool = False) -> ApplyResult:
@@ -202,20 +218,26 @@ def apply_lock(lock: Lock, source_dir: Path, dry_run: bool = False, force: bool 
     diff = render_diff(plan)
     changed = [source_dir / name for name in sorted([*plan.writes, *plan.deletes])]
     warnings = list(plan.warnings)
-    warnings += [f"replaces uncommitted edits in {name}: {' | '.join(lines)}" for name, lines in plan.hand_edits.items()]
+    warnings += [
+        f"replaces uncommitted edits in {name}: {' | '.join(lines)}" for name, lines in plan.hand_edits.items()
+    ]
     if not dry_run:
         if not force:
             refuse_hand_edits(plan, source_dir)
         try:
             changed = execute(plan, source_dir)
         except OSError as exc:
-            raise write_failure(exc, f"--source {source_dir}: cannot write the pin files ({exc.strerror}); "
-                                "nothing was changed", hint="run it on a writable tree") from None
+            raise write_failure(
+                exc,
+                f"--source {source_dir}: cannot write the pin files ({exc.strerror}); nothing was changed",
+                hint="run it on a writable tree",
+            ) from None
         try:
             worktree.record_written(source_dir, {n: d for n, d in plan.writes.items() if n in layout_files(plan)})
         except OSError as exc:
-            warnings.append(f"could not record what apply wrote ({exc.strerror}): the next apply may call "
-                            "these changes hand edits")
+            warnings.append(
+                f"could not record what apply wrote ({exc.strerror}): the next apply may call these changes hand edits"
+            )
     return ApplyResult(changed, diff, plan.layout.id, warnings, dict(plan.hand_edits))
 
 

@@ -38,7 +38,7 @@ class _ChunkPipe:
                     break
                 self._buffer = memoryview(chunk)
             piece = self._buffer[: int(min(wanted, len(self._buffer)))]
-            self._buffer = self._buffer[len(piece):]
+            self._buffer = self._buffer[len(piece) :]
             parts.append(bytes(piece))
             wanted -= len(piece)
         return b"".join(parts)
@@ -118,10 +118,11 @@ class ArchiveChecker:
         self._pipe.put(None)
         self._thread.join()
         if self.problem:
-            raise PinError(f"refusing archive {self.label}: {self.problem}",
-                           hint="the archive is unsafe or not the pinned source; check the URL and the commit")
+            raise PinError(
+                f"refusing archive {self.label}: {self.problem}",
+                hint="the archive is unsafe or not the pinned source; check the URL and the commit",
+            )
 
     def abort(self) -> None:
         self._pipe.put(None)
         self._thread.join()
-

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from xlatools.fsutil import atomic_write_json, cache_root, sha256_file
 
+
 @dataclass(frozen=True)
 class ArchiveCache:
     root: Path

@@ -56,12 +56,23 @@ class _SkipUrl(Exception):
 
 def check_url(url: str) -> None:
     if urlsplit(url).scheme not in ("http", "https"):
-        raise PinError(f"unsupported URL '{url}': only http:// and https:// archive URLs are allowed",
-                       hint="fix `urls:` in the profile")
+        raise PinError(
+            f"unsupported URL '{url}': only http:// and https:// archive URLs are allowed",
+            hint="fix `urls:` in the profile",
+        )
 
 
-def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, label: str,
-          expected_sha256: str | None = None, max_bytes: int | None = None, reporter: Reporter | None = None) -> Fetched:
+def fetch(
+    urls: list[str],
+    *,
+    tmp_dir: Path,
+    prefix: str,
+    commit: str | None,
+    label: str,
+    expected_sha256: str | None = None,
+    max_bytes: int | None = None,
+    reporter: Reporter | None = None,
+) -> Fetched:
     """The first of `urls` that downloads, hashed and checked on the way; `reporter` shows the
     transfer (None: no progress display)."""
     import httpx
@@ -76,12 +87,21 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
     from xlatools import __version__
 
     headers = {"Accept-Encoding": "identity", "User-Agent": f"xlatools/{__version__}"}
-    with httpx.Client(timeout=timeout, headers=headers, follow_redirects=True, max_redirects=MAX_REDIRECTS,
-                      event_hooks={"response": [_refuse_odd_redirect]}) as client:
+    with httpx.Client(
+        timeout=timeout,
+        headers=headers,
+        follow_redirects=True,
+        max_redirects=MAX_REDIRECTS,
+        event_hooks={"response": [_refuse_odd_redirect]},
+    ) as client:
         for url in urls:
             try:
-                fetched = _with_retries(delay, failures, url, functools.partial(
-                    _fetch_once, client, url, tmp_dir, prefix, commit, label, max_bytes, reporter))
+                fetched = _with_retries(
+                    delay,
+                    failures,
+                    url,
+                    functools.partial(_fetch_once, client, url, tmp_dir, prefix, commit, label, max_bytes, reporter),
+                )
             except (_Transient, _SkipUrl):
                 continue  # recorded in `failures`; the next mirror
             if expected_sha256 and fetched.sha256 != expected_sha256:
@@ -89,13 +109,15 @@ def fetch(urls: list[str], *, tmp_dir: Path, prefix: str, commit: str | None, la
                 raise PinError(
                     f"sha256 mismatch for {label} from {fetched.url}",
                     hint="the profile's `sha256` and the archive disagree; nothing was written. If the new "
-                         "archive is right, update `sha256` (or drop it to trust what is downloaded)",
+                    "archive is right, update `sha256` (or drop it to trust what is downloaded)",
                     problems=[Problem(f"expected {expected_sha256}"), Problem(f"actual   {fetched.sha256}")],
                 )
             return fetched
-    raise FetchError(f"could not download {label} from any of {len(urls)} URL(s)",
-                     hint="check the network or add a mirror to `urls:`; `--offline` uses the cache only",
-                     problems=[Problem(failure) for failure in failures])
+    raise FetchError(
+        f"could not download {label} from any of {len(urls)} URL(s)",
+        hint="check the network or add a mirror to `urls:`; `--offline` uses the cache only",
+        problems=[Problem(failure) for failure in failures],
+    )
 
 
 def _with_retries(delay: float, failures: list[str], url: str, attempt_once):
@@ -103,8 +125,12 @@ def _with_retries(delay: float, failures: list[str], url: str, attempt_once):
     between tries; every failure is noted in `failures`. Raises the last _Transient, or a _SkipUrl at once."""
     from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-    retrying = Retrying(stop=stop_after_attempt(ATTEMPTS_PER_URL), wait=wait_exponential(multiplier=delay, max=60),
-                        retry=retry_if_exception_type(_Transient), reraise=True)
+    retrying = Retrying(
+        stop=stop_after_attempt(ATTEMPTS_PER_URL),
+        wait=wait_exponential(multiplier=delay, max=60),
+        retry=retry_if_exception_type(_Transient),
+        reraise=True,
+    )
     for attempt in retrying:
         with attempt:
             try:
@@ -179,8 +205,10 @@ def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, reporter
     declared = int(response.headers.get("content-length") or 0) or None
     if declared and declared > max_bytes:
         response.close()
-        raise PinError(f"{label} at {final_url} is {declared} bytes, over the {max_bytes}-byte cap",
-                       hint="raise the cap with XLATOOLS_PIN_MAX_BYTES if this archive is really that large")
+        raise PinError(
+            f"{label} at {final_url} is {declared} bytes, over the {max_bytes}-byte cap",
+            hint="raise the cap with XLATOOLS_PIN_MAX_BYTES if this archive is really that large",
+        )
     digest = hashlib.sha256()
     size = 0
     checker = temp = None
@@ -194,8 +222,10 @@ def _fetch_once(client, url, tmp_dir, prefix, commit, label, max_bytes, reporter
                 for chunk in response.iter_raw():
                     size += len(chunk)
                     if size > max_bytes:
-                        raise PinError(f"{label} at {final_url} exceeds the {max_bytes}-byte cap",
-                                       hint="raise the cap with XLATOOLS_PIN_MAX_BYTES if this is expected")
+                        raise PinError(
+                            f"{label} at {final_url} exceeds the {max_bytes}-byte cap",
+                            hint="raise the cap with XLATOOLS_PIN_MAX_BYTES if this is expected",
+                        )
                     digest.update(chunk)
                     checker.feed(chunk)
                     sink.write(chunk)

@@ -48,19 +48,24 @@ def choose_archives(layout: Layout, entry: LockEntry, texts: dict[str, str | Non
             fetched = expand(form.urls[0], entry.commit)
             top = f" (top folder {expand(form.strip_prefix, entry.commit)})" if form.strip_prefix else ""
             have = "; ".join(f"{a.urls[0]} (top folder {a.strip_prefix})" for a in entry.archives)
-            problems.append(Problem(f"{form.where} fetches {fetched}{top}, a URL form the lock has no digest for; "
-                                    f"the lock has {have}"))
+            problems.append(
+                Problem(
+                    f"{form.where} fetches {fetched}{top}, a URL form the lock has no digest for; the lock has {have}"
+                )
+            )
         chosen[source.name] = archive
     return chosen, problems
 
 
 def refuse_forms(problems: list[Problem], entry: LockEntry) -> None:
     if problems:
-        raise PinError(f"the lock's {entry.name} archive is not the one this tree fetches "
-                       f"(its digest would fail the build's checksum)", problems=problems,
-                       hint="re-resolve against the tree: `xlatools pin resolve --profile P --source JAX_DIR` reads "
-                            "the URL form from it (or set source.{0}.urls and strip_prefix in the profile)".format(
-                                entry.name))
+        raise PinError(
+            f"the lock's {entry.name} archive is not the one this tree fetches "
+            f"(its digest would fail the build's checksum)",
+            problems=problems,
+            hint="re-resolve against the tree: `xlatools pin resolve --profile P --source JAX_DIR` reads "
+            "the URL form from it (or set source.{0}.urls and strip_prefix in the profile)".format(entry.name),
+        )
 
 
 def _want(spec: Field, entry: LockEntry, archive: Archive | None, labels: list[str], current):
@@ -74,8 +79,12 @@ def _want(spec: Field, entry: LockEntry, archive: Archive | None, labels: list[s
         return (1 if kind == "patch_strip" else ["-p1"]) if labels else KEEP
     if archive is None:
         return KEEP
-    return {"sha256": archive.sha256, "integrity": archive.integrity, "strip_prefix": archive.strip_prefix,
-            "urls": list(archive.urls)}[kind]
+    return {
+        "sha256": archive.sha256,
+        "integrity": archive.integrity,
+        "strip_prefix": archive.strip_prefix,
+        "urls": list(archive.urls),
+    }[kind]
 
 
 def _current(text: str, spec: Field):
@@ -84,8 +93,10 @@ def _current(text: str, spec: Field):
         if not spec.functions:
             span = starlark.find_assignment(text, spec.key)
             if span is None:
-                raise PinError(f"{spec.file}: no top-level `{spec.key} = ...` found",
-                               hint="the file does not have the shape xlatools edits; see docs/pinning.md")
+                raise PinError(
+                    f"{spec.file}: no top-level `{spec.key} = ...` found",
+                    hint="the file does not have the shape xlatools edits; see docs/pinning.md",
+                )
             return None, starlark.literal(text, span), True
         call = find_call(text, spec.functions, spec.match)
         if call is None:
@@ -118,8 +129,11 @@ def _same_shape_list_edits(text: str, call: starlark.Call, key: str, want) -> li
     parsed = lists.list_items(text, arg.value) if arg is not None and isinstance(want, list) else None
     if parsed is None or len(parsed[0]) != len(want) or not want:
         return []
-    return [starlark.Edit(item.start, item.value_end, starlark.quote(value, text[item.start:item.value_end]))
-            for item, value in zip(parsed[0], want) if item.value != value]
+    return [
+        starlark.Edit(item.start, item.value_end, starlark.quote(value, text[item.start : item.value_end]))
+        for item, value in zip(parsed[0], want)
+        if item.value != value
+    ]
 
 
 def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels: list[str]) -> dict[str, str]:
@@ -137,8 +151,10 @@ def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels:
         call, current, present = _current(text, spec)
         if spec.functions and call is None:
             if spec.required:
-                raise PinError(f"{spec.file}: no {spec.what.rsplit('.', 1)[0]} call found",
-                               hint="the file does not have the shape xlatools edits; see docs/pinning.md")
+                raise PinError(
+                    f"{spec.file}: no {spec.what.rsplit('.', 1)[0]} call found",
+                    hint="the file does not have the shape xlatools edits; see docs/pinning.md",
+                )
             continue
         listed_patches = listed_patches or spec.key in PATCH_LIST_KEYS
         want = _want(spec, entry, chosen.get(spec.form), labels, current)
@@ -154,13 +170,16 @@ def plan(layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels:
             edits = _same_shape_list_edits(text, call, spec.key, want) or starlark.set_kwarg(text, call, spec.key, want)
         new[spec.file] = starlark.apply_edits(text, edits)
     if labels and not listed_patches:
-        raise PinError(f"the tree has no place to list patches ({layout.description})",
-                       hint="apply the patches yourself, or drop `patches:` from the profile")
+        raise PinError(
+            f"the tree has no place to list patches ({layout.description})",
+            hint="apply the patches yourself, or drop `patches:` from the profile",
+        )
     return {name: text for name, text in new.items() if text != texts.get(name)}
 
 
-def disagreements(layout: Layout, entry: LockEntry, texts: dict[str, str | None],
-                  labels: list[str]) -> tuple[list[Disagreement], list[Problem]]:
+def disagreements(
+    layout: Layout, entry: LockEntry, texts: dict[str, str | None], labels: list[str]
+) -> tuple[list[Disagreement], list[Problem]]:
     """Values that differ from the lock, and URL forms of the tree the lock has no digest for."""
     chosen, problems = choose_archives(layout, entry, texts)
     found = []

@@ -27,7 +27,9 @@ class Field:
 
     file: str
     key: str
-    value: str  # what the lock gives it: commit, sha256, integrity, strip_prefix, urls, patches, patch_strip, patch_args
+    value: (
+        str  # what the lock gives it: commit, sha256, integrity, strip_prefix, urls, patches, patch_strip, patch_args
+    )
     functions: tuple[str, ...] = ()  # the call, if not a top-level assignment ...
     match: tuple[str, str] | None = None  # ... identified by one keyword, e.g. ("name", "xla")
     required: bool = True  # a missing call is an error (else the field is skipped)
@@ -89,9 +91,16 @@ _API_URL = r"/repos/[^/]+/[^/]+/tarball/"  # GitHub's API tarball path (api.gith
 
 def _module_fields() -> tuple[Field, ...]:
     # MODULE.bazel archive_override (since 2026-01-23): literal values, SRI digest.
-    return tuple(Field("MODULE.bazel", key, value, *_XLA_MODULE, required=False, form="module") for key, value in (
-        ("integrity", "integrity"), ("strip_prefix", "strip_prefix"), ("urls", "urls"),
-        ("patches", "patches"), ("patch_strip", "patch_strip")))
+    return tuple(
+        Field("MODULE.bazel", key, value, *_XLA_MODULE, required=False, form="module")
+        for key, value in (
+            ("integrity", "integrity"),
+            ("strip_prefix", "strip_prefix"),
+            ("urls", "urls"),
+            ("patches", "patches"),
+            ("patch_strip", "patch_strip"),
+        )
+    )
 
 
 def _revision_fields() -> tuple[Field, ...]:
@@ -105,41 +114,77 @@ def _revision_fields() -> tuple[Field, ...]:
 
 def _archive_call_fields(file: str, spec, form: str) -> tuple[Field, ...]:
     """An http_archive with literal values (the WORKSPACE eras)."""
-    return tuple(Field(file, key, value, *spec, required=key not in ("patches", "patch_args"), form=form)
-                 for key, value in (("sha256", "sha256"), ("strip_prefix", "strip_prefix"), ("urls", "urls"),
-                                    ("patches", "patches"), ("patch_args", "patch_args")))
+    return tuple(
+        Field(file, key, value, *spec, required=key not in ("patches", "patch_args"), form=form)
+        for key, value in (
+            ("sha256", "sha256"),
+            ("strip_prefix", "strip_prefix"),
+            ("urls", "urls"),
+            ("patches", "patches"),
+            ("patch_args", "patch_args"),
+        )
+    )
 
 
 LAYOUTS: tuple[Layout, ...] = (
-    Layout("revision_bzl_api", "2025-07-21 to 2026-01-27 (JAX 0.7.1 to 0.9.0)",
-           "third_party/xla/revision.bzl; workspace.bzl fetches the GitHub API tarball "
-           "(top folder <owner>-<repo>-<commit[:7]>); MODULE.bazel archive_override (/archive/, own digest) "
-           "from 2026-01-23", "xla",
-           (Probe(REVISION, assignment="XLA_COMMIT"), Probe(WORKSPACE_BZL, form="workspace", url_pattern=_API_URL)),
-           (_WS_FORM, _MODULE_FORM), _revision_fields(), "third_party/xla"),
-    Layout("revision_bzl", "2025-06-23 on (API tarball era aside)",
-           "third_party/xla/revision.bzl XLA_COMMIT / XLA_SHA256 (/archive/ URL in workspace.bzl) and, since "
-           "2026-01-23, MODULE.bazel archive_override; since about 2026-03 workspace.bzl has an empty "
-           "patch_file placeholder", "xla",
-           (Probe(REVISION, assignment="XLA_COMMIT"),),
-           (_WS_FORM, _MODULE_FORM), _revision_fields(), "third_party/xla"),
-    Layout("workspace_bzl", "2023-08-14 to 2025-06-23 (JAX 0.4.15 on)",
-           "XLA_COMMIT / XLA_SHA256 in third_party/xla/workspace.bzl", "xla",
-           (Probe(WORKSPACE_BZL, assignment="XLA_COMMIT"),),
-           (_WS_FORM,),
-           (Field(WORKSPACE_BZL, "XLA_COMMIT", "commit"), Field(WORKSPACE_BZL, "XLA_SHA256", "sha256", form="workspace"),
-            Field(WORKSPACE_BZL, "patch_file", "patches", *_XLA_ARCHIVE)),
-           "third_party/xla"),
-    Layout("xla_workspace", "2023-03-13 to 2023-08-14 (JAX 0.4.7 to 0.4.14)",
-           'WORKSPACE http_archive(name = "xla", ...) with literal sha256, strip_prefix, urls', "xla",
-           (Probe("WORKSPACE", form="workspace_xla", url_pattern=r"."),),
-           (FormSource("workspace_xla", "WORKSPACE", *_XLA_ARCHIVE),),
-           _archive_call_fields("WORKSPACE", _XLA_ARCHIVE, "workspace_xla"), "third_party/xlatools"),
-    Layout("tensorflow_workspace", "until 2023-03-13",
-           'WORKSPACE http_archive(name = "org_tensorflow", ...) (takes the lock\'s tensorflow entry)', "tensorflow",
-           (Probe("WORKSPACE", form="workspace_tf", url_pattern=r"."),),
-           (FormSource("workspace_tf", "WORKSPACE", *_TF_ARCHIVE),),
-           _archive_call_fields("WORKSPACE", _TF_ARCHIVE, "workspace_tf"), "third_party/xlatools"),
+    Layout(
+        "revision_bzl_api",
+        "2025-07-21 to 2026-01-27 (JAX 0.7.1 to 0.9.0)",
+        "third_party/xla/revision.bzl; workspace.bzl fetches the GitHub API tarball "
+        "(top folder <owner>-<repo>-<commit[:7]>); MODULE.bazel archive_override (/archive/, own digest) "
+        "from 2026-01-23",
+        "xla",
+        (Probe(REVISION, assignment="XLA_COMMIT"), Probe(WORKSPACE_BZL, form="workspace", url_pattern=_API_URL)),
+        (_WS_FORM, _MODULE_FORM),
+        _revision_fields(),
+        "third_party/xla",
+    ),
+    Layout(
+        "revision_bzl",
+        "2025-06-23 on (API tarball era aside)",
+        "third_party/xla/revision.bzl XLA_COMMIT / XLA_SHA256 (/archive/ URL in workspace.bzl) and, since "
+        "2026-01-23, MODULE.bazel archive_override; since about 2026-03 workspace.bzl has an empty "
+        "patch_file placeholder",
+        "xla",
+        (Probe(REVISION, assignment="XLA_COMMIT"),),
+        (_WS_FORM, _MODULE_FORM),
+        _revision_fields(),
+        "third_party/xla",
+    ),
+    Layout(
+        "workspace_bzl",
+        "2023-08-14 to 2025-06-23 (JAX 0.4.15 on)",
+        "XLA_COMMIT / XLA_SHA256 in third_party/xla/workspace.bzl",
+        "xla",
+        (Probe(WORKSPACE_BZL, assignment="XLA_COMMIT"),),
+        (_WS_FORM,),
+        (
+            Field(WORKSPACE_BZL, "XLA_COMMIT", "commit"),
+            Field(WORKSPACE_BZL, "XLA_SHA256", "sha256", form="workspace"),
+            Field(WORKSPACE_BZL, "patch_file", "patches", *_XLA_ARCHIVE),
+        ),
+        "third_party/xla",
+    ),
+    Layout(
+        "xla_workspace",
+        "2023-03-13 to 2023-08-14 (JAX 0.4.7 to 0.4.14)",
+        'WORKSPACE http_archive(name = "xla", ...) with literal sha256, strip_prefix, urls',
+        "xla",
+        (Probe("WORKSPACE", form="workspace_xla", url_pattern=r"."),),
+        (FormSource("workspace_xla", "WORKSPACE", *_XLA_ARCHIVE),),
+        _archive_call_fields("WORKSPACE", _XLA_ARCHIVE, "workspace_xla"),
+        "third_party/xlatools",
+    ),
+    Layout(
+        "tensorflow_workspace",
+        "until 2023-03-13",
+        'WORKSPACE http_archive(name = "org_tensorflow", ...) (takes the lock\'s tensorflow entry)',
+        "tensorflow",
+        (Probe("WORKSPACE", form="workspace_tf", url_pattern=r"."),),
+        (FormSource("workspace_tf", "WORKSPACE", *_TF_ARCHIVE),),
+        _archive_call_fields("WORKSPACE", _TF_ARCHIVE, "workspace_tf"),
+        "third_party/xlatools",
+    ),
 )
 
 CANDIDATE_FILES = tuple(sorted({probe.file for layout in LAYOUTS for probe in layout.probes} | {"MODULE.bazel"}))
@@ -154,8 +199,10 @@ def reading(file: str):
     try:
         yield
     except starlark.NotALiteral as exc:
-        raise PinError(f"{file}: {exc}; xlatools edits only plain literal values, so it changed nothing",
-                       hint="write the value as one string literal, or edit the file by hand") from None
+        raise PinError(
+            f"{file}: {exc}; xlatools edits only plain literal values, so it changed nothing",
+            hint="write the value as one string literal, or edit the file by hand",
+        ) from None
     except starlark.StarlarkSyntaxError as exc:
         raise PinError(f"{file}: cannot read it ({exc})", hint="fix the file's syntax, then try again") from None
 

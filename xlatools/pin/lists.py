@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from xlatools.pin.starlark import Edit, Span, indent_of, quote, tokenize
 
 
-
 @dataclass(frozen=True)
 class Item:
     value: str
@@ -53,7 +52,7 @@ def edit_list(text: str, span: Span, drop: list[Item], add: list[str], like: str
     for item in drop:
         line_start = text.rfind("\n", 0, item.start) + 1
         line_end = text.find("\n", item.end)
-        if text[line_start:item.start].strip() == "" and text[item.end:line_end].strip() == "":
+        if text[line_start : item.start].strip() == "" and text[item.end : line_end].strip() == "":
             edits.append(Edit(line_start, line_end + 1, ""))
         else:
             end = item.end
@@ -66,7 +65,11 @@ def edit_list(text: str, span: Span, drop: list[Item], add: list[str], like: str
     body = text[span.start + 1 : close]
     if "\n" in body:
         close_line = text.rfind("\n", 0, close) + 1
-        indent = indent_of(text, close) + "    " if text[close_line:close].strip() == "" else indent_of(text, span.start) + "    "
+        indent = (
+            indent_of(text, close) + "    "
+            if text[close_line:close].strip() == ""
+            else indent_of(text, span.start) + "    "
+        )
         block = "".join(f"{indent}{quote(value, like)},\n" for value in add)
         if text[close_line:close].strip() == "":
             edits.append(Edit(close_line, close_line, block))

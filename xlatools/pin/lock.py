@@ -78,8 +78,10 @@ class LockEntry:
         data = asdict(self)
         data["urls"] = list(self.urls)
         data["patches"] = [asdict(patch) for patch in self.patches]
-        data["other_archives"] = [{"urls": list(a.urls), "sha256": a.sha256, "integrity": a.integrity,
-                                   "strip_prefix": a.strip_prefix} for a in self.other_archives]
+        data["other_archives"] = [
+            {"urls": list(a.urls), "sha256": a.sha256, "integrity": a.integrity, "strip_prefix": a.strip_prefix}
+            for a in self.other_archives
+        ]
         if not self.other_archives:
             del data["other_archives"]
         if self.kind == "archive":
@@ -150,8 +152,10 @@ def load_lock(path: Path) -> Lock:
     path = Path(path)
     regenerate = "the lock is written by `xlatools pin resolve`; regenerate it"
     if not os.path.lexists(path):
-        raise PinError(f"lock file {path} does not exist",
-                       hint="create it with `xlatools pin resolve --profile P` (or `pin local`), or pass --lock")
+        raise PinError(
+            f"lock file {path} does not exist",
+            hint="create it with `xlatools pin resolve --profile P` (or `pin local`), or pass --lock",
+        )
     try:  # the records reader's JSON: a regular file, bounded, UTF-8, an object
         data = read_json_object(path, "lock file", hint=regenerate)
     except UsageError as exc:
@@ -171,11 +175,15 @@ def parse_lock(data, path: Path | None) -> Lock:
         raise PinError(f"{where}: not an xlatools lock file (no `dependencies` mapping)")
     version = data.get("lock_version")
     if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise PinError(f"{where}: lock_version {version!r} is not supported "
-                       f"(this xlatools reads {', '.join(map(str, READABLE_VERSIONS))})",
-                       hint="regenerate it with `xlatools pin resolve`, or use the xlatools version that wrote it")
+        raise PinError(
+            f"{where}: lock_version {version!r} is not supported "
+            f"(this xlatools reads {', '.join(map(str, READABLE_VERSIONS))})",
+            hint="regenerate it with `xlatools pin resolve`, or use the xlatools version that wrote it",
+        )
     try:
-        shape = validate(data, LockShape, Path(where), "lock file", hint="regenerate the lock with `xlatools pin resolve`")
+        shape = validate(
+            data, LockShape, Path(where), "lock file", hint="regenerate the lock with `xlatools pin resolve`"
+        )
     except UsageError as exc:
         raise PinError(exc.message, hint=exc.hint, problems=exc.problems) from None
     entries = {name: _entry(name, raw, where) for name, raw in shape.dependencies.items()}
@@ -187,17 +195,33 @@ def _entry(name: str, raw, where: str) -> LockEntry:
     patches = tuple(PatchEntry(p.path, p.sha256) for p in raw.patches or [])
     others = tuple(Archive(tuple(a.urls or ()), a.sha256, a.strip_prefix) for a in raw.other_archives or [])
     entry = LockEntry(
-        name=name, kind=raw.kind, commit=raw.commit, repo=raw.repo, ref=raw.ref, urls=tuple(raw.urls or ()),
-        sha256=raw.sha256, integrity=raw.integrity, strip_prefix=raw.strip_prefix, patches=patches,
-        resolved_at=raw.resolved_at, local_path=raw.local_path, dirty=raw.dirty, other_archives=others,
+        name=name,
+        kind=raw.kind,
+        commit=raw.commit,
+        repo=raw.repo,
+        ref=raw.ref,
+        urls=tuple(raw.urls or ()),
+        sha256=raw.sha256,
+        integrity=raw.integrity,
+        strip_prefix=raw.strip_prefix,
+        patches=patches,
+        resolved_at=raw.resolved_at,
+        local_path=raw.local_path,
+        dirty=raw.dirty,
+        other_archives=others,
     )
     declared = [a.integrity for a in raw.other_archives or []]
     problems = entry_problems(entry)
-    problems += [f"other_archives: integrity {sri!r} does not match sha256 {a.sha256}"
-                 for a, sri in zip(others, declared) if sri is not None and is_sha256_hex(a.sha256) and sri != a.integrity]
+    problems += [
+        f"other_archives: integrity {sri!r} does not match sha256 {a.sha256}"
+        for a, sri in zip(others, declared)
+        if sri is not None and is_sha256_hex(a.sha256) and sri != a.integrity
+    ]
     if problems:
-        raise PinError(f"{where} [dependencies.{name}]: {'; '.join(problems)}",
-                       hint="regenerate the lock with `xlatools pin resolve`")
+        raise PinError(
+            f"{where} [dependencies.{name}]: {'; '.join(problems)}",
+            hint="regenerate the lock with `xlatools pin resolve`",
+        )
     return entry
 
 
@@ -212,8 +236,10 @@ def entry_problems(entry: LockEntry) -> list[str]:
         if not entry.sha256 or not is_sha256_hex(entry.sha256):
             problems.append(f"sha256 {entry.sha256!r} is not 64 hex digits")
         elif entry.integrity != hex_to_sri(entry.sha256):
-            problems.append(f"integrity {entry.integrity!r} does not match sha256 {entry.sha256} "
-                            f"(expected {hex_to_sri(entry.sha256)})")
+            problems.append(
+                f"integrity {entry.integrity!r} does not match sha256 {entry.sha256} "
+                f"(expected {hex_to_sri(entry.sha256)})"
+            )
         if not entry.urls:
             problems.append("no urls")
         for other in entry.other_archives:

@@ -47,18 +47,27 @@ def ls_remote(repo: str, ref: str) -> str:
             raise PinError(f"repo {repo}: no such directory", hint="`repo:` is a git URL or a local git checkout")
         target = str(path.resolve())
     patterns = [ref] if ref.startswith("refs/") else [f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/tags/{ref}^{{}}"]
-    done = run_git("ls-remote", target, *patterns, needed_for="resolving a `ref` needs `git ls-remote`; "
-                   "or pin `commit:` (40 hex) instead", timeout_hint="check the network, or pin `commit:` instead of `ref:`")
+    done = run_git(
+        "ls-remote",
+        target,
+        *patterns,
+        needed_for="resolving a `ref` needs `git ls-remote`; or pin `commit:` (40 hex) instead",
+        timeout_hint="check the network, or pin `commit:` instead of `ref:`",
+    )
     if done.returncode != 0:
         detail = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
-        raise FetchError(f"git ls-remote {repo} failed: {detail}",
-                         hint="check the repo URL/path and the network, or pin `commit:` instead of `ref:`")
+        raise FetchError(
+            f"git ls-remote {repo} failed: {detail}",
+            hint="check the repo URL/path and the network, or pin `commit:` instead of `ref:`",
+        )
     return done.stdout
 
 
 def resolve_ref(repo: str, ref: str) -> str:
     commit = pick_commit(ls_remote(repo, ref), ref)
     if commit is None:
-        raise PinError(f"ref '{ref}' not found in {repo}",
-                       hint="use a branch or tag name that exists there (git ls-remote REPO shows them)")
+        raise PinError(
+            f"ref '{ref}' not found in {repo}",
+            hint="use a branch or tag name that exists there (git ls-remote REPO shows them)",
+        )
     return commit

@@ -224,7 +224,6 @@ def find_call(text: str, function: str, key: str, value: str) -> Call | None:
     return None
 
 
-
 def literal(text: str, span: Span):
     """The Python value of a literal (string, list of strings, int), or None if not a literal."""
     source = span.of(text)
@@ -335,4 +334,3 @@ def set_assignment(text: str, variable: str, value: str) -> list[Edit]:
     if literal(text, span) == value:
         return []
     return [Edit(span.start, span.end, quote(value, span.of(text)))]
-

@@ -47,8 +47,10 @@ def verify_tree(lock: Lock, source_dir: Path) -> list[str]:
     texts = read_texts(source_dir, layout.files)
     differing, form_problems = edit.disagreements(layout, entry, texts, labels)
     found += inconsistency(layout, entry, texts, differing)
-    found += [problem.render() + " (re-resolve with `xlatools pin resolve --profile P --source DIR`)"
-              for problem in form_problems]
+    found += [
+        problem.render() + " (re-resolve with `xlatools pin resolve --profile P --source DIR`)"
+        for problem in form_problems
+    ]
     found += [d.render() for d in differing]
     patch_dir = source_dir / layout.patch_dir
     for name, patch in zip(names, entry.patches):
@@ -63,8 +65,9 @@ def verify_tree(lock: Lock, source_dir: Path) -> list[str]:
     return found
 
 
-def inconsistency(layout: layouts.Layout, entry: LockEntry, texts: dict[str, str | None],
-                  differing: list[edit.Disagreement]) -> list[str]:
+def inconsistency(
+    layout: layouts.Layout, entry: LockEntry, texts: dict[str, str | None], differing: list[edit.Disagreement]
+) -> list[str]:
     """When the tree's own pin files name different commits (upstream sometimes bumped only
     revision.bzl and left MODULE.bazel behind), say so first, and which of them the lock matches."""
     commits = edit.tree_commits(layout, texts)
@@ -73,10 +76,14 @@ def inconsistency(layout: layouts.Layout, entry: LockEntry, texts: dict[str, str
     pinned = ", ".join(f"{name} pins {commit}" for name, commit in commits.items())
     wrong = {d.file for d in differing}
     matching = [name for name in commits if name not in wrong]
-    verdict = (f"the lock ({entry.commit}) matches {' and '.join(matching)}" if matching
-               else f"the lock ({entry.commit}) matches none of them")
-    return [f"the tree itself is inconsistent: {pinned}; {verdict}. "
-            "`xlatools pin apply` brings every pin file to the lock"]
+    verdict = (
+        f"the lock ({entry.commit}) matches {' and '.join(matching)}"
+        if matching
+        else f"the lock ({entry.commit}) matches none of them"
+    )
+    return [
+        f"the tree itself is inconsistent: {pinned}; {verdict}. `xlatools pin apply` brings every pin file to the lock"
+    ]
 
 
 def _git(path: Path, *args: str) -> subprocess.CompletedProcess:
@@ -94,9 +101,11 @@ def verify_jax_checkout(lock: Lock, source_dir: Path) -> list[str]:
         return []
     head = _git(source_dir, "rev-parse", "HEAD")
     if head.returncode == 0 and head.stdout.strip() != lock.jax.commit:
-        return [f"jax: {source_dir} is at {head.stdout.strip()}, the lock says {lock.jax.commit} "
-                f"(`pin apply` cannot change that: check out {lock.jax.commit[:12]}, or set source.jax.commit "
-                "in the profile to this tree's commit and re-resolve)"]
+        return [
+            f"jax: {source_dir} is at {head.stdout.strip()}, the lock says {lock.jax.commit} "
+            f"(`pin apply` cannot change that: check out {lock.jax.commit[:12]}, or set source.jax.commit "
+            "in the profile to this tree's commit and re-resolve)"
+        ]
     return []
 
 
@@ -117,8 +126,9 @@ def verify_local(entry: LockEntry) -> list[str]:
     return found
 
 
-def verify_archives(lock: Lock, refetch: bool, cache: ArchiveCache | None = None,
-                    reporter: Reporter | None = None) -> list[str]:
+def verify_archives(
+    lock: Lock, refetch: bool, cache: ArchiveCache | None = None, reporter: Reporter | None = None
+) -> list[str]:
     """With refetch: download each archive again, bypassing the cache, and compare digests.
     Without: check a cached copy where there is one (none is fine: CI starts empty)."""
     cache = cache or ArchiveCache.default()
@@ -129,7 +139,9 @@ def verify_archives(lock: Lock, refetch: bool, cache: ArchiveCache | None = None
     return found
 
 
-def _verify_archive(entry: LockEntry, archive, refetch: bool, cache: ArchiveCache, reporter: Reporter | None) -> list[str]:
+def _verify_archive(
+    entry: LockEntry, archive, refetch: bool, cache: ArchiveCache, reporter: Reporter | None
+) -> list[str]:
     from xlatools.pin.download import fetch
 
     if not refetch:
@@ -138,8 +150,14 @@ def _verify_archive(entry: LockEntry, archive, refetch: bool, cache: ArchiveCach
             return [f"{entry.name}: cached archive {cached} is corrupt (it will be re-downloaded)"]
         return []
     try:
-        fetched = fetch(list(archive.urls), tmp_dir=cache.tmp_dir, prefix=archive.strip_prefix or "",
-                        commit=entry.commit, label=f"{entry.name}-{entry.commit[:12]}", reporter=reporter)
+        fetched = fetch(
+            list(archive.urls),
+            tmp_dir=cache.tmp_dir,
+            prefix=archive.strip_prefix or "",
+            commit=entry.commit,
+            label=f"{entry.name}-{entry.commit[:12]}",
+            reporter=reporter,
+        )
     except PinError as exc:  # an unsafe or mismatching archive is a finding; no network is an error
         return [f"{entry.name}: refetch failed: {exc.message}" + "".join(f"; {p.render()}" for p in exc.problems)]
     fetched.path.unlink(missing_ok=True)

@@ -59,8 +59,7 @@ def hand_edits(source: Path, names: list[str]) -> dict[str, list[str]]:
             continue
         if path.is_file() and recorded.get(name) == hashlib.sha256(path.read_bytes()).hexdigest():
             continue
-        lines = [line for line in diff.stdout.splitlines()
-                 if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        lines = [line for line in diff.stdout.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
         found[name] = lines[:MAX_LINES] + ([f"... {len(lines) - MAX_LINES} more"] if len(lines) > MAX_LINES else [])
     return found
 

@@ -66,7 +66,9 @@ class _Resolver:
             self.cache[real] = None
             return None
         if not isinstance(tree.value, dict):
-            self.problems.append(Problem("a profile must be a mapping of keys to values", file=shown, line=tree.origin.line))
+            self.problems.append(
+                Problem("a profile must be a mapping of keys to values", file=shown, line=tree.origin.line)
+            )
             self.cache[real] = None
             return None
 
@@ -76,7 +78,9 @@ class _Resolver:
             self.problems.append(
                 Problem(
                     f"name '{name_node.value}' does not match the file name '{file.path.name}'",
-                    file=shown, line=name_node.origin.line, key="name",
+                    file=shown,
+                    line=name_node.origin.line,
+                    key="name",
                     hint="drop `name:` (it defaults to the file name) or rename the file",
                 )
             )
@@ -89,7 +93,9 @@ class _Resolver:
                 parent_file = search.locate(parent_ref, near=file.path.parent)
             except (UsageError, ProfileError) as exc:
                 hint = exc.hint or (exc.problems[0].hint if exc.problems else None)
-                self.problems.append(Problem(f"extends: {exc.message}", file=shown, line=line, key="extends", hint=hint))
+                self.problems.append(
+                    Problem(f"extends: {exc.message}", file=shown, line=line, key="extends", hint=hint)
+                )
                 continue
             if parent_file.path.resolve() in stack + (real,):
                 cycle = " -> ".join([display_path(p) for p in stack + (real,)] + [display_path(parent_file.path)])
@@ -104,7 +110,9 @@ class _Resolver:
 
         # Name and description describe one file; they are not inherited.
         if merged is not None:
-            merged = Node({k: v for k, v in merged.value.items() if k not in ("name", "description", "extends")}, merged.origin)
+            merged = Node(
+                {k: v for k, v in merged.value.items() if k not in ("name", "description", "extends")}, merged.origin
+            )
         own_tree = Node(own, tree.origin)
         result = own_tree if merged is None else merge(merged, own_tree)
         self.cache[real] = (result, chain + (file.name,))
@@ -118,7 +126,9 @@ class _Resolver:
         if isinstance(node.value, list) and all(isinstance(item.value, str) for item in node.value):
             return [(item.value, item.origin.line) for item in node.value]
         self.problems.append(
-            Problem("extends must be a profile name or a list of names", file=shown, line=node.origin.line, key="extends")
+            Problem(
+                "extends must be a profile name or a list of names", file=shown, line=node.origin.line, key="extends"
+            )
         )
         return []
 
@@ -204,24 +214,34 @@ def _unique(problems: list[Problem]) -> list[Problem]:
         if key in seen:
             first = seen[key]
             if problem.message not in first.message:
-                seen[key] = Problem(f"{first.message}, or {problem.message}", first.file, first.line, first.key, first.hint or problem.hint)
+                seen[key] = Problem(
+                    f"{first.message}, or {problem.message}",
+                    first.file,
+                    first.line,
+                    first.key,
+                    first.hint or problem.hint,
+                )
         else:
             seen[key] = problem
     return list(seen.values())
 
 
 def _is_type_tag(part: str) -> bool:
-    return part in ("str", "int", "float", "bool", "list", "dict") or "[" in part or part.startswith(("function-", "constrained-", "literal"))
+    return (
+        part in ("str", "int", "float", "bool", "list", "dict")
+        or "[" in part
+        or part.startswith(("function-", "constrained-", "literal"))
+    )
 
 
 def _expected(error: ErrorDetails) -> str:
     message = error["msg"]
     if message.startswith("Value error, "):
-        return message[len("Value error, "):]
+        return message[len("Value error, ") :]
     if message.startswith("Input should be "):
-        message = "expected " + message[len("Input should be "):]
+        message = "expected " + message[len("Input should be ") :]
     elif message.startswith("String should match pattern "):
-        message = "expected a value matching " + message[len("String should match pattern "):]
+        message = "expected a value matching " + message[len("String should match pattern ") :]
     message = message[0].lower() + message[1:]
     value = error.get("input")
     if error["type"] != "missing" and not isinstance(value, (dict, list)):

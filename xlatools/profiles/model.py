@@ -93,8 +93,10 @@ class RemoteCredentials(_Section):
 
 def _refuse_userinfo(url: str | None) -> None:
     if url and has_url_credentials(url):
-        raise ValueError("credentials do not belong in a profile (it is copied into .bazelrc.user and manifests); "
-                         "give the URL without them and set remote_credentials.basic_auth (env: NAME or file: PATH)")
+        raise ValueError(
+            "credentials do not belong in a profile (it is copied into .bazelrc.user and manifests); "
+            "give the URL without them and set remote_credentials.basic_auth (env: NAME or file: PATH)"
+        )
 
 
 def _refuse_secret_options(options: list[str]) -> list[str]:
@@ -102,8 +104,10 @@ def _refuse_secret_options(options: list[str]) -> list[str]:
     for option in options:
         name = option.split("=", 1)[0]
         if name in SECRET_BAZEL_OPTIONS:
-            raise ValueError(f"{name} carries a secret, which does not belong in a profile; set "
-                             "remote_credentials.headers (NAME: {env: VARIABLE} or {file: PATH})")
+            raise ValueError(
+                f"{name} carries a secret, which does not belong in a profile; set "
+                "remote_credentials.headers (NAME: {env: VARIABLE} or {file: PATH})"
+            )
         if name in ("--remote_cache", "--remote_executor"):
             _refuse_userinfo(option.partition("=")[2])
     return options
@@ -154,8 +158,10 @@ class Bazel(_Section):
     def _basic_auth_needs_http(self) -> "Bazel":
         credentials = self.remote_credentials
         if credentials and credentials.basic_auth and not (self.remote_cache or "").startswith("http"):
-            raise ValueError("remote_credentials.basic_auth is for an http(s):// remote_cache; "
-                             "a grpc:// service takes remote_credentials.headers (e.g. Authorization)")
+            raise ValueError(
+                "remote_credentials.basic_auth is for an http(s):// remote_cache; "
+                "a grpc:// service takes remote_credentials.headers (e.g. Authorization)"
+            )
         return self
 
     @field_validator("extra_options")
@@ -252,14 +258,19 @@ class Cluster(_Section):
     executor: Literal["local", "slurm"] = Field("local", description="Where runs and bisection steps run by default.")
     partition: str | None = Field(None, pattern=r"^[A-Za-z0-9_.,-]+$", description="sbatch --partition.")
     account: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$", description="sbatch --account.")
-    time: str | None = Field(None, pattern=r"^[0-9:-]+$", description='sbatch --time, e.g. "30" (minutes) or "1:00:00".')
+    time: str | None = Field(
+        None, pattern=r"^[0-9:-]+$", description='sbatch --time, e.g. "30" (minutes) or "1:00:00".'
+    )
     nodes: int | None = Field(None, ge=1, description="sbatch --nodes (default: as many as the tasks need).")
     gpus_per_task: int | None = Field(None, ge=0, description="sbatch --gpus-per-task.")
     cpus_per_task: int | None = Field(None, ge=1, description="sbatch --cpus-per-task.")
     sbatch_options: list[Annotated[str, Field(pattern=r"^--[a-z][a-z-]*(=\S.*)?$")]] = Field(
-        default_factory=list, description='More sbatch options, e.g. "--qos=debug", "--constraint=h100".')
-    setup: list[str] = Field(default_factory=list, description="Shell lines the job runs on the node first "
-                             "(module load ..., source venv/bin/activate).")
+        default_factory=list, description='More sbatch options, e.g. "--qos=debug", "--constraint=h100".'
+    )
+    setup: list[str] = Field(
+        default_factory=list,
+        description="Shell lines the job runs on the node first (module load ..., source venv/bin/activate).",
+    )
 
 
 class Profile(_Section):

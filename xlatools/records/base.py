@@ -37,8 +37,11 @@ def to_json(value: Any) -> Any:
     their values, paths strings, tuples lists. A field named like a Python keyword plus `_`
     (`from_`) is written as the keyword (`from`); readers map it back (KEYWORD_KEYS)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name.rstrip("_"): to_json(item) for f in dataclasses.fields(value)
-                if (item := getattr(value, f.name)) is not None or not f.metadata.get("omit_none")}
+        return {
+            f.name.rstrip("_"): to_json(item)
+            for f in dataclasses.fields(value)
+            if (item := getattr(value, f.name)) is not None or not f.metadata.get("omit_none")
+        }
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, dict):
@@ -132,15 +135,20 @@ def read_bundle(path: Path, kinds: tuple[str, ...] | None = None) -> BundleRecor
     data = read_json_object(file, "manifest", hint="is this an xlatools bundle?")
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in KINDS or "schema_version" not in data:
-        raise UsageError(f"{file}: not an xlatools bundle manifest (kind {kind!r})",
-                         hint="give a bundle folder written by xlatools run, replay, build, ...")
+        raise UsageError(
+            f"{file}: not an xlatools bundle manifest (kind {kind!r})",
+            hint="give a bundle folder written by xlatools run, replay, build, ...",
+        )
     version = data.get("schema_version")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise UsageError(f"{file}: manifest schema version {version!r}; this xlatools reads up to {SCHEMA_VERSION}",
-                         hint="read it with the xlatools that wrote it, or upgrade xlatools")
+        raise UsageError(
+            f"{file}: manifest schema version {version!r}; this xlatools reads up to {SCHEMA_VERSION}",
+            hint="read it with the xlatools that wrote it, or upgrade xlatools",
+        )
     if kinds is not None and kind not in kinds:
-        raise UsageError(f"{file}: a {kind} bundle; expected {' or '.join(kinds)}",
-                         hint=f"give a {' or '.join(kinds)} bundle")
+        raise UsageError(
+            f"{file}: a {kind} bundle; expected {' or '.join(kinds)}", hint=f"give a {' or '.join(kinds)} bundle"
+        )
     from xlatools.redact import redact
 
     # Redacted as the writer would: a manifest written elsewhere (or by a release that hid less) shows no secret.
@@ -179,11 +187,16 @@ def validate(data: dict[str, Any], cls: type[R], file: Path, what: str, hint: st
         return _adapter(cls, TypeAdapter).validate_python(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        problems = [Problem(error["msg"], file=str(file), key=key_path(error["loc"])) for error in errors[:_PROBLEMS_SHOWN]]
+        problems = [
+            Problem(error["msg"], file=str(file), key=key_path(error["loc"])) for error in errors[:_PROBLEMS_SHOWN]
+        ]
         more = len(errors) - len(problems)
-        raise UsageError(f"{file}: the {what} does not have the expected shape ({len(errors)} problem"
-                         f"{'s' if len(errors) != 1 else ''}{f', {more} not shown' if more else ''})",
-                         hint=hint or "the file is damaged or was not written by xlatools", problems=problems) from None
+        raise UsageError(
+            f"{file}: the {what} does not have the expected shape ({len(errors)} problem"
+            f"{'s' if len(errors) != 1 else ''}{f', {more} not shown' if more else ''})",
+            hint=hint or "the file is damaged or was not written by xlatools",
+            problems=problems,
+        ) from None
     except RecursionError:
         raise UsageError(f"{file}: the {what} is nested too deeply to be one of ours", hint=hint) from None
 

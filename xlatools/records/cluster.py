@@ -18,4 +18,6 @@ class SlurmJobRecord:
     submitted: str | None = None  # UTC, when sbatch answered
     started_s: float | None = None  # seconds from sbatch to the first task starting (Slurm's overhead)
     cancelled_by_xlatools: bool = False  # Ctrl-C / SIGTERM: xlatools ran scancel on it
-    killed_by_slurm: str | None = None  # the job ended without its program finishing: why (time limit, node failure, ...)
+    killed_by_slurm: str | None = (
+        None  # the job ended without its program finishing: why (time limit, node failure, ...)
+    )

@@ -66,7 +66,9 @@ def follow_to_run(path: Path) -> Followed:
     here = Path(os.path.realpath(path))
     found = _run_holding(Path(os.path.realpath(source))) if source else None
     if found is None or Path(os.path.realpath(found)) == here:
-        raise UsageError(f"{path}: a {kind} bundle, made from {source or 'an unrecorded source'}, which is no run bundle "
-                         "here", hint="give the run bundle itself (artifacts/latest points at the newest run; "
-                                      f"artifacts/latest-{kind} at the newest {kind})")
+        raise UsageError(
+            f"{path}: a {kind} bundle, made from {source or 'an unrecorded source'}, which is no run bundle here",
+            hint="give the run bundle itself (artifacts/latest points at the newest run; "
+            f"artifacts/latest-{kind} at the newest {kind})",
+        )
     return Followed(found, f"{path} is a {kind} bundle; using the run it was made from: {found}")

@@ -163,7 +163,9 @@ class ReduceManifest(BundleRecord):
     test: RanWith | None = None
     reference: RanWith | None = None
     result: ReduceResult | None = None
-    native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)  # the reduced module's crash: every thread's frames
+    native_backtrace: str | None = field(
+        default=None, metadata=OMIT_NONE
+    )  # the reduced module's crash: every thread's frames
 
 
 @dataclass(kw_only=True)

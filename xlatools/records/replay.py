@@ -9,9 +9,19 @@ from typing import Literal
 
 from xlatools.records.base import OMIT_NONE, BundleRecord
 from xlatools.records.run import EnvChangeRecord, InterpreterFacts, PresetRef, ProgramRecord
-from xlatools.records.replay_runs import (DEFAULT_TOLERANCE, Comparison, LoadedFrom, OutputCheck,  # noqa: F401
-                                          OutputDigest, PrecisionCheck, RaisedInstruction, RunRecord,
-                                          Timings)  # re-exported: readers import a replay's records from here
+
+# Re-exported (the F401s): readers import a replay's records from here.
+from xlatools.records.replay_runs import (
+    DEFAULT_TOLERANCE,
+    Comparison,
+    LoadedFrom,  # noqa: F401
+    OutputCheck,  # noqa: F401
+    OutputDigest,
+    PrecisionCheck,
+    RaisedInstruction,  # noqa: F401
+    RunRecord,
+    Timings,  # noqa: F401
+)
 from xlatools.vocab import IsolationOutcome, Platform, PrecisionMode, ReplayOutcome, SourceForm
 
 REPLAY_SCHEMA = "xlatools.replay/1"
@@ -65,8 +75,12 @@ class ReplayRequest:
     print_literals: bool = False
     timeout: float | None = None
     name: str | None = None
-    env: dict[str, str] = field(default_factory=dict)  # numerics variables restored in every target (replay/settings.py)
-    deterministic: bool | None = field(default=None, metadata=OMIT_NONE)  # GPU compiles in run/determinism.py's mode unless False
+    env: dict[str, str] = field(
+        default_factory=dict
+    )  # numerics variables restored in every target (replay/settings.py)
+    deterministic: bool | None = field(
+        default=None, metadata=OMIT_NONE
+    )  # GPU compiles in run/determinism.py's mode unless False
     # False (repro pack): replay as the pack's own `repro run` will, without the run's debug options or form search
     as_run: bool | None = field(default=None, metadata=OMIT_NONE)
     # Dots/convolutions below full precision (replay/precision.py); None: auto (bundles older than it: as compiled).

@@ -40,8 +40,10 @@ class Device:
 
 
 # Packs and replay runs written before the one record below named the Python version `python`.
-_OLD_VERSION_KEY = {"alias_generator": lambda name: "python" if name == "python_version" else name,
-                    "populate_by_name": True}
+_OLD_VERSION_KEY = {
+    "alias_generator": lambda name: "python" if name == "python_version" else name,
+    "populate_by_name": True,
+}
 
 
 @dataclass(kw_only=True)
@@ -218,7 +220,9 @@ class RunManifest(BundleRecord):
     numerics_env: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
     timeout: float | None = None
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] | None = field(default=None, metadata=OMIT_NONE)  # asked for and did not happen (run/dump_expect.py)
+    warnings: list[str] | None = field(
+        default=None, metadata=OMIT_NONE
+    )  # asked for and did not happen (run/dump_expect.py)
     flag_checks: dict[str, str] = field(default_factory=dict)  # flag name -> how it was decided (table, probe, cache)
     returncode: int | None = None  # the program's own status (negative: killed by that signal)
     signal: str | None = None

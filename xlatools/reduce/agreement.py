@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 SHOWN = 3
 
 
-def refuse_lost_difference(plan: ReducePlan, evaluator: Evaluator, original: Candidate, source: Path,
-                           verdict: Verdict) -> None:
+def refuse_lost_difference(
+    plan: ReducePlan, evaluator: Evaluator, original: Candidate, source: Path, verdict: Verdict
+) -> None:
     """Raise EnvironmentMissing when xlatools, not the input, lost the difference; return when the input is
     really not interesting (the caller says so, exit 2)."""
     not_run = _not_the_runs_module(plan, source)
@@ -37,13 +38,15 @@ def refuse_lost_difference(plan: ReducePlan, evaluator: Evaluator, original: Can
             f"cannot reduce module {plan.module.label}: {not_run}; what the run computed is not in the module "
             f"reduce can compile, so the oracle ({verdict.reason}) says nothing about the bug",
             hint="replay the module's StableHLO (module.mlir, or `xlatools run --preset jax:ir`) to check it; "
-                 "bisect passes on the program itself (xlatools bisect passes) still works")
+            "bisect passes on the program itself (xlatools bisect passes) still works",
+        )
     lost = _lost_in_reprint(evaluator, original, source)
     if lost:
         raise EnvironmentMissing(
             f"cannot reduce module {plan.module.label}: the module as {plan.test.python} printed it is interesting, "
             f"but reduce's own reprint of it is not ({verdict.reason}); the reprint lost: {lost}",
-            hint="this is a bug of xlatools' HLO reader/printer (reduce/hlo_text.py): please report it with the module")
+            hint="this is a bug of xlatools' HLO reader/printer (reduce/hlo_text.py): please report it with the module",
+        )
 
 
 def _not_the_runs_module(plan: ReducePlan, source: Path) -> str | None:
@@ -76,7 +79,14 @@ def _lost_in_reprint(evaluator: Evaluator, original: Candidate, source: Path) ->
     if as_printed.interesting is not True:
         return None
     ours, theirs = canonical_hlo(text).splitlines(), canonical_hlo(print_module(original.module)).splitlines()
-    gone = [line[1:].strip() for line in difflib.unified_diff(ours, theirs, lineterm="", n=0)
-            if line.startswith("-") and not line.startswith("---")]
-    return "; ".join(line[:160] for line in gone[:SHOWN]) + (f" (+{len(gone) - SHOWN} more lines)" if len(gone) > SHOWN
-                                                               else "") if gone else "nothing the text shows"
+    gone = [
+        line[1:].strip()
+        for line in difflib.unified_diff(ours, theirs, lineterm="", n=0)
+        if line.startswith("-") and not line.startswith("---")
+    ]
+    return (
+        "; ".join(line[:160] for line in gone[:SHOWN])
+        + (f" (+{len(gone) - SHOWN} more lines)" if len(gone) > SHOWN else "")
+        if gone
+        else "nothing the text shows"
+    )

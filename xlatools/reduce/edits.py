@@ -70,7 +70,9 @@ def dce(cand: Candidate) -> Candidate:
         comp.instructions = [i for i in comp.instructions if i.name in live]
     entry = module.entry
     renumber = {p.name: n for n, p in enumerate(entry.parameters())}
-    entry.instructions = [replace(i, payload=str(renumber[i.name])) if i.name in renumber else i for i in entry.instructions]
+    entry.instructions = [
+        replace(i, payload=str(renumber[i.name])) if i.name in renumber else i for i in entry.instructions
+    ]
     cand.inputs = {name: cand.inputs[name] for name in renumber if name in cand.inputs}
     module.computations = module.reachable()
     return cand
@@ -139,14 +141,15 @@ def cut_after(cand: Candidate, count: int) -> Candidate:
     return reroot(pruned, live_out, f"cut after {count} of {len(entry.instructions)} entry instructions")
 
 
-def _replace_instruction(cand: Candidate, comp_name: str, name: str, new: list[Instruction], note: str,
-                         source: str | None = None) -> Candidate:
+def _replace_instruction(
+    cand: Candidate, comp_name: str, name: str, new: list[Instruction], note: str, source: str | None = None
+) -> Candidate:
     module = _copy(cand.module)
     comp = module.computation(comp_name)
     index = next(k for k, i in enumerate(comp.instructions) if i.name == name)
     old = comp.instructions[index]
     new[-1] = replace(new[-1], root=old.root)
-    comp.instructions[index:index + 1] = new
+    comp.instructions[index : index + 1] = new
     result = cand.derive(module, note)
     if source:
         result.inputs[name] = source
@@ -191,8 +194,10 @@ def to_constant(cand: Candidate, comp_name: str, name: str, literal: str | None 
         new = [Instruction(name, inst.shape, "constant", [], value)]
     else:
         scalar = _unique(comp, f"{name}.splat")
-        new = [Instruction(scalar, f"{dtype}[]", "constant", [], value),
-               Instruction(name, inst.shape, "broadcast", [scalar], "", ", dimensions={}")]
+        new = [
+            Instruction(scalar, f"{dtype}[]", "constant", [], value),
+            Instruction(name, inst.shape, "broadcast", [scalar], "", ", dimensions={}"),
+        ]
     what = "its recorded value " + value if literal is not None else "zero"
     return _replace_instruction(cand, comp_name, name, new, f"{name} -> constant ({what})")
 
@@ -202,7 +207,9 @@ def bypass(cand: Candidate, comp_name: str, name: str, operand: str) -> Candidat
     module = _copy(cand.module)
     comp = module.computation(comp_name)
     was_root = comp.get(name).root
-    comp.instructions = [replace(i, operands=[operand if o == name else o for o in i.operands]) for i in comp.instructions]
+    comp.instructions = [
+        replace(i, operands=[operand if o == name else o for o in i.operands]) for i in comp.instructions
+    ]
     if was_root:
         _set_root(comp, operand)
     return cand.derive(module, f"{name} -> its operand {operand}")
@@ -231,8 +238,9 @@ def inline_call(cand: Candidate, comp_name: str, name: str) -> Candidate:
     result_name = renames[callee.root.name]
     index = next(k for k, i in enumerate(comp.instructions) if i.name == name)
     comp.instructions[index:index] = body
-    comp.instructions = [replace(i, operands=[result_name if o == name else o for o in i.operands])
-                         for i in comp.instructions]
+    comp.instructions = [
+        replace(i, operands=[result_name if o == name else o for o in i.operands]) for i in comp.instructions
+    ]
     if call.root:
         _set_root(comp, result_name)
     return cand.derive(module, f"inline {name} (calls {callee.name})", same_values=True)

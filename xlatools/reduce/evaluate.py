@@ -60,8 +60,11 @@ class Evaluator:
         self.plan, self.work = plan, work
         slots = plan.request.jobs
         self.tests = [make_worker(plan.test, caller_env, gpu_platform, work / "workers", s) for s in range(slots)]
-        self.references = ([make_worker(plan.reference, caller_env, gpu_platform, work / "workers", s) for s in range(slots)]
-                           if plan.reference else [])
+        self.references = (
+            [make_worker(plan.reference, caller_env, gpu_platform, work / "workers", s) for s in range(slots)]
+            if plan.reference
+            else []
+        )
         self.caller_env = caller_env
         self.values = Values()
         self.cache: dict[str, Verdict] = {}
@@ -138,8 +141,10 @@ class Evaluator:
                 runnable.append((index, path))
             else:
                 self.counters.unparsable += 1
-                verdicts[index] = Verdict(interest=Interest.NOT_INTERESTING,
-                                          reason=f"the target's HLO parser refuses it: {answer.error[:300]}")
+                verdicts[index] = Verdict(
+                    interest=Interest.NOT_INTERESTING,
+                    reason=f"the target's HLO parser refuses it: {answer.error[:300]}",
+                )
                 shutil.rmtree(path.parent, ignore_errors=True)
         return runnable
 
@@ -166,8 +171,14 @@ class Evaluator:
         if spec.kind == OracleKind.SCRIPT:
             env = {**self.caller_env, "JAX_ENABLE_X64": "1"}
             return run_script(spec, path, inputs, folder, env, timeout)
-        request = ReplayRequest(source=path, python=self.plan.test.python, inputs=str(inputs),
-                                atol=spec.atol, rtol=spec.rtol, print_literals=literals)
+        request = ReplayRequest(
+            source=path,
+            python=self.plan.test.python,
+            inputs=str(inputs),
+            atol=spec.atol,
+            rtol=spec.rtol,
+            print_literals=literals,
+        )
         mode = mode_of(self.plan.request.precision)
         materials = Materials({"kind": "text", "path": str(path)}, compile_options=dict(self.values.compile_options))
         tested = materials if mode != PrecisionMode.HIGHEST else self._raised(path)  # the reference's never is
@@ -206,15 +217,24 @@ class Evaluator:
         outputs = folder / "reference" / "outputs.npz"
         if not reduced(path.read_text()) or not outputs.is_file():
             return verdict
-        job = job_spec(request, self._raised(path), self.plan.test, folder / "test-highest", None,
-                       [{"label": "reference", "path": str(outputs)}])
+        job = job_spec(
+            request,
+            self._raised(path),
+            self.plan.test,
+            folder / "test-highest",
+            None,
+            [{"label": "reference", "path": str(outputs)}],
+        )
         again = self.tests[slot].replay(job, folder / "test-highest", self.plan.request.timeout)
         outcome, why = classify(reference.comparisons, again)
         if outcome == ReplayOutcome.PRECISION:
-            return Verdict(interest=Interest.NOT_INTERESTING, reason=f"precision only: {why}", comparison=verdict.comparison)
+            return Verdict(
+                interest=Interest.NOT_INTERESTING, reason=f"precision only: {why}", comparison=verdict.comparison
+            )
         return Verdict(interest=verdict.interest, reason=f"{verdict.reason}; {why}", comparison=verdict.comparison)
 
     def expected_for(self, worker: Worker, cand: Candidate, out: Path) -> Path:
         expected = str(self.values.expected)
-        return worker.compose([(expected, origin) for origin in cand.outputs], out,
-                              layouts={expected: self.values.expected_layouts})
+        return worker.compose(
+            [(expected, origin) for origin in cand.outputs], out, layouts={expected: self.values.expected_layouts}
+        )

@@ -37,8 +37,6 @@ class PreparedReduce:
     targets: dict[str, ProbedInterpreter]
 
 
-
-
 @dataclass
 class Outcome:
     """What a reduction found (the bundle writer's input)."""
@@ -66,7 +64,9 @@ def prepare(request: ReduceRequest) -> PreparedReduce:
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
-    kind, modules = resolve(request.source, [request.module] if request.module else [], include_all=bool(request.module))
+    kind, modules = resolve(
+        request.source, [request.module] if request.module else [], include_all=bool(request.module)
+    )
     plan = plan_reduce(request, modules, kind)
     found: dict[str, ProbedInterpreter] = {}
     for run in [plan.test] + ([plan.reference] if plan.reference else []):
@@ -74,7 +74,9 @@ def prepare(request: ReduceRequest) -> PreparedReduce:
         target = found.get(run.python) or targets.probe(run.python, platform)
         found[run.python] = target
         if run.platform == Platform.GPU and not target.has_gpu:
-            raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})")
+            raise EnvironmentMissing(
+                f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})"
+            )
         check_flags(target, run.xla_flags, run.flag_sources)
     return PreparedReduce(plan, found)
 
@@ -87,20 +89,30 @@ def _original(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> tuple[str
 
     request = plan.request
     materials = prepare_materials(plan.module, SourceForm.AUTO, folder, literals=request.inputs is None)
-    replay = ReplayRequest(source=request.source, python=request.python, inputs=request.inputs, seed=request.seed,
-                           atol=request.atol, rtol=request.rtol)
+    replay = ReplayRequest(
+        source=request.source,
+        python=request.python,
+        inputs=request.inputs,
+        seed=request.seed,
+        atol=request.atol,
+        rtol=request.rtol,
+    )
     spec = job_spec(replay, materials, plan.test, folder / "test", None)
     record = evaluator.tests[0].replay(spec, folder / "test", request.timeout)
     if record.failure == ReplayOutcome.INPUT_ERROR:
         raise UsageError(f"the inputs do not fit module {plan.module.label}: {record.message}")
     if not (folder / "test" / "module.txt").is_file() or not (folder / "test" / "inputs.npz").is_file():
         if record.failure in (ReplayOutcome.TIMEOUT, ReplayOutcome.INTERRUPTED):
-            raise EnvironmentMissing(f"{plan.test.python} cannot load module {plan.module.label}: {record.message}",
-                                     hint="replay it first: xlatools replay SOURCE")
+            raise EnvironmentMissing(
+                f"{plan.test.python} cannot load module {plan.module.label}: {record.message}",
+                hint="replay it first: xlatools replay SOURCE",
+            )
         # the interpreter was probed and runs jax: a module its parser refuses (or dies on) is the input's fault
         files = ", ".join(str(path) for path in plan.module.files().values()) or str(request.source)
-        raise UsageError(f"{files}: {plan.test.python} cannot load module {plan.module.label}: {record.message}",
-                         hint="reduce needs a module the target's HLO parser reads; check it with `xlatools replay`")
+        raise UsageError(
+            f"{files}: {plan.test.python} cannot load module {plan.module.label}: {record.message}",
+            hint="reduce needs a module the target's HLO parser reads; check it with `xlatools replay`",
+        )
     evaluator.values.arguments = folder / "test" / "inputs.npz"
     evaluator.values.compile_options = dict(materials.compile_options)
     if materials.snapshot_result:
@@ -146,9 +158,15 @@ def _state_identity(plan: ReducePlan) -> object:
 
     record = to_json(plan.record())
     request = record["request"]
-    return {"module": record["module"]["files"], "oracle": record["oracle"], "test": record["test"],
-            "reference": record["reference"], "inputs": request["inputs"], "seed": request["seed"],
-            "strategy": request["strategy"]}
+    return {
+        "module": record["module"]["files"],
+        "oracle": record["oracle"],
+        "test": record["test"],
+        "reference": record["reference"],
+        "inputs": request["inputs"],
+        "seed": request["seed"],
+        "strategy": request["strategy"],
+    }
 
 
 @dataclass
@@ -166,8 +184,14 @@ class Reduction:
 
     @classmethod
     @contextlib.contextmanager
-    def start(cls, prepared: PreparedReduce, out_root: Path, reporter: Reporter, fresh: bool = False,
-              caller_env: dict[str, str] | None = None) -> Iterator["Reduction"]:
+    def start(
+        cls,
+        prepared: PreparedReduce,
+        out_root: Path,
+        reporter: Reporter,
+        fresh: bool = False,
+        caller_env: dict[str, str] | None = None,
+    ) -> Iterator["Reduction"]:
         """Check the oracle on the input (or resume from the saved state); the workers stop on the way out.
         A refused input (UsageError) leaves no state behind."""
         plan, started = prepared.plan, time.monotonic()
@@ -188,21 +212,26 @@ class Reduction:
             evaluator.close()
 
     @staticmethod
-    def _first(plan: ReducePlan, evaluator: Evaluator, store: StateStore, original: Candidate,
-               reporter: Reporter) -> tuple[Candidate, Verdict]:
+    def _first(
+        plan: ReducePlan, evaluator: Evaluator, store: StateStore, original: Candidate, reporter: Reporter
+    ) -> tuple[Candidate, Verdict]:
         restored = store.restore(evaluator)
         if restored:
             reporter.step(f"resuming from {store.folder} ({restored[0].module.instruction_count()} instructions)")
             return restored
-        reporter.step(f"checking the oracle on the input ({original.module.instruction_count()} instructions): "
-                      f"{plan.oracle.describe()}")
+        reporter.step(
+            f"checking the oracle on the input ({original.module.instruction_count()} instructions): "
+            f"{plan.oracle.describe()}"
+        )
         verdict = evaluator.evaluate([original])[0]
         if verdict.interesting is not True:
             from xlatools.reduce.agreement import refuse_lost_difference
 
             refuse_lost_difference(plan, evaluator, original, store.folder / "source", verdict)
-            raise UsageError(f"the input is not interesting, nothing to reduce: {verdict.reason}",
-                             hint="check the oracle: `xlatools replay` the module with the same reference, flags and inputs")
+            raise UsageError(
+                f"the input is not interesting, nothing to reduce: {verdict.reason}",
+                hint="check the oracle: `xlatools replay` the module with the same reference, flags and inputs",
+            )
         reporter.info(f"input: {verdict.reason}")
         store.save_best(original, verdict, evaluator)
         return original, verdict
@@ -225,11 +254,22 @@ class Reduction:
         folder = self.store.folder / f"final-{secrets.token_hex(4)}"
         rechecks = recheck(self.evaluator, final, request.rechecks, folder)
         last = folder / f"recheck-{request.rechecks}"
-        return Outcome(plan, self.original, final, rechecks, last, list(reducer.rounds), self.evaluator.counters,
-                       round(time.monotonic() - self.started, 3), "max-time" if reducer.out_of_time() else None,
-                       _ran_with(last / "test", plan.test, self.prepared.targets.get(plan.test.python)),
-                       _ran_with(last / "reference", plan.reference, self.prepared.targets.get(plan.reference.python))
-                       if plan.reference else None, self.store.folder)
+        return Outcome(
+            plan,
+            self.original,
+            final,
+            rechecks,
+            last,
+            list(reducer.rounds),
+            self.evaluator.counters,
+            round(time.monotonic() - self.started, 3),
+            "max-time" if reducer.out_of_time() else None,
+            _ran_with(last / "test", plan.test, self.prepared.targets.get(plan.test.python)),
+            _ran_with(last / "reference", plan.reference, self.prepared.targets.get(plan.reference.python))
+            if plan.reference
+            else None,
+            self.store.folder,
+        )
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -20,13 +20,30 @@ import re
 from dataclasses import dataclass, field, replace
 
 from xlatools.hlo.grammar import (
-    LITERAL_OPCODES, HloSyntaxError, LineKind, computation_header, module_header, parse_instruction_strict,
-    scan_lines, split_top_level,
+    LITERAL_OPCODES,
+    HloSyntaxError,
+    LineKind,
+    computation_header,
+    module_header,
+    parse_instruction_strict,
+    scan_lines,
+    split_top_level,
 )
 from xlatools.hlo.values import called_computations
 
-__all__ = ["LITERAL_OPCODES", "Computation", "HloSyntaxError", "Instruction", "Module", "Users", "parse_instruction",
-           "parse_module", "print_instruction", "print_module", "split_top_level"]
+__all__ = [
+    "LITERAL_OPCODES",
+    "Computation",
+    "HloSyntaxError",
+    "Instruction",
+    "Module",
+    "Users",
+    "parse_instruction",
+    "parse_module",
+    "print_instruction",
+    "print_module",
+    "split_top_level",
+]
 _HEADER_KEEP = re.compile(r"(?:replica_count|num_partitions)=\d+")
 
 
@@ -119,9 +136,16 @@ def parse_instruction(line: str) -> Instruction:
     inst = parse_instruction_strict(line)
     metadata = inst.attributes.get("metadata")
     attributes = inst.tail_without("metadata") if metadata is not None else inst.tail
-    return Instruction(inst.name, inst.shape, inst.opcode, inst.operands,
-                       inst.payload if inst.opcode in LITERAL_OPCODES else "", attributes.rstrip(),
-                       f"metadata={metadata}" if metadata is not None else "", inst.is_root)
+    return Instruction(
+        inst.name,
+        inst.shape,
+        inst.opcode,
+        inst.operands,
+        inst.payload if inst.opcode in LITERAL_OPCODES else "",
+        attributes.rstrip(),
+        f"metadata={metadata}" if metadata is not None else "",
+        inst.is_root,
+    )
 
 
 def parse_module(text: str) -> Module:
@@ -131,7 +155,9 @@ def parse_module(text: str) -> Module:
     current: Computation | None = None
     for number, (kind, line) in enumerate(scan_lines(text.splitlines()), 1):
         stripped = line.strip()
-        if kind in (LineKind.BLANK, LineKind.COMMENT, LineKind.TABLE) or (kind is LineKind.TABLE_ROW and current is None):
+        if kind in (LineKind.BLANK, LineKind.COMMENT, LineKind.TABLE) or (
+            kind is LineKind.TABLE_ROW and current is None
+        ):
             continue
         if kind is LineKind.MODULE:
             name, head = module_header(stripped) or ("", "")

@@ -34,10 +34,12 @@ if TYPE_CHECKING:
 ISOLATE_JSON, ISOLATE_TABLE = "isolate.json", "isolate.txt"
 
 
-NO_SINGLE = ("no single instruction mismatches, alone or in context: where the module mismatches as a whole, the "
-             "difference needs a pattern of several instructions (a rewrite of many into one library call, as oneDNN's "
-             "are); next: `xlatools reduce` (its candidates keep such a pattern whole) or `xlatools bisect passes` "
-             "(names the rewriting pass)")
+NO_SINGLE = (
+    "no single instruction mismatches, alone or in context: where the module mismatches as a whole, the "
+    "difference needs a pattern of several instructions (a rewrite of many into one library call, as oneDNN's "
+    "are); next: `xlatools reduce` (its candidates keep such a pattern whole) or `xlatools bisect passes` "
+    "(names the rewriting pass)"
+)
 
 
 def _describe(row: IsolatedInstruction) -> str:
@@ -48,13 +50,17 @@ def table(result: Isolation) -> str:
     """The rows in post order, then the finding."""
     lines = [f"{'#':>4}  {'instruction':28} {'opcode':18} {'shape':22} outcome    detail"]
     for r in result.rows:
-        lines.append(f"{r.index:>4}  {r.name[:28]:28} {r.opcode[:18]:18} {r.shape[:22]:22} {r.outcome:10} {r.detail[:80]}")
+        lines.append(
+            f"{r.index:>4}  {r.name[:28]:28} {r.opcode[:18]:18} {r.shape[:22]:22} {r.outcome:10} {r.detail[:80]}"
+        )
     lines.append("")
     if result.first_mismatch:
         lines.append(f"first mismatching instruction: {_describe(result.first_mismatch)}")
     elif result.first_mismatch_in_context:
-        lines.append("no instruction mismatches on its own; the first whose value (computed from the module's inputs) "
-                     f"mismatches: {_describe(result.first_mismatch_in_context)} (a bug that needs its context, e.g. a fusion)")
+        lines.append(
+            "no instruction mismatches on its own; the first whose value (computed from the module's inputs) "
+            f"mismatches: {_describe(result.first_mismatch_in_context)} (a bug that needs its context, e.g. a fusion)"
+        )
     else:
         lines.append(NO_SINGLE)
     return "\n".join(lines)
@@ -64,8 +70,11 @@ def constant_only(cand: Candidate) -> set[str]:
     """Entry instructions computed from constants alone (no parameter reaches them)."""
     out: set[str] = set()
     for inst in cand.module.entry.instructions:
-        if inst.opcode == "constant" or (inst.opcode not in ("parameter", "rng", "rng-bit-generator", "custom-call")
-                                         and inst.operands and all(o in out for o in inst.operands)):
+        if inst.opcode == "constant" or (
+            inst.opcode not in ("parameter", "rng", "rng-bit-generator", "custom-call")
+            and inst.operands
+            and all(o in out for o in inst.operands)
+        ):
             out.add(inst.name)
     return out
 
@@ -73,8 +82,11 @@ def constant_only(cand: Candidate) -> set[str]:
 def _isolated(cand: Candidate, name: str, constants: set[str]) -> Candidate:
     alone = edits.reroot(cand, [name], f"isolate {name}")
     inst = alone.module.entry.get(name)
-    feed = [o for o in dict.fromkeys(inst.operands) if o not in constants
-            and alone.module.entry.get(o).opcode != "parameter"]
+    feed = [
+        o
+        for o in dict.fromkeys(inst.operands)
+        if o not in constants and alone.module.entry.get(o).opcode != "parameter"
+    ]
     return edits.to_parameters(alone, feed, f"isolate {name}") if feed else alone
 
 
@@ -87,12 +99,24 @@ def _row(index: int, inst: Instruction, verdict: Verdict | None) -> IsolatedInst
         outcome, detail = IsolationOutcome.FAILED, verdict.reason
     else:
         outcome, detail = IsolationOutcome.MATCH, verdict.reason
-    return IsolatedInstruction(index=index, name=inst.name, opcode=inst.opcode, shape=inst.shape,
-                               operands=list(inst.operands), outcome=outcome, detail=detail)
+    return IsolatedInstruction(
+        index=index,
+        name=inst.name,
+        opcode=inst.opcode,
+        shape=inst.shape,
+        operands=list(inst.operands),
+        outcome=outcome,
+        detail=detail,
+    )
 
 
-def isolate(plan: ReducePlan, evaluator: Evaluator, module: Candidate, record_values: Callable[[Candidate, list[str]], bool],
-            reporter: Reporter) -> Isolation:
+def isolate(
+    plan: ReducePlan,
+    evaluator: Evaluator,
+    module: Candidate,
+    record_values: Callable[[Candidate, list[str]], bool],
+    reporter: Reporter,
+) -> Isolation:
     """`record_values(exposing, names)`: records every entry value in the reference (StateStore.record_values)."""
     cand = edits.inline_all_calls(module)
     entry = cand.module.entry
@@ -107,28 +131,38 @@ def isolate(plan: ReducePlan, evaluator: Evaluator, module: Candidate, record_va
     runnable = [i for i in todo if i.is_array and all(shapes[o].is_array for o in i.operands)]
     reporter.step(f"isolating {len(runnable)} of {len(todo)} instructions of {plan.module.label}")
     calls = evaluator.counters.oracle_calls
-    verdicts = dict(zip([i.name for i in runnable], evaluator.evaluate([_isolated(cand, i.name, constants) for i in runnable])))
+    verdicts = dict(
+        zip([i.name for i in runnable], evaluator.evaluate([_isolated(cand, i.name, constants) for i in runnable]))
+    )
     rows = [_row(k, inst, verdicts.get(inst.name)) for k, inst in enumerate(todo)]
     first = next((r for r in rows if r.outcome == IsolationOutcome.MISMATCH), None)
     in_context = None if first else _first_in_context(evaluator, cand, todo, runnable)
-    return Isolation(file=ISOLATE_JSON, module=plan.module.label, rows=rows, first_mismatch=first,
-                     first_mismatch_in_context=in_context, oracle_calls=evaluator.counters.oracle_calls - calls)
+    return Isolation(
+        file=ISOLATE_JSON,
+        module=plan.module.label,
+        rows=rows,
+        first_mismatch=first,
+        first_mismatch_in_context=in_context,
+        oracle_calls=evaluator.counters.oracle_calls - calls,
+    )
 
 
-def _first_in_context(evaluator: Evaluator, cand: Candidate, todo: list[Instruction],
-                      runnable: list[Instruction]) -> IsolatedInstruction | None:
+def _first_in_context(
+    evaluator: Evaluator, cand: Candidate, todo: list[Instruction], runnable: list[Instruction]
+) -> IsolatedInstruction | None:
     """The first instruction (post order) whose value, computed from the module's inputs, mismatches."""
     batch = evaluator.plan.request.jobs
     for start in range(0, len(runnable), batch):
-        group = runnable[start:start + batch]
+        group = runnable[start : start + batch]
         for inst, verdict in zip(group, evaluator.evaluate([edits.reroot(cand, [i.name], "cone") for i in group])):
             if verdict.interesting is True:
                 return _row(todo.index(inst), inst, verdict)
     return None
 
 
-def run_isolation(prepared: PreparedReduce, folder: Path, reporter: Reporter,
-                  caller_env: dict[str, str] | None = None) -> Isolation:
+def run_isolation(
+    prepared: PreparedReduce, folder: Path, reporter: Reporter, caller_env: dict[str, str] | None = None
+) -> Isolation:
     """Every instruction of the prepared module alone against the reference; work files under `folder`."""
     plan = prepared.plan
     store = StateStore.open(folder, "isolate", {"module": plan.module.files()}, fresh=True)
@@ -153,18 +187,31 @@ class IsolationRun:
         instruction; checked before anything runs."""
         if len(request.modules) > 1:
             raise UsageError("--isolate takes one module", hint="pick it with one --module ID|NAME")
-        prepared = prepare(ReduceRequest(
-            source=request.source, python=request.python, module=request.modules[0] if request.modules else None,
-            references=request.references, reference_pythons=request.reference_pythons, inputs=request.inputs,
-            seed=request.seed, atol=request.atol, rtol=request.rtol, xla_flags=request.xla_flags,
-            disable_passes=request.disable_passes, platform=request.platform, timeout=request.timeout,
-            precision=request.precision))
+        prepared = prepare(
+            ReduceRequest(
+                source=request.source,
+                python=request.python,
+                module=request.modules[0] if request.modules else None,
+                references=request.references,
+                reference_pythons=request.reference_pythons,
+                inputs=request.inputs,
+                seed=request.seed,
+                atol=request.atol,
+                rtol=request.rtol,
+                xla_flags=request.xla_flags,
+                disable_passes=request.disable_passes,
+                platform=request.platform,
+                timeout=request.timeout,
+                precision=request.precision,
+            )
+        )
         if prepared.plan.oracle.kind != OracleKind.MISMATCH:
             raise UsageError("--isolate compares with a reference: add --reference cpu or --reference-python PY")
         return cls(prepared)
 
     def record_into(self, reporter: Reporter) -> Callable[[Path, ReplayManifest], None]:
         """What replay runs in its bundle after the modules: isolate.json, isolate.txt, the record's `isolation`."""
+
         def then(bundle: Path, record: ReplayManifest) -> None:
             from xlatools.fsutil import atomic_write_json, atomic_write_text
             from xlatools.records.base import to_json

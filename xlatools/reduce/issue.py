@@ -36,8 +36,10 @@ def _versions(ran: RanWith | None) -> str:
     if ran is None:
         return "-"
     v, device = ran.versions, ran.device
-    return (f"jax {v.jax if v else '?'}, jaxlib {v.jaxlib if v else '?'}, Python {v.python_version if v else '?'}, "
-            f"device {device.platform if device else '?'} {device.kind if device else ''}".rstrip())
+    return (
+        f"jax {v.jax if v else '?'}, jaxlib {v.jaxlib if v else '?'}, Python {v.python_version if v else '?'}, "
+        f"device {device.platform if device else '?'} {device.kind if device else ''}".rstrip()
+    )
 
 
 def jaxlib_of(ran: RanWith | None) -> str:
@@ -49,27 +51,44 @@ def _figures(verdict: Verdict) -> list[str]:
     if c is None:
         failure = verdict.failure
         if failure is not None:
-            return [f"- {failure.failure} during {failure.phase or 'start-up'}" + (f" ({failure.signal})" if failure.signal
-                                                                                    else ""), f"- message: {failure.message}"]
+            return [
+                f"- {failure.failure} during {failure.phase or 'start-up'}"
+                + (f" ({failure.signal})" if failure.signal else ""),
+                f"- message: {failure.message}",
+            ]
         return [f"- the check script exited {verdict.script_exit}"] if verdict.script_exit is not None else []
     if c.message:
         return [f"- {c.message}"]
-    lines = [f"- {c.mismatches}/{c.elements} elements differ, {c.nan_mismatches} of them NaN where the other side is "
-             "not (or the reverse)", f"- max abs error {c.max_abs_error:.6g}, max rel error {c.max_rel_error:.6g}"]
+    lines = [
+        f"- {c.mismatches}/{c.elements} elements differ, {c.nan_mismatches} of them NaN where the other side is "
+        "not (or the reverse)",
+        f"- max abs error {c.max_abs_error:.6g}, max rel error {c.max_rel_error:.6g}",
+    ]
     for index, row in enumerate(c.outputs):
         lines.append(f"- output {index} {row.dtype}{row.shape}: {row.mismatches} mismatches")
     return lines
 
 
 def render_issue(f: IssueFacts) -> str:
-    title = {OracleKind.MISMATCH: "wrong result", OracleKind.RECORDED: "result differs from the recorded one",
-             OracleKind.ERROR: "compiler/runtime failure", OracleKind.SCRIPT: "check script fails"}[f.oracle_kind]
+    title = {
+        OracleKind.MISMATCH: "wrong result",
+        OracleKind.RECORDED: "result differs from the recorded one",
+        OracleKind.ERROR: "compiler/runtime failure",
+        OracleKind.SCRIPT: "check script fails",
+    }[f.oracle_kind]
     jaxlib = jaxlib_of(f.test)
-    out = [f"# XLA {f.platform}: {title} in a {f.instructions_after}-instruction module (jaxlib {jaxlib})", "",
-           f"Reduced by `xlatools reduce` from module `{f.module_name}` ({f.instructions_before} -> "
-           f"{f.instructions_after} instructions). Interesting means: {f.oracle}.", "",
-           f"**What happens:** {f.verdict.reason}. Re-checked: {f.rechecks}.", "", "## Environment", "",
-           f"- test: {_versions(f.test)}"]
+    out = [
+        f"# XLA {f.platform}: {title} in a {f.instructions_after}-instruction module (jaxlib {jaxlib})",
+        "",
+        f"Reduced by `xlatools reduce` from module `{f.module_name}` ({f.instructions_before} -> "
+        f"{f.instructions_after} instructions). Interesting means: {f.oracle}.",
+        "",
+        f"**What happens:** {f.verdict.reason}. Re-checked: {f.rechecks}.",
+        "",
+        "## Environment",
+        "",
+        f"- test: {_versions(f.test)}",
+    ]
     if f.reference:
         out.append(f"- reference: {_versions(f.reference)}")
     out.append(f"- XLA flags of the test: `{' '.join(f.xla_flags) or '(none)'}`")
@@ -77,46 +96,100 @@ def render_issue(f: IssueFacts) -> str:
         out.append(f"- passes kept disabled while reducing: {', '.join(f'`{p}`' for p in f.disabled_passes)}")
     if f.culprit_pass:
         out.append(f"- culprit pass named by `xlatools bisect passes`: `{f.culprit_pass}`")
-    out += ["", "## Minimal HLO", "", "```", f.reduced_hlo.rstrip(), "```", "", "## Inputs", "", "```",
-            f.inputs_text.rstrip() or "(no parameters)", "```", ""]
+    out += [
+        "",
+        "## Minimal HLO",
+        "",
+        "```",
+        f.reduced_hlo.rstrip(),
+        "```",
+        "",
+        "## Inputs",
+        "",
+        "```",
+        f.inputs_text.rstrip() or "(no parameters)",
+        "```",
+        "",
+    ]
     if f.oracle_kind in (OracleKind.MISMATCH, OracleKind.RECORDED):
-        out += ["## Expected (reference) vs actual (test)", "", *_figures(f.verdict), "", "Expected:", "", "```",
-                f.reference_outputs_text.rstrip() or "-", "```", "", "Actual:", "", "```",
-                f.test_outputs_text.rstrip() or "-", "```", ""]
+        out += [
+            "## Expected (reference) vs actual (test)",
+            "",
+            *_figures(f.verdict),
+            "",
+            "Expected:",
+            "",
+            "```",
+            f.reference_outputs_text.rstrip() or "-",
+            "```",
+            "",
+            "Actual:",
+            "",
+            "```",
+            f.test_outputs_text.rstrip() or "-",
+            "```",
+            "",
+        ]
     else:
         out += ["## Failure", "", *_figures(f.verdict), ""]
         if f.native_frames:
-            out += ["Top native frames of the crashing thread (every thread's: [native-backtrace.txt](native-backtrace.txt)):",
-                    "", "```", *f.native_frames, "```", ""]
+            out += [
+                "Top native frames of the crashing thread (every thread's: [native-backtrace.txt](native-backtrace.txt)):",
+                "",
+                "```",
+                *f.native_frames,
+                "```",
+                "",
+            ]
     out += ["## Reproduce", ""]
     for what, command in f.commands:
         out += [f"{what}:", "", "```sh", command, "```", ""]
     return "\n".join(out)
 
 
-def commands(facts_flags: list[str], platform: str, reference: str | None, pack: str,
-             pack_outcome: str = "?", oracle_shown: bool = True) -> list[tuple[str, str]]:
+def commands(
+    facts_flags: list[str],
+    platform: str,
+    reference: str | None,
+    pack: str,
+    pack_outcome: str = "?",
+    oracle_shown: bool = True,
+) -> list[tuple[str, str]]:
     """The commands ISSUE.md shows: XLA's run_hlo_module, then xlatools (replay and the repro pack)."""
     env = f"XLA_FLAGS={shlex.quote(' '.join(facts_flags))} " if facts_flags else ""
     ref_platform = {"cpu": "cpu"}.get(reference or "", "")
-    run_hlo = (f"{env}run_hlo_module --platform={platform} --reference_platform={ref_platform} "
-               f"--input_format=hlo reduced.hlo.txt")
-    replay = "xlatools replay reduced.hlo.txt --inputs inputs.npz" + (" --reference cpu" if reference == "cpu" else
-                                                                        " --reference-python GOOD_PYTHON" if reference else "")
+    run_hlo = (
+        f"{env}run_hlo_module --platform={platform} --reference_platform={ref_platform} "
+        f"--input_format=hlo reduced.hlo.txt"
+    )
+    replay = "xlatools replay reduced.hlo.txt --inputs inputs.npz" + (
+        " --reference cpu" if reference == "cpu" else " --reference-python GOOD_PYTHON" if reference else ""
+    )
     replay += "".join(f" --xla-flag {shlex.quote(f)}" for f in facts_flags)
-    return [("With XLA's run_hlo_module (bazel target; its random inputs may not show a value-dependent bug: "
-             "the inputs above are in inputs.npz)", run_hlo),
-            ("With xlatools (the exact inputs)", replay),
-            (_pack_words(reference, pack_outcome, oracle_shown),
-             f"xlatools repro run {pack} --python PYTHON_WITH_THE_SAME_JAXLIB")]
+    return [
+        (
+            "With XLA's run_hlo_module (bazel target; its random inputs may not show a value-dependent bug: "
+            "the inputs above are in inputs.npz)",
+            run_hlo,
+        ),
+        ("With xlatools (the exact inputs)", replay),
+        (
+            _pack_words(reference, pack_outcome, oracle_shown),
+            f"xlatools repro run {pack} --python PYTHON_WITH_THE_SAME_JAXLIB",
+        ),
+    ]
 
 
 def _pack_words(reference: str | None, pack_outcome: str, oracle_shown: bool = True) -> str:
     if not oracle_shown:  # a check script or a reference interpreter judged it bad; a replay alone sees `ok`
-        return (f"With the repro pack (module, inputs, flags): it records the oracle's verdict, but its replay alone "
-                f"gives {pack_outcome}, so `repro run` answers nothing-to-reproduce (exit 5); the failure shows with "
-                "the oracle above (the check script, or --reference-python)")
+        return (
+            f"With the repro pack (module, inputs, flags): it records the oracle's verdict, but its replay alone "
+            f"gives {pack_outcome}, so `repro run` answers nothing-to-reproduce (exit 5); the failure shows with "
+            "the oracle above (the check script, or --reference-python)"
+        )
     if reference == "python":  # another interpreter's path does not travel in a pack
-        return (f"With the repro pack (module, inputs, flags; it carries no reference interpreter, so the outcome it "
-                f"recorded is the test's alone: {pack_outcome}; the mismatch shows with --reference-python as above)")
+        return (
+            f"With the repro pack (module, inputs, flags; it carries no reference interpreter, so the outcome it "
+            f"recorded is the test's alone: {pack_outcome}; the mismatch shows with --reference-python as above)"
+        )
     return f"With the repro pack (module, inputs, flags; the outcome it recorded: {pack_outcome}; exit 1 = reproduced)"

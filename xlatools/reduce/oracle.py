@@ -25,8 +25,9 @@ def _failed(run: RunRecord) -> str:
 
 
 def _seen(run: RunRecord) -> FailureSeen:
-    return FailureSeen(failure=ReplayOutcome(run.failure), phase=run.phase, signal=run.signal,
-                       message=(run.message or "")[:500])
+    return FailureSeen(
+        failure=ReplayOutcome(run.failure), phase=run.phase, signal=run.signal, message=(run.message or "")[:500]
+    )
 
 
 def judge_outputs(spec: OracleSpec, test: RunRecord, reference: RunRecord | None) -> Verdict:
@@ -37,8 +38,9 @@ def judge_outputs(spec: OracleSpec, test: RunRecord, reference: RunRecord | None
         if reference is None:
             raise ValueError("a mismatch oracle needs a reference run")
         if reference.failure:
-            return Verdict(interest=SKIP, reason=f"the reference cannot run it ({_failed(reference)})",
-                           failure=_seen(reference))
+            return Verdict(
+                interest=SKIP, reason=f"the reference cannot run it ({_failed(reference)})", failure=_seen(reference)
+            )
         comparisons = reference.comparisons
     else:
         comparisons = test.comparisons
@@ -46,12 +48,17 @@ def judge_outputs(spec: OracleSpec, test: RunRecord, reference: RunRecord | None
         return Verdict(interest=SKIP, reason="nothing to compare with")
     c = comparisons[0]
     if c.ok:
-        return Verdict(interest=NOT_INTERESTING, reason=f"outputs match (max abs error {c.max_abs_error:.3g})", comparison=c)
+        return Verdict(
+            interest=NOT_INTERESTING, reason=f"outputs match (max abs error {c.max_abs_error:.3g})", comparison=c
+        )
     if c.message:
         return Verdict(interest=INTERESTING, reason=f"outputs differ: {c.message}", comparison=c)
-    return Verdict(interest=INTERESTING, comparison=c,
-                   reason=f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g}, "
-                          f"{c.nan_mismatches} NaN mismatches)")
+    return Verdict(
+        interest=INTERESTING,
+        comparison=c,
+        reason=f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g}, "
+        f"{c.nan_mismatches} NaN mismatches)",
+    )
 
 
 def judge_error(spec: OracleSpec, test: RunRecord, allow_load: bool = False) -> Verdict:
@@ -63,10 +70,16 @@ def judge_error(spec: OracleSpec, test: RunRecord, allow_load: bool = False) -> 
         return Verdict(interest=NOT_INTERESTING, reason=f"a failure of another kind ({_failed(test)})", failure=seen)
     text = "\n".join([test.message or "", test.signal or "", *test.log_tail])
     if re.search(spec.error_regex or "", text):
-        return Verdict(interest=INTERESTING, reason=f"{test.failure} during {test.phase} matches /{spec.error_regex}/",
-                       failure=seen)
-    return Verdict(interest=NOT_INTERESTING, failure=seen,
-                   reason=f"{test.failure} during {test.phase}, but /{spec.error_regex}/ does not match")
+        return Verdict(
+            interest=INTERESTING,
+            reason=f"{test.failure} during {test.phase} matches /{spec.error_regex}/",
+            failure=seen,
+        )
+    return Verdict(
+        interest=NOT_INTERESTING,
+        failure=seen,
+        reason=f"{test.failure} during {test.phase}, but /{spec.error_regex}/ does not match",
+    )
 
 
 def script_verdict(returncode: int | None, status: Status, timeout: float | None) -> Verdict:
@@ -79,8 +92,10 @@ def script_verdict(returncode: int | None, status: Status, timeout: float | None
         return Verdict(interest=SKIP, reason="the script exited 125 (skip)", script_exit=125)
     if returncode is not None and 1 <= returncode <= 127:
         return Verdict(interest=INTERESTING, reason=f"the script exited {returncode}", script_exit=returncode)
-    raise EnvironmentMissing(f"the check script ended with status {returncode} (not 0-127){_killed_by(returncode)}",
-                             hint="like git bisect run: 0 = not interesting, 1-127 = interesting, 125 = skip")
+    raise EnvironmentMissing(
+        f"the check script ended with status {returncode} (not 0-127){_killed_by(returncode)}",
+        hint="like git bisect run: 0 = not interesting, 1-127 = interesting, 125 = skip",
+    )
 
 
 def _killed_by(returncode: int | None) -> str:
@@ -93,8 +108,9 @@ def _killed_by(returncode: int | None) -> str:
     return f": killed by {name}" if name else ""
 
 
-def run_script(spec: OracleSpec, module: Path, inputs: Path | None, folder: Path, env: dict[str, str],
-               timeout: float | None) -> Verdict:
+def run_script(
+    spec: OracleSpec, module: Path, inputs: Path | None, folder: Path, env: dict[str, str], timeout: float | None
+) -> Verdict:
     """Run the script on one candidate: its HLO file is the last argument; XLATOOLS_REDUCE_HLO / _INPUTS name them."""
     from xlatools.errors import Interrupted
     from xlatools.fsutil import keep_ends
@@ -104,8 +120,9 @@ def run_script(spec: OracleSpec, module: Path, inputs: Path | None, folder: Path
     env = {**env, "XLATOOLS_REDUCE_HLO": str(module)}
     if inputs is not None:
         env["XLATOOLS_REDUCE_INPUTS"] = str(inputs)
-    result = execute(argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout,
-                     None, None)
+    result = execute(
+        argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout, None, None
+    )
     for log in ("script.stdout.log", "script.stderr.log"):  # one per candidate: a loud script must not fill the disk
         keep_ends(folder / log)
     if result.status == Status.INTERRUPTED:

@@ -66,17 +66,33 @@ def _facts(outcome: Outcome, reduced: str, pack: Packed, frames: list[str]) -> I
     device = outcome.test.device
     reference = "cpu" if request.references else ("python" if request.reference_pythons else None)
     return IssueFacts(
-        module_name=plan.module.label, oracle=plan.oracle.describe(), oracle_kind=plan.oracle.kind,
+        module_name=plan.module.label,
+        oracle=plan.oracle.describe(),
+        oracle_kind=plan.oracle.kind,
         instructions_before=outcome.original.module.instruction_count(),
-        instructions_after=outcome.best.module.instruction_count(), reduced_hlo=reduced, verdict=outcome.rechecks[-1],
-        test=outcome.test, reference=outcome.reference, platform=(device.platform if device else None) or plan.test.platform,
-        xla_flags=plan.test.xla_flags, disabled_passes=request.disable_passes, culprit_pass=request.culprit_pass,
+        instructions_after=outcome.best.module.instruction_count(),
+        reduced_hlo=reduced,
+        verdict=outcome.rechecks[-1],
+        test=outcome.test,
+        reference=outcome.reference,
+        platform=(device.platform if device else None) or plan.test.platform,
+        xla_flags=plan.test.xla_flags,
+        disabled_passes=request.disable_passes,
+        culprit_pass=request.culprit_pass,
         inputs_text=_literals(literals, "input") if literals else "",
         test_outputs_text=_literals(recheck / "test" / "literals.txt", "output"),
         reference_outputs_text=_literals(recheck / "reference" / "literals.txt", "output"),
-        rechecks=", ".join(v.interest for v in outcome.rechecks), native_frames=frames,
-        commands=commands(plan.test.xla_flags, plan.test.platform if plan.test.platform != "auto" else "cpu", reference,
-                          "repro.tar.gz" if pack.path else "(no pack)", pack.outcome, oracle_shown=pack.oracle_shown))
+        rechecks=", ".join(v.interest for v in outcome.rechecks),
+        native_frames=frames,
+        commands=commands(
+            plan.test.xla_flags,
+            plan.test.platform if plan.test.platform != "auto" else "cpu",
+            reference,
+            "repro.tar.gz" if pack.path else "(no pack)",
+            pack.outcome,
+            oracle_shown=pack.oracle_shown,
+        ),
+    )
 
 
 def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -> ReduceResult:
@@ -91,18 +107,29 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
     _copy(recheck / "inputs.npz", folder / "inputs.npz")
     _copy(recheck / "test" / "outputs.npz", folder / "outputs-test.npz")
     _copy(recheck / "reference" / "outputs.npz", folder / "outputs-reference.npz")
-    atomic_write_json(folder / "rounds.json", {"rounds": to_json(outcome.rounds), "counters": to_json(outcome.counters)})
+    atomic_write_json(
+        folder / "rounds.json", {"rounds": to_json(outcome.rounds), "counters": to_json(outcome.counters)}
+    )
     pack = _pack(outcome, folder, argv, reporter)
     facts = _facts(outcome, reduced, pack, _keep_backtrace(outcome, pack.crash, folder))
     atomic_write_text(folder / "ISSUE.md", redact_text(render_issue(facts)))  # flags and commands may carry credentials
     counters = outcome.counters
     return ReduceResult(
-        instructions_before=facts.instructions_before, instructions_after=facts.instructions_after,
-        oracle=outcome.plan.oracle.kind, oracle_calls=counters.oracle_calls, candidates=counters.candidates,
-        cache_hits=counters.cache_hits, unparsable=counters.unparsable, seconds=outcome.seconds, stopped=outcome.stopped,
-        flaky=outcome.flaky, rechecks=outcome.rechecks, verdict=outcome.rechecks[-1].reason,
+        instructions_before=facts.instructions_before,
+        instructions_after=facts.instructions_after,
+        oracle=outcome.plan.oracle.kind,
+        oracle_calls=counters.oracle_calls,
+        candidates=counters.candidates,
+        cache_hits=counters.cache_hits,
+        unparsable=counters.unparsable,
+        seconds=outcome.seconds,
+        stopped=outcome.stopped,
+        flaky=outcome.flaky,
+        rechecks=outcome.rechecks,
+        verdict=outcome.rechecks[-1].reason,
         state=str(outcome.state_folder),
-        files={name: str(folder / name) for name in RESULT_FILES if (folder / name).is_file()})
+        files={name: str(folder / name) for name in RESULT_FILES if (folder / name).is_file()},
+    )
 
 
 def _keep_backtrace(outcome: Outcome, crash: Path | None, folder: Path) -> list[str]:
@@ -141,10 +168,19 @@ def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -
     plan, request = outcome.plan, outcome.plan.request
     if not (folder / "inputs.npz").is_file():
         return Packed()
-    replay = ReplayRequest(source=folder / "reduced.hlo.txt", python=plan.test.python, inputs=str(folder / "inputs.npz"),
-                           references=list(request.references), atol=request.atol, rtol=request.rtol,
-                           xla_flags=list(request.xla_flags), disable_passes=list(request.disable_passes),
-                           platform=request.platform, name="reduced", print_literals=True)
+    replay = ReplayRequest(
+        source=folder / "reduced.hlo.txt",
+        python=plan.test.python,
+        inputs=str(folder / "inputs.npz"),
+        references=list(request.references),
+        atol=request.atol,
+        rtol=request.rtol,
+        xla_flags=list(request.xla_flags),
+        disable_passes=list(request.disable_passes),
+        platform=request.platform,
+        name="reduced",
+        print_literals=True,
+    )
     reporter.step("packing the reduced module (one replay records its expected outcome)")
     oracle = f"{plan.oracle.describe()} ({outcome.rechecks[-1].reason})"
     made = build_pack(replay, folder / "repro.tar.gz", folder / "replays", argv + ["(repro pack)"], reporter, oracle)
@@ -152,8 +188,13 @@ def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -
     crash = next((run.native_backtrace for m in modules for run in m.runs if run.native_backtrace), None)
     test_dir = next((run.dir for m in modules for run in m.runs if run.label == "test" and run.dir), None)
     shown = not all(m.outcome == "ok" for m in modules)  # the oracle found it bad: an `ok` replay does not show that
-    return Packed(made.path, ", ".join(str(m.outcome) for m in modules), Path(crash) if crash else None,
-                  Path(test_dir) / "literals.txt" if test_dir else None, shown)
+    return Packed(
+        made.path,
+        ", ".join(str(m.outcome) for m in modules),
+        Path(crash) if crash else None,
+        Path(test_dir) / "literals.txt" if test_dir else None,
+        shown,
+    )
 
 
 def reduce_record(prepared: PreparedReduce, argv: list[str]) -> ReduceManifest:
@@ -164,13 +205,25 @@ def reduce_record(prepared: PreparedReduce, argv: list[str]) -> ReduceManifest:
     from xlatools.replay.execute import target_versions
 
     plan = prepared.plan
-    return ReduceManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=os.path.realpath(plan.request.source), plan=plan.record(),
-                          targets=target_versions(prepared.targets))
+    return ReduceManifest(
+        xlatools_version=__version__,
+        command="xlatools " + " ".join(redact_argv(argv)),
+        argv=list(argv),
+        host=host_info(),
+        source=os.path.realpath(plan.request.source),
+        plan=plan.record(),
+        targets=target_versions(prepared.targets),
+    )
 
 
-def execute_reduce(prepared: PreparedReduce, out_root: Path, argv: list[str], reporter: Reporter, fresh: bool = False,
-                   caller_env: dict[str, str] | None = None) -> ReduceRun:
+def execute_reduce(
+    prepared: PreparedReduce,
+    out_root: Path,
+    argv: list[str],
+    reporter: Reporter,
+    fresh: bool = False,
+    caller_env: dict[str, str] | None = None,
+) -> ReduceRun:
     """Reduce into a fresh bundle. Exit 1 when the result is flaky (not interesting on every re-check)."""
     from xlatools.bundle import bundle_session
     from xlatools.debug.crash import FILE
@@ -181,14 +234,19 @@ def execute_reduce(prepared: PreparedReduce, out_root: Path, argv: list[str], re
             try:
                 outcome = reduction.run()
             except (KeyboardInterrupt, Interrupted):  # the session records it; the state stays for a re-run
-                raise Interrupted(f"interrupted; the state is kept: run the same command again to continue "
-                                  f"(reduce record: {session.path})") from None
+                raise Interrupted(
+                    f"interrupted; the state is kept: run the same command again to continue "
+                    f"(reduce record: {session.path})"
+                ) from None
             record: ReduceManifest = session.record
             record.rounds, record.test, record.reference = outcome.rounds, outcome.test, outcome.reference
             record.result = write_results(outcome, session.path, argv, reporter)
             record.native_backtrace = FILE if (session.path / FILE).is_file() else None
             atomic_write_text(session.path / "summary.json", json.dumps(to_json(record.result), indent=2) + "\n")
             if outcome.flaky:
-                session.finish(Status.FAILED, exit_code=EXIT_FAILED,
-                               error="flaky: the reduced module was not interesting on every re-check")
+                session.finish(
+                    Status.FAILED,
+                    exit_code=EXIT_FAILED,
+                    error="flaky: the reduced module was not interesting on every re-check",
+                )
     return ReduceRun(session.record, session.record.exit_code or 0)

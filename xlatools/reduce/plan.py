@@ -42,15 +42,27 @@ class ReducePlan:
         module = PlannedModule(name=self.module.name, id=self.module.id, files=self.module.files())
         from xlatools.replay.jobs import input_source
 
-        return ReducePlanRecord(request=self.request, module=module, oracle=self.oracle, describe=self.oracle.describe(),
-                                test=_planned(self.test), reference=_planned(self.reference) if self.reference else None,
-                                name=self.name, input_source=input_source(self.request.inputs, self.request.seed,
-                                                                          self.module.snapshot))
+        return ReducePlanRecord(
+            request=self.request,
+            module=module,
+            oracle=self.oracle,
+            describe=self.oracle.describe(),
+            test=_planned(self.test),
+            reference=_planned(self.reference) if self.reference else None,
+            name=self.name,
+            input_source=input_source(self.request.inputs, self.request.seed, self.module.snapshot),
+        )
 
 
 def _planned(run: RunConfig) -> PlannedRun:
-    return PlannedRun(label=run.label, role=run.role, python=run.python, platform=run.platform,
-                      xla_flags=list(run.xla_flags), flag_sources=dict(run.flag_sources))
+    return PlannedRun(
+        label=run.label,
+        role=run.role,
+        python=run.python,
+        platform=run.platform,
+        xla_flags=list(run.xla_flags),
+        flag_sources=dict(run.flag_sources),
+    )
 
 
 def oracle_of(request: ReduceRequest, has_recorded_result: bool) -> OracleSpec:
@@ -71,9 +83,11 @@ def oracle_of(request: ReduceRequest, has_recorded_result: bool) -> OracleSpec:
         return OracleSpec(kind=OracleKind.MISMATCH, atol=request.atol, rtol=request.rtol)
     if has_recorded_result:
         return OracleSpec(kind=OracleKind.RECORDED, atol=request.atol, rtol=request.rtol)
-    raise UsageError("no oracle: what makes a candidate interesting?",
-                     hint="--reference cpu, --reference-python PY, --error REGEX or --script CMD "
-                          "(or a source with a snapshot that recorded its result)")
+    raise UsageError(
+        "no oracle: what makes a candidate interesting?",
+        hint="--reference cpu, --reference-python PY, --error REGEX or --script CMD "
+        "(or a source with a snapshot that recorded its result)",
+    )
 
 
 def checked_script(script: str) -> str:
@@ -99,7 +113,7 @@ def checked_script(script: str) -> str:
         if not os.access(program, os.X_OK):
             raise UsageError(f"--script {program}: not executable", hint=f"chmod +x {program}, or run it through sh")
         if text.startswith(program) and not os.path.isabs(program):
-            return shlex.quote(os.path.abspath(program)) + text[len(program):]
+            return shlex.quote(os.path.abspath(program)) + text[len(program) :]
     elif shutil.which(program) is None:
         raise UsageError(f"--script {program}: no such command on PATH")
     return script
@@ -107,8 +121,10 @@ def checked_script(script: str) -> str:
 
 def _check(request: ReduceRequest) -> None:
     if not 1 <= request.jobs <= MAX_JOBS:
-        raise UsageError(f"--jobs {request.jobs}: must be 1 to {MAX_JOBS}",
-                         hint="each job keeps its own target processes (a jax import each): about one per core")
+        raise UsageError(
+            f"--jobs {request.jobs}: must be 1 to {MAX_JOBS}",
+            hint="each job keeps its own target processes (a jax import each): about one per core",
+        )
     if request.rechecks < 1:
         raise UsageError(f"--rechecks {request.rechecks}: must be 1 or more")
     if str(request.strategy) not in {member.value for member in ReduceStrategy}:
@@ -123,17 +139,31 @@ def plan_reduce(request: ReduceRequest, modules: list[ModuleSource], source_kind
     _check(request)
     if len(modules) != 1:
         names = ", ".join(m.label for m in modules[:8])
-        raise UsageError(f"{request.source} holds {len(modules)} modules; reduce takes one",
-                         hint=f"pick one with --module ID|NAME ({names})")
+        raise UsageError(
+            f"{request.source} holds {len(modules)} modules; reduce takes one",
+            hint=f"pick one with --module ID|NAME ({names})",
+        )
     module = modules[0]
     if module.text is None and module.proto is None and module.snapshot is None:
-        raise UsageError(f"module {module.label}: no HLO text, proto or snapshot to reduce",
-                         hint="dump with --preset dump:hlo (before_optimizations text)")
+        raise UsageError(
+            f"module {module.label}: no HLO text, proto or snapshot to reduce",
+            hint="dump with --preset dump:hlo (before_optimizations text)",
+        )
     oracle = oracle_of(request, module.snapshot is not None)
-    replay = ReplayRequest(source=request.source, python=request.python, references=list(request.references),
-                           reference_pythons=list(request.reference_pythons), atol=request.atol, rtol=request.rtol,
-                           xla_flags=list(request.xla_flags), disable_passes=list(request.disable_passes),
-                           platform=request.platform, inputs=request.inputs, seed=request.seed, timeout=request.timeout)
+    replay = ReplayRequest(
+        source=request.source,
+        python=request.python,
+        references=list(request.references),
+        reference_pythons=list(request.reference_pythons),
+        atol=request.atol,
+        rtol=request.rtol,
+        xla_flags=list(request.xla_flags),
+        disable_passes=list(request.disable_passes),
+        platform=request.platform,
+        inputs=request.inputs,
+        seed=request.seed,
+        timeout=request.timeout,
+    )
     runs = plan_replay(replay, source_kind, [module]).runs
     reference = runs[1] if oracle.kind == OracleKind.MISMATCH else None
     stem = request.name or module.name or "module"

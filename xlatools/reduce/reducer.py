@@ -59,7 +59,7 @@ class Reducer:
         for start in range(0, len(smaller), self.batch):
             if self.out_of_time():
                 return False
-            group = smaller[start:start + self.batch]
+            group = smaller[start : start + self.batch]
             for cand, verdict in zip(group, self.evaluator.evaluate(group)):
                 if verdict.interesting is True:
                     self.accept(cand, verdict)
@@ -115,5 +115,7 @@ class Reducer:
         self.rounds.append(record)
         self.store.save_rounds(self)
         elapsed = time.monotonic() - self.started
-        self.reporter.info(f"round {number} {phase}: {record.instructions_after} instructions left, "
-                      f"{counters.oracle_calls} oracle calls, {elapsed:.1f} s")
+        self.reporter.info(
+            f"round {number} {phase}: {record.instructions_after} instructions left, "
+            f"{counters.oracle_calls} oracle calls, {elapsed:.1f} s"
+        )

@@ -44,8 +44,9 @@ def _load(path: Path, key: str) -> ReduceState:
     fix = f"remove {path.parent} (or run with --fresh) to start this reduction over"
     state = read_record(path, ReduceState, "reduce state file", hint=fix)
     if state.schema != STATE_SCHEMA or state.key != key:
-        raise UsageError(f"{path}: a reduce state file of another reduction (schema {state.schema!r}, key {state.key!r})",
-                         hint=fix)
+        raise UsageError(
+            f"{path}: a reduce state file of another reduction (schema {state.schema!r}, key {state.key!r})", hint=fix
+        )
     return state
 
 
@@ -104,8 +105,13 @@ class StateStore:
         self.state.counters = evaluator.counters
 
     def save_best(self, cand: Candidate, verdict: Verdict, evaluator: "Evaluator") -> None:
-        self.state.best = SavedCandidate(text=print_module(cand.module), inputs=dict(cand.inputs),
-                                         outputs=list(cand.outputs), verdict=verdict, note=cand.note)
+        self.state.best = SavedCandidate(
+            text=print_module(cand.module),
+            inputs=dict(cand.inputs),
+            outputs=list(cand.outputs),
+            verdict=verdict,
+            note=cand.note,
+        )
         self._keep(evaluator)
         self.save()
 
@@ -126,8 +132,11 @@ class StateStore:
         path = evaluator.write(exposing, folder)
         inputs = evaluator.compose_inputs(workers[0], exposing, folder / "inputs.npz")
         request = ReplayRequest(source=path, python=run.python, inputs=str(inputs))
-        record = workers[0].replay(job_spec(request, Materials({"kind": "text", "path": str(path)}), run, folder / "run", None),
-                                   folder / "run", plan.request.timeout)
+        record = workers[0].replay(
+            job_spec(request, Materials({"kind": "text", "path": str(path)}), run, folder / "run", None),
+            folder / "run",
+            plan.request.timeout,
+        )
         outputs = folder / "run" / "outputs.npz"
         if record.failure or not outputs.is_file() or len(record.outputs) != len(names):
             return False

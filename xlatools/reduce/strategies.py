@@ -82,9 +82,13 @@ def phase_front(r: "Reducer") -> None:
 
     def make(count: int) -> Candidate:
         names = _front_names(base, count)
-        return edits.to_parameters(base, names, f"the first {count} entry instructions -> parameters") if names else base
+        return (
+            edits.to_parameters(base, names, f"the first {count} entry instructions -> parameters") if names else base
+        )
 
-    count = largest_interesting(total - 1, lambda counts: r.interesting([make(k) for k in counts]), r.batch, r.out_of_time)
+    count = largest_interesting(
+        total - 1, lambda counts: r.interesting([make(k) for k in counts]), r.batch, r.out_of_time
+    )
     if count > 0 and _front_names(base, count):
         r.try_first([make(count)])
 
@@ -118,8 +122,12 @@ def phase_each(r: "Reducer") -> None:
     """One pass over every instruction of every computation (re-listing after each success)."""
     done: set[tuple[str, str]] = set()
     while not r.out_of_time():
-        todo = [(c.name, i.name) for c in reversed(r.best.module.reachable()) for i in c.instructions
-                if (c.name, i.name) not in done]
+        todo = [
+            (c.name, i.name)
+            for c in reversed(r.best.module.reachable())
+            for i in c.instructions
+            if (c.name, i.name) not in done
+        ]
         if not todo:
             return
         comp_name, name = todo[0]
@@ -160,7 +168,11 @@ def phase_ddmin(r: "Reducer") -> None:
 
 
 PHASES: dict[str, Callable[["Reducer"], None]] = {
-    "inline": phase_inline, "outputs": phase_outputs, "cut": phase_cut, "front": phase_front, "each": phase_each,
+    "inline": phase_inline,
+    "outputs": phase_outputs,
+    "cut": phase_cut,
+    "front": phase_front,
+    "each": phase_each,
     "ddmin": phase_ddmin,
 }
 FULL = ("inline", "outputs", "cut", "outputs", "front", "each")

@@ -22,6 +22,7 @@ from xlatools.bazelrc import quote as rc_quote
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.records.build import CredentialRefs, SecretRef
 
+
 @dataclass(frozen=True)
 class Credentials:
     """Resolved secrets. `options` are the bazel options carrying them (for the private rc only),
@@ -69,8 +70,10 @@ def _read(ref: SecretRef, what: str, env: Mapping[str, str], warnings: list[str]
     if ref.env:
         value = env.get(ref.env, "")
         if not value:
-            raise EnvironmentMissing(f"{what}: the environment variable {ref.env} is not set (or empty)",
-                                     hint=f"export {ref.env}=... before running xlatools (CI: from a secret)")
+            raise EnvironmentMissing(
+                f"{what}: the environment variable {ref.env} is not set (or empty)",
+                hint=f"export {ref.env}=... before running xlatools (CI: from a secret)",
+            )
         return value.strip()
     fix = "create the file (mode 600) or fix bazel.remote_credentials"
     try:
@@ -84,8 +87,9 @@ def _read(ref: SecretRef, what: str, env: Mapping[str, str], warnings: list[str]
     except UnicodeDecodeError:
         raise UsageError(f"{what}: {ref.file} is not UTF-8 text", hint="its first line must hold the secret") from None
     if info.st_mode & 0o077:
-        warnings.append(f"{what}: {ref.file} can be read by others (mode {stat.S_IMODE(info.st_mode):o}): "
-                        f"chmod 600 {ref.file}")
+        warnings.append(
+            f"{what}: {ref.file} can be read by others (mode {stat.S_IMODE(info.st_mode):o}): chmod 600 {ref.file}"
+        )
     value = lines[0].strip() if lines else ""
     if not value:
         raise UsageError(f"{what}: {ref.file} is empty", hint="its first line must hold the secret")
@@ -100,8 +104,9 @@ def with_basic_auth(url: str, user_password: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{userinfo}@{parts.netloc}"))
 
 
-def resolve_credentials(refs: CredentialRefs | None, remote_cache: str | None,
-                        env: Mapping[str, str] | None = None) -> Credentials:
+def resolve_credentials(
+    refs: CredentialRefs | None, remote_cache: str | None, env: Mapping[str, str] | None = None
+) -> Credentials:
     """Read every secret the references name; missing ones are exit 3 with what to set."""
     if refs is None:
         return Credentials()
@@ -113,8 +118,10 @@ def resolve_credentials(refs: CredentialRefs | None, remote_cache: str | None,
     if refs.basic_auth:
         value = _read(refs.basic_auth, "bazel.remote_credentials.basic_auth", env, warnings)
         if ":" not in value:
-            raise UsageError(f"bazel.remote_credentials.basic_auth from {refs.basic_auth.describe()} is not user:password",
-                             hint="give it as user:password")
+            raise UsageError(
+                f"bazel.remote_credentials.basic_auth from {refs.basic_auth.describe()} is not user:password",
+                hint="give it as user:password",
+            )
         user, password = value.split(":", 1)
         basic = (user, password)
         authed = with_basic_auth(remote_cache or "", value)
@@ -128,8 +135,10 @@ def resolve_credentials(refs: CredentialRefs | None, remote_cache: str | None,
         secrets += [headers[name]] + [word for word in headers[name].split() if len(word) >= 8]
     if refs.google_credentials:
         if not Path(refs.google_credentials).is_file():
-            raise EnvironmentMissing(f"bazel.remote_credentials.google_credentials: {refs.google_credentials} does not exist",
-                                     hint="create it, or fix the path (relative to the profile file)")
+            raise EnvironmentMissing(
+                f"bazel.remote_credentials.google_credentials: {refs.google_credentials} does not exist",
+                hint="create it, or fix the path (relative to the profile file)",
+            )
         options.append(f"--google_credentials={refs.google_credentials}")
     hidden = tuple(sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True))  # shorter would hide words
     return Credentials(tuple(options), hidden, basic, headers, tuple(warnings))
@@ -158,8 +167,9 @@ def _write_private_rc(path: Path, text: str) -> None:
 
 
 @contextlib.contextmanager
-def private_rc(path: str | None, credentials: Credentials, config_name: str,
-               google_path: str | None = None) -> Iterator[None]:
+def private_rc(
+    path: str | None, credentials: Credentials, config_name: str, google_path: str | None = None
+) -> Iterator[None]:
     """The private rc at `path` for as long as the build runs: written on entry (when there are
     credentials), its folder removed on the way out, whatever ends the build."""
     if path is None or not credentials.options:

@@ -22,8 +22,13 @@ CACHE_KINDS = ("remote cache hit", "disk cache hit")
 def process_counts(total: int, by_kind: dict[str, int]) -> BazelProcesses:
     hits = sum(by_kind.get(kind, 0) for kind in CACHE_KINDS)
     actions = total - by_kind.get("internal", 0)
-    return BazelProcesses(total=total, by_kind=dict(by_kind), cache_hits=hits, actions=actions,
-                          hit_share=round(hits / actions, 4) if actions else None)
+    return BazelProcesses(
+        total=total,
+        by_kind=dict(by_kind),
+        cache_hits=hits,
+        actions=actions,
+        hit_share=round(hits / actions, 4) if actions else None,
+    )
 
 
 def parse_process_counts(lines: Iterable[str]) -> BazelProcesses | None:

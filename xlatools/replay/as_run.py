@@ -20,8 +20,13 @@ from pathlib import Path
 
 SHOWN_LINES = 4  # lines of the difference named in a message
 # Module-header attributes that say how the module was compiled rather than how the run printed it.
-_KEPT_HEADER = ("entry_computation_layout=", "input_output_alias=", "is_scheduled=", "replica_count=",
-                "num_partitions=")
+_KEPT_HEADER = (
+    "entry_computation_layout=",
+    "input_output_alias=",
+    "is_scheduled=",
+    "replica_count=",
+    "num_partitions=",
+)
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,7 @@ def run_files(before: Path | None) -> RunFiles:
     name = before.name
     for suffix in (".before_optimizations.txt", ".before_optimizations.hlo.pb"):
         if name.endswith(suffix):
-            stem = name[:-len(suffix)]
+            stem = name[: -len(suffix)]
             break
     else:
         return RunFiles()
@@ -107,8 +112,10 @@ def difference(run_text: str, replay_text: str) -> str | None:
     shown = "; ".join(line[1:].strip()[:160] for line in only_run[:SHOWN_LINES])
     more = f" (+{len(only_run) - SHOWN_LINES} more)" if len(only_run) > SHOWN_LINES else ""
     gained = f"; {len(only_replay)} instruction line(s) only in the replay's" if only_replay else ""
-    return (f"the replay compiled a different module than the run ({count[1]} instructions after optimisation "
-            f"against the run's {count[0]}); only in the run's: {shown or '-'}{more}{gained}")
+    return (
+        f"the replay compiled a different module than the run ({count[1]} instructions after optimisation "
+        f"against the run's {count[0]}); only in the run's: {shown or '-'}{more}{gained}"
+    )
 
 
 def dumped_by(source: Path) -> str | None:

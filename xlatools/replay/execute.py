@@ -40,8 +40,6 @@ class PreparedReplay:
     flag_checks: dict[str, dict[str, str]]
 
 
-
-
 @dataclass
 class ReplayResult:
     record: ReplayManifest  # the final manifest
@@ -55,8 +53,12 @@ def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load()
-    return [(flag, f"--dump {ref}") for ref in presets for flag in catalog.get(ref, kind="dump").xla_flags
-            if not flag.startswith("--xla_dump_to")]
+    return [
+        (flag, f"--dump {ref}")
+        for ref in presets
+        for flag in catalog.get(ref, kind="dump").xla_flags
+        if not flag.startswith("--xla_dump_to")
+    ]
 
 
 def check_flags(target: ProbedInterpreter, flags: list[str], sources: dict[str, str]) -> dict[str, str]:
@@ -90,11 +92,15 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
     checks: dict[str, dict[str, str]] = {}
     for run in plan.runs:
         platform = run.platform
-        target = found.get(run.python) or targets.probe(run.python, Platform.AUTO if platform == Platform.GPU else platform)
+        target = found.get(run.python) or targets.probe(
+            run.python, Platform.AUTO if platform == Platform.GPU else platform
+        )
         found[run.python] = target
         if platform == Platform.GPU and not target.has_gpu:
-            raise EnvironmentMissing(f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})",
-                                     hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto")
+            raise EnvironmentMissing(
+                f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})",
+                hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
+            )
         plan.notes += _deterministic(request, run, target)
         checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
     return PreparedReplay(plan, found, checks)
@@ -121,8 +127,10 @@ def _validate(modules: list[ModuleSource], source_from: SourceForm, literals: bo
 
     for module in modules:
         if source_from != "auto" and getattr(module, str(source_from)) is None:
-            raise UsageError(f"--from {source_from}: module {module.label} has no {source_from} form",
-                             hint=f"it has: {', '.join(module.files()) or 'nothing'}; --from auto uses what there is")
+            raise UsageError(
+                f"--from {source_from}: module {module.label} has no {source_from} form",
+                hint=f"it has: {', '.join(module.files()) or 'nothing'}; --from auto uses what there is",
+            )
         if module.proto:
             read_module_proto(module.proto)
         if module.snapshot:
@@ -142,14 +150,26 @@ def replay_record(prepared: PreparedReplay, argv: list[str]) -> ReplayManifest:
     from xlatools.redact import redact_argv
 
     plan = prepared.plan
-    return ReplayManifest(xlatools_version=__version__, command="xlatools " + " ".join(redact_argv(argv)), argv=list(argv),
-                          host=host_info(), source=os.path.realpath(plan.request.source), plan=plan.record(),
-                          targets=target_versions(prepared.targets), flag_checks=prepared.flag_checks)
+    return ReplayManifest(
+        xlatools_version=__version__,
+        command="xlatools " + " ".join(redact_argv(argv)),
+        argv=list(argv),
+        host=host_info(),
+        source=os.path.realpath(plan.request.source),
+        plan=plan.record(),
+        targets=target_versions(prepared.targets),
+        flag_checks=prepared.flag_checks,
+    )
 
 
-def execute_replay(prepared: PreparedReplay, out_root: Path, argv: list[str], reporter: Reporter,
-                   caller_env: dict[str, str] | None = None,
-                   then: Callable[[Path, ReplayManifest], None] | None = None) -> ReplayResult:
+def execute_replay(
+    prepared: PreparedReplay,
+    out_root: Path,
+    argv: list[str],
+    reporter: Reporter,
+    caller_env: dict[str, str] | None = None,
+    then: Callable[[Path, ReplayManifest], None] | None = None,
+) -> ReplayResult:
     """Replay every module into a fresh bundle. Ctrl-C ends it as an interrupted bundle holding
     the modules replayed so far. `then(bundle, record)`: more work recorded in the same bundle before
     it is finished (replay --isolate)."""
@@ -162,8 +182,9 @@ def execute_replay(prepared: PreparedReplay, out_root: Path, argv: list[str], re
         pool = ReplayPool(session.path / "workers", enabled=caller_env.get("XLATOOLS_REPLAY_WORKERS", "1") != "0")
         try:
             for source in plan.modules:
-                record.modules.append(replay_module(prepared, source, session.path / "modules" / source.slug,
-                                                    caller_env, reporter, pool))
+                record.modules.append(
+                    replay_module(prepared, source, session.path / "modules" / source.slug, caller_env, reporter, pool)
+                )
             pool.close()
             if then is not None:
                 then(session.path, record)
@@ -187,5 +208,9 @@ def _write_summary(bundle: Path, prepared: PreparedReplay, status: Status, code:
     from xlatools.redact import redact_text
 
     versions = ", ".join(f"jaxlib {t.jaxlib} ({python})" for python, t in prepared.targets.items())
-    atomic_write_text(bundle / "summary.txt", redact_text(
-        f"status: {status} (exit {code})\nsource: {prepared.plan.request.source}\ntargets: {versions}\n\n{rendered}\n"))
+    atomic_write_text(
+        bundle / "summary.txt",
+        redact_text(
+            f"status: {status} (exit {code})\nsource: {prepared.plan.request.source}\ntargets: {versions}\n\n{rendered}\n"
+        ),
+    )

@@ -32,13 +32,17 @@ def refuse_without_text(modules: list[ModuleSource], mode: PrecisionMode | None,
     if mode != PrecisionMode.HIGHEST:
         return
     if source_from not in ("auto", "text"):
-        raise UsageError(f"--precision highest with --from {source_from}: the test reads the module's HLO text, raised",
-                         hint="--from auto or --from text, or --precision auto")
+        raise UsageError(
+            f"--precision highest with --from {source_from}: the test reads the module's HLO text, raised",
+            hint="--from auto or --from text, or --precision auto",
+        )
     for module in modules:
         if module.text is None or (source_from == "auto" and elides_constants(module.text)):
-            raise UsageError(f"--precision highest: module {module.label} has no HLO text to raise "
-                             f"(it has: {', '.join(module.files()) or 'nothing'})",
-                             hint="dump with --preset dump:hlo, or use --precision auto (it rewrites the text the test read)")
+            raise UsageError(
+                f"--precision highest: module {module.label} has no HLO text to raise "
+                f"(it has: {', '.join(module.files()) or 'nothing'})",
+                hint="dump with --preset dump:hlo, or use --precision auto (it rewrites the text the test read)",
+            )
 
 
 def highest_materials(materials: Materials, folder: Path, record: ModuleRecord, atol: float, rtol: float) -> Materials:
@@ -48,8 +52,10 @@ def highest_materials(materials: Materials, folder: Path, record: ModuleRecord, 
 
     path = Path(materials.module["path"]) if materials.module.get("kind") == "text" else None
     if path is None:
-        raise UsageError(f"--precision highest: module {record.label} is not read as text here",
-                         hint="--from text, or --precision auto")
+        raise UsageError(
+            f"--precision highest: module {record.label} is not read as text here",
+            hint="--from text, or --precision auto",
+        )
     text, raised = precision.raise_precision(path.read_text(errors="replace"))
     atomic_write_text(folder / RAISED_FILE, text)
     record.precision = precision.check(PrecisionMode.HIGHEST, raised, atol, rtol, str(folder / RAISED_FILE))
@@ -58,8 +64,14 @@ def highest_materials(materials: Materials, folder: Path, record: ModuleRecord, 
     return replace(materials, module={"kind": "text", "path": str(folder / RAISED_FILE)}, alternatives=[])
 
 
-def second_run(prepared: PreparedReplay, materials: Materials, record: ModuleRecord, folder: Path,
-               caller_env: dict[str, str], reporter: Reporter) -> None:
+def second_run(
+    prepared: PreparedReplay,
+    materials: Materials,
+    record: ModuleRecord,
+    folder: Path,
+    caller_env: dict[str, str],
+    reporter: Reporter,
+) -> None:
     """auto: when the test differs from its references, run it again at full precision and classify."""
     from xlatools.fsutil import atomic_write_text
     from xlatools.replay import precision
@@ -77,8 +89,11 @@ def second_run(prepared: PreparedReplay, materials: Materials, record: ModuleRec
     on_gpu = plan.test.platform != Platform.CPU and prepared.targets[plan.test.python].gpu_platform() is not None
     gpu_snapshot_differs = on_gpu and not snapshot_ok
     snapshot_ok = snapshot_ok or on_gpu
-    if test is None or test.failure or not precision.needs_second_run(request.precision, record.outcome, as_compiled,
-                                                                      snapshot_ok):
+    if (
+        test is None
+        or test.failure
+        or not precision.needs_second_run(request.precision, record.outcome, as_compiled, snapshot_ok)
+    ):
         return
     test_dir = folder / "test"
     read = test_dir / "module.txt"
@@ -90,22 +105,32 @@ def second_run(prepared: PreparedReplay, materials: Materials, record: ModuleRec
     atomic_write_text(folder / RAISED_FILE, text)
     check = precision.check(PrecisionMode.AUTO, raised, request.atol, request.rtol, str(folder / RAISED_FILE))
     check.as_compiled = as_compiled
-    expected = [{"label": run.label, "path": str(Path(run.dir) / "outputs.npz")} for run in references
-                if not run.failure and run.dir and (Path(run.dir) / "outputs.npz").is_file()]
+    expected = [
+        {"label": run.label, "path": str(Path(run.dir) / "outputs.npz")}
+        for run in references
+        if not run.failure and run.dir and (Path(run.dir) / "outputs.npz").is_file()
+    ]
     if expected:
         config = replace(plan.test, label="test-highest")
         run_dir = folder / config.label
         gpu = prepared.targets[config.python].gpu_platform()
         reporter.step(f"{record.label}: test again with {len(raised)} dot/convolution(s) at full precision")
-        check.run = run_job(replace(request, inputs=str(test_dir / "inputs.npz")),
-                            Materials({"kind": "text", "path": str(folder / RAISED_FILE)}), config, run_dir, None,
-                            config.env(caller_env, gpu, None), expected_files=expected)
+        check.run = run_job(
+            replace(request, inputs=str(test_dir / "inputs.npz")),
+            Materials({"kind": "text", "path": str(folder / RAISED_FILE)}),
+            config,
+            run_dir,
+            None,
+            config.env(caller_env, gpu, None),
+            expected_files=expected,
+        )
         check.highest = list(check.run.comparisons)
     check.verdict, why = precision.classify(as_compiled, check.run)
     check.note = f"{check.verdict}: {why}; raised {len(raised)}: {precision.names(raised)}"
     if gpu_snapshot_differs:
-        check.note += ("; the snapshot differs too, as a GPU compile below full precision computed it (listed, "
-                       "not judged: compare with --reference cpu)")
+        check.note += (
+            "; the snapshot differs too, as a GPU compile below full precision computed it (listed, "
+            "not judged: compare with --reference cpu)"
+        )
     record.precision = check
     record.notes.append(check.note)
-

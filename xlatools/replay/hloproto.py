@@ -39,8 +39,17 @@ PRIMITIVES: dict[int, tuple[str, str, str]] = {
     20: ("float8_e4m3fn", "|u1", "f8e4m3fns"),
 }
 TUPLE = 13
-_REPEATED_FORMAT = {"preds": "?", "s32s": "i", "s64s": "q", "u32s": "I", "u64s": "Q", "f32s": "f", "f64s": "d",
-                    "c64s": "f", "c128s": "d"}
+_REPEATED_FORMAT = {
+    "preds": "?",
+    "s32s": "i",
+    "s64s": "q",
+    "u32s": "I",
+    "u64s": "Q",
+    "f32s": "f",
+    "f64s": "d",
+    "c64s": "f",
+    "c128s": "d",
+}
 
 
 def _schema():
@@ -48,7 +57,9 @@ def _schema():
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     F = descriptor_pb2.FieldDescriptorProto
-    proto = descriptor_pb2.FileDescriptorProto(name="xlatools_hlo_subset.proto", package="xlatools_xla", syntax="proto3")
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="xlatools_hlo_subset.proto", package="xlatools_xla", syntax="proto3"
+    )
 
     def message(name: str, fields: list[tuple[str, int, int, int, str | None]]) -> None:
         msg = proto.message_type.add(name=name)
@@ -59,38 +70,85 @@ def _schema():
 
     one, many = F.LABEL_OPTIONAL, F.LABEL_REPEATED
     message("LayoutProto", [("minor_to_major", 1, F.TYPE_INT64, many, None)])
-    message("ShapeProto", [
-        ("element_type", 2, F.TYPE_INT32, one, None), ("dimensions", 3, F.TYPE_INT64, many, None),
-        ("tuple_shapes", 4, F.TYPE_MESSAGE, many, "ShapeProto"), ("layout", 5, F.TYPE_MESSAGE, one, "LayoutProto"),
-    ])
-    message("ProgramShapeProto", [("parameters", 1, F.TYPE_MESSAGE, many, "ShapeProto"),
-                                  ("result", 2, F.TYPE_MESSAGE, one, "ShapeProto")])
-    literal = [("shape", 1, F.TYPE_MESSAGE, one, "ShapeProto"), ("tuple_literals", 10, F.TYPE_MESSAGE, many, "LiteralProto")]
-    scalar_types = {"preds": F.TYPE_BOOL, "s32s": F.TYPE_INT32, "s64s": F.TYPE_INT64, "u32s": F.TYPE_UINT32,
-                    "u64s": F.TYPE_UINT64, "f32s": F.TYPE_FLOAT, "f64s": F.TYPE_DOUBLE, "c64s": F.TYPE_FLOAT,
-                    "c128s": F.TYPE_DOUBLE}
-    numbers = {"preds": 2, "u8s": 3, "s32s": 4, "s64s": 5, "u32s": 6, "u64s": 7, "f32s": 8, "f64s": 9, "f16s": 11,
-               "c64s": 12, "bf16s": 13, "s8s": 15, "u16s": 16, "s16s": 17, "c128s": 18, "f8e5m2s": 19, "f8e4m3fns": 20}
+    message(
+        "ShapeProto",
+        [
+            ("element_type", 2, F.TYPE_INT32, one, None),
+            ("dimensions", 3, F.TYPE_INT64, many, None),
+            ("tuple_shapes", 4, F.TYPE_MESSAGE, many, "ShapeProto"),
+            ("layout", 5, F.TYPE_MESSAGE, one, "LayoutProto"),
+        ],
+    )
+    message(
+        "ProgramShapeProto",
+        [("parameters", 1, F.TYPE_MESSAGE, many, "ShapeProto"), ("result", 2, F.TYPE_MESSAGE, one, "ShapeProto")],
+    )
+    literal = [
+        ("shape", 1, F.TYPE_MESSAGE, one, "ShapeProto"),
+        ("tuple_literals", 10, F.TYPE_MESSAGE, many, "LiteralProto"),
+    ]
+    scalar_types = {
+        "preds": F.TYPE_BOOL,
+        "s32s": F.TYPE_INT32,
+        "s64s": F.TYPE_INT64,
+        "u32s": F.TYPE_UINT32,
+        "u64s": F.TYPE_UINT64,
+        "f32s": F.TYPE_FLOAT,
+        "f64s": F.TYPE_DOUBLE,
+        "c64s": F.TYPE_FLOAT,
+        "c128s": F.TYPE_DOUBLE,
+    }
+    numbers = {
+        "preds": 2,
+        "u8s": 3,
+        "s32s": 4,
+        "s64s": 5,
+        "u32s": 6,
+        "u64s": 7,
+        "f32s": 8,
+        "f64s": 9,
+        "f16s": 11,
+        "c64s": 12,
+        "bf16s": 13,
+        "s8s": 15,
+        "u16s": 16,
+        "s16s": 17,
+        "c128s": 18,
+        "f8e5m2s": 19,
+        "f8e4m3fns": 20,
+    }
     for name, number in numbers.items():
         if name in scalar_types:
             literal.append((name, number, scalar_types[name], many, None))
         else:
             literal.append((name, number, F.TYPE_BYTES, one, None))
     message("LiteralProto", literal)
-    message("HloModuleProto", [
-        ("name", 1, F.TYPE_STRING, one, None), ("entry_computation_name", 2, F.TYPE_STRING, one, None),
-        ("computations", 3, F.TYPE_BYTES, many, None), ("host_program_shape", 4, F.TYPE_MESSAGE, one, "ProgramShapeProto"),
-        ("id", 5, F.TYPE_INT64, one, None),
-    ])
+    message(
+        "HloModuleProto",
+        [
+            ("name", 1, F.TYPE_STRING, one, None),
+            ("entry_computation_name", 2, F.TYPE_STRING, one, None),
+            ("computations", 3, F.TYPE_BYTES, many, None),
+            ("host_program_shape", 4, F.TYPE_MESSAGE, one, "ProgramShapeProto"),
+            ("id", 5, F.TYPE_INT64, one, None),
+        ],
+    )
     message("HloProtoRaw", [("hlo_module", 1, F.TYPE_BYTES, one, None)])
     message("HloProto", [("hlo_module", 1, F.TYPE_MESSAGE, one, "HloModuleProto")])
-    message("HloSnapshot", [
-        ("hlo", 1, F.TYPE_MESSAGE, one, "HloProtoRaw"), ("arguments", 2, F.TYPE_MESSAGE, many, "LiteralProto"),
-        ("result", 3, F.TYPE_MESSAGE, one, "LiteralProto"), ("execution_platform", 4, F.TYPE_STRING, one, None),
-    ])
+    message(
+        "HloSnapshot",
+        [
+            ("hlo", 1, F.TYPE_MESSAGE, one, "HloProtoRaw"),
+            ("arguments", 2, F.TYPE_MESSAGE, many, "LiteralProto"),
+            ("result", 3, F.TYPE_MESSAGE, one, "LiteralProto"),
+            ("execution_platform", 4, F.TYPE_STRING, one, None),
+        ],
+    )
     message("HloInputs", [("arguments", 1, F.TYPE_MESSAGE, many, "LiteralProto")])
-    message("HloUnoptimizedSnapshot", [("hlo_module", 1, F.TYPE_BYTES, one, None),
-                                       ("partitions", 2, F.TYPE_MESSAGE, many, "HloInputs")])
+    message(
+        "HloUnoptimizedSnapshot",
+        [("hlo_module", 1, F.TYPE_BYTES, one, None), ("partitions", 2, F.TYPE_MESSAGE, many, "HloInputs")],
+    )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     names = ("LiteralProto", "HloModuleProto", "HloProtoRaw", "HloProto", "HloSnapshot", "HloUnoptimizedSnapshot")
@@ -145,8 +203,10 @@ def _parse(kind: str, data: bytes, path: Path):
     try:
         msg.ParseFromString(data)
     except DecodeError as exc:
-        raise UsageError(f"{path}: not a valid {kind} (truncated or not a protobuf file: {exc})",
-                         hint="give an XLA dump's .hlo.pb or *.snapshot.*.pb, uncut") from None
+        raise UsageError(
+            f"{path}: not a valid {kind} (truncated or not a protobuf file: {exc})",
+            hint="give an XLA dump's .hlo.pb or *.snapshot.*.pb, uncut",
+        ) from None
     return msg
 
 
@@ -170,8 +230,10 @@ def read_module_proto(path: Path) -> HloModule:
 def _module(serialized: bytes, path: Path) -> HloModule:
     module = _parse("HloModuleProto", serialized, path)
     if not module.name or not module.computations:
-        raise UsageError(f"{path}: holds no HLO module (no name or no computations)",
-                         hint="give an XLA dump's .hlo.pb (--xla_dump_hlo_as_proto) or a snapshot .pb")
+        raise UsageError(
+            f"{path}: holds no HLO module (no name or no computations)",
+            hint="give an XLA dump's .hlo.pb (--xla_dump_hlo_as_proto) or a snapshot .pb",
+        )
     params = len(module.host_program_shape.parameters) if module.HasField("host_program_shape") else None
     return HloModule(module.name, serialized, params)
 
@@ -188,12 +250,17 @@ def read_snapshot(path: Path, literals: bool = True) -> Snapshot:
         unopt = _parse("HloUnoptimizedSnapshot", _read(path), path)
         if not unopt.hlo_module:
             raise UsageError(f"{path}: an unoptimised snapshot without a module")
-        arguments = [a for literal in (unopt.partitions[0].arguments if unopt.partitions and literals else [])
-                     for a in flatten_literal(literal, path)]
+        arguments = [
+            a
+            for literal in (unopt.partitions[0].arguments if unopt.partitions and literals else [])
+            for a in flatten_literal(literal, path)
+        ]
         return Snapshot(_module(unopt.hlo_module, path), arguments, [], "")
     snap = _parse("HloSnapshot", _read(path), path)
     if not snap.HasField("hlo") or not snap.hlo.hlo_module:
-        raise UsageError(f"{path}: an HloSnapshot without a module", hint="give a file written by --xla_dump_hlo_snapshots")
+        raise UsageError(
+            f"{path}: an HloSnapshot without a module", hint="give a file written by --xla_dump_hlo_snapshots"
+        )
     module = _module(snap.hlo.hlo_module, path)
     arguments = [a for literal in snap.arguments for a in flatten_literal(literal, path)] if literals else []
     result = flatten_literal(snap.result, path) if literals and snap.HasField("result") else []
@@ -214,8 +281,10 @@ def flatten_literal(literal, path: Path) -> list[Array]:
         return [a for part in literal.tuple_literals for a in flatten_literal(part, path)]
     known = PRIMITIVES.get(shape.element_type)
     if known is None:
-        raise UsageError(f"{path}: a literal of XLA primitive type {shape.element_type}, which xlatools cannot convert",
-                         hint="replay the module with --inputs random instead of the snapshot's arguments")
+        raise UsageError(
+            f"{path}: a literal of XLA primitive type {shape.element_type}, which xlatools cannot convert",
+            hint="replay the module with --inputs random instead of the snapshot's arguments",
+        )
     dtype, storage, field_name = known
     dims = list(shape.dimensions)
     m2m = list(shape.layout.minor_to_major) if shape.HasField("layout") else []
@@ -231,6 +300,8 @@ def flatten_literal(literal, path: Path) -> list[Array]:
         count *= d
     itemsize = int(storage[2:]) if storage[1] != "b" else 1
     if len(data) != count * itemsize:
-        raise UsageError(f"{path}: a {dtype}{dims} literal holds {len(data)} bytes, expected {count * itemsize}",
-                         hint="the file is damaged or from an XLA whose literal encoding xlatools does not know")
+        raise UsageError(
+            f"{path}: a {dtype}{dims} literal holds {len(data)} bytes, expected {count * itemsize}",
+            hint="the file is damaged or from an XLA whose literal encoding xlatools does not know",
+        )
     return [Array(dtype, storage, dims, m2m, data)]

@@ -45,8 +45,16 @@ class Materials:
     def forms(self) -> list["Materials"]:
         """These materials with each module form first in turn (auto tries the next when one is not the run's)."""
         every = [self.module, *self.alternatives]
-        return [Materials(first, [m for m in every if m is not first], self.snapshot_args, self.snapshot_result,
-                          self.compile_options) for first in every]
+        return [
+            Materials(
+                first,
+                [m for m in every if m is not first],
+                self.snapshot_args,
+                self.snapshot_result,
+                self.compile_options,
+            )
+            for first in every
+        ]
 
 
 def _arrays_npz(arrays, path: Path) -> ArraysFile:
@@ -82,12 +90,17 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
         refuse_optimised_only(source)
         from xlatools.errors import UsageError
 
-        raise UsageError(f"module {source.label}: nothing to replay with --from {source_from}",
-                         hint="--from auto uses whatever the dump has")
+        raise UsageError(
+            f"module {source.label}: nothing to replay with --from {source_from}",
+            hint="--from auto uses whatever the dump has",
+        )
     from xlatools.replay.as_run import read_debug_options, run_files
 
-    materials = Materials(candidates[0], candidates[1:],
-                          compile_options=read_debug_options(run_files(source.text or source.proto).debug_options))
+    materials = Materials(
+        candidates[0],
+        candidates[1:],
+        compile_options=read_debug_options(run_files(source.text or source.proto).debug_options),
+    )
     if snapshot and literals:
         materials.snapshot_args = _arrays_npz(snapshot.arguments, folder / "snapshot-arguments.npz")
         if snapshot.result:
@@ -107,9 +120,14 @@ def input_source(inputs: str | None, seed: int, snapshot: Path | None) -> InputS
     return InputSource("random", seed=seed)
 
 
-def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path,
-             test_dir: Path | None, expected_files: list[dict[str, str]] | None = None,
-             ) -> dict[str, Any]:  # job.json: the target-side script reads it untyped
+def job_spec(
+    request: ReplayRequest,
+    materials: Materials,
+    run: RunConfig,
+    run_dir: Path,
+    test_dir: Path | None,
+    expected_files: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:  # job.json: the target-side script reads it untyped
     """The JSON the target script reads (pure). References take the test's inputs and compare with its outputs.
     `expected_files`: the outputs to compare with instead (the references' outputs, for a test run again at
     full precision on the test's inputs)."""
@@ -134,14 +152,29 @@ def job_spec(request: ReplayRequest, materials: Materials, run: RunConfig, run_d
     alternatives = list(materials.alternatives)
     if run.role == "reference" and test_dir and (test_dir / "module.txt").is_file():
         alternatives.append({"kind": "text", "path": str(test_dir / "module.txt")})  # the module as the test read it
-    return {"module": materials.module, "alternatives": alternatives, "inputs": inputs,
-            "expected": expected, "atol": request.atol, "rtol": request.rtol, "iterations": request.iterations,
-            "print_literals": request.print_literals, "out_dir": str(run_dir),
-            "compile_options": dict(materials.compile_options)}
+    return {
+        "module": materials.module,
+        "alternatives": alternatives,
+        "inputs": inputs,
+        "expected": expected,
+        "atol": request.atol,
+        "rtol": request.rtol,
+        "iterations": request.iterations,
+        "print_literals": request.print_literals,
+        "out_dir": str(run_dir),
+        "compile_options": dict(materials.compile_options),
+    }
 
 
-def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
-            env: dict[str, str], expected_files: list[dict[str, str]] | None = None) -> RunRecord:
+def run_job(
+    request: ReplayRequest,
+    materials: Materials,
+    run: RunConfig,
+    run_dir: Path,
+    test_dir: Path | None,
+    env: dict[str, str],
+    expected_files: list[dict[str, str]] | None = None,
+) -> RunRecord:
     """Run replay_module.py for one job in the target interpreter and read what it wrote."""
     from xlatools.debug.crash import with_crash_capture
     from xlatools.errors import Interrupted
@@ -150,21 +183,35 @@ def run_job(request: ReplayRequest, materials: Materials, run: RunConfig, run_di
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "job.json", job_spec(request, materials, run, run_dir, test_dir, expected_files))
     timeout = request.timeout
-    result = execute([run.python, str(PROBE), str(run_dir / "job.json")], with_crash_capture(env, run_dir), str(run_dir),
-                     run_dir / "stdout.log", run_dir / "stderr.log", timeout, None, None)
+    result = execute(
+        [run.python, str(PROBE), str(run_dir / "job.json")],
+        with_crash_capture(env, run_dir),
+        str(run_dir),
+        run_dir / "stdout.log",
+        run_dir / "stderr.log",
+        timeout,
+        None,
+        None,
+    )
     if result.status == Status.INTERRUPTED:
         raise Interrupted(f"interrupted while replaying ({run.label})")
     return job_record(run, run_dir, result.status, result.returncode, result.duration, timeout)
 
 
-def job_record(run: RunConfig, run_dir: Path, status: Status, returncode: int | None, duration: float | None,
-               timeout: float | None) -> RunRecord:
+def job_record(
+    run: RunConfig, run_dir: Path, status: Status, returncode: int | None, duration: float | None, timeout: float | None
+) -> RunRecord:
     """The record of a job that ended with `status` (ok, failed or timeout), from what it left in `run_dir`.
     Also reduce's long-lived workers', which run many jobs in one target process."""
     phase = _read_text(run_dir / "phase")
     if status == Status.TIMEOUT:
-        record = RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.TIMEOUT, phase=phase,
-                           message=f"no result after {timeout:g} s (stopped)")
+        record = RunRecord(
+            label=run.label,
+            python=run.python,
+            failure=ReplayOutcome.TIMEOUT,
+            phase=phase,
+            message=f"no result after {timeout:g} s (stopped)",
+        )
     else:
         record = read_answer(run_dir, run) or _died(run, phase, returncode, run_dir)
     record.returncode, record.duration_s, record.dir = returncode, duration, str(run_dir)
@@ -178,10 +225,16 @@ def _died(run: RunConfig, phase: str | None, returncode: int | None, run_dir: Pa
     from xlatools.debug.crash import FILE, backtrace_note
 
     name, note = signal_name(returncode), backtrace_note(run_dir)
-    return RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.CRASH, phase=phase, signal=name,
-                     native_backtrace=str(run_dir / FILE) if note else None,
-                     message=f"the target died ({name or f'exit status {returncode}'}) during {phase or 'start-up'}"
-                             + (f"; {note}" if note else ""))
+    return RunRecord(
+        label=run.label,
+        python=run.python,
+        failure=ReplayOutcome.CRASH,
+        phase=phase,
+        signal=name,
+        native_backtrace=str(run_dir / FILE) if note else None,
+        message=f"the target died ({name or f'exit status {returncode}'}) during {phase or 'start-up'}"
+        + (f"; {note}" if note else ""),
+    )
 
 
 def read_answer(run_dir: Path, run: RunConfig) -> RunRecord | None:
@@ -200,8 +253,9 @@ def read_answer(run_dir: Path, run: RunConfig) -> RunRecord | None:
         record = validate({**data, "label": run.label, "python": run.python}, RunRecord, path, what="replay result")
     except UsageError as exc:
         problems = "; ".join(f"[{problem.key}] {problem.message}" for problem in exc.problems)
-        return RunRecord(label=run.label, python=run.python, failure=ReplayOutcome.CANNOT_RUN,
-                         message=f"{exc.message}: {problems}")
+        return RunRecord(
+            label=run.label, python=run.python, failure=ReplayOutcome.CANNOT_RUN, message=f"{exc.message}: {problems}"
+        )
     optimized = _read_text(run_dir / "optimized.txt")
     if optimized:
         record.fingerprint = fingerprint(optimized)

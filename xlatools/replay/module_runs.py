@@ -18,8 +18,14 @@ if TYPE_CHECKING:
     from xlatools.replay.execute import PreparedReplay
 
 
-def replay_module(prepared: PreparedReplay, source: ModuleSource, folder: Path, caller_env: dict[str, str],
-                  reporter: Reporter, pool: ReplayPool | None = None) -> ModuleRecord:
+def replay_module(
+    prepared: PreparedReplay,
+    source: ModuleSource,
+    folder: Path,
+    caller_env: dict[str, str],
+    reporter: Reporter,
+    pool: ReplayPool | None = None,
+) -> ModuleRecord:
     """Every run of one module; through `pool`'s long-lived workers when given (not when the test dumps:
     its dump folder is the module's own)."""
     from xlatools.replay.full_precision import highest_materials, second_run
@@ -38,8 +44,11 @@ def replay_module(prepared: PreparedReplay, source: ModuleSource, folder: Path, 
     record.input_source = input_source(request.inputs, request.seed, source.snapshot)
     if request.inputs is None and record.input_source.kind == "random":
         record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {request.seed})")
-    tested = (highest_materials(materials, folder, record, request.atol, request.rtol)
-              if request.precision == PrecisionMode.HIGHEST else materials)  # the references' never are raised
+    tested = (
+        highest_materials(materials, folder, record, request.atol, request.rtol)
+        if request.precision == PrecisionMode.HIGHEST
+        else materials
+    )  # the references' never are raised
     test_dir = None
     for run in plan.runs:
         run_dir = folder / run.label
@@ -52,6 +61,7 @@ def replay_module(prepared: PreparedReplay, source: ModuleSource, folder: Path, 
         def job(form, where, run=run, env=env, test_dir=test_dir, dumps=dumps):  # a worker's, unless the test dumps
             def one_shot():
                 return run_job(request, form, run, where, test_dir, env)
+
             return one_shot() if pool is None or dumps else pool.run(request, form, run, where, test_dir, env, one_shot)
 
         if run.role == "test":
@@ -64,14 +74,26 @@ def replay_module(prepared: PreparedReplay, source: ModuleSource, folder: Path, 
         record.runs.append(job(given, run_dir))
     judge_callback(source, record)
     _say_inputs(plan, source, materials, record)
-    if materials.snapshot_args is not None and materials.snapshot_result is None and not is_unoptimized(source.snapshot):
+    if (
+        materials.snapshot_args is not None
+        and materials.snapshot_result is None
+        and not is_unoptimized(source.snapshot)
+    ):
         record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
     second_run(prepared, materials, finish_module(record), folder, caller_env, reporter)
     return _no_verdict_unless_as_run(finish_module(record))
 
 
-def _test_as_run(prepared: PreparedReplay, materials, source: ModuleSource, run, run_dir: Path, record: ModuleRecord,
-                 reporter: Reporter, job):
+def _test_as_run(
+    prepared: PreparedReplay,
+    materials,
+    source: ModuleSource,
+    run,
+    run_dir: Path,
+    record: ModuleRecord,
+    reporter: Reporter,
+    job,
+):
     """The test run, from the first form that compiles the run's own module (`--from auto`; an explicit form is
     kept whatever it compiles): (its record, the materials it used). Each difference is a note of the module.
     Only on the jaxlib that dumped the module (its run manifest says which): another compiles its own module."""
@@ -79,7 +101,9 @@ def _test_as_run(prepared: PreparedReplay, materials, source: ModuleSource, run,
 
     request, plan_kind, plan_source = prepared.plan.request, prepared.plan.source_kind, prepared.plan.request.source
     jaxlib = prepared.targets[run.python].jaxlib
-    same = request.as_run is not False and plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
+    same = (
+        request.as_run is not False and plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
+    )
     files = run_files(source.text or source.proto) if same else RunFiles()
     forms = materials.forms() if request.source_from == SourceForm.AUTO and files.optimized else [materials]
     first, tried = None, list[str]()
@@ -99,14 +123,17 @@ def _test_as_run(prepared: PreparedReplay, materials, source: ModuleSource, run,
             record.compiled_as_run = True if compiled else None
             if tried:
                 record.notes = [n for n in record.notes if not n.startswith("from its ")]
-                record.notes.append(f"--from auto: its {' and '.join(tried)} form compiled a different module than the "
-                                    f"run; replayed from its {kind} form, which compiles the run's")
+                record.notes.append(
+                    f"--from auto: its {' and '.join(tried)} form compiled a different module than the "
+                    f"run; replayed from its {kind} form, which compiles the run's"
+                )
             return done, form
         tried.append(kind)
         record.notes.append(f"from its {kind} form: {differs}")
     assert first is not None
-    record.notes = [n for n in record.notes if not n.startswith("from its ")] + \
-        [n for n in record.notes if n.startswith("from its ")][:1]  # the first form's difference says it
+    record.notes = [n for n in record.notes if not n.startswith("from its ")] + [
+        n for n in record.notes if n.startswith("from its ")
+    ][:1]  # the first form's difference says it
     if len(forms) > 1:
         record.notes.append("no form of the module compiles the run's module here: the first is kept")
     record.compiled_as_run = False
@@ -119,15 +146,26 @@ def _say_inputs(plan: ReplayPlan, source: ModuleSource, materials, record: Modul
     from xlatools.vocab import ReplayOutcome
 
     given = Path(plan.request.source)
-    if plan.source_kind == "file" and source.snapshot and materials.snapshot_args is not None and given != source.snapshot:
+    if (
+        plan.source_kind == "file"
+        and source.snapshot
+        and materials.snapshot_args is not None
+        and given != source.snapshot
+    ):
         compared = " and its recorded result is the expected output" if materials.snapshot_result else ""
         record.notes.append(f"inputs: the arguments of its sibling snapshot {source.snapshot.name}{compared}")
     test = record.test
-    if plan.request.inputs in (None, "random") and materials.snapshot_args is None and test and \
-            test.failure == ReplayOutcome.RUNTIME_ERROR:
-        record.notes.append("the test ran on random inputs: a runtime check of the program (an equinox error, a "
-                            "checkify) may trip on values it never sees; dump with --preset dump:snapshots and replay "
-                            "the snapshot (or --inputs FILE)")
+    if (
+        plan.request.inputs in (None, "random")
+        and materials.snapshot_args is None
+        and test
+        and test.failure == ReplayOutcome.RUNTIME_ERROR
+    ):
+        record.notes.append(
+            "the test ran on random inputs: a runtime check of the program (an equinox error, a "
+            "checkify) may trip on values it never sees; dump with --preset dump:snapshots and replay "
+            "the snapshot (or --inputs FILE)"
+        )
 
 
 def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
@@ -136,10 +174,16 @@ def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
     from xlatools.vocab import ReplayOutcome
 
     failing = [c for c in record.comparisons if not c.ok]
-    if record.compiled_as_run is False and record.outcome == ReplayOutcome.MISMATCH and failing and \
-            all(c.against == "snapshot" for c in failing):
+    if (
+        record.compiled_as_run is False
+        and record.outcome == ReplayOutcome.MISMATCH
+        and failing
+        and all(c.against == "snapshot" for c in failing)
+    ):
         record.outcome, record.failed_run = ReplayOutcome.CANNOT_RUN, "test"
-        record.notes.append("the snapshot's result was computed by the run's module, which this replay did not "
-                            "compile: its mismatch is not a verdict (replay the module's StableHLO, or compare with "
-                            "--reference-python)")
+        record.notes.append(
+            "the snapshot's result was computed by the run's module, which this replay did not "
+            "compile: its mismatch is not a verdict (replay the module's StableHLO, or compare with "
+            "--reference-python)"
+        )
     return record

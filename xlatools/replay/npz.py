@@ -19,7 +19,10 @@ MAGIC = b"\x93NUMPY\x01\x00"
 
 def npy_bytes(descr: str, shape: list[int], data: bytes) -> bytes:
     dims = "".join(f"{d}, " for d in shape) if len(shape) != 1 else f"{shape[0]},"
-    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims.rstrip(", ") if len(shape) > 1 else dims)
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr,
+        dims.rstrip(", ") if len(shape) > 1 else dims,
+    )
     total = len(MAGIC) + 2 + len(header) + 1
     header += " " * ((64 - total % 64) % 64) + "\n"
     return MAGIC + len(header).to_bytes(2, "little") + header.encode("latin1") + data
@@ -58,11 +61,17 @@ def check_npz(path: Path, option: str) -> None:
             for info in archive.infolist():
                 with archive.open(info) as handle:
                     head = handle.read(10)
-                    if not info.filename.endswith(".npy") or head[:8] not in (MAGIC, b"\x93NUMPY\x02\x00",
-                                                                             b"\x93NUMPY\x03\x00"):
+                    if not info.filename.endswith(".npy") or head[:8] not in (
+                        MAGIC,
+                        b"\x93NUMPY\x02\x00",
+                        b"\x93NUMPY\x03\x00",
+                    ):
                         raise UsageError(f"{option} {path}: {info.filename} is not a .npy array", hint=hint)
-                    size = int.from_bytes(head[8:10], "little") if head[6] == 1 else int.from_bytes(
-                        head[8:10] + handle.read(2), "little")
+                    size = (
+                        int.from_bytes(head[8:10], "little")
+                        if head[6] == 1
+                        else int.from_bytes(head[8:10] + handle.read(2), "little")
+                    )
                     header = ast.literal_eval(handle.read(min(size, 1 << 16)).decode("latin1").strip())
                 if not isinstance(header, dict) or "O" in str(header.get("descr")):
                     raise UsageError(f"{option} {path}: {info.filename} holds Python objects (a pickle)", hint=hint)

@@ -12,8 +12,19 @@ from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK
 from xlatools.records.replay import InputSource, ModuleRecord, RunRecord
 from xlatools.vocab import ReplayOutcome
 
-__all__ = ["ModuleRecord", "RunRecord", "describe_inputs", "exit_code", "finish_module", "missing_kernel", "module_outcome",
-           "nonfinite_note", "replay_notes", "table", "tool_failure"]
+__all__ = [
+    "ModuleRecord",
+    "RunRecord",
+    "describe_inputs",
+    "exit_code",
+    "finish_module",
+    "missing_kernel",
+    "module_outcome",
+    "nonfinite_note",
+    "replay_notes",
+    "table",
+    "tool_failure",
+]
 
 
 def module_outcome(runs: list[RunRecord]) -> tuple[ReplayOutcome, str | None]:
@@ -46,15 +57,20 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
 
 
 NONFINITE_START = "outputs hold NaN/Inf"
-NOTHING_COMPARED = ("nothing was compared: no module's snapshot holds a result and no reference was asked for, so "
-                    "`ok` says only that each module compiled and ran (dump with --preset dump:snapshots, or add "
-                    "--reference cpu / --reference-python PATH)")
+NOTHING_COMPARED = (
+    "nothing was compared: no module's snapshot holds a result and no reference was asked for, so "
+    "`ok` says only that each module compiled and ran (dump with --preset dump:snapshots, or add "
+    "--reference cpu / --reference-python PATH)"
+)
 
 
 def nonfinite_note(module: ModuleRecord) -> str | None:
     """A note naming the test outputs that hold NaN or Inf (flagged whatever the comparisons say)."""
-    parts = [f"output {i}: " + ", ".join(f"{n} {what}" for n, what in ((o.nan, "NaN"), (o.inf, "Inf")) if n)
-             for i, o in enumerate(module.outputs) if o.nan or o.inf]
+    parts = [
+        f"output {i}: " + ", ".join(f"{n} {what}" for n, what in ((o.nan, "NaN"), (o.inf, "Inf")) if n)
+        for i, o in enumerate(module.outputs)
+        if o.nan or o.inf
+    ]
     return f"{NONFINITE_START} ({'; '.join(parts)})" if parts else None
 
 
@@ -102,6 +118,25 @@ def missing_kernel(module: ModuleRecord) -> str | None:
     return None
 
 
+def precision_only(modules: list[ModuleRecord]) -> list[str]:
+    """The modules that differ only by precision, when that is all that differs (every other one ran ok);
+    else nothing: a crash or a module that could not run is no precision finding."""
+    if any(m.outcome not in (ReplayOutcome.OK, ReplayOutcome.PRECISION) for m in modules):
+        return []
+    return [m.label for m in modules if m.outcome == ReplayOutcome.PRECISION]
+
+
+def mismatch_figures(module: ModuleRecord) -> str:
+    """`8/8 elements differ (max abs error 0.5, 0 NaN mismatches)`: the first comparison that failed."""
+    failed = next((c for c in module.comparisons if not c.ok), None)
+    if failed is None:
+        return "outputs differ"
+    return (
+        f"{failed.mismatches}/{failed.elements} elements differ (max abs error {failed.max_abs_error:.3g}, "
+        f"{failed.nan_mismatches} NaN mismatches)"
+    )
+
+
 def exit_code(outcomes: list[ReplayOutcome]) -> int:
     """0 all ok (`precision`: they match at full precision; skipped modules aside); 2 inputs that do not fit the
     module; 124 a target timed out; 130 interrupted; 1 a finding about a module (mismatch, compile-error,
@@ -120,8 +155,10 @@ def exit_code(outcomes: list[ReplayOutcome]) -> int:
 
 
 NO_RESULT_START = "the snapshot holds no result"
-NO_RESULT = (f"{NO_RESULT_START} (XLA records none for an execution whose outputs alias donated inputs), so the outputs "
-             "were not checked: compare with --reference-python or --reference cpu")
+NO_RESULT = (
+    f"{NO_RESULT_START} (XLA records none for an execution whose outputs alias donated inputs), so the outputs "
+    "were not checked: compare with --reference-python or --reference cpu"
+)
 
 
 def _checks(module: ModuleRecord) -> str:
@@ -135,10 +172,19 @@ def _checks(module: ModuleRecord) -> str:
             parts.append(f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})")
     check = module.precision
     if check and check.verdict is not None:
-        highest = "; ".join(f"{c.against}: {'ok' if c.ok else f'{c.mismatches}/{c.elements} differ'} (max abs "
-                            f"{c.max_abs_error:.3g})" for c in check.highest) or "not compared"
-        parts = [f"as compiled {'; '.join(parts) or '-'}", f"at full precision {highest}",
-                 f"{len(check.raised)} raised, atol {check.atol:g} rtol {check.rtol:g}"]
+        highest = (
+            "; ".join(
+                f"{c.against}: {'ok' if c.ok else f'{c.mismatches}/{c.elements} differ'} (max abs "
+                f"{c.max_abs_error:.3g})"
+                for c in check.highest
+            )
+            or "not compared"
+        )
+        parts = [
+            f"as compiled {'; '.join(parts) or '-'}",
+            f"at full precision {highest}",
+            f"{len(check.raised)} raised, atol {check.atol:g} rtol {check.rtol:g}",
+        ]
     elif check:
         parts.append(f"at full precision ({len(check.raised)} raised)")
     if not parts and any(note.startswith(NO_RESULT_START) for note in module.notes):
@@ -156,8 +202,16 @@ def table(modules: list[ModuleRecord]) -> str:
         if test and test.signal:
             outcome += f" {test.signal}"
         timing = f"{test.run_s.min:.4g}/{test.run_s.median:.4g}" if test and test.run_s else "-"
-        rows.append((m.label, outcome, (test.fingerprint or "-")[:12] if test else "-",
-                     f"{test.compile_s:.3g}" if test and test.compile_s is not None else "-", timing, _checks(m)))
+        rows.append(
+            (
+                m.label,
+                outcome,
+                (test.fingerprint or "-")[:12] if test else "-",
+                f"{test.compile_s:.3g}" if test and test.compile_s is not None else "-",
+                timing,
+                _checks(m),
+            )
+        )
     return columns(rows) + _inputs_lines(modules)
 
 

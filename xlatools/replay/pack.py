@@ -72,9 +72,13 @@ def _member_path(member: tarfile.TarInfo, archive: Path) -> PurePosixPath:
     if ".." in path.parts:
         raise PackError(f"{archive}: refuses path {member.name!r} (it climbs out with '..')")
     if not path.parts or path.parts[0] != ROOT:
-        raise PackError(f"{archive}: {member.name!r} is outside the pack's {ROOT}/ folder", hint="not an xlatools repro pack")
+        raise PackError(
+            f"{archive}: {member.name!r} is outside the pack's {ROOT}/ folder", hint="not an xlatools repro pack"
+        )
     if member.issym() or member.islnk():
-        raise PackError(f"{archive}: refuses link {member.name!r} -> {member.linkname!r}", hint="packs never contain links")
+        raise PackError(
+            f"{archive}: refuses link {member.name!r} -> {member.linkname!r}", hint="packs never contain links"
+        )
     if not (member.isfile() or member.isdir()):
         raise PackError(f"{archive}: refuses {member.name!r} (not a regular file or folder)")
     return PurePosixPath(*path.parts[1:])
@@ -112,15 +116,19 @@ def _stream(archive: Path, take) -> dict[str, Member]:
                     continue
                 total += member.size
                 if total > MAX_BYTES:
-                    raise PackError(f"{archive}: unpacks to more than {MAX_BYTES >> 20} MiB; refused",
-                                    hint="a pack holds modules and a program, not data sets")
+                    raise PackError(
+                        f"{archive}: unpacks to more than {MAX_BYTES >> 20} MiB; refused",
+                        hint="a pack holds modules and a program, not data sets",
+                    )
                 if len(found) >= MAX_MEMBERS:
                     raise PackError(f"{archive}: more than {MAX_MEMBERS} files; refused")
                 if str(rel) in found:
                     raise PackError(f"{archive}: {rel} appears twice")
                 found[str(rel)] = _take(tar, member, str(rel), take, archive)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-        raise PackError(f"{archive}: not a readable pack ({exc})", hint="give a .tar.gz written by `xlatools repro pack`") from None
+        raise PackError(
+            f"{archive}: not a readable pack ({exc})", hint="give a .tar.gz written by `xlatools repro pack`"
+        ) from None
     return found
 
 
@@ -173,8 +181,10 @@ def _check_sums(members: dict[str, Member], sums: bytes, archive: Path) -> None:
         if name not in listed:
             raise PackError(f"{archive}: {name} is not in {SUMS}; refused")
         if member.sha256 != listed[name]:
-            raise PackError(f"{archive}: {name} does not match its sha256 in {SUMS}; refused",
-                            hint="the pack was changed or damaged after it was written")
+            raise PackError(
+                f"{archive}: {name} does not match its sha256 in {SUMS}; refused",
+                hint="the pack was changed or damaged after it was written",
+            )
     missing = sorted(set(listed) - set(members))
     if missing:
         raise PackError(f"{archive}: {SUMS} lists files the pack lacks: {', '.join(missing[:5])}")
@@ -189,8 +199,9 @@ def extract(archive: Path, dest: Path, members: dict[str, Member] | None = None)
     try:
         dest.mkdir(parents=True)
     except OSError as exc:
-        raise write_failure(exc, f"cannot unpack {archive} into {dest.parent}: {exc.strerror}",
-                            hint="pick another --out") from None
+        raise write_failure(
+            exc, f"cannot unpack {archive} into {dest.parent}: {exc.strerror}", hint="pick another --out"
+        ) from None
     root = dest.resolve()
 
     def take(name: str, chunks) -> None:
@@ -203,8 +214,9 @@ def extract(archive: Path, dest: Path, members: dict[str, Member] | None = None)
                 for block in chunks:
                     handle.write(block)
         except OSError as exc:  # the destination's fault (full, read-only), not the pack's
-            raise write_failure(exc, f"cannot unpack {archive} into {dest.parent}: {exc.strerror}",
-                                hint="pick another --out") from None
+            raise write_failure(
+                exc, f"cannot unpack {archive} into {dest.parent}: {exc.strerror}", hint="pick another --out"
+            ) from None
 
     again = _stream(archive, take)
     if again != members:  # the file changed between the two readings
@@ -216,6 +228,8 @@ def member_path(root: Path, members: dict[str, Member], rel: object, where: str,
     """The extracted file that pack.json names at `where`: only a file of the verified member list
     (never pack.json or SHA256SUMS, never a path outside the pack), else the pack is damaged (exit 2)."""
     if not isinstance(rel, str) or rel in ("", SUMS, "pack.json") or rel not in members:
-        raise PackError(f"{archive}: pack.json [{where}] names {rel!r}, which is not a file of the pack",
-                        hint="the pack is damaged or was not written by `xlatools repro pack`")
+        raise PackError(
+            f"{archive}: pack.json [{where}] names {rel!r}, which is not a file of the pack",
+            hint="the pack is damaged or was not written by `xlatools repro pack`",
+        )
     return root / rel

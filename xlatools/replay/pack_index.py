@@ -24,10 +24,15 @@ def modules_of(index: PackIndex, root: Path, members: dict[str, Member], archive
     modules = []
     for number, entry in enumerate(index.modules):
         if not entry.files or not set(entry.files) <= set(SOURCE_KINDS):
-            raise PackError(f"{archive}: pack.json [modules[{number}].files] must map {', '.join(SOURCE_KINDS)} to "
-                            "files of the pack", hint="the pack is damaged or was not written by `xlatools repro pack`")
-        paths = {kind: member_path(root, members, rel, f"modules[{number}].files.{kind}", archive)
-                 for kind, rel in entry.files.items()}
+            raise PackError(
+                f"{archive}: pack.json [modules[{number}].files] must map {', '.join(SOURCE_KINDS)} to "
+                "files of the pack",
+                hint="the pack is damaged or was not written by `xlatools repro pack`",
+            )
+        paths = {
+            kind: member_path(root, members, rel, f"modules[{number}].files.{kind}", archive)
+            for kind, rel in entry.files.items()
+        }
         modules.append(ModuleSource(name=entry.name, id=entry.id, **paths))
     if not modules:
         raise PackError(f"{archive}: pack.json lists no module")
@@ -48,15 +53,26 @@ def check_packed(packed: PackedOptions, archive: Path) -> None:
     if packed.inputs not in (None, *INPUT_MODES, PACKED_INPUTS):
         problems.append(f"inputs {packed.inputs!r} (a pack carries random, zeros, ones or its own {PACKED_INPUTS})")
     problems += [f"references {r!r} (only {', '.join(REFERENCES)})" for r in packed.references if r not in REFERENCES]
-    problems += [f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
-                 for f in packed.xla_flags if PATH_FLAG.search(flag_name(f))]
-    problems += [f"{name} {value!r} (a finite number, 0 or more)" for name, value in
-                 (("atol", packed.atol), ("rtol", packed.rtol)) if not 0 <= value < float("inf")]
-    problems += [f"env {name!r} (only the numerics variables {', '.join(PACKED_ENV)})" for name in packed.env
-                 if name not in PACKED_ENV]
+    problems += [
+        f"xla_flags {f!r} (a flag that names a path of the machine replaying it)"
+        for f in packed.xla_flags
+        if PATH_FLAG.search(flag_name(f))
+    ]
+    problems += [
+        f"{name} {value!r} (a finite number, 0 or more)"
+        for name, value in (("atol", packed.atol), ("rtol", packed.rtol))
+        if not 0 <= value < float("inf")
+    ]
+    problems += [
+        f"env {name!r} (only the numerics variables {', '.join(PACKED_ENV)})"
+        for name in packed.env
+        if name not in PACKED_ENV
+    ]
     if problems:
-        raise PackError(f"{archive}: pack.json [replay] holds what a pack may not: {'; '.join(problems)}",
-                        hint="see docs/security.md: what a pack may contain")
+        raise PackError(
+            f"{archive}: pack.json [replay] holds what a pack may not: {'; '.join(problems)}",
+            hint="see docs/security.md: what a pack may contain",
+        )
 
 
 def pack_references(index: PackIndex, given: list[str]) -> tuple[list[str], str | None]:
@@ -65,9 +81,11 @@ def pack_references(index: PackIndex, given: list[str]) -> tuple[list[str], str 
     (interpreters, why it cannot run) when they are not given."""
     recorded = index.reference_pythons
     if recorded and len(given) != len(recorded):
-        return [], (f"the pack compares with {len(recorded)} reference interpreter(s) (jaxlib "
-                    + ", ".join(f"{r.jaxlib}, made with {r.python}" for r in recorded)
-                    + f"); --reference-python gave {len(given)}: give one interpreter with that jaxlib for each")
+        return [], (
+            f"the pack compares with {len(recorded)} reference interpreter(s) (jaxlib "
+            + ", ".join(f"{r.jaxlib}, made with {r.python}" for r in recorded)
+            + f"); --reference-python gave {len(given)}: give one interpreter with that jaxlib for each"
+        )
     return list(given), None
 
 
@@ -82,11 +100,16 @@ def read_index(root: Path, archive: Path) -> PackIndex:
     try:
         data = read_json_object(path, "pack index", hint=hint)
         if data.get("format") != PACK_FORMAT:
-            raise PackError(f"{archive}: pack.json: pack format {data.get('format')!r}, this xlatools reads {PACK_FORMAT}",
-                            hint="replay it with the xlatools version that wrote it")
+            raise PackError(
+                f"{archive}: pack.json: pack format {data.get('format')!r}, this xlatools reads {PACK_FORMAT}",
+                hint="replay it with the xlatools version that wrote it",
+            )
         return validate(data, PackIndex, path, what="pack index", hint=hint)
     except PackError:
         raise
     except UsageError as exc:  # name the pack, not the folder it was unpacked into (removed afterwards)
-        raise PackError(shown + exc.message.removeprefix(str(path)), hint=exc.hint,
-                        problems=[replace(p, file=shown) for p in exc.problems]) from None
+        raise PackError(
+            shown + exc.message.removeprefix(str(path)),
+            hint=exc.hint,
+            problems=[replace(p, file=shown) for p in exc.problems],
+        ) from None

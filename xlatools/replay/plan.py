@@ -61,9 +61,14 @@ class ReplayPlan:
 
     def record(self) -> PlanRecord:
         """The plan as the manifest (and `--dry-run --json`) shows it."""
-        return PlanRecord(request=self.request, source_kind=self.source_kind, name=self.name, notes=list(self.notes),
-                          modules=[PlannedModule(name=m.name, id=m.id, files=m.files()) for m in self.modules],
-                          runs=list(self.runs))
+        return PlanRecord(
+            request=self.request,
+            source_kind=self.source_kind,
+            name=self.name,
+            notes=list(self.notes),
+            modules=[PlannedModule(name=m.name, id=m.id, files=m.files()) for m in self.modules],
+            runs=list(self.runs),
+        )
 
 
 def _is(value: object, enum) -> bool:
@@ -86,8 +91,10 @@ def _check(request: ReplayRequest) -> None:
         raise UsageError(f"--seed {request.seed}: must be 0 to 2**32-1 (numpy's seeds)")
     for reference in request.references:
         if reference not in REFERENCES:
-            raise UsageError(f"--reference {reference}: expected {' or '.join(REFERENCES)}",
-                             hint="another interpreter is --reference-python PATH")
+            raise UsageError(
+                f"--reference {reference}: expected {' or '.join(REFERENCES)}",
+                hint="another interpreter is --reference-python PATH",
+            )
     mode = request.inputs
     if mode is not None and mode not in INPUT_MODES and not (mode.endswith(".npz") and Path(mode).is_file()):
         raise UsageError(f"--inputs {mode}: expected random, zeros, ones or an existing .npz file")
@@ -104,33 +111,68 @@ def test_flags(request: ReplayRequest, dump_flags: list[tuple[str, str]]) -> Fla
     command_line = Source(Layer.COMMAND_LINE, "--xla-flag")
     layers.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], command_line)
     if request.disable_passes:
-        layers.add([f"--xla_disable_hlo_passes={','.join(request.disable_passes)}"], Source(Layer.COMMAND_LINE, "--disable-pass"))
+        layers.add(
+            [f"--xla_disable_hlo_passes={','.join(request.disable_passes)}"],
+            Source(Layer.COMMAND_LINE, "--disable-pass"),
+        )
     if request.no_opt:
         layers.add(["--xla_backend_optimization_level=0"], Source(Layer.COMMAND_LINE, "--no-opt"))
     return layers
 
 
-def plan_replay(request: ReplayRequest, source_kind: str, modules: list[ModuleSource],
-                dump_flags: list[tuple[str, str]] = ()) -> ReplayPlan:
+def plan_replay(
+    request: ReplayRequest, source_kind: str, modules: list[ModuleSource], dump_flags: list[tuple[str, str]] = ()
+) -> ReplayPlan:
     """`dump_flags`: (flag, preset) of the --dump presets (xlatools adds --xla_dump_to per run)."""
     _check(request)
     notes = []
     layers = test_flags(request, list(dump_flags))
     platform = Platform(request.platform)
-    runs = [RunConfig(label="test", role="test", python=request.python, platform=platform,
-                      xla_flags=layers.final(), flag_sources=layers.sources(), extra_env=dict(request.env))]
+    runs = [
+        RunConfig(
+            label="test",
+            role="test",
+            python=request.python,
+            platform=platform,
+            xla_flags=layers.final(),
+            flag_sources=layers.sources(),
+            extra_env=dict(request.env),
+        )
+    ]
     ref_flags = [validate_flag(f, "--reference-xla-flag") for f in request.reference_xla_flags]
     ref_sources = {f: "--reference-xla-flag" for f in ref_flags}
     if "cpu" in request.references:
         if platform == Platform.CPU:
             notes.append("--reference cpu with --platform cpu: both runs use the CPU backend")
-        runs.append(RunConfig(label="reference-cpu", role="reference", python=request.python, platform=Platform.CPU,
-                              xla_flags=ref_flags, flag_sources=ref_sources, extra_env=dict(request.env)))
+        runs.append(
+            RunConfig(
+                label="reference-cpu",
+                role="reference",
+                python=request.python,
+                platform=Platform.CPU,
+                xla_flags=ref_flags,
+                flag_sources=ref_sources,
+                extra_env=dict(request.env),
+            )
+        )
     for i, python in enumerate(request.reference_pythons, 1):
-        runs.append(RunConfig(label=f"reference-python-{i}", role="reference", python=python, platform=platform,
-                              xla_flags=ref_flags, flag_sources=ref_sources, extra_env=dict(request.env)))
+        runs.append(
+            RunConfig(
+                label=f"reference-python-{i}",
+                role="reference",
+                python=python,
+                platform=platform,
+                xla_flags=ref_flags,
+                flag_sources=ref_sources,
+                extra_env=dict(request.env),
+            )
+        )
     if request.source_from == SourceForm.SNAPSHOT and not any(m.snapshot for m in modules):
         raise UsageError("--from snapshot: no module here has a snapshot", hint="dump with --preset dump:snapshots")
     # The name of what `latest` pointed at, not "latest" (os.path.realpath: a pure function of the path here).
-    stem = request.name or (modules[0].name if len(modules) == 1 else Path(os.path.realpath(request.source)).name) or "replay"
+    stem = (
+        request.name
+        or (modules[0].name if len(modules) == 1 else Path(os.path.realpath(request.source)).name)
+        or "replay"
+    )
     return ReplayPlan(request, source_kind, modules, runs, bool(dump_flags), f"replay-{stem}", notes)

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from xlatools.records.replay import Comparison, PrecisionCheck, RaisedInstruction, RunRecord
 from xlatools.vocab import PrecisionMode, ReplayOutcome
 
-RULE = ("f32 dot/convolution with operand precision DEFAULT (not printed in HLO text) or HIGH, or a reduced-precision "
-        "algorithm=, may run in TF32 (10 mantissa bits) on a GPU; raised: operand_precision={highest,highest}, "
-        "reduced algorithm= removed, so it runs in f32")
+RULE = (
+    "f32 dot/convolution with operand precision DEFAULT (not printed in HLO text) or HIGH, or a reduced-precision "
+    "algorithm=, may run in TF32 (10 mantissa bits) on a GPU; raised: operand_precision={highest,highest}, "
+    "reduced algorithm= removed, so it runs in f32"
+)
 OPCODES = frozenset({"dot", "convolution"})
 FULL_TYPES = frozenset({"f32", "c64"})  # the element types TF32 stands in for
 FULL_ALGORITHMS = frozenset({"dot_f32_f32_f32", "dot_f64_f64_f64"})
@@ -82,8 +84,9 @@ def _scan(text: str) -> list[Found]:
             was, drop = f"operand_precision={{{','.join(precision)}}}", False
         else:
             continue
-        found.append(Found(number, RaisedInstruction(name=inst.name, opcode=inst.opcode, computation=computation, was=was),
-                           drop))
+        found.append(
+            Found(number, RaisedInstruction(name=inst.name, opcode=inst.opcode, computation=computation, was=was), drop)
+        )
     return found
 
 
@@ -104,7 +107,7 @@ def raise_precision(text: str) -> tuple[str, list[RaisedInstruction]]:
     for f in found:
         line = lines[f.line]
         body = line.rstrip("\r\n")
-        ending = line[len(body):]
+        ending = line[len(body) :]
         if f.drop_algorithm:
             body = remove_attribute(body, "algorithm")
         lines[f.line] = set_attribute(body, "operand_precision", HIGHEST) + ending
@@ -134,25 +137,40 @@ def classify(as_compiled: list[Comparison], highest: RunRecord | None) -> tuple[
         why = f"{highest.failure}: {highest.message}" if highest else "it did not run"
         return ReplayOutcome.MISMATCH, f"the module at full precision could not be compared ({why}): still a mismatch"
     if highest.comparisons and all(c.ok for c in highest.comparisons):
-        return ReplayOutcome.PRECISION, (f"matches at full precision ({_errors(highest.comparisons)}); as compiled "
-                                         f"{_errors(as_compiled)}: the program's precision setting, not the compiler")
-    return ReplayOutcome.MISMATCH, (f"still differs at full precision ({_errors(highest.comparisons)}); as compiled "
-                                    f"{_errors(as_compiled)}: a real suspect")
+        return ReplayOutcome.PRECISION, (
+            f"matches at full precision ({_errors(highest.comparisons)}); as compiled "
+            f"{_errors(as_compiled)}: the program's precision setting, not the compiler"
+        )
+    return ReplayOutcome.MISMATCH, (
+        f"still differs at full precision ({_errors(highest.comparisons)}); as compiled "
+        f"{_errors(as_compiled)}: a real suspect"
+    )
 
 
-def check(mode: PrecisionMode, raised: list[RaisedInstruction], atol: float, rtol: float,
-          module: str | None = None) -> PrecisionCheck:
+def check(
+    mode: PrecisionMode, raised: list[RaisedInstruction], atol: float, rtol: float, module: str | None = None
+) -> PrecisionCheck:
     """The record a replay fills in for one module (verdict, comparisons and run added by the caller)."""
-    check = PrecisionCheck(mode=PrecisionMode(mode), rule=RULE, raised=list(raised), atol=atol, rtol=rtol, module=module)
+    check = PrecisionCheck(
+        mode=PrecisionMode(mode), rule=RULE, raised=list(raised), atol=atol, rtol=rtol, module=module
+    )
     if mode == PrecisionMode.HIGHEST:
-        check.note = (f"--precision highest: {len(raised)} instruction(s) raised to full precision ({names(raised)})"
-                      if raised else "--precision highest: every dot and convolution was at full precision already")
+        check.note = (
+            f"--precision highest: {len(raised)} instruction(s) raised to full precision ({names(raised)})"
+            if raised
+            else "--precision highest: every dot and convolution was at full precision already"
+        )
     return check
 
 
-def needs_second_run(mode: PrecisionMode | None, outcome: ReplayOutcome, as_compiled: list[Comparison],
-                     snapshot_ok: bool) -> bool:
+def needs_second_run(
+    mode: PrecisionMode | None, outcome: ReplayOutcome, as_compiled: list[Comparison], snapshot_ok: bool
+) -> bool:
     """auto: a test that mismatched its references (and only them: a snapshot recorded on the same kind of device
     shares its precision) is run again at full precision."""
-    return (mode_of(mode) == PrecisionMode.AUTO and outcome == ReplayOutcome.MISMATCH and snapshot_ok
-            and any(not c.ok for c in as_compiled))
+    return (
+        mode_of(mode) == PrecisionMode.AUTO
+        and outcome == ReplayOutcome.MISMATCH
+        and snapshot_ok
+        and any(not c.ok for c in as_compiled)
+    )

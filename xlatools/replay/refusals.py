@@ -27,16 +27,22 @@ from xlatools.vocab import ReplayOutcome
 
 def optimised_only(source: ModuleSource) -> bool:
     """Only an optimised snapshot's module to compile: nothing XLA can compile again."""
-    return bool(source.snapshot) and not is_unoptimized(source.snapshot) and not (source.text or source.proto or source.mlir)
+    return (
+        bool(source.snapshot)
+        and not is_unoptimized(source.snapshot)
+        and not (source.text or source.proto or source.mlir)
+    )
 
 
 def refuse_optimised_only(source: ModuleSource) -> None:
     if optimised_only(source):
-        raise UsageError(f"{source.snapshot}: this snapshot holds module {source.label} after optimisation, which XLA "
-                         "cannot compile again (its layouts and fusions are final), and no unoptimised form of it lies beside it",
-                         hint=f"replay the dump folder or bundle it came from, or keep {read_bare_name(source.snapshot.name)[0] or 'MODULE'}"
-                              ".before_optimizations.txt (or .hlo.pb) beside it (dump with --preset dump:full); jaxlib >= 0.5 "
-                              "can dump unoptimised snapshots instead (--xla-flag=--xla_dump_hlo_unoptimized_snapshots)")
+        raise UsageError(
+            f"{source.snapshot}: this snapshot holds module {source.label} after optimisation, which XLA "
+            "cannot compile again (its layouts and fusions are final), and no unoptimised form of it lies beside it",
+            hint=f"replay the dump folder or bundle it came from, or keep {read_bare_name(source.snapshot.name)[0] or 'MODULE'}"
+            ".before_optimizations.txt (or .hlo.pb) beside it (dump with --preset dump:full); jaxlib >= 0.5 "
+            "can dump unoptimised snapshots instead (--xla-flag=--xla_dump_hlo_unoptimized_snapshots)",
+        )
 
 
 ELIDED_CONSTANT = re.compile(rb"constant\(\{\.\.\.\}\)")
@@ -59,15 +65,20 @@ def refuse_elided_text(source: ModuleSource, source_from: str) -> None:
     if (source_from != "text" and lossless) or not elides_constants(source.text):
         return
     sibling = source.text.with_name(source.text.name.replace(".txt", ".hlo.pb"))
-    raise UsageError(f"{source.text}: this HLO text elides large constants (`constant({{...}})`, as XLA prints them), so "
-                     f"module {source.label} cannot be rebuilt from it: a replay would compute with other values",
-                     hint=(f"replay {sibling.name} beside it" if sibling.is_file() else "dump the module as a proto "
-                           "(--preset dump:proto; dump:full includes it) and replay the .hlo.pb")
-                     + ", the module folder's module.mlir (jaxlib >= 0.5), or the dump folder / bundle")
+    raise UsageError(
+        f"{source.text}: this HLO text elides large constants (`constant({{...}})`, as XLA prints them), so "
+        f"module {source.label} cannot be rebuilt from it: a replay would compute with other values",
+        hint=(
+            f"replay {sibling.name} beside it"
+            if sibling.is_file()
+            else "dump the module as a proto (--preset dump:proto; dump:full includes it) and replay the .hlo.pb"
+        )
+        + ", the module folder's module.mlir (jaxlib >= 0.5), or the dump folder / bundle",
+    )
 
 
 _DEVICES = re.compile(rb"(num_partitions|replica_count|mhlo\.num_partitions|mhlo\.num_replicas)\s*=\s*(\d+)")
-_MESH = re.compile(rb'#sdy\.mesh<\[([^\]]*)\]')
+_MESH = re.compile(rb"#sdy\.mesh<\[([^\]]*)\]")
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,7 @@ def devices_needed(source: ModuleSource) -> DeviceNeed | None:
     proto's Shardy mesh, or the text XLA dumped beside a proto."""
     heads = [source.text, source.mlir]
     if source.proto is not None and source.proto.name.endswith(".hlo.pb"):
-        heads.append(source.proto.with_name(source.proto.name[:-len(".hlo.pb")] + ".txt"))
+        heads.append(source.proto.with_name(source.proto.name[: -len(".hlo.pb")] + ".txt"))
     for path in heads:
         counts = {name.decode(): int(value) for name, value in _DEVICES.findall(_head(path, 8192)) if int(value) > 1}
         if counts:
@@ -116,11 +127,14 @@ def refuse_multi_device(source: ModuleSource, record: ModuleRecord, python: str)
     where = process_of(Path(source.text or source.proto or source.mlir or source.snapshot or "."))
     across = f" across the {where[1]} processes of a multi-process run" if where else ""
     rerun = f"xlatools run --processes {where[1]} PROGRAM" if where else "xlatools run PROGRAM"
-    message = (f"cannot replay module {source.label} alone: it was compiled for {need.devices} devices{across} "
-               f"({need.how}: shard_map/pjit partitions or pmap replicas), and replay runs single-device modules only "
-               f"(a limit of xlatools' replay, not a finding about the module); reproduce it with the program: {rerun}")
-    record.runs.append(RunRecord(label="test", python=python, failure=ReplayOutcome.SKIPPED, phase="load",
-                                 message=message))
+    message = (
+        f"cannot replay module {source.label} alone: it was compiled for {need.devices} devices{across} "
+        f"({need.how}: shard_map/pjit partitions or pmap replicas), and replay runs single-device modules only "
+        f"(a limit of xlatools' replay, not a finding about the module); reproduce it with the program: {rerun}"
+    )
+    record.runs.append(
+        RunRecord(label="test", python=python, failure=ReplayOutcome.SKIPPED, phase="load", message=message)
+    )
     return True
 
 
@@ -141,8 +155,6 @@ def host_callback(source: ModuleSource) -> str | None:
     return None
 
 
-
-
 def judge_callback(source: ModuleSource, record: ModuleRecord) -> None:
     """A module with a host callback calls back into the Python process that compiled it, which no replay has.
     Dormant callbacks (equinox's runtime error checks, a debug.print in a branch not taken) never run, and the
@@ -151,13 +163,21 @@ def judge_callback(source: ModuleSource, record: ModuleRecord) -> None:
     target = host_callback(source)
     if target is None:
         return
-    failed = next((run for run in record.runs if run.phase == "run"
-                   and run.failure in (ReplayOutcome.CRASH, ReplayOutcome.RUNTIME_ERROR)), None)
+    failed = next(
+        (
+            run
+            for run in record.runs
+            if run.phase == "run" and run.failure in (ReplayOutcome.CRASH, ReplayOutcome.RUNTIME_ERROR)
+        ),
+        None,
+    )
     if failed is None:
         record.notes.append(f"the module holds a host callback ({target}) that did not run here")
         return
-    failed.message = (f"refused by design: the module called back into the Python process that ran it (custom call "
-                      f"{target}: jax.pure_callback, io_callback, jax.debug.print or a debug callback), and a replay has "
-                      f"no such process (here: {failed.failure}{' ' + failed.signal if failed.signal else ''}: "
-                      f"{(failed.message or '')[:200]}); run the program itself (xlatools run) to reproduce it")
+    failed.message = (
+        f"refused by design: the module called back into the Python process that ran it (custom call "
+        f"{target}: jax.pure_callback, io_callback, jax.debug.print or a debug callback), and a replay has "
+        f"no such process (here: {failed.failure}{' ' + failed.signal if failed.signal else ''}: "
+        f"{(failed.message or '')[:200]}); run the program itself (xlatools run) to reproduce it"
+    )
     failed.failure = ReplayOutcome.CANNOT_RUN

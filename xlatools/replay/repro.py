@@ -23,8 +23,15 @@ from typing import TYPE_CHECKING, cast
 from xlatools import __version__
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.fsutil import check_output, make_dir
-from xlatools.records.replay import (PACK_FORMAT, PACKED_INPUTS, LeftOut, PackedOptions, PackIndex, PackReference,
-                                     PackRun)
+from xlatools.records.replay import (
+    PACK_FORMAT,
+    PACKED_INPUTS,
+    LeftOut,
+    PackedOptions,
+    PackIndex,
+    PackReference,
+    PackRun,
+)
 from xlatools.records.run import RunManifest
 from xlatools.replay.execute import PreparedReplay, ReplayResult
 from xlatools.replay.pack import extract, member_path, verify, write_pack
@@ -91,8 +98,18 @@ def _index(prepared: PreparedReplay, replayed: ReplayResult, run: RunManifest | 
     target = prepared.targets[request.python]
     options = PackedOptions(**{f.name: copy(getattr(request, f.name)) for f in fields(PackedOptions)})
     versions = target.facts()
-    packed_run = PackRun(program=run.program, jax=run.jax, xla_flags=list(run.xla_flags), env_changes=list(run.env_changes),
-                         platform=run.platform, presets=list(run.presets)) if run else None
+    packed_run = (
+        PackRun(
+            program=run.program,
+            jax=run.jax,
+            xla_flags=list(run.xla_flags),
+            env_changes=list(run.env_changes),
+            platform=run.platform,
+            presets=list(run.presets),
+        )
+        if run
+        else None
+    )
     modules = []
     for module in replayed.record.modules:
         if (module.id, module.name) not in entries:  # left out
@@ -101,12 +118,26 @@ def _index(prepared: PreparedReplay, replayed: ReplayResult, run: RunManifest | 
         expected.files = entries[(module.id, module.name)]
         modules.append(expected)
     references = [PackReference(python=p, jaxlib=prepared.targets[p].jaxlib) for p in request.reference_pythons]
-    return PackIndex(format=FORMAT, xlatools_version=__version__, source=Path(request.source).name, replay=options,
-                     versions=versions, run=packed_run, modules=modules, reference_pythons=references)
+    return PackIndex(
+        format=FORMAT,
+        xlatools_version=__version__,
+        source=Path(request.source).name,
+        replay=options,
+        versions=versions,
+        run=packed_run,
+        modules=modules,
+        reference_pythons=references,
+    )
 
 
-def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: list[str], reporter: Reporter,
-               oracle: str | None = None) -> PackResult:
+def build_pack(
+    request: ReplayRequest,
+    out_file: Path,
+    out_root: Path,
+    argv: list[str],
+    reporter: Reporter,
+    oracle: str | None = None,
+) -> PackResult:
     """Replay `request.source` once (the expected outcome) and write the pack. Modules xlatools could not
     replay are left out and named (a pack with none left is cannot-run, exit 3). `oracle`: the verdict that
     made the module interesting (reduce's), recorded beside the expected outcome."""
@@ -123,8 +154,10 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
 
     for flag in request.xla_flags:  # what the pack's own `repro run` would refuse: refused now, before any work
         if PATH_FLAG.search(flag_name(flag)):
-            raise UsageError(f"repro pack: --xla-flag {flag}: names a path of this machine, which a pack may not carry",
-                             hint="drop the flag (docs/security.md: what a pack may contain)")
+            raise UsageError(
+                f"repro pack: --xla-flag {flag}: names a path of this machine, which a pack may not carry",
+                hint="drop the flag (docs/security.md: what a pack may contain)",
+            )
     check_output(out_file, "-o")  # before the replay: a pack that cannot be written is refused at once
     request = replace(request, as_run=False)  # the expected outcome: replayed as the pack's repro run will
     kind, modules = resolve(request.source, request.modules, request.include_all, request.process)
@@ -133,9 +166,12 @@ def build_pack(request: ReplayRequest, out_file: Path, out_root: Path, argv: lis
     replayed = execute_replay(prepared, out_root, argv, reporter)
     left_out = [LeftOut(name=m.name, id=m.id, why=why) for m in replayed.record.modules if (why := tool_failure(m))]
     if len(left_out) == len(replayed.record.modules):
-        raise EnvironmentMissing(f"nothing to pack: xlatools cannot replay any module of {request.source} here ("
-                                 + "; ".join(f"{m.label}: {m.why}" for m in left_out)[:1500] + ")",
-                                 hint="a pack records what a module does, never what xlatools could not do")
+        raise EnvironmentMissing(
+            f"nothing to pack: xlatools cannot replay any module of {request.source} here ("
+            + "; ".join(f"{m.label}: {m.why}" for m in left_out)[:1500]
+            + ")",
+            hint="a pack records what a module does, never what xlatools could not do",
+        )
     skipped = {(m.id, m.name) for m in left_out}
     files, entries = _pack_files([m for m in modules if (m.id, m.name) not in skipped], request.source, run)
     if inputs_file:  # travels inside the pack (reduce's minimal modules need their exact inputs)
@@ -154,16 +190,28 @@ def _request_of(index: PackIndex, archive: Path, python: str, references: list[s
     """The replay a pack asks for: its options (every field of PackedOptions is one of ReplayRequest),
     with the reference interpreters of that jaxlib found here."""
     packed = index.replay
-    request = ReplayRequest(source=archive, python=python, name=f"repro-{archive.name.split('.')[0]}",
-                            reference_pythons=references, **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)})
+    request = ReplayRequest(
+        source=archive,
+        python=python,
+        name=f"repro-{archive.name.split('.')[0]}",
+        reference_pythons=references,
+        **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)},
+    )
     request.precision = packed.precision or PrecisionMode.AS_COMPILED  # a pack older than --precision: as it was made
     return request
 
 
-def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | Path = "artifacts",
-             match: PackMatch | str = PackMatch.CLASS, argv: list[str] | None = None, same_jaxlib: bool = False,
-             reporter: Reporter | None = None, reference_pythons: list[str] | None = None,
-             nondeterministic: bool = False) -> ReproResult:
+def run_pack(
+    pack_path: str | Path,
+    python: str | None = None,
+    out_root: str | Path = "artifacts",
+    match: PackMatch | str = PackMatch.CLASS,
+    argv: list[str] | None = None,
+    same_jaxlib: bool = False,
+    reporter: Reporter | None = None,
+    reference_pythons: list[str] | None = None,
+    nondeterministic: bool = False,
+) -> ReproResult:
     """Replay a repro pack in `python` (default: this interpreter) into a replay bundle under `out_root`.
 
     Raises PackError (exit 2) for a damaged or unsafe pack; returns nothing-to-reproduce (exit 5; what the
@@ -201,11 +249,14 @@ def run_pack(pack_path: str | Path, python: str | None = None, out_root: str | P
         try:
             prepared = prepare(request, ("pack", modules))
         except (UnknownFlags, EnvironmentMissing) as exc:
-            return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=exc.message + (f" ({exc.hint})" if exc.hint else ""))
+            return ReproResult(
+                outcome=ReproOutcome.CANNOT_RUN, reason=exc.message + (f" ({exc.hint})" if exc.hint else "")
+            )
         wanted, have = index.versions.jaxlib if index.versions else None, prepared.targets[request.python].jaxlib
         if same_jaxlib and wanted != have:
-            return ReproResult(outcome=ReproOutcome.CANNOT_RUN,
-                               reason=f"the pack names jaxlib {wanted}; {request.python} has {have}")
+            return ReproResult(
+                outcome=ReproOutcome.CANNOT_RUN, reason=f"the pack names jaxlib {wanted}; {request.python} has {have}"
+            )
         replayed = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)], reporter or Reporter())
         bundle = str(replayed.record.bundle)
         shutil.move(str(unpacked), str(Path(bundle) / "pack"))

@@ -11,8 +11,12 @@ from xlatools.records.replay import ModuleRecord, PackModule
 from xlatools.replay.outcome import missing_kernel, tool_failure
 from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome
 
-EXIT_CODES = {ReproOutcome.REPRODUCED: EXIT_FAILED, ReproOutcome.NOT_REPRODUCED: EXIT_OK,
-              ReproOutcome.CANNOT_RUN: EXIT_MISSING, ReproOutcome.NOTHING_TO_REPRODUCE: EXIT_NOTHING_TO_REPRODUCE}
+EXIT_CODES = {
+    ReproOutcome.REPRODUCED: EXIT_FAILED,
+    ReproOutcome.NOT_REPRODUCED: EXIT_OK,
+    ReproOutcome.CANNOT_RUN: EXIT_MISSING,
+    ReproOutcome.NOTHING_TO_REPRODUCE: EXIT_NOTHING_TO_REPRODUCE,
+}
 
 
 @dataclass(kw_only=True)
@@ -39,9 +43,16 @@ class ReproResult:
 def expected_of(module: ModuleRecord) -> PackModule:
     """What a pack records of one replayed module."""
     test = module.test
-    return PackModule(name=module.name, id=module.id, outcome=module.outcome, failed_run=module.failed_run,
-                      phase=test.phase if test else None, signal=test.signal if test else None,
-                      fingerprint=module.fingerprint, outputs=[o.sha256 for o in module.outputs])
+    return PackModule(
+        name=module.name,
+        id=module.id,
+        outcome=module.outcome,
+        failed_run=module.failed_run,
+        phase=test.phase if test else None,
+        signal=test.signal if test else None,
+        fingerprint=module.fingerprint,
+        outputs=[o.sha256 for o in module.outputs],
+    )
 
 
 def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> tuple[bool, list[str], str | None]:
@@ -55,8 +66,14 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
         return False, [], f"{label}: {why}"
     kernel = missing_kernel(g)
     if kernel and e.outcome != ReplayOutcome.COMPILE_ERROR:
-        return False, [], (f"{label}: this jaxlib has no custom-call target {kernel}, which the module calls (a kernel "
-                            "of the jaxlib that made it)")
+        return (
+            False,
+            [],
+            (
+                f"{label}: this jaxlib has no custom-call target {kernel}, which the module calls (a kernel "
+                "of the jaxlib that made it)"
+            ),
+        )
     diffs, same = [], True
     if got.outcome != e.outcome:
         diffs.append(f"{label}: outcome {got.outcome}, expected {e.outcome}")
@@ -77,7 +94,11 @@ def _unsorted_fingerprint(module: ModuleRecord) -> str | None:
 
     test = module.test
     try:
-        return fingerprint((Path(test.dir) / "optimized.txt").read_text(), sorted_json=False) if test and test.dir else None
+        return (
+            fingerprint((Path(test.dir) / "optimized.txt").read_text(), sorted_json=False)
+            if test and test.dir
+            else None
+        )
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -86,11 +107,16 @@ def nothing_to_reproduce(expected: list[PackModule], oracle: str | None = None) 
     """Why a pack has nothing to reproduce (every module it records ran ok: no mismatch, no error), or None.
     `oracle`: the reduction's verdict the pack records, which its replay could not show."""
     if expected and all(m.outcome in (ReplayOutcome.OK, ReplayOutcome.PRECISION) for m in expected):
-        why = (f"; the reduction that made it judged by {oracle}, which a pack cannot replay" if oracle else
-               "; a pack of a failing run, of a mismatch against --reference cpu, or of a reduction has something "
-               "to reproduce")
-        return (f"the pack records no failure: its {len(expected)} module(s) ran ok when it was made "
-                f"({', '.join(m.label for m in expected)[:300]}){why}")
+        why = (
+            f"; the reduction that made it judged by {oracle}, which a pack cannot replay"
+            if oracle
+            else "; a pack of a failing run, of a mismatch against --reference cpu, or of a reduction has something "
+            "to reproduce"
+        )
+        return (
+            f"the pack records no failure: its {len(expected)} module(s) ran ok when it was made "
+            f"({', '.join(m.label for m in expected)[:300]}){why}"
+        )
     return None
 
 
@@ -101,8 +127,13 @@ def healthy_answer(expected: list[PackModule], result: ReproResult, oracle: str 
     if not healthy or result.outcome == ReproOutcome.CANNOT_RUN:
         return result
     here = "the same outcome" if not result.differences else f"{len(result.differences)} difference(s), listed below"
-    return ReproResult(outcome=ReproOutcome.NOTHING_TO_REPRODUCE, reason=f"{healthy}; replayed here: {here}",
-                       differences=result.differences, bundle=result.bundle, modules=result.modules)
+    return ReproResult(
+        outcome=ReproOutcome.NOTHING_TO_REPRODUCE,
+        reason=f"{healthy}; replayed here: {here}",
+        differences=result.differences,
+        bundle=result.bundle,
+        modules=result.modules,
+    )
 
 
 def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatch = PackMatch.CLASS) -> ReproResult:
@@ -119,11 +150,20 @@ def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatc
             cannot.append(why)
         pairs.append(ModulePair(expected=e, got=expected_of(replayed) if replayed else None))
     if cannot:
-        return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason="; ".join(cannot), differences=differences, modules=pairs)
+        return ReproResult(
+            outcome=ReproOutcome.CANNOT_RUN, reason="; ".join(cannot), differences=differences, modules=pairs
+        )
     if not differing:
-        return ReproResult(outcome=ReproOutcome.REPRODUCED, differences=differences, modules=pairs,
-                           reason=f"every module gave its expected outcome (compared: {match})")
+        return ReproResult(
+            outcome=ReproOutcome.REPRODUCED,
+            differences=differences,
+            modules=pairs,
+            reason=f"every module gave its expected outcome (compared: {match})",
+        )
     # The differences are listed once, beside the answer; the reason counts them.
-    return ReproResult(outcome=ReproOutcome.NOT_REPRODUCED, differences=differences, modules=pairs,
-                       reason=f"{differing} of {len(expected)} module(s) did not give their expected outcome "
-                              f"(compared: {match})")
+    return ReproResult(
+        outcome=ReproOutcome.NOT_REPRODUCED,
+        differences=differences,
+        modules=pairs,
+        reason=f"{differing} of {len(expected)} module(s) did not give their expected outcome (compared: {match})",
+    )

@@ -55,7 +55,12 @@ def adopt_run_settings(request: ReplayRequest, settings: RunSettings | None) -> 
     own = {flag_name(f) for f in request.xla_flags}
     adopted = [f for f in settings.xla_flags if flag_name(f) not in own]
     env = {**settings.env, **request.env}
-    notes = [f"the run's {what} ({', '.join(items)}) apply here too" for what, items in
-             (("XLA flags", adopted), ("numerics variables", [f"{k}={v}" for k, v in settings.env.items()
-                                                               if k not in request.env])) if items]
+    notes = [
+        f"the run's {what} ({', '.join(items)}) apply here too"
+        for what, items in (
+            ("XLA flags", adopted),
+            ("numerics variables", [f"{k}={v}" for k, v in settings.env.items() if k not in request.env]),
+        )
+        if items
+    ]
     return replace(request, xla_flags=adopted + list(request.xla_flags), env=env), notes

@@ -20,23 +20,108 @@ from xlatools.replay.hloproto import is_unoptimized
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
 # jax compiles these small modules for its own helpers (jnp.arange -> jit_iota, astype, where, ...).
-HELPER_PRIMITIVES = frozenset({
-    "iota", "convert_element_type", "broadcast_in_dim", "_where", "where", "reshape", "squeeze", "expand_dims",
-    "concatenate", "transpose", "_multi_slice", "dynamic_slice", "dynamic_update_slice", "clip", "_reduce_sum",
-    "_reduce_max", "_reduce_min", "select_n", "pad", "_pad", "full", "_full", "zeros_like", "ones_like", "copy",
-    "astype", "_convert_element_type", "integer_pow", "_rem", "remainder", "_unstack", "_split", "split",
-    "_cumulative_reduction", "cumsum", "sort", "argsort", "gather", "_gather", "scatter", "_scatter_impl",
-    # jax.random and jnp constructors called outside jit (model initialisation, data): jax's code, not the program's
-    "_threefry_seed", "_threefry_split", "_threefry_fold_in", "_threefry_random_bits", "_random_bits", "_uniform",
-    "_normal", "_truncated_normal", "_bernoulli", "_randint", "_gamma", "_random_split", "_random_fold_in",
-    "random_seed", "random_bits", "random_split", "random_fold_in", "random_wrap", "random_unwrap", "_linspace",
-    "_arange", "_eye", "_tri",
-    # one primitive run eagerly (outside any jit: a model's init, an optimiser's state) is compiled as jit_<primitive>
-    "add", "sub", "subtract", "multiply", "mul", "true_divide", "divide", "div", "sqrt", "rsqrt", "exp", "log",
-    "tanh", "relu", "dot_general", "matmul", "equal", "not_equal", "less", "greater", "bitwise_or", "bitwise_and",
-    "unstack", "negative", "neg", "abs", "maximum", "minimum", "square", "power", "pow",
-    "stage",  # lax.stage: a host value lifted into jax (newer jax, e.g. jnp.asarray)
-})
+HELPER_PRIMITIVES = frozenset(
+    {
+        "iota",
+        "convert_element_type",
+        "broadcast_in_dim",
+        "_where",
+        "where",
+        "reshape",
+        "squeeze",
+        "expand_dims",
+        "concatenate",
+        "transpose",
+        "_multi_slice",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "clip",
+        "_reduce_sum",
+        "_reduce_max",
+        "_reduce_min",
+        "select_n",
+        "pad",
+        "_pad",
+        "full",
+        "_full",
+        "zeros_like",
+        "ones_like",
+        "copy",
+        "astype",
+        "_convert_element_type",
+        "integer_pow",
+        "_rem",
+        "remainder",
+        "_unstack",
+        "_split",
+        "split",
+        "_cumulative_reduction",
+        "cumsum",
+        "sort",
+        "argsort",
+        "gather",
+        "_gather",
+        "scatter",
+        "_scatter_impl",
+        # jax.random and jnp constructors called outside jit (model initialisation, data): jax's code, not the program's
+        "_threefry_seed",
+        "_threefry_split",
+        "_threefry_fold_in",
+        "_threefry_random_bits",
+        "_random_bits",
+        "_uniform",
+        "_normal",
+        "_truncated_normal",
+        "_bernoulli",
+        "_randint",
+        "_gamma",
+        "_random_split",
+        "_random_fold_in",
+        "random_seed",
+        "random_bits",
+        "random_split",
+        "random_fold_in",
+        "random_wrap",
+        "random_unwrap",
+        "_linspace",
+        "_arange",
+        "_eye",
+        "_tri",
+        # one primitive run eagerly (outside any jit: a model's init, an optimiser's state) is compiled as jit_<primitive>
+        "add",
+        "sub",
+        "subtract",
+        "multiply",
+        "mul",
+        "true_divide",
+        "divide",
+        "div",
+        "sqrt",
+        "rsqrt",
+        "exp",
+        "log",
+        "tanh",
+        "relu",
+        "dot_general",
+        "matmul",
+        "equal",
+        "not_equal",
+        "less",
+        "greater",
+        "bitwise_or",
+        "bitwise_and",
+        "unstack",
+        "negative",
+        "neg",
+        "abs",
+        "maximum",
+        "minimum",
+        "square",
+        "power",
+        "pow",
+        "stage",  # lax.stage: a host value lifted into jax (newer jax, e.g. jnp.asarray)
+    }
+)
 
 
 @dataclass
@@ -59,8 +144,11 @@ class ModuleSource:
         return safe_name(f"{self.id:04d}-{self.name}" if self.id is not None else self.name)
 
     def files(self) -> dict[str, str]:
-        return {k: str(v) for k, v in (("text", self.text), ("proto", self.proto), ("snapshot", self.snapshot),
-                                       ("mlir", self.mlir)) if v is not None}
+        return {
+            k: str(v)
+            for k, v in (("text", self.text), ("proto", self.proto), ("snapshot", self.snapshot), ("mlir", self.mlir))
+            if v is not None
+        }
 
 
 def is_helper(name: str) -> bool:
@@ -71,18 +159,24 @@ def is_helper(name: str) -> bool:
 def check_hlo_text(path: Path) -> None:
     """Refuse early what is not before-optimisation HLO text (the target would only say 'syntax error')."""
     if "after_optimizations" in path.name:
-        raise UsageError(f"{path}: optimised HLO does not compile again (its layouts and fusions are final)",
-                         hint="replay the module's *.before_optimizations.txt, .hlo.pb or snapshot instead")
+        raise UsageError(
+            f"{path}: optimised HLO does not compile again (its layouts and fusions are final)",
+            hint="replay the module's *.before_optimizations.txt, .hlo.pb or snapshot instead",
+        )
     try:
         with open(path, encoding="utf-8", errors="strict") as handle:
             head = handle.read(4096)
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a readable HLO text file ({exc})",
-                         hint="give *.before_optimizations.txt, .hlo, .hlo.pb, *.snapshot.*.pb or .mlir") from None
+        raise UsageError(
+            f"{path}: not a readable HLO text file ({exc})",
+            hint="give *.before_optimizations.txt, .hlo, .hlo.pb, *.snapshot.*.pb or .mlir",
+        ) from None
     first = next((ln.strip() for ln in head.splitlines() if ln.strip() and not ln.strip().startswith("//")), "")
     if not first.startswith("HloModule"):
-        raise UsageError(f"{path}: not HLO text (it does not start with 'HloModule')",
-                         hint="give *.before_optimizations.txt, .hlo, .hlo.pb, *.snapshot.*.pb or .mlir")
+        raise UsageError(
+            f"{path}: not HLO text (it does not start with 'HloModule')",
+            hint="give *.before_optimizations.txt, .hlo, .hlo.pb, *.snapshot.*.pb or .mlir",
+        )
 
 
 def file_kind(path: Path) -> Kind:
@@ -122,8 +216,11 @@ def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
     """A snapshot of --xla_dump_hlo_snapshots holds the OPTIMISED module, which XLA cannot compile again
     (final layouts, fusions with backend configs): its arguments and result go with the unoptimised
     module the same dump wrote beside it."""
-    siblings = {"text": folder / f"{stem}.before_optimizations.txt", "proto": folder / f"{stem}.before_optimizations.hlo.pb",
-                "mlir": folder / stem / "module.mlir"}
+    siblings = {
+        "text": folder / f"{stem}.before_optimizations.txt",
+        "proto": folder / f"{stem}.before_optimizations.hlo.pb",
+        "mlir": folder / stem / "module.mlir",
+    }
     for kind, sibling in siblings.items():
         if sibling.is_file():
             setattr(source, kind, sibling)
@@ -154,35 +251,57 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
         before = named.get(module.before_file or "")
         proto = f"{before.stem}.before_optimizations.hlo.pb" if before else None
         # One snapshot per execution, named by a run id: the oldest file is the first execution.
-        snapshots = sorted((f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
-                           key=lambda f: ((root / f).stat().st_mtime_ns, f))
+        snapshots = sorted(
+            (f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
+            key=lambda f: ((root / f).stat().st_mtime_ns, f),
+        )
         # Without XLA's: the arguments and results the run recorded itself (run/recorder.py), then the
         # arguments (and, alone, the module) of an unoptimised snapshot.
         recorded = recorded_snapshot(root, Path(before.stem).name) if before and not snapshots else None
-        snapshots = snapshots or ([] if recorded else sorted(
-            f for f, n in named.items() if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT and n.tail.startswith("execution_")
-            and n.fmt == "pb"))
-        mlir = next((f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None)  # jaxlib >= 0.5 module folders
+        snapshots = snapshots or (
+            []
+            if recorded
+            else sorted(
+                f
+                for f, n in named.items()
+                if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT and n.tail.startswith("execution_") and n.fmt == "pb"
+            )
+        )
+        mlir = next(
+            (f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None
+        )  # jaxlib >= 0.5 module folders
         source = ModuleSource(
-            name=module.name, id=module.id,
+            name=module.name,
+            id=module.id,
             text=root / module.before_file if module.before_file else None,
             proto=root / proto if proto and proto in files else None,
             snapshot=root / snapshots[0] if snapshots else recorded,
             mlir=root / mlir if mlir else None,
         )
-        if source.text is None and source.proto is None and source.snapshot is None and (source.mlir is None or not refs):
+        if (
+            source.text is None
+            and source.proto is None
+            and source.snapshot is None
+            and (source.mlir is None or not refs)
+        ):
             if refs:
-                raise UsageError(f"module {module.id:04d} {module.name} has no before-optimisation HLO or snapshot in {root}",
-                                 hint="dump with --preset dump:hlo")
+                raise UsageError(
+                    f"module {module.id:04d} {module.name} has no before-optimisation HLO or snapshot in {root}",
+                    hint="dump with --preset dump:hlo",
+                )
             continue
         sources.append(source)
     if not sources:
-        raise UsageError(f"{root}: no module to replay" + ("" if include_all else " (jax helper modules are skipped)"),
-                         hint="dump with --preset dump:hlo (or dump:full); --all includes jax's helper modules")
+        raise UsageError(
+            f"{root}: no module to replay" + ("" if include_all else " (jax helper modules are skipped)"),
+            hint="dump with --preset dump:hlo (or dump:full); --all includes jax's helper modules",
+        )
     return sources
 
 
-def resolve(source: Path, refs: list[str], include_all: bool, process: int | None = None) -> tuple[str, list[ModuleSource]]:
+def resolve(
+    source: Path, refs: list[str], include_all: bool, process: int | None = None
+) -> tuple[str, list[ModuleSource]]:
     """("file" | "dump" | "bundle", modules) for SOURCE; of a multi-process run, the modules of one
     process's dump (`process`, default 0; run/process_dumps.py)."""
     from xlatools.run.process_dumps import choose_dump
@@ -190,11 +309,15 @@ def resolve(source: Path, refs: list[str], include_all: bool, process: int | Non
     path = Path(os.path.abspath(Path(source).expanduser()))  # the target runs in another directory
     if path.is_file():
         if refs or process is not None:
-            raise UsageError(f"{'--module' if refs else '--process'} picks from a bundle or dump folder, not a single file")
+            raise UsageError(
+                f"{'--module' if refs else '--process'} picks from a bundle or dump folder, not a single file"
+            )
         return "file", [from_file(path)]
     if path.exists() and not path.is_dir():  # a FIFO or a device: never opened (a FIFO would block)
-        raise UsageError(f"{path}: not a regular file or a folder",
-                         hint="give a run bundle, a dump folder, HLO text/proto, a snapshot or a repro pack")
+        raise UsageError(
+            f"{path}: not a regular file or a folder",
+            hint="give a run bundle, a dump folder, HLO text/proto, a snapshot or a repro pack",
+        )
     choice = choose_dump(path, process)
     modules = from_dump(choice.root, refs, include_all)
     return ("bundle" if choice.root != path else "dump"), modules

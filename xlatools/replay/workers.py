@@ -51,16 +51,25 @@ class Worker:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as err:
-            self.proc = subprocess.Popen([self.run.python, str(WORKER)], env=self.env, stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=str(self.log.parent))
+            self.proc = subprocess.Popen(
+                [self.run.python, str(WORKER)],
+                env=self.env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                start_new_session=True,
+                cwd=str(self.log.parent),
+            )
         try:
             hello = self._read(START_TIMEOUT)
         except WorkerDied as died:
             from xlatools.fsutil import tail_lines
 
             tail = tail_lines(self.log, 5)
-            raise EnvironmentMissing(f"{self.run.python} cannot start a replay worker (status {died.returncode})",
-                                     hint=" | ".join(tail) or "check that jax and numpy import there") from None
+            raise EnvironmentMissing(
+                f"{self.run.python} cannot start a replay worker (status {died.returncode})",
+                hint=" | ".join(tail) or "check that jax and numpy import there",
+            ) from None
         if "fatal" in hello:
             raise EnvironmentMissing(f"{self.run.python}: {hello['fatal']}")
 
@@ -114,7 +123,9 @@ class Worker:
         reply = self.request("parse", paths=[str(p) for p in paths])
         return [ParseAnswer(ok=bool(r.get("ok")), error=str(r.get("error") or "")) for r in reply["results"]]
 
-    def compose(self, sources: list[tuple[str, int]], out: Path, layouts: dict[str, list[list[int]]] | None = None) -> Path:
+    def compose(
+        self, sources: list[tuple[str, int]], out: Path, layouts: dict[str, list[list[int]]] | None = None
+    ) -> Path:
         """An .npz of arrays picked from others ((npz, index) per array, in parameter order)."""
         self.request("compose", sources=[list(s) for s in sources], out=str(out), layouts=layouts)
         return out
@@ -123,8 +134,13 @@ class Worker:
         """Per array of the .npz: the HLO literal of its value when every element is the same, else None."""
         return list(self.request("splats", path=str(path)).get("literals", []))
 
-    def replay(self, spec: dict[str, object],  # job_spec's job.json
-               run_dir: Path, timeout: float | None, run: RunConfig | None = None) -> RunRecord:
+    def replay(
+        self,
+        spec: dict[str, object],  # job_spec's job.json
+        run_dir: Path,
+        timeout: float | None,
+        run: RunConfig | None = None,
+    ) -> RunRecord:
         """Run one replay job here; the record replay would have made of it, as `run` (a worker serves every run
         of its interpreter and settings: the test and a reference alike; default: the run it was started for)."""
         from xlatools.fsutil import atomic_write_json
@@ -150,7 +166,7 @@ def _copy_log(log: Path, offset: int, dest: Path) -> None:
     try:
         with open(log, "rb") as handle:
             handle.seek(offset)
-            dest.write_bytes(handle.read()[-256 * 1024:])
+            dest.write_bytes(handle.read()[-256 * 1024 :])
     except OSError:
         pass
 
@@ -195,8 +211,16 @@ class ReplayPool:
             self.workers[key] = Worker(run, worker_env, self.folder / f"{run.label}-{len(self.workers)}.log")
         return self.workers[key]
 
-    def run(self, request: ReplayRequest, materials, run: RunConfig, run_dir: Path, test_dir: Path | None,
-            env: dict[str, str], one_shot) -> RunRecord:
+    def run(
+        self,
+        request: ReplayRequest,
+        materials,
+        run: RunConfig,
+        run_dir: Path,
+        test_dir: Path | None,
+        env: dict[str, str],
+        one_shot,
+    ) -> RunRecord:
         """One job (replay.jobs.job_spec of these) in its worker; `one_shot()` runs it in a fresh process
         (replay.jobs.run_job)."""
         from xlatools.replay.jobs import job_spec

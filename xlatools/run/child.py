@@ -16,8 +16,11 @@ from typing import BinaryIO
 from xlatools.vocab import ProcessStatus
 
 # A line that says the process is dying: Python's uncaught-exception traceback, absl/glog FATAL, CHECK, C++ abort.
-FATAL = re.compile(rb"^(Traceback \(most recent call last\):|Fatal Python error:|F\d{4} \d\d:\d\d:\d\d|"
-                   rb"terminate called after throwing)|Check failed:", re.MULTILINE)
+FATAL = re.compile(
+    rb"^(Traceback \(most recent call last\):|Fatal Python error:|F\d{4} \d\d:\d\d:\d\d|"
+    rb"terminate called after throwing)|Check failed:",
+    re.MULTILINE,
+)
 _TAIL_BYTES = 8192
 
 
@@ -87,11 +90,20 @@ class Child:
 
     def __init__(self, spec: Spec, cwd: str, stack: ExitStack, wake: threading.Event):
         out_log, err_log = stack.enter_context(open(spec.stdout, "wb")), stack.enter_context(open(spec.stderr, "wb"))
-        self.popen = subprocess.Popen(spec.argv, cwd=cwd, env=spec.env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.popen = subprocess.Popen(
+            spec.argv,
+            cwd=cwd,
+            env=spec.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.spec, self.wake = spec, wake
-        self.tees = [Tee(self.popen.stdout, out_log, spec.echo_out, wake),
-                     Tee(self.popen.stderr, err_log, spec.echo_err, wake)]
+        self.tees = [
+            Tee(self.popen.stdout, out_log, spec.echo_out, wake),
+            Tee(self.popen.stderr, err_log, spec.echo_err, wake),
+        ]
         self.ended: float | None = None
         self.status: ProcessStatus | None = None
         self.hung: float | None = None

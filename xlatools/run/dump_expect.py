@@ -20,16 +20,27 @@ def _files(index: DumpIndex) -> list[str]:
 
 # flag -> (what it writes, how the dump shows it, what to do when it wrote nothing)
 EXPECTED: dict[str, tuple[str, Callable[[DumpIndex], bool], str]] = {
-    SNAPSHOT_FLAG: ("execution snapshots (*.snapshot.*.pb)",
-                    lambda index: any(m.snapshots for m in index.modules.values()),
-                    "this backend writes none (XLA's GPU backend does not); run again with --record-inputs, and "
-                    "xlatools records each module's arguments and results itself, or replay uses random inputs"),
-    "--xla_dump_hlo_as_proto": ("HLO protos (*.hlo.pb)", lambda index: any(f.endswith(".hlo.pb") for f in _files(index)),
-                                "replay reads the text instead"),
-    "--xla_dump_hlo_as_html": ("HTML pages (*.html)", lambda index: any(f.endswith(".html") for f in _files(index)),
-                               "this jaxlib may not write them for this backend"),
-    "--xla_dump_hlo_pass_re": ("HLO after each pass", lambda index: any(m.steps for m in index.modules.values()),
-                               "check the pass regex against the pipeline's pass names"),
+    SNAPSHOT_FLAG: (
+        "execution snapshots (*.snapshot.*.pb)",
+        lambda index: any(m.snapshots for m in index.modules.values()),
+        "this backend writes none (XLA's GPU backend does not); run again with --record-inputs, and "
+        "xlatools records each module's arguments and results itself, or replay uses random inputs",
+    ),
+    "--xla_dump_hlo_as_proto": (
+        "HLO protos (*.hlo.pb)",
+        lambda index: any(f.endswith(".hlo.pb") for f in _files(index)),
+        "replay reads the text instead",
+    ),
+    "--xla_dump_hlo_as_html": (
+        "HTML pages (*.html)",
+        lambda index: any(f.endswith(".html") for f in _files(index)),
+        "this jaxlib may not write them for this backend",
+    ),
+    "--xla_dump_hlo_pass_re": (
+        "HLO after each pass",
+        lambda index: any(m.steps for m in index.modules.values()),
+        "check the pass regex against the pipeline's pass names",
+    ),
 }
 
 
@@ -39,5 +50,8 @@ def missing_dump_kinds(flags: list[str], index: DumpIndex | None) -> list[str]:
     if index is None or not index.modules:
         return []
     asked = {flag.split("=", 1)[0] for flag in flags if flag.partition("=")[2].lower() not in ("false", "0")}
-    return [f"{flag} was asked for and the dump holds no {what}: {todo}"
-            for flag, (what, present, todo) in EXPECTED.items() if flag in asked and not present(index)]
+    return [
+        f"{flag} was asked for and the dump holds no {what}: {todo}"
+        for flag, (what, present, todo) in EXPECTED.items()
+        if flag in asked and not present(index)
+    ]

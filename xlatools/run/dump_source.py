@@ -131,5 +131,9 @@ def _creator(frames: list[SourceLine], module_name: str) -> SourceLine | None:
     nxt = chosen + 1
     in_library = end == len(frames) or is_library(frames[end].file)  # the function itself is library code
     via = frames[nxt] if in_library and nxt < len(frames) and is_library(frames[nxt].file) else None
-    return SourceLine(frames[chosen].file, frames[chosen].line, frames[chosen].function,
-                      SourceLine(via.file, via.line, via.function) if via else None)
+    return SourceLine(
+        frames[chosen].file,
+        frames[chosen].line,
+        frames[chosen].function,
+        SourceLine(via.file, via.line, via.function) if via else None,
+    )

@@ -36,8 +36,16 @@ from xlatools.run.frontend_names import frontend_name
 _STAGES = {DumpKind.PASS_STEP: "passes", DumpKind.SNAPSHOT: "snapshots", DumpKind.UNOPTIMIZED_SNAPSHOT: "snapshots"}
 # Files only a GPU compile writes (jaxlib 0.11.2, CUDA: ../shared/fixtures/gpu-h200 and FIELD_NOTES §10); the
 # emitter's (.ptx, .ll, Triton) with --xla_dump_emitter_re (dump:llvm). The CPU's LLVM IR (ir-no-opt/ir-with-opt) is not one.
-GPU_KINDS = frozenset({DumpKind.PTX, DumpKind.TRITON_IR, DumpKind.THUNK_SEQUENCE, DumpKind.THUNK_METADATA,
-                       DumpKind.AUTOTUNE_RESULTS, DumpKind.GPU_TARGET_CONFIG})
+GPU_KINDS = frozenset(
+    {
+        DumpKind.PTX,
+        DumpKind.TRITON_IR,
+        DumpKind.THUNK_SEQUENCE,
+        DumpKind.THUNK_METADATA,
+        DumpKind.AUTOTUNE_RESULTS,
+        DumpKind.GPU_TARGET_CONFIG,
+    }
+)
 
 
 @dataclass
@@ -79,24 +87,37 @@ class Module:
         """The module as a run's manifest records it (no file list: the manifest's file index has them)."""
         source = self.source
         return DumpModuleSummary(
-            id=self.id, name=self.name, bytes=self.bytes, stages=sorted(self.stages), before_file=self.before_file,
-            after_file=self.after_file, platform=self.platform, snapshots=self.snapshots,
-            instructions_before=self.instructions_before, instructions_after=self.instructions_after,
+            id=self.id,
+            name=self.name,
+            bytes=self.bytes,
+            stages=sorted(self.stages),
+            before_file=self.before_file,
+            after_file=self.after_file,
+            platform=self.platform,
+            snapshots=self.snapshots,
+            instructions_before=self.instructions_before,
+            instructions_after=self.instructions_after,
             source=source_ref(source) if source else None,
-            short_name=self.short_name, origin=self.origin, pass_steps=len(self.steps), file_count=len(self.files))
+            short_name=self.short_name,
+            origin=self.origin,
+            pass_steps=len(self.steps),
+            file_count=len(self.files),
+        )
 
     def listing(self) -> "ModuleListing":
         return ModuleListing(**vars(self.summary()), files=list(self.files), gpu_files=dict(self.gpu_files))
 
     def detail(self) -> "ModuleDetail":
-        return ModuleDetail(**vars(self.summary()), files=list(self.files), steps=list(self.steps),
-                            gpu_files=dict(self.gpu_files))
+        return ModuleDetail(
+            **vars(self.summary()), files=list(self.files), steps=list(self.steps), gpu_files=dict(self.gpu_files)
+        )
 
 
 def source_ref(source: SourceLine) -> SourceRef:
     """A source line as manifests and `inspect --json` record it, with the library frame it called."""
-    return SourceRef(file=source.file, line=source.line, function=source.function,
-                     via=source_ref(source.via) if source.via else None)
+    return SourceRef(
+        file=source.file, line=source.line, function=source.function, via=source_ref(source.via) if source.via else None
+    )
 
 
 @dataclass(kw_only=True)
@@ -137,13 +158,17 @@ class DumpIndex:
         """A module by id (`10`, `0010`) or name (`jit_f`)."""
         if ref.isdigit() and int(ref) in self.modules:
             return self.modules[int(ref)]
-        named = [m for m in self.modules.values() if m.name == ref] or [m for m in self.modules.values() if m.short_name == ref]
+        named = [m for m in self.modules.values() if m.name == ref] or [
+            m for m in self.modules.values() if m.short_name == ref
+        ]
         if len(named) == 1:
             return named[0]
         if len(named) > 1:
             ids = ", ".join(f"{m.id:04d}" + (f" (created at {m.source.short()})" if m.source else "") for m in named)
-            raise UsageError(f"{len(named)} modules are named '{ref}': {ids}",
-                             hint=f"pick one by id, e.g. --module {named[0].id:04d}")
+            raise UsageError(
+                f"{len(named)} modules are named '{ref}': {ids}",
+                hint=f"pick one by id, e.g. --module {named[0].id:04d}",
+            )
         import difflib
 
         names = sorted({m.name for m in self.modules.values()} | {m.short_name for m in self.modules.values()})
@@ -160,8 +185,14 @@ class DumpIndex:
 
     def listing(self) -> DumpListing:
         totals = self.totals()
-        return DumpListing(root=str(self.root), layout=self.layout, modules=[m.listing() for m in self.sorted_modules()],
-                           files=totals["files"], bytes=totals["bytes"], other_files=list(self.other_files))
+        return DumpListing(
+            root=str(self.root),
+            layout=self.layout,
+            modules=[m.listing() for m in self.sorted_modules()],
+            files=totals["files"],
+            bytes=totals["bytes"],
+            other_files=list(self.other_files),
+        )
 
 
 def modules_table(index: DumpIndex) -> str:
@@ -173,8 +204,19 @@ def modules_table(index: DumpIndex) -> str:
 
     rows = [("id", "module", "source", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
     for m in sorted(index.modules.values(), key=lambda m: m.id):
-        rows.append((f"{m.id:04d}", m.short_name, m.source.short() if m.source else "-", n(m.instructions_before),
-                     n(m.instructions_after), str(len(m.steps)), str(m.snapshots), str(len(m.files)), str(m.bytes)))
+        rows.append(
+            (
+                f"{m.id:04d}",
+                m.short_name,
+                m.source.short() if m.source else "-",
+                n(m.instructions_before),
+                n(m.instructions_after),
+                str(len(m.steps)),
+                str(m.snapshots),
+                str(len(m.files)),
+                str(m.bytes),
+            )
+        )
     return columns(rows)
 
 
@@ -235,8 +277,11 @@ def index_dump(root: Path) -> DumpIndex:
     for path in listing:
         first = parsed[path]
         if first is None:
-            other.extend(p.relative_to(root).as_posix() for p in ([path] if path.is_file() else path.rglob("*"))
-                         if p.is_file() and not p.is_symlink())
+            other.extend(
+                p.relative_to(root).as_posix()
+                for p in ([path] if path.is_file() else path.rglob("*"))
+                if p.is_file() and not p.is_symlink()
+            )
             continue
         module = modules[first.module_id]
         if path.is_dir():
@@ -288,5 +333,7 @@ def resolve_dump_dir(path: Path) -> Path:
     if (path / "manifest.json").is_file():
         raise UsageError(f"{path}: this bundle has no xla_dump/ (the run did not dump)", hint="run again with --dump")
     if not any(parse_dump_name(p.name, folder=p.is_dir()) for p in path.iterdir()):
-        raise UsageError(f"{path}: no XLA dump files (module_NNNN.*) here", hint="give a run bundle or the --xla_dump_to directory")
+        raise UsageError(
+            f"{path}: no XLA dump files (module_NNNN.*) here", hint="give a run bundle or the --xla_dump_to directory"
+        )
     return path

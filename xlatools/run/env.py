@@ -58,7 +58,9 @@ def parse_vmodule(value: str, where: str) -> dict[str, int]:
         try:
             levels[module] = int(level)
         except ValueError:
-            raise UsageError(f"{where} {item!r}: the level must be a whole number", hint="e.g. hlo_pass_pipeline=1") from None
+            raise UsageError(
+                f"{where} {item!r}: the level must be a whole number", hint="e.g. hlo_pass_pipeline=1"
+            ) from None
         if not 0 <= levels[module] <= MAX_VLOG:
             raise UsageError(f"{where} {item!r}: the level must be 0 to {MAX_VLOG}", hint="e.g. hlo_pass_pipeline=1")
     return levels
@@ -126,11 +128,19 @@ class EnvBuilder:
         self.vmodule: dict[str, tuple[int, Source]] = {}
         # The caller's flags get the checks of --xla-flag: a bad value is refused before launch, not by XLA's abort.
         caller_flags = caller.get("XLA_FLAGS", "")
-        self.flags.add([validate_flag(f, "XLA_FLAGS in the environment") for f in parse_env_flags(caller_flags)]
-                       if caller_flags.strip() else [], ENVIRONMENT)
+        self.flags.add(
+            [validate_flag(f, "XLA_FLAGS in the environment") for f in parse_env_flags(caller_flags)]
+            if caller_flags.strip()
+            else [],
+            ENVIRONMENT,
+        )
         caller_tf = caller.get(TF_XLA_FLAGS, "")
-        self.tf_flags.add([validate_flag(f, f"{TF_XLA_FLAGS} in the environment")
-                           for f in parse_env_flags(caller_tf, TF_XLA_FLAGS)] if caller_tf.strip() else [], ENVIRONMENT)
+        self.tf_flags.add(
+            [validate_flag(f, f"{TF_XLA_FLAGS} in the environment") for f in parse_env_flags(caller_tf, TF_XLA_FLAGS)]
+            if caller_tf.strip()
+            else [],
+            ENVIRONMENT,
+        )
         self.add_vmodule(parse_vmodule(caller.get("TF_CPP_VMODULE", ""), "TF_CPP_VMODULE"), ENVIRONMENT)
 
     def set(self, name: str, value: str | None, source: Source) -> None:
@@ -140,7 +150,9 @@ class EnvBuilder:
                 validate_flag(flag, f"XLA_FLAGS from {source}")
             self.flags.add(flags, source)
         elif name == TF_XLA_FLAGS:
-            self.tf_flags.add([validate_flag(f, f"{name} from {source}") for f in parse_env_flags(value or "", name)], source)
+            self.tf_flags.add(
+                [validate_flag(f, f"{name} from {source}") for f in parse_env_flags(value or "", name)], source
+            )
         elif name == "TF_CPP_VMODULE":
             self.add_vmodule(parse_vmodule(value or "", f"TF_CPP_VMODULE from {source}"), source)
         elif name not in self.values or self.values[name][1].layer <= source.layer:

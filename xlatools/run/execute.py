@@ -36,8 +36,6 @@ class PreparedRun:
     flag_checks: dict[str, str]
 
 
-
-
 def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
     """The profile's run section as plain data, plus its preset definitions (the YAML mapping
     `run.define_presets`, which the preset catalog validates)."""
@@ -66,9 +64,14 @@ def profile_run(profile_ref: str | None) -> tuple[ProfileRun, dict[str, Any]]:
     return info, dict(run.define_presets)
 
 
-def prepare(request: RunRequest, profile: ProfileRun,
-            define_presets: dict[str, Any],  # run.define_presets: the profile's raw YAML mapping, validated by the catalog
-            caller_env: dict[str, str], cwd: Path, reporter: Reporter | None = None) -> PreparedRun:
+def prepare(
+    request: RunRequest,
+    profile: ProfileRun,
+    define_presets: dict[str, Any],  # run.define_presets: the profile's raw YAML mapping, validated by the catalog
+    caller_env: dict[str, str],
+    cwd: Path,
+    reporter: Reporter | None = None,
+) -> PreparedRun:
     """Settle the request against the profile, probe the target, plan, and check every flag.
     Writes nothing but the target probe's cache."""
     from dataclasses import replace
@@ -89,13 +92,27 @@ def prepare(request: RunRequest, profile: ProfileRun,
             hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
         )
     on_gpu = platform == Platform.GPU or (platform == Platform.AUTO and target.has_gpu)
-    plan = plan_run(request, profile, catalog, caller_env, cwd, jaxlib=target.jaxlib, gpu_platform=target.gpu_platform(),
-                    frontend=target.frontend, on_gpu=on_gpu)
+    plan = plan_run(
+        request,
+        profile,
+        catalog,
+        caller_env,
+        cwd,
+        jaxlib=target.jaxlib,
+        gpu_platform=target.gpu_platform(),
+        frontend=target.frontend,
+        on_gpu=on_gpu,
+    )
     if on_gpu:
         from xlatools.run.multiprocess import check_gpu_fit
 
-        check_gpu_fit(plan.processes, [d for d in target.devices if d.platform not in ("cpu", None)], request.python,
-                      plan.child_env(caller_env), caller_env)
+        check_gpu_fit(
+            plan.processes,
+            [d for d in target.devices if d.platform not in ("cpu", None)],
+            request.python,
+            plan.child_env(caller_env),
+            caller_env,
+        )
     return PreparedRun(plan, target, check_flags(target, plan, reporter))
 
 
@@ -128,9 +145,17 @@ class RunOutcome:
     table: str  # the module table, empty when nothing was dumped
 
 
-def execute_plan(prepared: PreparedRun, out_root: Path, argv: list[str], caller_env: dict[str, str], reporter: Reporter,
-                 archive: bool = False, echo_stdout_to_stderr: bool = False,
-                 exit_code_mode: ExitCodeMode = ExitCodeMode.XLATOOLS, cluster: ClusterSpec | None = None) -> RunOutcome:
+def execute_plan(
+    prepared: PreparedRun,
+    out_root: Path,
+    argv: list[str],
+    caller_env: dict[str, str],
+    reporter: Reporter,
+    archive: bool = False,
+    echo_stdout_to_stderr: bool = False,
+    exit_code_mode: ExitCodeMode = ExitCodeMode.XLATOOLS,
+    cluster: ClusterSpec | None = None,
+) -> RunOutcome:
     """Run the plan into a fresh bundle (with `cluster`, as a Slurm job: run/slurm_launch.py). The program
     starts as soon as the bundle exists; the program copy and the running manifest are written while it runs. A record we cannot write
     (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
@@ -156,7 +181,9 @@ def execute_plan(prepared: PreparedRun, out_root: Path, argv: list[str], caller_
             session.save()
             _load_the_end()
 
-        reporter.step(f"{plan.program.label} -> {session.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else ""))
+        reporter.step(
+            f"{plan.program.label} -> {session.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else "")
+        )
         echo_out, echo_err = (None, None) if plan.quiet else reporter.echo_streams()
         if echo_stdout_to_stderr:
             echo_out = echo_err
@@ -166,26 +193,55 @@ def execute_plan(prepared: PreparedRun, out_root: Path, argv: list[str], caller_
             if cluster is not None:
                 from xlatools.run.slurm_launch import execute_in_session
 
-                result, group = execute_in_session(plan, session, cluster, caller_env, on_start, reporter, (echo_out, echo_err))
+                result, group = execute_in_session(
+                    plan, session, cluster, caller_env, on_start, reporter, (echo_out, echo_err)
+                )
             elif plan.processes:
                 from xlatools.run.group import execute_group
 
-                reporter.info(f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
-                              "process 0 shown, every process's in pN.stdout.log / pN.stderr.log")
-                group = execute_group(plan.processes, plan.child_env(caller_env), plan.cwd, plan.timeout, echo_out,
-                                      echo_err, on_start, heartbeat, reporter)
+                reporter.info(
+                    f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
+                    "process 0 shown, every process's in pN.stdout.log / pN.stderr.log"
+                )
+                group = execute_group(
+                    plan.processes,
+                    plan.child_env(caller_env),
+                    plan.cwd,
+                    plan.timeout,
+                    echo_out,
+                    echo_err,
+                    on_start,
+                    heartbeat,
+                    reporter,
+                )
                 result = group.run
             else:
                 from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
 
-                env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
-                result = execute(plan.argv, env, plan.cwd, session.path / "stdout.log",
-                                 session.path / "stderr.log", plan.timeout, echo_out, echo_err, on_start=on_start,
-                                 heartbeat=heartbeat, reporter=reporter)
-        if result.status == Status.ERROR and cluster is None:  # a log the program's output could not go to: the disk is full
+                env = with_crash_capture(
+                    _recording(plan, prepared, plan.child_env(caller_env), session.path), session.path
+                )
+                result = execute(
+                    plan.argv,
+                    env,
+                    plan.cwd,
+                    session.path / "stdout.log",
+                    session.path / "stderr.log",
+                    plan.timeout,
+                    echo_out,
+                    echo_err,
+                    on_start=on_start,
+                    heartbeat=heartbeat,
+                    reporter=reporter,
+                )
+        if (
+            result.status == Status.ERROR and cluster is None
+        ):  # a log the program's output could not go to: the disk is full
             finish_record(session.record, result, EnvironmentMissing.exit_code)
-            raise EnvironmentMissing(f"{result.error}; the program was stopped. Record: {session.path}",
-                                     hint="free some space (or pick another --out) and run again")
+            raise EnvironmentMissing(
+                f"{result.error}; the program was stopped. Record: {session.path}",
+                hint="free some space (or pick another --out) and run again",
+            )
         table = _finish(plan, session, result, program_exit_code(result, exit_code_mode), group)
     record = session.record
     if archive:
@@ -224,8 +280,15 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
-    from xlatools.run.manifest import (dump_summary, finish_record, flag_fault_notes, read_smoke_results, reconcile_devices,
-                                     summary_text, unmatched_vmodule)
+    from xlatools.run.manifest import (
+        dump_summary,
+        finish_record,
+        flag_fault_notes,
+        read_smoke_results,
+        reconcile_devices,
+        summary_text,
+        unmatched_vmodule,
+    )
 
     record: RunManifest = session.record
     table = ""
@@ -243,9 +306,11 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
             record.warnings = [w for w in missing if not (recorded.matched and w.startswith(SNAPSHOT_FLAG))] or None
     stderr_log = session.path / (plan.processes[0].stderr if plan.processes else "stderr.log")
     for pattern in unmatched_vmodule(stderr_log, plan.vmodule_patterns()):
-        record.notes.append(f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "
-                            "without the extension (e.g. hlo_pass_pipeline); check the name, or whether that file "
-                            "logs at that level")
+        record.notes.append(
+            f"vmodule pattern {pattern!r} matched no log line: patterns match source file names "
+            "without the extension (e.g. hlo_pass_pipeline); check the name, or whether that file "
+            "logs at that level"
+        )
     if result.status != Status.OK:
         record.notes += flag_fault_notes(stderr_log, plan.xla_flags)
     finish_record(record, result, exit_code)

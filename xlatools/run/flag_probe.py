@@ -19,7 +19,9 @@ def _flag_cache_key(target: ProbedInterpreter, variable: str) -> str:
     return "flags" if (target.frontend, variable) == ("jax", "XLA_FLAGS") else f"flags:{target.frontend}:{variable}"
 
 
-def _known_verdict(target: ProbedInterpreter, known: dict[str, bool], variable: str, name: str) -> tuple[bool | None, str]:
+def _known_verdict(
+    target: ProbedInterpreter, known: dict[str, bool], variable: str, name: str
+) -> tuple[bool | None, str]:
     """The verdict on `name` from the table (jaxlib's XLA_FLAGS only) or the cache, if either decides."""
     if SPECS[target.frontend].uses_flag_table and variable == "XLA_FLAGS":
         verdict = table_verdict(name, target.jaxlib)
@@ -28,8 +30,13 @@ def _known_verdict(target: ProbedInterpreter, known: dict[str, bool], variable: 
     return known.get(name), "cache"
 
 
-def unknown_flags(target: ProbedInterpreter, names_to_flags: dict[str, str], timeout: float = 120,
-                  variable: str = "XLA_FLAGS", reporter: Reporter | None = None) -> tuple[list[str], dict[str, str]]:
+def unknown_flags(
+    target: ProbedInterpreter,
+    names_to_flags: dict[str, str],
+    timeout: float = 120,
+    variable: str = "XLA_FLAGS",
+    reporter: Reporter | None = None,
+) -> tuple[list[str], dict[str, str]]:
     """The flag names `target` does not accept in `variable`, and how each verdict was reached ("table", "probe", "cache").
 
     The flag table covers jaxlib's XLA_FLAGS only; other frontends' flags are probed once and cached."""
@@ -47,8 +54,10 @@ def unknown_flags(target: ProbedInterpreter, names_to_flags: dict[str, str], tim
             unsure[name] = flag
     if unsure:
         if reporter:
-            reporter.step(f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} "
-                          "(not decided by the table)")
+            reporter.step(
+                f"checking {variable} flag(s) {', '.join(unsure.values())} with {target.described} "
+                "(not decided by the table)"
+            )
         probed = _probe_flags(target, unsure, timeout, variable)
         for name, verdict in probed.items():
             verdicts[name], how[name] = verdict, "probe"
@@ -57,8 +66,12 @@ def unknown_flags(target: ProbedInterpreter, names_to_flags: dict[str, str], tim
     return sorted(name for name, ok in verdicts.items() if not ok), how
 
 
-def probe_together(target: ProbedInterpreter, by_variable: dict[str, dict[str, str]], timeout: float = 120,
-                   reporter: Reporter | None = None) -> None:
+def probe_together(
+    target: ProbedInterpreter,
+    by_variable: dict[str, dict[str, str]],
+    timeout: float = 120,
+    reporter: Reporter | None = None,
+) -> None:
     """One frontend start for the undecided flags of several variables (TensorFlow: XLA_FLAGS and
     TF_XLA_FLAGS): if it starts with all of them, each is cached as accepted. If not, nothing is
     cached and unknown_flags sorts them out variable by variable. Saves a start (seconds) per run."""
@@ -90,10 +103,12 @@ def _refuse_crashing(target: ProbedInterpreter, flags: dict[str, str], returncod
     if not culprits:
         return  # only together: left to the caller's general message
     how = signal_name(returncode) or f"exit {returncode}"
-    raise UsageError(f"{target.described} at {target.python} crashes ({how}) at start-up with {variable} "
-                     f"{', '.join(culprits)}: XLA knows the flag, this build dies using it",
-                     hint="leave it out (a preset without it, e.g. --preset dump:passes --preset dump:proto instead of "
-                          "dump:full), or use another --python")
+    raise UsageError(
+        f"{target.described} at {target.python} crashes ({how}) at start-up with {variable} "
+        f"{', '.join(culprits)}: XLA knows the flag, this build dies using it",
+        hint="leave it out (a preset without it, e.g. --preset dump:passes --preset dump:proto instead of "
+        "dump:full), or use another --python",
+    )
 
 
 def _probe_flags(target: ProbedInterpreter, flags: dict[str, str], timeout: float, variable: str) -> dict[str, bool]:
@@ -114,9 +129,11 @@ def _probe_flags(target: ProbedInterpreter, flags: dict[str, str], timeout: floa
     if unknown is None and refused is not None:
         name, value, kind = refused
         flag = flags.get(name, f"--{name}={value}")
-        raise UsageError(f"XLA refuses the value of {flag}: {value!r} is not a{' ' + kind if kind else ' valid value'}"
-                         f" for --{name}", hint=f"fix the value (`{variable}=--help` and starting {target.frontend} "
-                         "prints the flags XLA knows, with their types)")
+        raise UsageError(
+            f"XLA refuses the value of {flag}: {value!r} is not a{' ' + kind if kind else ' valid value'} for --{name}",
+            hint=f"fix the value (`{variable}=--help` and starting {target.frontend} "
+            "prints the flags XLA knows, with their types)",
+        )
     if unknown is None and returncode < 0:
         _refuse_crashing(target, flags, returncode, lambda subset: attempt(subset)[3] < 0, variable)
     if unknown is None:
@@ -129,5 +146,7 @@ def _probe_flags(target: ProbedInterpreter, flags: dict[str, str], timeout: floa
     verdicts = {name: name not in unknown for name in flags}
     rest = {name: flag for name, flag in flags.items() if verdicts[name]}
     if rest and not attempt(rest)[0]:  # confirm the others really start
-        raise EnvironmentMissing(f"{python} refuses {variable} flags {', '.join(rest.values())} for a reason other than an unknown flag")
+        raise EnvironmentMissing(
+            f"{python} refuses {variable} flags {', '.join(rest.values())} for a reason other than an unknown flag"
+        )
     return verdicts

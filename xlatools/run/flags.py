@@ -81,8 +81,20 @@ _LISTS = frozenset({"xla_disable_hlo_passes", "xla_enable_hlo_passes_only"})
 _PATHS = frozenset({"xla_dump_to", "xla_gpu_dump_autotune_results_to"})
 # Whole-number flags whose type allows what XLA cannot use (a CHECK failure or no devices at all).
 _MINIMUMS = {"xla_force_host_platform_device_count": 1}
-_ENUMS = {"xla_cpu_max_isa": ("SSE4_2", "AVX", "AVX2", "AVX512", "AVX512_VNNI", "AVX512_BF16", "AMX", "AMX_FP16",
-                              "NEON", "SVE")}
+_ENUMS = {
+    "xla_cpu_max_isa": (
+        "SSE4_2",
+        "AVX",
+        "AVX2",
+        "AVX512",
+        "AVX512_VNNI",
+        "AVX512_BF16",
+        "AMX",
+        "AMX_FP16",
+        "NEON",
+        "SVE",
+    )
+}
 
 
 def _path_problem(value: str) -> str | None:
@@ -128,7 +140,9 @@ def value_problem(flag: str) -> tuple[str, str] | None:
         return f"takes a value ({kind}); without one XLA reads it as an unknown flag and aborts", example
     if name in _ENUMS:
         ok = value.upper() in _ENUMS[name]
-        return None if ok else (f"expects one of {', '.join(_ENUMS[name])}, not {value!r}", f"--{name}={_ENUMS[name][0]}")
+        return (
+            None if ok else (f"expects one of {', '.join(_ENUMS[name])}, not {value!r}", f"--{name}={_ENUMS[name][0]}")
+        )
     if name in _LISTS and any(not part.strip() for part in value.split(",")):
         return f"takes comma-separated names, and {value!r} has an empty one", f"--{name}=fusion,cse"
     if name in _PATHS:
@@ -188,7 +202,8 @@ def parse_env_flags(value: str, variable: str = "XLA_FLAGS") -> list[str]:
         # XLA reads such a value as a file of flags; we would lose track of what it sets.
         raise UsageError(
             f"{variable} in the environment names a flag file ({parts[0]}), which xlatools cannot merge",
-            hint=f"put the flags themselves into {variable}" + (", or pass them with --xla-flag" if variable == "XLA_FLAGS" else ""),
+            hint=f"put the flags themselves into {variable}"
+            + (", or pass them with --xla-flag" if variable == "XLA_FLAGS" else ""),
         )
     return parts
 

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from xlatools.run.target import ProbedInterpreter
 
 
-def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog", platform: str,
-                 reporter: "Reporter | None" = None) -> "ProbedInterpreter":
+def probe_target(
+    request: "RunRequest", profile: "ProfileRun", catalog: "Catalog", platform: str, reporter: "Reporter | None" = None
+) -> "ProbedInterpreter":
     """The target, probed as the frontend the run asks for.
 
     --frontend, else the profile's run.frontend, decide. Otherwise the probe detects one
@@ -31,8 +32,9 @@ def probe_target(request: "RunRequest", profile: "ProfileRun", catalog: "Catalog
     lacks only set their variables."""
     from xlatools.run.target import probe
 
-    explicit = check_frontend(request.frontend, "--frontend") or \
-        check_frontend(profile.frontend, f"profile {profile.name} run.frontend")
+    explicit = check_frontend(request.frontend, "--frontend") or check_frontend(
+        profile.frontend, f"profile {profile.name} run.frontend"
+    )
     target = probe(request.python, platform, explicit, reporter=reporter)
     if explicit:
         return target
@@ -52,8 +54,13 @@ class UnknownFlags(UsageError):
     """A flag the target does not know (XLA would abort at start-up): bad input, exit 2."""
 
 
-def refuse_unknown(target: "ProbedInterpreter", to_check: dict[str, str], sources: dict[str, str],
-                   variable: str = "XLA_FLAGS", reporter: "Reporter | None" = None) -> dict[str, str]:
+def refuse_unknown(
+    target: "ProbedInterpreter",
+    to_check: dict[str, str],
+    sources: dict[str, str],
+    variable: str = "XLA_FLAGS",
+    reporter: "Reporter | None" = None,
+) -> dict[str, str]:
     """How each flag in `to_check` (name -> flag) was found acceptable ("table", "cache", "probe");
     UnknownFlags naming each unknown flag and where it came from (`sources`: flag -> origin)."""
     from xlatools.run.flag_probe import unknown_flags
@@ -63,6 +70,7 @@ def refuse_unknown(target: "ProbedInterpreter", to_check: dict[str, str], source
     unknown, how = unknown_flags(target, to_check, variable=variable, reporter=reporter)
     if unknown:
         what = "XLA" if variable == "XLA_FLAGS" else variable
+
         def origin(flag: str) -> str:
             source = sources.get(flag, "?")
             return f"{variable} in the environment" if source == "environment" else source
@@ -85,7 +93,9 @@ def check_flags(target: "ProbedInterpreter", plan: "RunPlan", reporter: "Reporte
     layers = [("XLA_FLAGS", plan.xla_flags, plan.xla_flag_sources)]
     if TF_XLA_FLAGS in SPECS[target.frontend].flag_vars:
         layers.append((TF_XLA_FLAGS, plan.tf_xla_flags, plan.tf_xla_flag_sources))
-    checks = {variable: {flag_name(f): f for f in flags if flag_name(f) != "xla_dump_to"} for variable, flags, _ in layers}
+    checks = {
+        variable: {flag_name(f): f for f in flags if flag_name(f) != "xla_dump_to"} for variable, flags, _ in layers
+    }
     probe_together(target, checks, reporter=reporter)
     for variable, _, sources in layers:
         found = refuse_unknown(target, checks[variable], sources, variable, reporter)

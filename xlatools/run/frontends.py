@@ -33,8 +33,12 @@ class FrontendSpec:
 
 SPECS: dict[str, FrontendSpec] = {
     "jax": FrontendSpec("jax", "jaxlib", "jax jaxlib", ("XLA_FLAGS",), True),
-    "tensorflow": FrontendSpec("tensorflow", "tensorflow", "tensorflow-cpu (or tensorflow)", ("XLA_FLAGS", TF_XLA_FLAGS), False),
-    "torch-xla": FrontendSpec("torch-xla", "torch_xla", "torch and torch_xla of the same version", ("XLA_FLAGS",), False),
+    "tensorflow": FrontendSpec(
+        "tensorflow", "tensorflow", "tensorflow-cpu (or tensorflow)", ("XLA_FLAGS", TF_XLA_FLAGS), False
+    ),
+    "torch-xla": FrontendSpec(
+        "torch-xla", "torch_xla", "torch and torch_xla of the same version", ("XLA_FLAGS",), False
+    ),
 }
 
 
@@ -69,5 +73,8 @@ def dumping_env(frontend: str) -> dict[str, str | None]:
 
 def probe_env(frontend: str) -> dict[str, str]:
     """What the probe needs to start the frontend's XLA backend on the CPU."""
-    return {"jax": {"JAX_PLATFORMS": "cpu"}, "torch-xla": {"PJRT_DEVICE": "CPU"},
-            "tensorflow": {"CUDA_VISIBLE_DEVICES": "-1"}}.get(frontend, {})
+    return {
+        "jax": {"JAX_PLATFORMS": "cpu"},
+        "torch-xla": {"PJRT_DEVICE": "CPU"},
+        "tensorflow": {"CUDA_VISIBLE_DEVICES": "-1"},
+    }.get(frontend, {})

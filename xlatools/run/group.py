@@ -57,23 +57,48 @@ class GroupResult:
         first = self.processes[self.first_failed]
         stopped = sum(1 for p in self.processes if p.status == ProcessStatus.STOPPED)
         failed = sum(1 for p in self.processes if p.status == ProcessStatus.FAILED) - 1
-        tail = (f"; {failed} other{'s' if failed != 1 else ''} failed" if failed else "") + \
-               (f"; {stopped} other{'s' if stopped != 1 else ''} stopped" if stopped else "")
+        tail = (f"; {failed} other{'s' if failed != 1 else ''} failed" if failed else "") + (
+            f"; {stopped} other{'s' if stopped != 1 else ''} stopped" if stopped else ""
+        )
         last = next((line.strip() for line in reversed(first.last_lines) if line.strip()), "")
-        return f"process {first.id} failed first ({first.describe()}){tail}" + (f"; its last line: {last}" if last else "")
+        return f"process {first.id} failed first ({first.describe()}){tail}" + (
+            f"; its last line: {last}" if last else ""
+        )
 
 
-def execute_group(plans: list[ProcessPlan], run_env: dict[str, str], cwd: str, timeout: float | None,
-                  echo_out: BinaryIO | None, echo_err: BinaryIO | None, on_start: Callable | None = None,
-                  heartbeat: float | None = None, reporter: Reporter | None = None) -> GroupResult:
+def execute_group(
+    plans: list[ProcessPlan],
+    run_env: dict[str, str],
+    cwd: str,
+    timeout: float | None,
+    echo_out: BinaryIO | None,
+    echo_err: BinaryIO | None,
+    on_start: Callable | None = None,
+    heartbeat: float | None = None,
+    reporter: Reporter | None = None,
+) -> GroupResult:
     """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part."""
-    specs = [Spec(plan.argv, plan.child_env(run_env), Path(plan.stdout), Path(plan.stderr),
-                  echo_out if plan.id == 0 else None, echo_err if plan.id == 0 else None) for plan in plans]
+    specs = [
+        Spec(
+            plan.argv,
+            plan.child_env(run_env),
+            Path(plan.stdout),
+            Path(plan.stderr),
+            echo_out if plan.id == 0 else None,
+            echo_err if plan.id == 0 else None,
+        )
+        for plan in plans
+    ]
     group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
     first = plans[group.first].id if group.first is not None else None
-    processes = [ProcessResult(plan.id, ended.status, ended.returncode, ended.duration, plan.id == first,
-                               ended.last_lines, ended.hung) for plan, ended in zip(plans, group.processes)]
+    processes = [
+        ProcessResult(
+            plan.id, ended.status, ended.returncode, ended.duration, plan.id == first, ended.last_lines, ended.hung
+        )
+        for plan, ended in zip(plans, group.processes)
+    ]
     chosen = processes[group.first] if group.first is not None else (processes[0] if processes else None)
-    run = ProgramResult(group.status, chosen.returncode if chosen else None, group.duration, group.started,
-                        group.finished, group.error)
+    run = ProgramResult(
+        group.status, chosen.returncode if chosen else None, group.duration, group.started, group.finished, group.error
+    )
     return GroupResult(run, processes, first)

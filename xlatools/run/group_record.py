@@ -54,13 +54,28 @@ def record_group(record: RunManifest, plan: RunPlan, group: GroupResult, bundle:
             if process.id == 0 and index.modules:
                 table = modules_table(index)
         words = result.describe()
-        rows.append(ProcessRecord(
-            id=process.id, status=result.status, devices=process.devices, returncode=result.returncode,
-            signal=result.signal_name, outcome=words, first_failure=result.first_failure, duration_s=result.duration,
-            stdout=Path(process.stdout).name, stderr=Path(process.stderr).name, dump=dump,
-            env={**process.env, **({"XLA_FLAGS": join_flags(process.xla_flags)} if process.xla_flags is not None else {})},
-            smoke=read_smoke_results(bundle / f"p{process.id}.smoke_results.json"),
-            gpus=given_gpus(record, process.env), last_lines=list(result.last_lines)))
+        rows.append(
+            ProcessRecord(
+                id=process.id,
+                status=result.status,
+                devices=process.devices,
+                returncode=result.returncode,
+                signal=result.signal_name,
+                outcome=words,
+                first_failure=result.first_failure,
+                duration_s=result.duration,
+                stdout=Path(process.stdout).name,
+                stderr=Path(process.stderr).name,
+                dump=dump,
+                env={
+                    **process.env,
+                    **({"XLA_FLAGS": join_flags(process.xla_flags)} if process.xla_flags is not None else {}),
+                },
+                smoke=read_smoke_results(bundle / f"p{process.id}.smoke_results.json"),
+                gpus=given_gpus(record, process.env),
+                last_lines=list(result.last_lines),
+            )
+        )
     record.processes, record.first_failed = rows, group.first_failed
     record.dump, record.smoke = rows[0].dump, rows[0].smoke
     record.program_outcome = group.outcome()

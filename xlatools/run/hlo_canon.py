@@ -22,8 +22,17 @@ import hashlib
 import re
 
 from xlatools.hlo.grammar import (
-    INDEX_COMMENT, INSTRUCTION_START, LineKind, attribute, computation_header, drop_attribute, instruction_name,
-    parse_instruction, remove_attribute, scan_lines, set_attribute,
+    INDEX_COMMENT,
+    INSTRUCTION_START,
+    LineKind,
+    attribute,
+    computation_header,
+    drop_attribute,
+    instruction_name,
+    parse_instruction,
+    remove_attribute,
+    scan_lines,
+    set_attribute,
 )
 from xlatools.hlo.values import STRING, backend_config
 

@@ -22,10 +22,21 @@ if TYPE_CHECKING:
     from xlatools.console import Reporter
 
 DTYPES = {
-    "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-    "c64": "complex64", "c128": "complex128",
+    "pred": "bool",
+    "s8": "int8",
+    "s16": "int16",
+    "s32": "int32",
+    "s64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "c64": "complex64",
+    "c128": "complex128",
 }
 IR_FORMATS = tuple(member.value for member in IrFormat)
 _SHAPE = re.compile(r"^\s*(?P<dtype>[a-z]+\d*)\[(?P<dims>[\d,\s]*)\]\s*$")
@@ -66,7 +77,9 @@ def parse_function(ref: str, cwd: Path) -> tuple[str, str, str]:
     """`path/to/file.py:fn` or `package.module:fn` -> (kind, source, function)."""
     source, sep, function = ref.rpartition(":")
     if not sep or not source or not function:
-        raise UsageError(f"FN {ref!r}: expected FILE.py:FUNCTION or MODULE:FUNCTION", hint="e.g. model.py:f or mypkg.model:f")
+        raise UsageError(
+            f"FN {ref!r}: expected FILE.py:FUNCTION or MODULE:FUNCTION", hint="e.g. model.py:f or mypkg.model:f"
+        )
     if not all(_IDENT.match(part) for part in function.split(".")):
         raise UsageError(f"FN {ref!r}: '{function}' is not a Python name")
     if source.endswith(".py") or "/" in source:
@@ -97,8 +110,10 @@ def parse_input_shapes(text: str | None) -> list[LowerInput]:
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError) as exc:
-        raise UsageError(f"--input-shapes: not a Python list literal ({exc.msg if hasattr(exc, 'msg') else exc})",
-                         hint=f"e.g. {_SHAPES_EXAMPLE}") from None
+        raise UsageError(
+            f"--input-shapes: not a Python list literal ({exc.msg if hasattr(exc, 'msg') else exc})",
+            hint=f"e.g. {_SHAPES_EXAMPLE}",
+        ) from None
     if not isinstance(value, (list, tuple)):
         raise UsageError("--input-shapes: expected a list of (name, shape) pairs", hint=f"e.g. {_SHAPES_EXAMPLE}")
     inputs, seen = [], set()
@@ -139,23 +154,36 @@ def parse_constants(text: str | None, inputs: list[LowerInput]) -> dict[str, Con
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
-            raise UsageError(f"--constants: {text!r} is neither JSON nor a Python dict literal",
-                             hint="""e.g. --constants '{"alpha": 2.0, "beta": 3.0}'""") from None
+            raise UsageError(
+                f"--constants: {text!r} is neither JSON nor a Python dict literal",
+                hint="""e.g. --constants '{"alpha": 2.0, "beta": 3.0}'""",
+            ) from None
     if not isinstance(value, dict):
-        raise UsageError("--constants: expected a mapping of argument names to values", hint="""e.g. '{"alpha": 2.0}'""")
+        raise UsageError(
+            "--constants: expected a mapping of argument names to values", hint="""e.g. '{"alpha": 2.0}'"""
+        )
     names = {i["name"] for i in inputs}
     constants = {}
     for key, item in value.items():
         if not isinstance(key, str) or not _IDENT.match(key):
             raise UsageError(f"--constants: {key!r} is not a Python argument name")
         if key in names:
-            raise UsageError(f"--constants: '{key}' is also in --input-shapes", hint="an argument is either an input or a constant")
+            raise UsageError(
+                f"--constants: '{key}' is also in --input-shapes", hint="an argument is either an input or a constant"
+            )
         constants[key] = _constant(item, f"--constants['{key}']")
     return constants
 
 
-def plan_lower(fn: str, input_shapes: str | None, constants: str | None, ir_format: str, optimized: bool,
-               ir_dest: str | None, cwd: Path) -> LowerRequest:
+def plan_lower(
+    fn: str,
+    input_shapes: str | None,
+    constants: str | None,
+    ir_format: str,
+    optimized: bool,
+    ir_dest: str | None,
+    cwd: Path,
+) -> LowerRequest:
     ir_format = ir_format.lower()
     if ir_format not in IR_FORMATS:
         raise UsageError(f"--ir-format {ir_format}: expected one of {', '.join(IR_FORMATS)}")
@@ -166,9 +194,17 @@ def plan_lower(fn: str, input_shapes: str | None, constants: str | None, ir_form
         raise UsageError(f"--optimized shows XLA's optimised HLO; it needs --ir-format hlo, not {ir_format}")
     kind, source, function = parse_function(fn, cwd)
     inputs = parse_input_shapes(input_shapes)
-    return LowerRequest(source_kind=kind, source=source, function=function, inputs=inputs,
-                        constants=parse_constants(constants, inputs), ir_format=ir_format, optimized=optimized,
-                        want_proto=bool(ir_dest), extra_sys_path=[str(cwd)])
+    return LowerRequest(
+        source_kind=kind,
+        source=source,
+        function=function,
+        inputs=inputs,
+        constants=parse_constants(constants, inputs),
+        ir_format=ir_format,
+        optimized=optimized,
+        want_proto=bool(ir_dest),
+        extra_sys_path=[str(cwd)],
+    )
 
 
 def cost_rows(cost: dict[str, float]) -> list[tuple[str, float]]:
@@ -198,8 +234,15 @@ class Lowered:
     proto: bytes | None
 
 
-def execute_lower(request: LowerRequest, label: str, python: str, platform: Platform, gpu_platform: str,
-                  timeout: float, reporter: Reporter) -> Lowered:
+def execute_lower(
+    request: LowerRequest,
+    label: str,
+    python: str,
+    platform: Platform,
+    gpu_platform: str,
+    timeout: float,
+    reporter: Reporter,
+) -> Lowered:
     """Run probes/lower.py in the target interpreter; errors (naming `label`, the FN as given) become XlaToolsError subclasses."""
     import os
     import subprocess
@@ -222,8 +265,7 @@ def execute_lower(request: LowerRequest, label: str, python: str, platform: Plat
         with open(request_path, "w") as handle:
             json.dump(to_json(request), handle)
         try:
-            proc = run_captured([python, str(PROBES / "lower.py"), request_path, answer_path], env=env,
-                                timeout=timeout)
+            proc = run_captured([python, str(PROBES / "lower.py"), request_path, answer_path], env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise TimedOut(f"lowering {label} took longer than {timeout:g} s", hint="raise --timeout") from None
         try:

@@ -9,8 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from xlatools import __version__
-from xlatools.records.run import (DumpSummary, FrontendInfo, Interpreter, InterpreterFacts, RunManifest, SmokeReport,
-                                  SmokeResult)
+from xlatools.records.run import (
+    DumpSummary,
+    FrontendInfo,
+    Interpreter,
+    InterpreterFacts,
+    RunManifest,
+    SmokeReport,
+    SmokeResult,
+)
 from xlatools.run.plan import RunPlan
 from xlatools.run.process import ProgramResult
 from xlatools.run.target import ProbedInterpreter
@@ -24,8 +31,13 @@ Manifest = TypeVar("Manifest", bound=RunManifest)  # a run's manifest, or one th
 _LOG_SOURCE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ (?P<file>[\w.\-]+)\.(?:cc|h|cpp|c):\d+\]")
 
 
-def run_record(plan: RunPlan, target: ProbedInterpreter, argv: list[str], flag_checks: dict[str, str],
-               kind: type[Manifest] = RunManifest) -> Manifest:
+def run_record(
+    plan: RunPlan,
+    target: ProbedInterpreter,
+    argv: list[str],
+    flag_checks: dict[str, str],
+    kind: type[Manifest] = RunManifest,
+) -> Manifest:
     """The manifest of a run that is starting (status "running"); finish_record() completes it."""
     from xlatools.records.base import host_info
     from xlatools.redact import redact_argv
@@ -40,8 +52,13 @@ def run_record(plan: RunPlan, target: ProbedInterpreter, argv: list[str], flag_c
         host=host_info(),
         interpreter=Interpreter(python=target.python, python_version=target.python_version),
         jax=target.facts(with_python_version=False),  # the version is the interpreter's, above
-        frontend=FrontendInfo(name=target.frontend, version=target.frontend_version, xla_source=target.xla_source,
-                              versions=dict(target.versions), tf_xla_flags=list(plan.tf_xla_flags)),
+        frontend=FrontendInfo(
+            name=target.frontend,
+            version=target.frontend_version,
+            xla_source=target.xla_source,
+            versions=dict(target.versions),
+            tf_xla_flags=list(plan.tf_xla_flags),
+        ),
         platform=plan.platform,
         profile=plan.profile,
         presets=[preset.ref() for preset in plan.presets],
@@ -56,8 +73,15 @@ def run_record(plan: RunPlan, target: ProbedInterpreter, argv: list[str], flag_c
 
 
 # Variables that change a program's numbers (types, precisions, math libraries): recorded with every run.
-NUMERICS_ENV = ("JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_DEFAULT_DTYPE_BITS", "JAX_NUMPY_DTYPE_PROMOTION",
-                "NVIDIA_TF32_OVERRIDE", "TF_ENABLE_ONEDNN_OPTS", "XLA_FLAGS_FILE")
+NUMERICS_ENV = (
+    "JAX_ENABLE_X64",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "JAX_DEFAULT_DTYPE_BITS",
+    "JAX_NUMPY_DTYPE_PROMOTION",
+    "NVIDIA_TF32_OVERRIDE",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "XLA_FLAGS_FILE",
+)
 
 
 def numerics_env(env: dict[str, str]) -> dict[str, str]:
@@ -76,8 +100,13 @@ def dump_summary(index: DumpIndex) -> DumpSummary:
     """The manifest's view of a run's dump: totals and one row per module, without file lists
     (the manifest's `files` index has them, with sizes and hashes)."""
     totals = index.totals()
-    return DumpSummary(dir="xla_dump", layout=index.layout, files=totals["files"], bytes=totals["bytes"],
-                       modules=[m.summary() for m in index.sorted_modules()])
+    return DumpSummary(
+        dir="xla_dump",
+        layout=index.layout,
+        files=totals["files"],
+        bytes=totals["bytes"],
+        modules=[m.summary() for m in index.sorted_modules()],
+    )
 
 
 def reconcile_devices(jax: InterpreterFacts | None, smoke: SmokeReport | None) -> None:
@@ -121,10 +150,13 @@ def unmatched_vmodule(stderr_log: Path, patterns: list[str]) -> list[str]:
 
 # Program deaths a dump flag causes, known from real runs: (flag, log text, what to say).
 FLAG_FAULTS = (
-    ("--xla_dump_hlo_snapshots", b"called on deleted or donated buffer",
-     "the program died in --xla_dump_hlo_snapshots: jaxlib 0.4.x reads an execution's arguments for its snapshot after "
-     "the run, when donated buffers (donate_argnums; Keras and many optax training steps donate) are gone. Dump without "
-     "snapshots (--preset dump:passes --preset dump:proto instead of dump:full) or use jaxlib >= 0.5"),
+    (
+        "--xla_dump_hlo_snapshots",
+        b"called on deleted or donated buffer",
+        "the program died in --xla_dump_hlo_snapshots: jaxlib 0.4.x reads an execution's arguments for its snapshot after "
+        "the run, when donated buffers (donate_argnums; Keras and many optax training steps donate) are gone. Dump without "
+        "snapshots (--preset dump:passes --preset dump:proto instead of dump:full) or use jaxlib >= 0.5",
+    ),
 )
 
 
@@ -141,8 +173,11 @@ def flag_fault_notes(stderr_log: Path, flags: list[str]) -> list[str]:
 
 def summary_text(record: RunManifest, modules_table: str) -> str:
     frontend = record.frontend
-    carrier = f"jax {record.jax.jax} / jaxlib {record.jax.jaxlib}" if frontend.name == "jax" else \
-        f"{frontend.name} {frontend.version} ({frontend.xla_source})"
+    carrier = (
+        f"jax {record.jax.jax} / jaxlib {record.jax.jaxlib}"
+        if frontend.name == "jax"
+        else f"{frontend.name} {frontend.version} ({frontend.xla_source})"
+    )
     lines = [
         f"status: {record.status} (xlatools exit {record.exit_code}; program {record.program_outcome})",
         f"program: {record.program.label if record.program else '-'}",
@@ -152,8 +187,11 @@ def summary_text(record: RunManifest, modules_table: str) -> str:
         *([f"TF_XLA_FLAGS: {' '.join(frontend.tf_xla_flags)}"] if frontend.tf_xla_flags else []),
         f"duration: {record.duration_s} s",
     ]
-    lines += [f"process {p.id}: {p.status} ({p.outcome}){' - failed first' if p.first_failure else ''}; logs {p.stdout}, "
-              f"{p.stderr}" for p in record.processes or []]
+    lines += [
+        f"process {p.id}: {p.status} ({p.outcome}){' - failed first' if p.first_failure else ''}; logs {p.stdout}, "
+        f"{p.stderr}"
+        for p in record.processes or []
+    ]
     lines += [f"note: {note}" for note in record.notes]
     lines += [f"warning: {warning}" for warning in record.warnings or []]
     if modules_table:

@@ -33,8 +33,14 @@ BUNDLE = "{bundle}"
 COORDINATOR = "{coordinator}"
 MULTIPROCESS_SMOKE = "multiprocess"
 DEFAULT_SMOKE_PROCESSES = 2
-PROCESS_VARS = ("JAX_COORDINATOR_ADDRESS", "JAX_COORDINATOR_BIND_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",
-                "JAX_NUM_CPU_DEVICES", "JAX_LOCAL_DEVICE_IDS")
+PROCESS_VARS = (
+    "JAX_COORDINATOR_ADDRESS",
+    "JAX_COORDINATOR_BIND_ADDRESS",
+    "JAX_NUM_PROCESSES",
+    "JAX_PROCESS_ID",
+    "JAX_NUM_CPU_DEVICES",
+    "JAX_LOCAL_DEVICE_IDS",
+)
 _LOOPBACK = "127.0.0.1,localhost"
 
 
@@ -60,21 +66,29 @@ class ProcessPlan:
 
     def bind(self, bundle: str | None = None, coordinator: str | None = None) -> "ProcessPlan":
         """`{bundle}` (once the bundle exists) and `{coordinator}` (once a port is chosen) replaced."""
+
         def sub(value: str) -> str:
             value = value.replace(BUNDLE, bundle) if bundle else value
             return value.replace(COORDINATOR, coordinator) if coordinator else value
 
         env = {name: sub(value) for name, value in self.env.items()}
         flags = [sub(f) for f in self.xla_flags] if self.xla_flags is not None else None
-        return replace(self, argv=[sub(a) for a in self.argv], env=env, xla_flags=flags, stdout=sub(self.stdout),
-                       stderr=sub(self.stderr), dump_dir=sub(self.dump_dir) if self.dump_dir else None)
+        return replace(
+            self,
+            argv=[sub(a) for a in self.argv],
+            env=env,
+            xla_flags=flags,
+            stdout=sub(self.stdout),
+            stderr=sub(self.stderr),
+            dump_dir=sub(self.dump_dir) if self.dump_dir else None,
+        )
 
 
 def per_process_path(value: str, process: int) -> str:
     """A path into the bundle made this process's own (see the module docstring); others unchanged."""
     if not value.startswith(BUNDLE + "/"):
         return value
-    top, _, rest = value[len(BUNDLE) + 1:].partition("/")
+    top, _, rest = value[len(BUNDLE) + 1 :].partition("/")
     if rest:
         return f"{BUNDLE}/{top}/p{process}/{rest}"
     if "." in top:  # a file at the top of the bundle
@@ -97,48 +111,90 @@ def settle_processes(asked: int | None, smoke_names: tuple[str, ...], frontend: 
     if count < 1:
         raise UsageError(f"--processes {count}: must be 1 or more")
     if wants_group and count < 2:
-        raise UsageError("smoke:multiprocess needs at least 2 processes",
-                         hint=f"leave --processes out (it runs {DEFAULT_SMOKE_PROCESSES}) or give --processes 2 or more")
+        raise UsageError(
+            "smoke:multiprocess needs at least 2 processes",
+            hint=f"leave --processes out (it runs {DEFAULT_SMOKE_PROCESSES}) or give --processes 2 or more",
+        )
     if count > 1 and frontend != "jax":
-        raise UsageError(f"--processes {count}: multi-process runs are for jax programs (this run's frontend: {frontend})",
-                         hint="run TensorFlow and PyTorch/XLA programs with their own launchers")
+        raise UsageError(
+            f"--processes {count}: multi-process runs are for jax programs (this run's frontend: {frontend})",
+            hint="run TensorFlow and PyTorch/XLA programs with their own launchers",
+        )
     return count
 
 
-def plan_processes(count: int, devices: int, argv: list[str], env_values: dict[str, str | None],
-                   xla_flags: list[str], caller_env: dict[str, str]) -> tuple[list[ProcessPlan], list[str]]:
+def plan_processes(
+    count: int,
+    devices: int,
+    argv: list[str],
+    env_values: dict[str, str | None],
+    xla_flags: list[str],
+    caller_env: dict[str, str],
+) -> tuple[list[ProcessPlan], list[str]]:
     """The N processes of a run, and notes for the run. `env_values`: the run's environment changes
     (name -> value, None = removed); `xla_flags`: its XLA flags, before joining."""
     if devices < 1:
         raise UsageError(f"--devices-per-process {devices}: must be 1 or more")
-    notes = [f"{count} processes, {devices} device{'s' if devices != 1 else ''} each; coordinator 127.0.0.1:<free port> "
-             "(jax.distributed.initialize reads JAX_COORDINATOR_ADDRESS; the program passes JAX_NUM_PROCESSES and "
-             "JAX_PROCESS_ID)"]
+    notes = [
+        f"{count} processes, {devices} device{'s' if devices != 1 else ''} each; coordinator 127.0.0.1:<free port> "
+        "(jax.distributed.initialize reads JAX_COORDINATOR_ADDRESS; the program passes JAX_NUM_PROCESSES and "
+        "JAX_PROCESS_ID)"
+    ]
     proxy = _proxy_bypass(caller_env, env_values)
     if proxy:
-        notes.append("proxy variables are set: 127.0.0.1 added to no_proxy/NO_PROXY (the coordinator's gRPC "
-                     "connections would otherwise go through the proxy and hang)")
+        notes.append(
+            "proxy variables are set: 127.0.0.1 added to no_proxy/NO_PROXY (the coordinator's gRPC "
+            "connections would otherwise go through the proxy and hang)"
+        )
     plans = []
     for process in range(count):
-        env = {name: per_process_path(value, process) for name, value in env_values.items()
-               if value is not None and value.startswith(BUNDLE + "/")}
+        env = {
+            name: per_process_path(value, process)
+            for name, value in env_values.items()
+            if value is not None and value.startswith(BUNDLE + "/")
+        }
         own_flags = _per_process_flags(xla_flags, process)
         first = process * devices
-        env.update({
-            "JAX_COORDINATOR_ADDRESS": COORDINATOR, "JAX_COORDINATOR_BIND_ADDRESS": COORDINATOR,
-            "JAX_NUM_PROCESSES": str(count), "JAX_PROCESS_ID": str(process), "JAX_NUM_CPU_DEVICES": str(devices),
-            "JAX_LOCAL_DEVICE_IDS": ",".join(str(d) for d in range(first, first + devices)), **proxy,
-        })
-        dump = next((per_process_path(v, process) for n, v in map(split_flag, xla_flags) if n == "xla_dump_to" and v), None)
-        plans.append(ProcessPlan(id=process, devices=devices, argv=[per_process_path(a, process) for a in argv], env=env,
-                                 xla_flags=own_flags if own_flags != xla_flags else None,
-                                 stdout=f"{BUNDLE}/p{process}.stdout.log", stderr=f"{BUNDLE}/p{process}.stderr.log",
-                                 dump_dir=dump))
+        env.update(
+            {
+                "JAX_COORDINATOR_ADDRESS": COORDINATOR,
+                "JAX_COORDINATOR_BIND_ADDRESS": COORDINATOR,
+                "JAX_NUM_PROCESSES": str(count),
+                "JAX_PROCESS_ID": str(process),
+                "JAX_NUM_CPU_DEVICES": str(devices),
+                "JAX_LOCAL_DEVICE_IDS": ",".join(str(d) for d in range(first, first + devices)),
+                **proxy,
+            }
+        )
+        dump = next(
+            (per_process_path(v, process) for n, v in map(split_flag, xla_flags) if n == "xla_dump_to" and v), None
+        )
+        plans.append(
+            ProcessPlan(
+                id=process,
+                devices=devices,
+                argv=[per_process_path(a, process) for a in argv],
+                env=env,
+                xla_flags=own_flags if own_flags != xla_flags else None,
+                stdout=f"{BUNDLE}/p{process}.stdout.log",
+                stderr=f"{BUNDLE}/p{process}.stderr.log",
+                dump_dir=dump,
+            )
+        )
     return plans, notes
 
 
-def plan_group(asked: int | None, devices: int, program, frontend: str, argv: list[str], changes: list,
-               xla_flags: list[str], caller_env: dict[str, str], notes: list[str]) -> list[ProcessPlan]:
+def plan_group(
+    asked: int | None,
+    devices: int,
+    program,
+    frontend: str,
+    argv: list[str],
+    changes: list,
+    xla_flags: list[str],
+    caller_env: dict[str, str],
+    notes: list[str],
+) -> list[ProcessPlan]:
     """The processes of a run (empty for one process); plan.plan_run's part. `program`: run.program.Program,
     `changes`: its env.EnvChange list; notes for the run are appended to `notes`."""
     smoke = tuple(program.name.split(",")) if program.kind == "smoke" else ()
@@ -152,8 +208,9 @@ def plan_group(asked: int | None, devices: int, program, frontend: str, argv: li
     return processes
 
 
-def check_gpu_fit(processes: list[ProcessPlan], gpus: list, python: str, run_env: dict[str, str],
-                  caller_env: dict[str, str]) -> None:
+def check_gpu_fit(
+    processes: list[ProcessPlan], gpus: list, python: str, run_env: dict[str, str], caller_env: dict[str, str]
+) -> None:
     """Refuse (bad input, before launch) a GPU run whose processes x devices per process exceed the GPUs
     the target sees: a process given a GPU id that does not exist cannot start its backend and hangs.
     `gpus`: the target's GPU devices (its probe ran with the caller's CUDA_VISIBLE_DEVICES); the run's
@@ -170,11 +227,13 @@ def check_gpu_fit(processes: list[ProcessPlan], gpus: list, python: str, run_env
         return
     names = sorted({getattr(g, "kind", None) or "GPU" for g in gpus})
     fits = seen // per
-    raise UsageError(f"--processes {len(processes)} x --devices-per-process {per} needs {need} GPUs; {where} "
-                     f"{seen} ({', '.join(names) or 'none'})",
-                     hint=(f"give --processes {fits} or fewer" if fits >= 2 else "run one process (leave --processes out)")
-                          + " with that many devices each, or use --platform cpu (CPU devices) for a multi-process "
-                          "run without GPUs")
+    raise UsageError(
+        f"--processes {len(processes)} x --devices-per-process {per} needs {need} GPUs; {where} "
+        f"{seen} ({', '.join(names) or 'none'})",
+        hint=(f"give --processes {fits} or fewer" if fits >= 2 else "run one process (leave --processes out)")
+        + " with that many devices each, or use --platform cpu (CPU devices) for a multi-process "
+        "run without GPUs",
+    )
 
 
 def _proxy_bypass(caller_env: dict[str, str], env_values: dict[str, str | None]) -> dict[str, str]:

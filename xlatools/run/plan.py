@@ -96,6 +96,7 @@ class RunPlan:
 
     def bind(self, bundle: Path) -> "RunPlan":
         """The same plan with `{bundle}` replaced by the real bundle directory."""
+
         def sub(value):
             return value.replace(BUNDLE, str(bundle)) if isinstance(value, str) else value
 
@@ -106,8 +107,10 @@ class RunPlan:
         return replace(
             self,
             argv=[sub(a) for a in self.argv],
-            env_changes=[replace(c, value=joined[c.name] if c.name in joined and c.value else sub(c.value))
-                         for c in self.env_changes],
+            env_changes=[
+                replace(c, value=joined[c.name] if c.name in joined and c.value else sub(c.value))
+                for c in self.env_changes
+            ],
             xla_flags=flags,
             tf_xla_flags=tf_flags,
             xla_flag_sources={sub(k): v for k, v in self.xla_flag_sources.items()},
@@ -115,14 +118,16 @@ class RunPlan:
             processes=[p.bind(str(bundle)) for p in self.processes],
         )
 
-
     def to_json(self) -> dict[str, Any]:  # the plan as `run --dry-run --json` prints it (JSON at the edge)
         from xlatools.records.base import to_json
 
         data = {f.name: to_json(getattr(self, f.name)) for f in fields(self)}
-        data.update(program=to_json(self.program.record()), env_changes=to_json([c.record() for c in self.env_changes]),
-                    overridden_flags=to_json([o.record() for o in self.overridden_flags]),
-                    presets=to_json([p.ref() for p in self.presets]))
+        data.update(
+            program=to_json(self.program.record()),
+            env_changes=to_json([c.record() for c in self.env_changes]),
+            overridden_flags=to_json([o.record() for o in self.overridden_flags]),
+            presets=to_json([p.ref() for p in self.presets]),
+        )
         return data
 
 
@@ -183,8 +188,10 @@ def _add_layers(env: EnvBuilder, request: RunRequest, profile: ProfileRun, prese
     for item in request.env:
         name, value = split_assignment(item, "--env")
         if not _ENV_NAME.fullmatch(name):
-            raise UsageError(f"--env {item!r}: {name!r} is not a variable name",
-                             hint="letters, digits and _, not starting with a digit, e.g. JAX_TRACEBACK_FILTERING=off")
+            raise UsageError(
+                f"--env {item!r}: {name!r} is not a variable name",
+                hint="letters, digits and _, not starting with a digit, e.g. JAX_TRACEBACK_FILTERING=off",
+            )
         env.set(name, value, Source(Layer.COMMAND_LINE, "--env"))
     env.flags.add([validate_flag(f, "--xla-flag") for f in request.xla_flags], Source(Layer.COMMAND_LINE, "--xla-flag"))
     for item in request.vmodule:
@@ -235,12 +242,23 @@ def _program_argv(request: RunRequest, env: EnvBuilder, on_gpu: bool) -> tuple[l
         return [python, "-m", program.name, *program.args], []
     if program.kind == "script":
         return [python, program.name, *program.args], [program.name]
-    if "collectives" in program.name.split(",") and not on_gpu \
-            and "xla_force_host_platform_device_count" not in env.flags.flags:
-        env.flags.add([f"--xla_force_host_platform_device_count={SMOKE_HOST_DEVICES}"],
-                      Source(Layer.XLATOOLS, "smoke:collectives (CPU devices)"))
-    argv = [python, str(SMOKE_DIR / "main.py"), "--result", f"{BUNDLE}/smoke_results.json",
-            *program.name.split(","), *program.args]
+    if (
+        "collectives" in program.name.split(",")
+        and not on_gpu
+        and "xla_force_host_platform_device_count" not in env.flags.flags
+    ):
+        env.flags.add(
+            [f"--xla_force_host_platform_device_count={SMOKE_HOST_DEVICES}"],
+            Source(Layer.XLATOOLS, "smoke:collectives (CPU devices)"),
+        )
+    argv = [
+        python,
+        str(SMOKE_DIR / "main.py"),
+        "--result",
+        f"{BUNDLE}/smoke_results.json",
+        *program.name.split(","),
+        *program.args,
+    ]
     return argv, sorted(str(p) for p in SMOKE_DIR.glob("*.py"))
 
 
@@ -272,8 +290,17 @@ def plan_run(
     if request.timeout is not None and request.timeout <= 0:
         raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
     changes, flags = env.changes(), env.flags.final()
-    processes = plan_group(request.processes, request.devices_per_process, request.program, frontend, argv, changes,
-                           flags, caller_env, notes)
+    processes = plan_group(
+        request.processes,
+        request.devices_per_process,
+        request.program,
+        frontend,
+        argv,
+        changes,
+        flags,
+        caller_env,
+        notes,
+    )
     return RunPlan(
         program=request.program,
         python=request.python,

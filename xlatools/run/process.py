@@ -101,9 +101,15 @@ def interrupt_running() -> None:
         wake.set()
 
 
-def run_processes(specs: list[Spec], cwd: str, timeout: float | None, on_start: Callable | None = None,
-                  heartbeat: float | None = None, reporter: Reporter | None = None,
-                  fatal_quiet: float | None = None) -> GroupRun:
+def run_processes(
+    specs: list[Spec],
+    cwd: str,
+    timeout: float | None,
+    on_start: Callable | None = None,
+    heartbeat: float | None = None,
+    reporter: Reporter | None = None,
+    fatal_quiet: float | None = None,
+) -> GroupRun:
     """Run every process of `specs` to its end, or until the group must stop (see the module docstring).
     `on_start` gets the list of Popen objects once all started."""
     from xlatools.bundle import utc_now
@@ -139,8 +145,15 @@ def run_processes(specs: list[Spec], cwd: str, timeout: float | None, on_start: 
     return _result(procs, status, started, t0)
 
 
-def _watch(procs: list[Child], wake: threading.Event, t0: float, timeout: float | None, heartbeat: float | None,
-           reporter: Reporter | None, fatal_quiet: float | None) -> Status | None:
+def _watch(
+    procs: list[Child],
+    wake: threading.Event,
+    t0: float,
+    timeout: float | None,
+    heartbeat: float | None,
+    reporter: Reporter | None,
+    fatal_quiet: float | None,
+) -> Status | None:
     """Wait until every process ended or the group must stop; the group's status when decided here."""
     deadline = t0 + timeout if timeout is not None else None
     next_beat = t0 + heartbeat if heartbeat and reporter is not None else None
@@ -149,11 +162,15 @@ def _watch(procs: list[Child], wake: threading.Event, t0: float, timeout: float 
         waits = [t - now for t in (deadline, next_beat) if t is not None] + ([1.0] if fatal_quiet else [])
         wake.wait(max(0.0, min(waits)) if waits else None)
         wake.clear()
-        for proc in sorted((p for p in procs if p.status is None and p.ended is not None), key=lambda p: p.ended or 0.0):
+        for proc in sorted(
+            (p for p in procs if p.status is None and p.ended is not None), key=lambda p: p.ended or 0.0
+        ):
             signal_tree(proc.popen.pid, [], signal.SIGKILL)  # what it left in its group would hold our pipes
             proc.status = ProcessStatus.OK if proc.popen.returncode == 0 else ProcessStatus.FAILED
         now = time.monotonic()
-        hung = [p for p in procs if fatal_quiet and p.status is None and p.silent_and_idle_after_fatal(now, fatal_quiet)]
+        hung = [
+            p for p in procs if fatal_quiet and p.status is None and p.silent_and_idle_after_fatal(now, fatal_quiet)
+        ]
         for proc in hung:
             proc.hung, proc.ended = now - max(t.last_output for t in proc.tees), now
         if hung or any(p.status == ProcessStatus.FAILED for p in procs):
@@ -198,8 +215,16 @@ def _result(procs: list[Child], status: Status | None, started: str, t0: float) 
     first = procs.index(failed[0]) if failed else None
     if status is None:
         status = Status.FAILED if first is not None else Status.OK
-    ended = [Ended(p.status or ProcessStatus.ERROR, p.popen.returncode, round((p.ended or time.monotonic()) - t0, 3),
-                   p.tees[1].last_lines() if p.status == ProcessStatus.FAILED else [], p.hung) for p in procs]
+    ended = [
+        Ended(
+            p.status or ProcessStatus.ERROR,
+            p.popen.returncode,
+            round((p.ended or time.monotonic()) - t0, 3),
+            p.tees[1].last_lines() if p.status == ProcessStatus.FAILED else [],
+            p.hung,
+        )
+        for p in procs
+    ]
     write_error = next((tee.error for p in procs for tee in p.tees if tee.error), None)
     error = None
     if status == Status.ERROR and write_error is not None:
@@ -219,13 +244,30 @@ def _size(path: Path) -> str:
     return f"{size} B"
 
 
-def execute(argv: list[str], env: dict[str, str], cwd: str, stdout_log: Path, stderr_log: Path, timeout: float | None,
-            echo_out: BinaryIO | None, echo_err: BinaryIO | None, on_start=None, heartbeat: float | None = None,
-            reporter: Reporter | None = None) -> ProgramResult:
+def execute(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    stdout_log: Path,
+    stderr_log: Path,
+    timeout: float | None,
+    echo_out: BinaryIO | None,
+    echo_err: BinaryIO | None,
+    on_start=None,
+    heartbeat: float | None = None,
+    reporter: Reporter | None = None,
+) -> ProgramResult:
     """Run `argv` to its end (or timeout / Ctrl-C / a failed log write) with its output logged: a group of one.
     `on_start` gets the Popen object; a heartbeat through `reporter` every `heartbeat` seconds."""
     start = (lambda procs: on_start(procs[0])) if on_start is not None else None
-    group = run_processes([Spec(argv, env, Path(stdout_log), Path(stderr_log), echo_out, echo_err)], cwd, timeout,
-                          start, heartbeat, reporter)
-    return ProgramResult(group.status, group.processes[0].returncode, group.duration, group.started, group.finished,
-                         group.error)
+    group = run_processes(
+        [Spec(argv, env, Path(stdout_log), Path(stderr_log), echo_out, echo_err)],
+        cwd,
+        timeout,
+        start,
+        heartbeat,
+        reporter,
+    )
+    return ProgramResult(
+        group.status, group.processes[0].returncode, group.duration, group.started, group.finished, group.error
+    )

@@ -29,8 +29,10 @@ class DumpChoice:
     def note(self) -> str | None:
         if self.process is None:
             return None
-        return f"process {self.process} of {self.processes} (a multi-process run; --process N or " \
-               f"xla_dump/pN picks another)"
+        return (
+            f"process {self.process} of {self.processes} (a multi-process run; --process N or "
+            f"xla_dump/pN picks another)"
+        )
 
 
 def process_dirs(dump_root: Path) -> dict[int, Path]:
@@ -62,13 +64,17 @@ def choose_dump(path: Path, process: int | None = None) -> DumpChoice:
     folders = process_dirs(root) if root.is_dir() else {}
     if not folders:
         if process is not None:
-            raise UsageError(f"--process {process}: {path} is not a multi-process run (its dump has no p0/, p1/, ...)",
-                             hint="leave --process out")
+            raise UsageError(
+                f"--process {process}: {path} is not a multi-process run (its dump has no p0/, p1/, ...)",
+                hint="leave --process out",
+            )
         return DumpChoice(resolve_dump_dir(path), bundle, None)  # a dump folder alone stays alone, as always
     chosen = 0 if process is None else process
     if chosen not in folders:
-        raise UsageError(f"--process {chosen}: {path} has dumps of processes {', '.join(map(str, folders))}",
-                         hint=f"pick one of them, e.g. --process {next(iter(folders))}")
+        raise UsageError(
+            f"--process {chosen}: {path} has dumps of processes {', '.join(map(str, folders))}",
+            hint=f"pick one of them, e.g. --process {next(iter(folders))}",
+        )
     return DumpChoice(folders[chosen], bundle or _bundle_of(root.parent), chosen, len(folders))
 
 
@@ -91,8 +97,12 @@ def differing_modules(folders: dict[int, Path]) -> list[str]:
     per_process = []
     for root in folders.values():
         index = index_dump(root)
-        per_process.append({f"{m.id:04d} {m.name}": sha256_file(root / m.before_file) if m.before_file else None
-                            for m in index.modules.values()})
+        per_process.append(
+            {
+                f"{m.id:04d} {m.name}": sha256_file(root / m.before_file) if m.before_file else None
+                for m in index.modules.values()
+            }
+        )
     keys = set().union(*per_process) if per_process else set()
     return sorted(key for key in keys if len({digests.get(key, "missing") for digests in per_process}) > 1)
 
@@ -115,6 +125,8 @@ def process_lines(rows: list, choice: DumpChoice) -> list[str]:
         marks = [m for m, on in (("failed first", row.first_failure), ("shown", row.id == choice.process)) if on]
         dump = f"; dump {row.dump.dir} ({len(row.dump.modules)} modules)" if row.dump else ""
         gpus = "; " + ", ".join(f"GPU {g.id} {g.kind or '?'}" for g in row.gpus) if getattr(row, "gpus", None) else ""
-        lines.append(f"process {row.id}: {row.status} ({row.outcome}), {row.devices or '?'} device(s){gpus}; logs "
-                     f"{row.stdout}, {row.stderr}{dump}{'  <- ' + ', '.join(marks) if marks else ''}")
+        lines.append(
+            f"process {row.id}: {row.status} ({row.outcome}), {row.devices or '?'} device(s){gpus}; logs "
+            f"{row.stdout}, {row.stderr}{dump}{'  <- ' + ', '.join(marks) if marks else ''}"
+        )
     return lines

@@ -36,8 +36,10 @@ def refuse_program_and_module(argv: list[str], program: str | None, module: str 
     if not (program and module) or "-m" not in argv or program not in argv:
         return
     if argv.index(program) < argv.index("-m"):
-        raise UsageError(f"both a program ({program}) and a module (-m {module}) were given",
-                         hint=f"run one: `xlatools run {program}` or `xlatools run -m {module} [ARGS]`")
+        raise UsageError(
+            f"both a program ({program}) and a module (-m {module}) were given",
+            hint=f"run one: `xlatools run {program}` or `xlatools run -m {module} [ARGS]`",
+        )
 
 
 def parse_program(program: str | None, module: str | None, args: list[str], cwd: Path) -> Program:
@@ -50,7 +52,7 @@ def parse_program(program: str | None, module: str | None, args: list[str], cwd:
     if not program or program == "smoke:all":
         return Program("smoke", ",".join(SMOKE_PROGRAMS), tuple(args))
     if program.startswith("smoke:"):
-        names = [n for n in program[len("smoke:"):].split(",") if n]
+        names = [n for n in program[len("smoke:") :].split(",") if n]
         known = SMOKE_PROGRAMS + GROUP_SMOKE_PROGRAMS
         for name in names:
             if name not in known:

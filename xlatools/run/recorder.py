@@ -81,7 +81,9 @@ def adopt(bundle: Path, dump_root: Path | None) -> Recorded:
         if folder.is_dir():
             found.notes.append("--record-inputs: no module was executed through jit, nothing was recorded")
         return found
-    modules = sorted(index_dump(dump_root).modules.values(), key=lambda m: m.id) if dump_root and dump_root.is_dir() else []
+    modules = (
+        sorted(index_dump(dump_root).modules.values(), key=lambda m: m.id) if dump_root and dump_root.is_dir() else []
+    )
     taken: set[int] = set()
     for entry in entries:
         name = str(entry.get("name", "?"))
@@ -103,8 +105,11 @@ def adopt(bundle: Path, dump_root: Path | None) -> Recorded:
         os.replace(source, target)
         found.matched[str(target.relative_to(bundle))] = f"{module.id:04d} {module.name}"
     if found.matched:
-        found.notes.insert(0, f"recorded the arguments and results of {len(found.matched)} module(s) in {FOLDER}/ "
-                              "(replay reads them as the modules' snapshots)")
+        found.notes.insert(
+            0,
+            f"recorded the arguments and results of {len(found.matched)} module(s) in {FOLDER}/ "
+            "(replay reads them as the modules' snapshots)",
+        )
     return found
 
 

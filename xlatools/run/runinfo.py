@@ -42,12 +42,22 @@ class RunInfo:
     def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
         jax = record.jax
         return cls(
-            bundle=str(bundle), status=_text(record.status), exit_code=record.exit_code, returncode=record.returncode,
-            signal=record.signal, command=_text(record.command), program=_text(record.program.label if record.program else None),
-            jax=_text(jax.jax), jaxlib=_text(jax.jaxlib), backend=_text(jax.backend),
-            python=_text(record.interpreter.python), platform=_text(record.platform),
-            presets=[f"{p.kind}:{p.name}" for p in record.presets], xla_flags=list(record.xla_flags),
-            duration_s=record.duration_s, warnings=list(record.warnings or []),
+            bundle=str(bundle),
+            status=_text(record.status),
+            exit_code=record.exit_code,
+            returncode=record.returncode,
+            signal=record.signal,
+            command=_text(record.command),
+            program=_text(record.program.label if record.program else None),
+            jax=_text(jax.jax),
+            jaxlib=_text(jax.jaxlib),
+            backend=_text(jax.backend),
+            python=_text(record.interpreter.python),
+            platform=_text(record.platform),
+            presets=[f"{p.kind}:{p.name}" for p in record.presets],
+            xla_flags=list(record.xla_flags),
+            duration_s=record.duration_s,
+            warnings=list(record.warnings or []),
         )
 
     def lines(self) -> list[str]:
@@ -66,6 +76,7 @@ class RunInfo:
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
             *(f"warning:   {warning}" for warning in self.warnings),
         ]
+
 
 def read_run_info(path: Path) -> RunInfo | None:
     """The run of the bundle at `path` (the bundle, `latest`, or its xla_dump/); None for a plain

@@ -52,25 +52,45 @@ def _changes(env: dict[str, str], base: dict[str, str]) -> tuple[dict[str, str],
     return {k: v for k, v in env.items() if base.get(k) != v}, sorted(k for k in base if k not in env)
 
 
-def plan_tasks(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec,
-               folder: str) -> list[TaskSpec]:
+def plan_tasks(
+    plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, folder: str
+) -> list[TaskSpec]:
     """One TaskSpec per process of the (bundle-bound) plan (pure)."""
     if not plan.processes:
         env, unset = _changes(run_env, caller_env)
-        return [TaskSpec(list(plan.argv), env, unset, str(Path(folder).parent / "stdout.log"),
-                         str(Path(folder).parent / "stderr.log"), f"{folder}/p0.exit", plan.timeout)]
+        return [
+            TaskSpec(
+                list(plan.argv),
+                env,
+                unset,
+                str(Path(folder).parent / "stdout.log"),
+                str(Path(folder).parent / "stderr.log"),
+                f"{folder}/p0.exit",
+                plan.timeout,
+            )
+        ]
     drop = _dropped(spec)
     tasks = []
     for process in plan.processes:
         env = {k: v for k, v in process.child_env(run_env).items() if k not in drop}
         env, unset = _changes(env, caller_env)
-        tasks.append(TaskSpec(list(process.argv), env, sorted(set(unset) | set(drop)), process.stdout, process.stderr,
-                              f"{folder}/p{process.id}.exit", plan.timeout))
+        tasks.append(
+            TaskSpec(
+                list(process.argv),
+                env,
+                sorted(set(unset) | set(drop)),
+                process.stdout,
+                process.stderr,
+                f"{folder}/p{process.id}.exit",
+                plan.timeout,
+            )
+        )
     return tasks
 
 
-def prepare_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec,
-                bundle: Path) -> tuple[JobPlan, list[TaskSpec]]:
+def prepare_job(
+    plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, bundle: Path
+) -> tuple[JobPlan, list[TaskSpec]]:
     """Write the job's folder (script, tasks, the task shim); the job plan."""
     folder = bundle / JOB_FOLDER
     folder.mkdir(exist_ok=True)
@@ -79,7 +99,9 @@ def prepare_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, st
     shutil.copy2(Path(__file__).parent.parent / "cluster" / SHIM, folder / SHIM)
     (folder / SCRIPT).write_text(job.script)
     (folder / SCRIPT).chmod(0o755)
-    fd = os.open(folder / TASKS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the run's environment: its own eyes only
+    fd = os.open(
+        folder / TASKS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
+    )  # the run's environment: its own eyes only
     with os.fdopen(fd, "w") as handle:
         json.dump({"tasks": [asdict(t) for t in tasks]}, handle)
     return job, tasks
@@ -96,10 +118,16 @@ def _exits(tasks: list[TaskSpec]) -> list[TaskExit | None]:
     return found
 
 
-def execute_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, bundle: Path,
-                on_start: Callable[[object], None], reporter: Reporter,
-                on_submit: Callable[[SlurmJobRecord], None] | None = None
-                ) -> tuple[ProgramResult, GroupResult | None, SlurmJobRecord]:
+def execute_job(
+    plan: RunPlan,
+    run_env: dict[str, str],
+    caller_env: dict[str, str],
+    spec: ClusterSpec,
+    bundle: Path,
+    on_start: Callable[[object], None],
+    reporter: Reporter,
+    on_submit: Callable[[SlurmJobRecord], None] | None = None,
+) -> tuple[ProgramResult, GroupResult | None, SlurmJobRecord]:
     """Submit the job, wait for it (Ctrl-C/SIGTERM: scancel), and read every task's outcome."""
     from xlatools.bundle import utc_now
 
@@ -107,8 +135,9 @@ def execute_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, st
     started, t0 = utc_now(), time.monotonic()
     submitted_at = time.time()
     job_id = slurm.submit(f"{job.folder}/{SCRIPT}")
-    record = SlurmJobRecord(job_id=job_id, tasks=len(tasks), script=f"{JOB_FOLDER}/{SCRIPT}", submitted=utc_now(),
-                            partition=spec.partition)
+    record = SlurmJobRecord(
+        job_id=job_id, tasks=len(tasks), script=f"{JOB_FOLDER}/{SCRIPT}", submitted=utc_now(), partition=spec.partition
+    )
     reporter.info(f"Slurm job {job_id} ({len(tasks)} task{'s' if len(tasks) != 1 else ''}; {spec.describe()})")
     on_start(None)
     if on_submit is not None:
@@ -139,26 +168,40 @@ def execute_job(plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, st
     result = ProgramResult(status, chosen, duration, started, utc_now())
     if not plan.processes:
         return result, None, record
-    rows = [ProcessResult(i, _process_status(e, status), c, round(e.finished - e.started, 3) if e else duration,
-                          i == first) for i, (e, c) in enumerate(zip(exits, codes))]
+    rows = [
+        ProcessResult(i, _process_status(e, status), c, round(e.finished - e.started, 3) if e else duration, i == first)
+        for i, (e, c) in enumerate(zip(exits, codes))
+    ]
     return result, GroupResult(result, rows, first), record
 
 
-def execute_in_session(plan: RunPlan, session, cluster: ClusterSpec, caller_env: dict[str, str],
-                       on_start: Callable[[object], None], reporter: Reporter,
-                       echo: tuple = (None, None)) -> tuple[ProgramResult, GroupResult | None]:
+def execute_in_session(
+    plan: RunPlan,
+    session,
+    cluster: ClusterSpec,
+    caller_env: dict[str, str],
+    on_start: Callable[[object], None],
+    reporter: Reporter,
+    echo: tuple = (None, None),
+) -> tuple[ProgramResult, GroupResult | None]:
     """execute_job for run.execute's bundle session: the job record in the manifest as soon as it is submitted;
     then the program's output (process 0's) to `echo`'s streams, as a local run shows it (after the job here)."""
+
     def on_submit(job: SlurmJobRecord) -> None:
         session.record.slurm = job
         session.save()
 
-    result, group, session.record.slurm = execute_job(plan, plan.child_env(caller_env), caller_env, cluster,
-                                                      session.path, on_start, reporter, on_submit)
+    result, group, session.record.slurm = execute_job(
+        plan, plan.child_env(caller_env), caller_env, cluster, session.path, on_start, reporter, on_submit
+    )
     if session.record.slurm.killed_by_slurm:
         session.record.notes.append(session.record.slurm.killed_by_slurm)
     first = plan.processes[0] if plan.processes else None
-    logs = (Path(first.stdout), Path(first.stderr)) if first else (session.path / "stdout.log", session.path / "stderr.log")
+    logs = (
+        (Path(first.stdout), Path(first.stderr))
+        if first
+        else (session.path / "stdout.log", session.path / "stderr.log")
+    )
     for log, stream in zip(logs, echo):
         _echo_tail(log, stream)
     return result, group
@@ -191,8 +234,12 @@ def _settled(info: slurm.JobInfo, exits: list[TaskExit | None], job_out: Path) -
     before TIMEOUT, slurmstepd's line can land in job.out late): ask again for up to 5 s."""
     stepd = _stepd_says(job_out)
     deadline = time.monotonic() + 5
-    while (any(e is None or e.stopped_by_signal for e in exits) and info.state not in slurm.KILLED_WHY
-           and stepd is None and time.monotonic() < deadline):
+    while (
+        any(e is None or e.stopped_by_signal for e in exits)
+        and info.state not in slurm.KILLED_WHY
+        and stepd is None
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.2)
         info, stepd = slurm.job_info(info.job_id), _stepd_says(job_out)
     return info, stepd
@@ -220,11 +267,15 @@ def _status(record: SlurmJobRecord, exits: list[TaskExit | None], stepd: str | N
     unfinished = any(e is None or e.stopped_by_signal for e in exits)
     if record.state in slurm.KILLED_WHY or unfinished:
         timed_out = record.state == "TIMEOUT" or (stepd or "").endswith("TIME LIMIT")
-        why = slurm.KILLED_WHY["TIMEOUT"] if timed_out else slurm.KILLED_WHY.get(
-            record.state or "", f"the job ended in state {record.state or 'unknown'}")
+        why = (
+            slurm.KILLED_WHY["TIMEOUT"]
+            if timed_out
+            else slurm.KILLED_WHY.get(record.state or "", f"the job ended in state {record.state or 'unknown'}")
+        )
         said = f"; slurmstepd: {stepd.lower() or 'cancelled'}" if stepd is not None else ""
-        record.killed_by_slurm = f"Slurm ended job {record.job_id} before the program finished: {why}" + \
-            (f" (state {record.state}, reason {record.reason}{said})")
+        record.killed_by_slurm = f"Slurm ended job {record.job_id} before the program finished: {why}" + (
+            f" (state {record.state}, reason {record.reason}{said})"
+        )
         return Status.TIMEOUT if timed_out else Status.ERROR
     return Status.OK if all(e is not None and e.returncode == 0 for e in exits) else Status.FAILED
 

@@ -56,7 +56,9 @@ class ProbedInterpreter:
     frontend: str = "jax"
     frontend_version: str | None = None  # jaxlib's, tensorflow's or torch_xla's version
     frontend_origin: str | None = None
-    xla_source: str | None = None  # where its XLA comes from: the jaxlib release, TensorFlow's or torch_xla's git revision
+    xla_source: str | None = (
+        None  # where its XLA comes from: the jaxlib release, TensorFlow's or torch_xla's git revision
+    )
     versions: dict[str, str] = field(default_factory=dict)  # tensorflow, torch, torch_xla when installed
 
     @property
@@ -81,8 +83,11 @@ class ProbedInterpreter:
 
     def __post_init__(self) -> None:
         # The probe reports devices as JSON objects; keep the three fields we use.
-        self.devices = [d if isinstance(d, Device) else Device(**{k: d.get(k) for k in ("id", "platform", "kind")})
-                        for d in self.devices if isinstance(d, (Device, dict))]
+        self.devices = [
+            d if isinstance(d, Device) else Device(**{k: d.get(k) for k in ("id", "platform", "kind")})
+            for d in self.devices
+            if isinstance(d, (Device, dict))
+        ]
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "ProbedInterpreter":  # the probe's answer or its cached copy (JSON)
@@ -91,9 +96,14 @@ class ProbedInterpreter:
 
     def facts(self, *, with_python_version: bool = True) -> InterpreterFacts:
         """What manifests, replays and packs record of this interpreter (one record everywhere)."""
-        return InterpreterFacts(python_version=self.python_version if with_python_version else None, jax=self.jax,
-                                jaxlib=self.jaxlib, backend=self.backend, devices=list(self.devices),
-                                plugins=list(self.plugins))
+        return InterpreterFacts(
+            python_version=self.python_version if with_python_version else None,
+            jax=self.jax,
+            jaxlib=self.jaxlib,
+            backend=self.backend,
+            devices=list(self.devices),
+            plugins=list(self.plugins),
+        )
 
     @property
     def has_gpu(self) -> bool:
@@ -115,12 +125,16 @@ def resolve_python(spec: str | None) -> str:
         if found:
             return found
     if not path.exists():
-        raise UsageError(f"--python {spec}: no such file", hint="give the path of a Python interpreter, e.g. ~/venvs/jax/bin/python")
+        raise UsageError(
+            f"--python {spec}: no such file", hint="give the path of a Python interpreter, e.g. ~/venvs/jax/bin/python"
+        )
     if path.is_dir():
         for candidate in (path / "bin" / "python", path / "python"):
             if candidate.exists():
                 return os.path.abspath(candidate)
-        raise UsageError(f"--python {spec}: a directory without bin/python", hint="give the interpreter itself or a venv directory")
+        raise UsageError(
+            f"--python {spec}: a directory without bin/python", hint="give the interpreter itself or a venv directory"
+        )
     if not os.access(path, os.X_OK):
         raise UsageError(f"--python {spec}: not executable", hint="give the path of a Python interpreter")
     return os.path.abspath(path)
@@ -162,13 +176,18 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
             # a probe of flags must not fail for that, so the probe dumps into its own folder.
             env = {**env, "XLA_FLAGS": f"{flags} --xla_dump_to={os.path.join(tmp, 'dump')}"}
         try:
-            proc = run_captured([python, str(PROBES / "target_info.py"), out, *args], cwd=tmp, env=env,
-                                timeout=probe_timeout(timeout))
+            proc = run_captured(
+                [python, str(PROBES / "target_info.py"), out, *args], cwd=tmp, env=env, timeout=probe_timeout(timeout)
+            )
         except OSError as exc:
-            raise UsageError(f"--python {python}: cannot run it: {exc.strerror}", hint="give the path of a Python interpreter") from None
+            raise UsageError(
+                f"--python {python}: cannot run it: {exc.strerror}", hint="give the path of a Python interpreter"
+            ) from None
         except subprocess.TimeoutExpired:
-            raise EnvironmentMissing(f"probing {python} took longer than {probe_timeout(timeout):g} s (stopped)",
-                                     hint="is its frontend importable there? (XLATOOLS_PROBE_TIMEOUT_S sets the limit)") from None
+            raise EnvironmentMissing(
+                f"probing {python} took longer than {probe_timeout(timeout):g} s (stopped)",
+                hint="is its frontend importable there? (XLATOOLS_PROBE_TIMEOUT_S sets the limit)",
+            ) from None
         try:
             with open(out) as handle:
                 data = json.load(handle)
@@ -201,8 +220,14 @@ def cached_probe(python: str, platform: str = "auto", frontend: str | None = Non
     return TargetCache.load(python).targets.get(_probe_key(platform, frontend))
 
 
-def probe(python: str, platform: str = "auto", frontend: str | None = None, timeout: float = 120,
-          reporter: Reporter | None = None, require: bool = True) -> ProbedInterpreter:
+def probe(
+    python: str,
+    platform: str = "auto",
+    frontend: str | None = None,
+    timeout: float = 120,
+    reporter: Reporter | None = None,
+    require: bool = True,
+) -> ProbedInterpreter:
     """Frontend, versions, plugins and devices of `python` (cached). `frontend` None: detected (jax first).
 
     `require`: the frontend must be there and start (else exit 3); without it (doctor, which
@@ -215,17 +240,23 @@ def probe(python: str, platform: str = "auto", frontend: str | None = None, time
         return cache.targets[key]
     if reporter:
         reporter.step(f"probing {python} ({frontend or 'frontend'} versions, devices; cached afterwards)")
-    answer = _run_probe(python, ["--devices", "--frontend", frontend or "auto"], _probe_env(platform, frontend or "jax"), timeout)
+    answer = _run_probe(
+        python, ["--devices", "--frontend", frontend or "auto"], _probe_env(platform, frontend or "jax"), timeout
+    )
     target = answer.target
     if target is None or (require and not answer.finished):
-        raise EnvironmentMissing(f"--python {python}: the probe failed {answer.failure()}", hint="is it a Python 3 interpreter?")
+        raise EnvironmentMissing(
+            f"--python {python}: the probe failed {answer.failure()}", hint="is it a Python 3 interpreter?"
+        )
     if not answer.finished:
         target.devices_error = f"starting {target.frontend} killed the probe {answer.failure()}"
     missing = _missing_frontend(target)
     if missing and require:
         spec = SPECS[target.frontend]
-        raise EnvironmentMissing(f"{python} has no {missing} (frontend {spec.name})",
-                                 hint=f"install {spec.install} there, pick another --python, or say --frontend")
+        raise EnvironmentMissing(
+            f"{python} has no {missing} (frontend {spec.name})",
+            hint=f"install {spec.install} there, pick another --python, or say --frontend",
+        )
     if not missing and target.devices_error is None:  # a failed device query may be transient (GPU busy): not cached
         # Also under the detected frontend's own key: `lower` asks for jax by name, `run` may not.
         cache.remember_target({key, _probe_key(platform, target.frontend)}, target)

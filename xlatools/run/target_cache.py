@@ -54,8 +54,9 @@ class TargetCache:
             return cache  # reinstalled or rebuilt: everything we knew may be wrong
         try:
             cache.targets = {key: ProbedInterpreter.from_json(value) for key, value in data.get("targets", {}).items()}
-            cache.flags = {key: {str(name): bool(ok) for name, ok in value.items()}
-                           for key, value in data.get("flags", {}).items()}
+            cache.flags = {
+                key: {str(name): bool(ok) for name, ok in value.items()} for key, value in data.get("flags", {}).items()
+            }
         except (AttributeError, TypeError, ValueError, KeyError, RecursionError):  # damaged by hand: start afresh
             return cls(python)
         cache.stamps = stamps
@@ -74,8 +75,14 @@ class TargetCache:
         from xlatools.records.base import to_json
 
         self.stamps.update({path: stamp(path) for path in stamp_files})
-        data = {"cache_version": CACHE_VERSION, "python": self.python, "python_stamp": stamp(self.python),
-                "stamps": self.stamps, "targets": to_json(self.targets), "flags": self.flags}
+        data = {
+            "cache_version": CACHE_VERSION,
+            "python": self.python,
+            "python_stamp": stamp(self.python),
+            "stamps": self.stamps,
+            "targets": to_json(self.targets),
+            "flags": self.flags,
+        }
         try:
             atomic_write_json(self.path, data)
         except OSError:

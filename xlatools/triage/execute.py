@@ -27,14 +27,23 @@ def _test(request: TriageRequest, reporter: Reporter) -> ProgramTest:
     check_request(request)
     test = build_test(request.test, reporter)
     if not isinstance(test, ProgramTest):
-        raise UsageError("triage runs a program (after --), not a repro pack",
-                         hint="its dumping runs and pass bisection need the program itself")
+        raise UsageError(
+            "triage runs a program (after --), not a repro pack",
+            hint="its dumping runs and pass bisection need the program itself",
+        )
     return test
 
 
 def spec_of(request: TriageRequest, test: ProgramTest) -> TriageSpec:
-    return TriageSpec(good=request.good, bad=request.bad, python_version=request.python_version,
-                      platform=request.platform, test=test.describe(), atol=request.atol, rtol=request.rtol)
+    return TriageSpec(
+        good=request.good,
+        bad=request.bad,
+        python_version=request.python_version,
+        platform=request.platform,
+        test=test.describe(),
+        atol=request.atol,
+        rtol=request.rtol,
+    )
 
 
 def found(state: TriageState, stage: TriageStage) -> bool:
@@ -48,7 +57,9 @@ def found(state: TriageState, stage: TriageStage) -> bool:
 
 def basis(state: TriageState, stage: TriageStage) -> str:
     """What `stage` is computed from: a stage done before runs again when this changed."""
-    good, bad = (state.releases.last_good, state.releases.first_bad) if state.releases else (state.spec.good, state.spec.bad)
+    good, bad = (
+        (state.releases.last_good, state.releases.first_bad) if state.releases else (state.spec.good, state.spec.bad)
+    )
     dumps, diff, passes, reduced = state.dumps, state.diff, state.passes, state.reduce
     module = diff.module if diff else None
     return {
@@ -104,10 +115,19 @@ def triage(request: TriageRequest, argv: list[str], reporter: Reporter) -> Triag
 
     runners = {stage: runner(stage) for stage in ORDER if stage in RUNNERS}
     program = test.program
-    runners[TriageStage.REPORT] = _report(state, Path(program.label).name if program.kind == "script" else program.label,
-                                          argv)
-    run_stages(state.record, runners, request.skip, lambda s: basis(state, s), lambda s: found(state, s),
-               lambda: save(state), utc_now, reporter)
+    runners[TriageStage.REPORT] = _report(
+        state, Path(program.label).name if program.kind == "script" else program.label, argv
+    )
+    run_stages(
+        state.record,
+        runners,
+        request.skip,
+        lambda s: basis(state, s),
+        lambda s: found(state, s),
+        lambda: save(state),
+        utc_now,
+        reporter,
+    )
     state.exit_code = exit_code(state.stages)
     save(state)
     return state

@@ -26,7 +26,9 @@ def _instruction(row: IsolatedInstruction) -> str:
 
 
 def _title(state: TriageState, program: str) -> str:
-    good, bad = (state.releases.last_good, state.releases.first_bad) if state.releases else (state.spec.good, state.spec.bad)
+    good, bad = (
+        (state.releases.last_good, state.releases.first_bad) if state.releases else (state.spec.good, state.spec.bad)
+    )
     what = "a wrong result" if state.reduce or (state.diff and state.diff.module) else "a regression"
     verdict = f"jaxlib {good} is right"
     if state.diff and state.diff.precision_only:
@@ -51,46 +53,65 @@ def _findings(state: TriageState, root: Path) -> list[str]:
     out = []
     if state.releases:
         r = state.releases
-        out.append(f"- Releases: last good jax {r.last_good} ({_link(r.last_good_bundle, root, 'step run')}), first bad "
-                   f"jax {r.first_bad} ({_link(r.first_bad_bundle, root, 'step run')}); bisection: {_link(r.folder, root)}"
-                   if r.folder else f"- Releases: not bisected; the ends as given (jax {r.last_good}, jax {r.first_bad})")
+        out.append(
+            f"- Releases: last good jax {r.last_good} ({_link(r.last_good_bundle, root, 'step run')}), first bad "
+            f"jax {r.first_bad} ({_link(r.first_bad_bundle, root, 'step run')}); bisection: {_link(r.folder, root)}"
+            if r.folder
+            else f"- Releases: not bisected; the ends as given (jax {r.last_good}, jax {r.first_bad})"
+        )
     if state.dumps:
         d = state.dumps
-        out.append(f"- Dumping runs: jax {d.last_good.version} {_link(d.last_good.bundle, root, 'bundle')} (exit "
-                   f"{d.last_good.exit_code}), jax {d.first_bad.version} {_link(d.first_bad.bundle, root, 'bundle')} "
-                   f"(exit {d.first_bad.exit_code})")
+        out.append(
+            f"- Dumping runs: jax {d.last_good.version} {_link(d.last_good.bundle, root, 'bundle')} (exit "
+            f"{d.last_good.exit_code}), jax {d.first_bad.version} {_link(d.first_bad.bundle, root, 'bundle')} "
+            f"(exit {d.first_bad.exit_code})"
+        )
     if state.diff:
         f = state.diff
         differ = [m.name for m in f.modules if m.optimized_differs]
-        out.append(f"- Diff: {_link(f.report, root, 'report.html')}, {_link(f.json, root, 'diff.json')}; optimised HLO "
-                   f"differs in {', '.join(differ) or 'no replayed module'}"
-                   + (f"; first divergence {f.first_divergence}" if f.first_divergence else ""))
-        out.append(f"- Modules replayed against the last good release ({_link(f.replay_bundle, root, 'replay')}): "
-                   + ", ".join(f"{m.name} {m.outcome}" for m in f.modules)
-                   + (f"; **{f.module_label}**: {f.mismatch}" if f.module_label else ""))
+        out.append(
+            f"- Diff: {_link(f.report, root, 'report.html')}, {_link(f.json, root, 'diff.json')}; optimised HLO "
+            f"differs in {', '.join(differ) or 'no replayed module'}"
+            + (f"; first divergence {f.first_divergence}" if f.first_divergence else "")
+        )
+        out.append(
+            f"- Modules replayed against the last good release ({_link(f.replay_bundle, root, 'replay')}): "
+            + ", ".join(f"{m.name} {m.outcome}" for m in f.modules)
+            + (f"; **{f.module_label}**: {f.mismatch}" if f.module_label else "")
+        )
         if f.precision_only:
-            out.append(f"- **Not a miscompile**: {', '.join(f.precision_only)} differ from the last good release only "
-                       "by precision: with their dots and convolutions at full precision the two agree (on a GPU, "
-                       "TF32 and like modes). Nothing to reduce or isolate.")
+            out.append(
+                f"- **Not a miscompile**: {', '.join(f.precision_only)} differ from the last good release only "
+                "by precision: with their dots and convolutions at full precision the two agree (on a GPU, "
+                "TF32 and like modes). Nothing to reduce or isolate."
+            )
     if state.passes:
         p = state.passes
         culprit = ", ".join(f"`{c}`" for c in p.culprits) or "none"
-        out.append(f"- Culprit HLO pass (disabling it makes the program right): {culprit}"
-                   + (f" ({p.how})" if p.how else "") + (f"; {p.note}" if p.note else "")
-                   + f"; bisection: {_link(p.folder, root)}" + "".join(f"; {_link(d, root, Path(d).name)}" for d in p.diffs))
+        out.append(
+            f"- Culprit HLO pass (disabling it makes the program right): {culprit}"
+            + (f" ({p.how})" if p.how else "")
+            + (f"; {p.note}" if p.note else "")
+            + f"; bisection: {_link(p.folder, root)}"
+            + "".join(f"; {_link(d, root, Path(d).name)}" for d in p.diffs)
+        )
     if state.reduce:
         r = state.reduce
-        out.append(f"- Minimal module: {r.instructions_before} -> {r.instructions_after} instructions in "
-                   f"{r.oracle_calls} oracle calls ({_link(r.reduced, root, 'reduced.hlo.txt')}, "
-                   f"{_link(r.issue, root, 'its ISSUE.md')}, {_link(r.bundle, root, 'bundle')})"
-                   + ("; FLAKY" if r.flaky else ""))
+        out.append(
+            f"- Minimal module: {r.instructions_before} -> {r.instructions_after} instructions in "
+            f"{r.oracle_calls} oracle calls ({_link(r.reduced, root, 'reduced.hlo.txt')}, "
+            f"{_link(r.issue, root, 'its ISSUE.md')}, {_link(r.bundle, root, 'bundle')})"
+            + ("; FLAKY" if r.flaky else "")
+        )
     if state.isolate:
         i = state.isolate
         if i.first_mismatch:
             what = f"{_instruction(i.first_mismatch)} mismatches on its own"
         elif i.first_mismatch_in_context:
-            what = (f"no instruction mismatches on its own; the first whose value mismatches in context is "
-                    f"{_instruction(i.first_mismatch_in_context)} (the bug needs its context, e.g. a fusion or folding)")
+            what = (
+                f"no instruction mismatches on its own; the first whose value mismatches in context is "
+                f"{_instruction(i.first_mismatch_in_context)} (the bug needs its context, e.g. a fusion or folding)"
+            )
         else:
             from xlatools.reduce.isolate import NO_SINGLE
 
@@ -111,23 +132,59 @@ def _demoted(markdown: str) -> list[str]:
 def render(state: TriageState, program: str, command: list[str], reduce_issue: str | None) -> str:
     """ISSUE.md. `reduce_issue`: the reduce bundle's own ISSUE.md (minimal HLO, inputs, expected vs actual)."""
     root = Path(state.folder or ".")
-    out = [_title(state, program), "", f"Found by `xlatools triage` (state: {_link(str(root / 'triage.json'), root)}).",
-           "", "## Findings", "", *(_findings(state, root) or ["- nothing found yet"]), "", "## Stages", "",
-           *_stage_rows(state), ""]
-    open_stages = [r for r in state.stages if r.status not in (StageStatus.DONE, StageStatus.SKIPPED)
-                   and r.stage != TriageStage.REPORT]
+    out = [
+        _title(state, program),
+        "",
+        f"Found by `xlatools triage` (state: {_link(str(root / 'triage.json'), root)}).",
+        "",
+        "## Findings",
+        "",
+        *(_findings(state, root) or ["- nothing found yet"]),
+        "",
+        "## Stages",
+        "",
+        *_stage_rows(state),
+        "",
+    ]
+    open_stages = [
+        r
+        for r in state.stages
+        if r.status not in (StageStatus.DONE, StageStatus.SKIPPED) and r.stage != TriageStage.REPORT
+    ]
     if open_stages:
         out += ["Stages not done say why above; run the same command again to retry them.", ""]
     if reduce_issue:
         body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
         out += ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
-    out += ["## Reproduce", "", "The triage (the same command continues it; `--fresh` starts over):", "", "```sh",
-            " ".join(shlex.quote(a) for a in ["xlatools", *command]), "```", ""]
+    out += [
+        "## Reproduce",
+        "",
+        "The triage (the same command continues it; `--fresh` starts over):",
+        "",
+        "```sh",
+        " ".join(shlex.quote(a) for a in ["xlatools", *command]),
+        "```",
+        "",
+    ]
     if state.reduce and state.reduce.reduced and state.dumps:
         d, bundle = state.dumps, Path(state.reduce.bundle)
-        replay = ["xlatools", "replay", os.path.relpath(state.reduce.reduced, root), "--inputs",
-                  os.path.relpath(bundle / "inputs.npz", root), "--python", d.first_bad.python, "--reference-python",
-                  d.last_good.python]
-        out += [f"The minimal module, jax {d.first_bad.version} against jax {d.last_good.version} (exit 1: they differ):",
-                "", "```sh", " ".join(shlex.quote(a) for a in replay), "```", ""]
+        replay = [
+            "xlatools",
+            "replay",
+            os.path.relpath(state.reduce.reduced, root),
+            "--inputs",
+            os.path.relpath(bundle / "inputs.npz", root),
+            "--python",
+            d.first_bad.python,
+            "--reference-python",
+            d.last_good.python,
+        ]
+        out += [
+            f"The minimal module, jax {d.first_bad.version} against jax {d.last_good.version} (exit 1: they differ):",
+            "",
+            "```sh",
+            " ".join(shlex.quote(a) for a in replay),
+            "```",
+            "",
+        ]
     return "\n".join(out)

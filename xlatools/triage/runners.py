@@ -13,15 +13,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING
-from xlatools.records.triage import (DiffFound, DumpsFound, IsolateFound, ModuleVerdict, PassesFound, ReduceFound,
-                                     ReleasesFound, SideRun, TriageState)
+from xlatools.records.triage import (
+    DiffFound,
+    DumpsFound,
+    IsolateFound,
+    ModuleVerdict,
+    PassesFound,
+    ReduceFound,
+    ReleasesFound,
+    SideRun,
+    TriageState,
+)
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
 from xlatools.vocab import BisectStatus, Platform, ReplayOutcome, StageStatus, TriageStage
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
-    from xlatools.records.replay import ModuleRecord
     from xlatools.console import Reporter
 
 DUMP_PRESETS = ("dump:hlo", "dump:snapshots")  # before/after text, and the real arguments of each execution
@@ -52,22 +60,34 @@ class Context:
         try:
             python, _, _ = ensure(spec, self.reporter.info)
         except InstallFailed as exc:
-            raise StageProblem(StageStatus.CANNOT_RUN, f"cannot install jax {version}: {exc.reason}", EXIT_MISSING) from None
+            raise StageProblem(
+                StageStatus.CANNOT_RUN, f"cannot install jax {version}: {exc.reason}", EXIT_MISSING
+            ) from None
         return str(python)
 
 
 def releases(ctx: Context) -> str:
     from xlatools.bisect.api import ReleaseRequest, bisect_releases
 
-    request = ReleaseRequest(good=ctx.request.good, bad=ctx.request.bad, test=ctx.request.test,
-                             python_version=ctx.request.python_version, out=ctx.folder / "bisect")
+    request = ReleaseRequest(
+        good=ctx.request.good,
+        bad=ctx.request.bad,
+        test=ctx.request.test,
+        python_version=ctx.request.python_version,
+        out=ctx.folder / "bisect",
+    )
     state = bisect_releases(request, ctx.reporter)
     answer = state.result
     if state.status != BisectStatus.DONE or answer is None:
         raise StageProblem(StageStatus.CANNOT_RUN, state.message or f"the bisection ended {state.status}", EXIT_MISSING)
-    ctx.state.releases = ReleasesFound(last_good=answer.last_good.key, first_bad=answer.first_bad.key,
-                                       folder=str(state.folder), last_good_bundle=answer.last_good.bundle,
-                                       first_bad_bundle=answer.first_bad.bundle, steps=len(state.steps))
+    ctx.state.releases = ReleasesFound(
+        last_good=answer.last_good.key,
+        first_bad=answer.first_bad.key,
+        folder=str(state.folder),
+        last_good_bundle=answer.last_good.bundle,
+        first_bad_bundle=answer.first_bad.bundle,
+        steps=len(state.steps),
+    )
     summary = f"last good jax {answer.last_good.key}, first bad jax {answer.first_bad.key} ({len(state.steps)} steps)"
     if answer.maybe_first_bad:
         summary += f"; the first bad may also be {', '.join(c.key for c in answer.maybe_first_bad)} (skipped)"
@@ -83,59 +103,87 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
     from xlatools.vocab import ExitCodeMode
 
     opts = ctx.request.test
-    request = RunRequest(program=ctx.test.program, python=ctx.python_of(version), dump=True, presets=list(DUMP_PRESETS),
-                         xla_flags=list(opts.xla_flags), env=list(opts.env), platform=opts.platform,
-                         timeout=opts.timeout, name=name)
+    request = RunRequest(
+        program=ctx.test.program,
+        python=ctx.python_of(version),
+        dump=True,
+        presets=list(DUMP_PRESETS),
+        xla_flags=list(opts.xla_flags),
+        env=list(opts.env),
+        platform=opts.platform,
+        timeout=opts.timeout,
+        name=name,
+    )
     caller_env = dict(os.environ)
     prepared = prepare(request, ProfileRun(), {}, caller_env, Path(opts.cwd), ctx.reporter)
-    record = execute_plan(prepared, ctx.folder / "runs", ctx.argv + [f"(dumping run, jax {version})"], caller_env,
-                          ctx.reporter, echo_stdout_to_stderr=True, exit_code_mode=ExitCodeMode.PROGRAM,
-                          cluster=opts.cluster).record  # --executor slurm: the dumping runs are jobs too
+    record = execute_plan(
+        prepared,
+        ctx.folder / "runs",
+        ctx.argv + [f"(dumping run, jax {version})"],
+        caller_env,
+        ctx.reporter,
+        echo_stdout_to_stderr=True,
+        exit_code_mode=ExitCodeMode.PROGRAM,
+        cluster=opts.cluster,
+    ).record  # --executor slurm: the dumping runs are jobs too
     return SideRun(version=version, python=prepared.plan.python, bundle=str(record.bundle), exit_code=record.exit_code)
 
 
 def dumps(ctx: Context) -> str:
     good, bad = ctx.ends()
-    found = DumpsFound(last_good=_dumping_run(ctx, good, f"last-good-{good}"),
-                       first_bad=_dumping_run(ctx, bad, f"first-bad-{bad}"))
+    found = DumpsFound(
+        last_good=_dumping_run(ctx, good, f"last-good-{good}"), first_bad=_dumping_run(ctx, bad, f"first-bad-{bad}")
+    )
     ctx.state.dumps = found
-    return (f"jax {good}: exit {found.last_good.exit_code}, jax {bad}: exit {found.first_bad.exit_code} "
-            "(HLO text and snapshots dumped)")
+    return (
+        f"jax {good}: exit {found.last_good.exit_code}, jax {bad}: exit {found.first_bad.exit_code} "
+        "(HLO text and snapshots dumped)"
+    )
 
 
 def diff(ctx: Context) -> str:
     """The two dumping runs compared, and first-bad's program modules replayed with last-good as the reference:
     the first that mismatches is the module the later stages work on."""
     from xlatools.compare.diff import write_diff
+    from xlatools.replay.outcome import mismatch_figures, precision_only
 
     runs = ctx.state.dumps
     assert runs is not None
     compared, report = write_diff(Path(runs.last_good.bundle), Path(runs.first_bad.bundle), ctx.folder / "diff")
     differs = {m.b.name: not m.same_output for m in compared.modules}
     first = compared.first_divergence()
-    found = DiffFound(json=str(ctx.folder / "diff" / "diff.json"), report=str(report),
-                      modules_differ=compared.modules_differ, first_divergence=first[1].label if first else None)
+    found = DiffFound(
+        json=str(ctx.folder / "diff" / "diff.json"),
+        report=str(report),
+        modules_differ=compared.modules_differ,
+        first_divergence=first[1].label if first else None,
+    )
     replayed = _replay_modules(ctx, runs)
     found.replay_bundle = str(replayed.record.bundle)
-    found.modules = [ModuleVerdict(name=m.name, id=m.id, outcome=str(m.outcome), optimized_differs=differs.get(m.name))
-                     for m in replayed.record.modules]
+    found.modules = [
+        ModuleVerdict(name=m.name, id=m.id, outcome=str(m.outcome), optimized_differs=differs.get(m.name))
+        for m in replayed.record.modules
+    ]
     ctx.state.diff = found
     wrong = next((m for m in replayed.record.modules if m.outcome == ReplayOutcome.MISMATCH), None)
     counted = f"{sum(differs.values())} of {len(differs)} modules' optimised HLO differ"
     if wrong is None and (precision := precision_only(replayed.record.modules)):
         found.precision_only = precision
-        return (f"{counted}; no module miscompiles: {', '.join(precision)} differ from jax {runs.last_good.version} "
-                "only by precision (they agree with it at full precision)")
+        return (
+            f"{counted}; no module miscompiles: {', '.join(precision)} differ from jax {runs.last_good.version} "
+            "only by precision (they agree with it at full precision)"
+        )
     if wrong is None:
         outcomes = ", ".join(f"{m.label} {m.outcome}" for m in replayed.record.modules) or "no module replayed"
-        raise StageProblem(StageStatus.CANNOT_RUN, f"{counted}; no module of jax {runs.first_bad.version} mismatches "
-                           f"against jax {runs.last_good.version} when replayed ({outcomes})", EXIT_MISSING)
+        raise StageProblem(
+            StageStatus.CANNOT_RUN,
+            f"{counted}; no module of jax {runs.first_bad.version} mismatches "
+            f"against jax {runs.last_good.version} when replayed ({outcomes})",
+            EXIT_MISSING,
+        )
     found.module = str(wrong.id) if wrong.id is not None else wrong.name
     found.module_name, found.module_label = wrong.name, wrong.label
-    checks = [c for c in wrong.comparisons if not c.ok]
-    found.mismatch = (f"{checks[0].mismatches}/{checks[0].elements} elements differ (max abs error "
-                      f"{checks[0].max_abs_error:.3g}, {checks[0].nan_mismatches} NaN mismatches)") if checks else \
-        "outputs differ"
+    found.mismatch = mismatch_figures(wrong)
     return f"{counted}; module {wrong.label} mismatches: {found.mismatch}"
 
 
@@ -143,18 +191,18 @@ def _replay_modules(ctx: Context, runs: DumpsFound):
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.replay.plan import ReplayRequest
 
-    request = ReplayRequest(source=Path(runs.first_bad.bundle), python=runs.first_bad.python,
-                            reference_pythons=[runs.last_good.python], atol=ctx.request.atol, rtol=ctx.request.rtol,
-                            platform=ctx.request.test.platform or Platform.AUTO, name="first-bad-vs-last-good")
-    return execute_replay(prepare(request), ctx.folder / "replay", ctx.argv + ["(modules against last good)"], ctx.reporter)
-
-
-def precision_only(modules: list[ModuleRecord]) -> list[str]:
-    """The modules that differ only by precision, when that is all that differs (every other one ran ok);
-    else nothing: a crash or a module that could not run is no precision finding."""
-    if any(m.outcome not in (ReplayOutcome.OK, ReplayOutcome.PRECISION) for m in modules):
-        return []
-    return [m.label for m in modules if m.outcome == ReplayOutcome.PRECISION]
+    request = ReplayRequest(
+        source=Path(runs.first_bad.bundle),
+        python=runs.first_bad.python,
+        reference_pythons=[runs.last_good.python],
+        atol=ctx.request.atol,
+        rtol=ctx.request.rtol,
+        platform=ctx.request.test.platform or Platform.AUTO,
+        name="first-bad-vs-last-good",
+    )
+    return execute_replay(
+        prepare(request), ctx.folder / "replay", ctx.argv + ["(modules against last good)"], ctx.reporter
+    )
 
 
 def passes(ctx: Context) -> str:
@@ -172,10 +220,17 @@ def passes(ctx: Context) -> str:
     answer = state.result
     if answer is None:
         raise StageProblem(StageStatus.CANNOT_RUN, state.message or f"the bisection ended {state.status}", EXIT_MISSING)
-    ctx.state.passes = PassesFound(folder=str(state.folder), culprits=[p.name for p in answer.passes], how=answer.how,
-                                   diffs=[h.diff for h in answer.hlo])
-    summary = f"culprit pass{'es' if len(answer.passes) > 1 else ''} on jax {bad}: " + \
-        ", ".join(p.name for p in answer.passes) + f" ({answer.how}; {len(state.steps)} steps)"
+    ctx.state.passes = PassesFound(
+        folder=str(state.folder),
+        culprits=[p.name for p in answer.passes],
+        how=answer.how,
+        diffs=[h.diff for h in answer.hlo],
+    )
+    summary = (
+        f"culprit pass{'es' if len(answer.passes) > 1 else ''} on jax {bad}: "
+        + ", ".join(p.name for p in answer.passes)
+        + f" ({answer.how}; {len(state.steps)} steps)"
+    )
     if answer.flaky:
         raise StageProblem(StageStatus.FAILED, f"{summary}; the boundary steps disagreed (flaky)", EXIT_FAILED)
     return summary
@@ -189,21 +244,35 @@ def reduce(ctx: Context) -> str:
     runs, found = ctx.state.dumps, ctx.state.diff
     assert runs is not None and found is not None
     culprits = ctx.state.passes.culprits if ctx.state.passes else []
-    request = ReduceRequest(source=Path(runs.first_bad.bundle), python=runs.first_bad.python, module=found.module,
-                            reference_pythons=[runs.last_good.python], atol=ctx.request.atol, rtol=ctx.request.rtol,
-                            jobs=ctx.request.jobs, culprit_pass=", ".join(culprits) or None,
-                            name=found.module_name)
+    request = ReduceRequest(
+        source=Path(runs.first_bad.bundle),
+        python=runs.first_bad.python,
+        module=found.module,
+        reference_pythons=[runs.last_good.python],
+        atol=ctx.request.atol,
+        rtol=ctx.request.rtol,
+        jobs=ctx.request.jobs,
+        culprit_pass=", ".join(culprits) or None,
+        name=found.module_name,
+    )
     if ctx.request.test.platform is not None:
         request = replace(request, platform=ctx.request.test.platform)
     done = execute_reduce(prepare(request), ctx.folder / "reduce", ctx.argv + ["(reduce)"], ctx.reporter)
     result = done.record.result
     assert result is not None
-    ctx.state.reduce = ReduceFound(bundle=str(done.record.bundle), instructions_before=result.instructions_before,
-                                   instructions_after=result.instructions_after, oracle_calls=result.oracle_calls,
-                                   flaky=result.flaky, issue=result.files.get("ISSUE.md"),
-                                   reduced=result.files.get("reduced.hlo.txt"))
-    summary = (f"{result.instructions_before} -> {result.instructions_after} instructions "
-               f"({result.oracle_calls} oracle calls): {result.verdict}")
+    ctx.state.reduce = ReduceFound(
+        bundle=str(done.record.bundle),
+        instructions_before=result.instructions_before,
+        instructions_after=result.instructions_after,
+        oracle_calls=result.oracle_calls,
+        flaky=result.flaky,
+        issue=result.files.get("ISSUE.md"),
+        reduced=result.files.get("reduced.hlo.txt"),
+    )
+    summary = (
+        f"{result.instructions_before} -> {result.instructions_after} instructions "
+        f"({result.oracle_calls} oracle calls): {result.verdict}"
+    )
     if result.flaky:
         raise StageProblem(StageStatus.FAILED, f"{summary}; FLAKY: not interesting on every re-check", EXIT_FAILED)
     return summary
@@ -222,19 +291,36 @@ def isolate(ctx: Context) -> str:
         source, modules, inputs = Path(reduced.reduced), [], str(Path(reduced.bundle) / "inputs.npz")
     else:
         source, modules, inputs = Path(runs.first_bad.bundle), [found.module or ""], None
-    request = ReplayRequest(source=source, python=runs.first_bad.python, modules=modules, inputs=inputs,
-                            reference_pythons=[runs.last_good.python], atol=ctx.request.atol, rtol=ctx.request.rtol,
-                            platform=ctx.request.test.platform or Platform.AUTO, name="isolate")
+    request = ReplayRequest(
+        source=source,
+        python=runs.first_bad.python,
+        modules=modules,
+        inputs=inputs,
+        reference_pythons=[runs.last_good.python],
+        atol=ctx.request.atol,
+        rtol=ctx.request.rtol,
+        platform=ctx.request.test.platform or Platform.AUTO,
+        name="isolate",
+    )
     isolating = IsolationRun.prepare(request)
-    replayed = execute_replay(prepare(request), ctx.folder / "isolate", ctx.argv + ["(isolate)"], ctx.reporter,
-                              then=isolating.record_into(ctx.reporter))
+    replayed = execute_replay(
+        prepare(request),
+        ctx.folder / "isolate",
+        ctx.argv + ["(isolate)"],
+        ctx.reporter,
+        then=isolating.record_into(ctx.reporter),
+    )
     seen = replayed.record.isolation
     if seen is None:
         raise StageProblem(StageStatus.CANNOT_RUN, "the isolation recorded nothing", EXIT_MISSING)
     which = "the reduced module" if reduced and reduced.reduced else f"module {found.module_label}"
-    ctx.state.isolate = IsolateFound(bundle=str(replayed.record.bundle), file=seen.file, module=which,
-                                     first_mismatch=seen.first_mismatch,
-                                     first_mismatch_in_context=seen.first_mismatch_in_context)
+    ctx.state.isolate = IsolateFound(
+        bundle=str(replayed.record.bundle),
+        file=seen.file,
+        module=which,
+        first_mismatch=seen.first_mismatch,
+        first_mismatch_in_context=seen.first_mismatch_in_context,
+    )
     if seen.first_mismatch:
         return f"{which}: {seen.first_mismatch.name} = {seen.first_mismatch.opcode} mismatches on its own"
     if seen.first_mismatch_in_context:
@@ -245,5 +331,11 @@ def isolate(ctx: Context) -> str:
     return f"{which}: {NO_SINGLE}"
 
 
-RUNNERS = {TriageStage.RELEASES: releases, TriageStage.DUMPS: dumps, TriageStage.DIFF: diff,
-           TriageStage.PASSES: passes, TriageStage.REDUCE: reduce, TriageStage.ISOLATE: isolate}
+RUNNERS = {
+    TriageStage.RELEASES: releases,
+    TriageStage.DUMPS: dumps,
+    TriageStage.DIFF: diff,
+    TriageStage.PASSES: passes,
+    TriageStage.REDUCE: reduce,
+    TriageStage.ISOLATE: isolate,
+}

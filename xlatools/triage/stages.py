@@ -67,8 +67,14 @@ class StageProblem(Exception):
         self.status, self.reason, self.exit_code = status, reason, exit_code
 
 
-def decide(stage: TriageStage, record: StageRecord, skip: frozenset[TriageStage], basis: str,
-           found: Callable[[TriageStage], bool], records: Callable[[TriageStage], StageRecord]) -> PlannedStage:
+def decide(
+    stage: TriageStage,
+    record: StageRecord,
+    skip: frozenset[TriageStage],
+    basis: str,
+    found: Callable[[TriageStage], bool],
+    records: Callable[[TriageStage], StageRecord],
+) -> PlannedStage:
     """What to do with `stage` now (pure)."""
     if stage in skip:
         return PlannedStage(stage, Action.SKIP, "--skip")
@@ -85,8 +91,12 @@ def decide(stage: TriageStage, record: StageRecord, skip: frozenset[TriageStage]
     return PlannedStage(stage, Action.RUN)
 
 
-def plan_stages(records: Callable[[TriageStage], StageRecord], skip: frozenset[TriageStage],
-                basis_of: Callable[[TriageStage], str], found: Callable[[TriageStage], bool]) -> list[PlannedStage]:
+def plan_stages(
+    records: Callable[[TriageStage], StageRecord],
+    skip: frozenset[TriageStage],
+    basis_of: Callable[[TriageStage], str],
+    found: Callable[[TriageStage], bool],
+) -> list[PlannedStage]:
     """`--dry-run`: what an invocation would do, assuming every stage it runs finds what it looks for."""
     assumed: set[TriageStage] = set()
     plan = []
@@ -105,7 +115,11 @@ def _status_of(exc: XlaToolsError | StageProblem | OSError) -> tuple[StageStatus
         message = exc.message + (f" ({exc.hint})" if exc.hint else "")
         status = StageStatus.FAILED if exc.exit_code == EXIT_FAILED else StageStatus.CANNOT_RUN
         return status, message, exc.exit_code
-    return StageStatus.CANNOT_RUN, f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""), EXIT_MISSING
+    return (
+        StageStatus.CANNOT_RUN,
+        f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""),
+        EXIT_MISSING,
+    )
 
 
 def run_stage(record: StageRecord, runner: Callable[[], str], basis: str, now: Callable[[], str]) -> None:
@@ -126,9 +140,16 @@ def run_stage(record: StageRecord, runner: Callable[[], str], basis: str, now: C
         record.finished, record.seconds = now(), round(time.monotonic() - t0, 3)
 
 
-def run_stages(records: Callable[[TriageStage], StageRecord], runners: dict[TriageStage, Callable[[], str]],
-               skip: frozenset[TriageStage], basis_of: Callable[[TriageStage], str], found: Callable[[TriageStage], bool],
-               save: Callable[[], None], now: Callable[[], str], reporter: Reporter) -> None:
+def run_stages(
+    records: Callable[[TriageStage], StageRecord],
+    runners: dict[TriageStage, Callable[[], str]],
+    skip: frozenset[TriageStage],
+    basis_of: Callable[[TriageStage], str],
+    found: Callable[[TriageStage], bool],
+    save: Callable[[], None],
+    now: Callable[[], str],
+    reporter: Reporter,
+) -> None:
     """Every stage in order: kept, skipped, blocked or run; `save` after each."""
     for number, stage in enumerate(ORDER, 1):
         record = records(stage)

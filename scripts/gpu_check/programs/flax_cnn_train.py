@@ -3,6 +3,7 @@
 Two convolutions, average pooling, two dense layers, 8 random 28x28 images: f32 dots and convolutions,
 which a GPU runs in TF32 unless asked for full precision. Prints the loss of each step.
 """
+
 import jax
 import jax.numpy as jnp
 import numpy as np

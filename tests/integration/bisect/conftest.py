@@ -27,8 +27,14 @@ def bisect_cache(tmp_path_factory) -> Path:
 @pytest.fixture
 def bx(tmp_path, bisect_cache):
     """Run `xlatools ARGS` in tmp_path with the session's environment cache."""
+
     def call(*args, env=None, timeout=900, cwd=None):
-        full = {"XLATOOLS_CACHE_DIR": str(bisect_cache), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-                "JAX_PLATFORMS": "cpu", **(env or {})}
+        full = {
+            "XLATOOLS_CACHE_DIR": str(bisect_cache),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "JAX_PLATFORMS": "cpu",
+            **(env or {}),
+        }
         return run_cli(*args, cwd=cwd or tmp_path, env=full, timeout=timeout)
+
     return call

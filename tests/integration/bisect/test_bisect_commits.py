@@ -28,12 +28,21 @@ sys.exit(1 if "bug" in jaxlib.BUILD_INFO["xla"] else 0)
 def git_in(repo: Path):
     git = shutil.which("git")
     require("git", git is not None, "install git (apt-get install git)")
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_CONFIG_NOSYSTEM="1",
+    )
 
     def run(*args: str) -> str:
-        return subprocess.run([git, "-C", str(repo), *args], env=env, check=True, capture_output=True,
-                              text=True).stdout.strip()
+        return subprocess.run(
+            [git, "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
     return run
 
 
@@ -63,15 +72,35 @@ def test_commit_bisection_builds_each_step_skips_the_unbuildable_and_names_the_b
     (tmp_path / "check.py").write_text(TEST)
     home = tmp_path / "home"
     home.mkdir()
-    env = {"HOME": str(home), "XLATOOLS_CACHE_DIR": str(tmp_path / "cache"), "JAX_PLATFORMS": "cpu",
-           "NO_COLOR": "1"}
+    env = {"HOME": str(home), "XLATOOLS_CACHE_DIR": str(tmp_path / "cache"), "JAX_PLATFORMS": "cpu", "NO_COLOR": "1"}
     try:
-        done = run_cli("bisect", "commits", "--xla", f"{shas[0]}..{shas[-1]}", "--xla-repo", str(tmp_path / "xla"),
-                       "--source", str(tree), "--profile", "dbg-cpu", "--local", "--json", "--", "check.py",
-                       cwd=tmp_path, env=env, timeout=1800)
+        done = run_cli(
+            "bisect",
+            "commits",
+            "--xla",
+            f"{shas[0]}..{shas[-1]}",
+            "--xla-repo",
+            str(tmp_path / "xla"),
+            "--source",
+            str(tree),
+            "--profile",
+            "dbg-cpu",
+            "--local",
+            "--json",
+            "--",
+            "check.py",
+            cwd=tmp_path,
+            env=env,
+            timeout=1800,
+        )
     finally:
-        subprocess.run([bazel_bin, "shutdown"], cwd=tree, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [bazel_bin, "shutdown"],
+            cwd=tree,
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=120,
+        )
     assert done.returncode == 0, done.stderr[-4000:]
     data = json.loads(done.stdout)
     assert [c["key"] for c in data["candidates"]] == shas
@@ -87,15 +116,28 @@ def test_commit_bisection_builds_each_step_skips_the_unbuildable_and_names_the_b
     builds = sorted((Path(data["folder"]) / "builds").glob("*/wheels/*.whl"))
     assert {wheel_info(w)["xla"] for w in builds} == {"xla v0", "xla v1", "xla v2 bug", "xla v6 bug"}
     assert not (Path(data["folder"]) / "trees" / "xla").exists()  # the step checkout is gone at the end
-    assert "trees" not in subprocess.run(["git", "-C", str(tmp_path / "xla"), "worktree", "list"], capture_output=True,
-                                         text=True).stdout
+    assert (
+        "trees"
+        not in subprocess.run(
+            ["git", "-C", str(tmp_path / "xla"), "worktree", "list"], capture_output=True, text=True
+        ).stdout
+    )
 
 
 def test_commit_range_errors(tmp_path):
     shas = make_history(tmp_path / "xla")
     (tmp_path / "check.py").write_text(TEST)
-    base = ("bisect", "commits", "--xla-repo", str(tmp_path / "xla"), "--source", str(tmp_path), "--profile", "dbg-cpu",
-            "--local")
+    base = (
+        "bisect",
+        "commits",
+        "--xla-repo",
+        str(tmp_path / "xla"),
+        "--source",
+        str(tmp_path),
+        "--profile",
+        "dbg-cpu",
+        "--local",
+    )
     cases = {
         f"{shas[3]}..{shas[3]}": "same commit",
         f"{shas[4]}..{shas[1]}": "not an ancestor",
@@ -103,8 +145,9 @@ def test_commit_range_errors(tmp_path):
         "nodots": "expected GOOD..BAD",
     }
     for commits, message in cases.items():
-        done = run_cli(*base, "--xla", commits, "--", "check.py", cwd=tmp_path,
-                       env={"XLATOOLS_CACHE_DIR": str(tmp_path / "cache")})
+        done = run_cli(
+            *base, "--xla", commits, "--", "check.py", cwd=tmp_path, env={"XLATOOLS_CACHE_DIR": str(tmp_path / "cache")}
+        )
         assert done.returncode == 2 and message in done.stderr, (commits, done.stderr)
         assert "Traceback" not in done.stderr
 
@@ -124,8 +167,23 @@ def test_jax_commit_bisection_builds_the_tree_at_each_commit(bazel_bin, tmp_path
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "XLATOOLS_CACHE_DIR": str(tmp_path / "cache"), "JAX_PLATFORMS": "cpu"}
-    done = run_cli("bisect", "commits", "--jax", f"{shas[0]}..{shas[-1]}", "--source", str(tree), "--profile",
-                   "dbg-cpu", "--local", "--json", "--", "check.py", cwd=tmp_path, env=env, timeout=1800)
+    done = run_cli(
+        "bisect",
+        "commits",
+        "--jax",
+        f"{shas[0]}..{shas[-1]}",
+        "--source",
+        str(tree),
+        "--profile",
+        "dbg-cpu",
+        "--local",
+        "--json",
+        "--",
+        "check.py",
+        cwd=tmp_path,
+        env=env,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     data = json.loads(done.stdout)
     assert data["result"]["first_bad"]["key"] == shas[2] and data["result"]["last_good"]["key"] == shas[1]

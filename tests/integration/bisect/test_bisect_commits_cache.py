@@ -31,12 +31,33 @@ def test_a_second_machine_gets_every_step_build_from_the_team_cache(bazel_bin, t
         (tmp_path / f"check-{machine}.py").write_text(TEST)  # its own test: a new bisection, not a resumed one
         env = {"HOME": str(home), "XLATOOLS_CACHE_DIR": str(tmp_path / f"cache-{machine}"), "JAX_PLATFORMS": "cpu"}
         try:
-            done = run_cli("bisect", "commits", "--xla", f"{shas[0]}..{shas[-1]}", "--xla-repo", str(tmp_path / "xla"),
-                           "--source", str(tmp_path / "jax"), "--profile", "team.yaml", "--local", "--json", "--",
-                           f"check-{machine}.py", cwd=tmp_path, env=env, timeout=1800)
+            done = run_cli(
+                "bisect",
+                "commits",
+                "--xla",
+                f"{shas[0]}..{shas[-1]}",
+                "--xla-repo",
+                str(tmp_path / "xla"),
+                "--source",
+                str(tmp_path / "jax"),
+                "--profile",
+                "team.yaml",
+                "--local",
+                "--json",
+                "--",
+                f"check-{machine}.py",
+                cwd=tmp_path,
+                env=env,
+                timeout=1800,
+            )
         finally:
-            subprocess.run([bazel_bin, "shutdown"], cwd=tmp_path / "jax", env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                [bazel_bin, "shutdown"],
+                cwd=tmp_path / "jax",
+                env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+                capture_output=True,
+                timeout=120,
+            )
         assert done.returncode == 0, done.stderr[-4000:]
         return json.loads(done.stdout), done.stderr
 
@@ -49,13 +70,21 @@ def test_a_second_machine_gets_every_step_build_from_the_team_cache(bazel_bin, t
     assert second["result"]["first_bad"]["key"] == shas[2]
     # Each built step's state record says how bazel ran its build: every action from a cache.
     built = [step for step in second["steps"] if step["outcome"] != "skip"]
-    assert built and all(step["bazel_processes"]["cache_hits"] == step["bazel_processes"]["actions"] == 1
-                         for step in built), built
+    assert built and all(
+        step["bazel_processes"]["cache_hits"] == step["bazel_processes"]["actions"] == 1 for step in built
+    ), built
     assert all("bazel_processes" not in step for step in second["steps"] if step["outcome"] == "skip")  # v3
     builds = [read_bundle(path.parent) for path in (Path(second["folder"]) / "builds").glob("*/manifest.json")]
-    commits_built = {w.sha256 for b in builds if b.status == "ok" for w in b.wheels}  # a rebuilt commit may come from b's disk cache
+    commits_built = {
+        w.sha256 for b in builds if b.status == "ok" for w in b.wheels
+    }  # a rebuilt commit may come from b's disk cache
     assert cache.count("GET", "/ac/", 200) >= len(commits_built) >= 4  # the team cache served each commit once
     assert "1 of 1 actions from cache" in progress
     n = len(built)
-    assert second["summary"]["builds"] == {"actions": n, "cache_hits": n, "later_actions": n - 1, "later_cache_hits": n - 1}
+    assert second["summary"]["builds"] == {
+        "actions": n,
+        "cache_hits": n,
+        "later_actions": n - 1,
+        "later_cache_hits": n - 1,
+    }
     assert first["summary"]["builds"]["later_cache_hits"] == 0  # every commit changes the one action's input

@@ -45,9 +45,28 @@ def test_four_jobs_test_every_candidate_at_once_and_give_the_same_answer(bx, tmp
 
 def _start(tmp_path: Path, bisect_cache: Path, jobs: int) -> subprocess.Popen:
     env = {**os.environ, "XLATOOLS_CACHE_DIR": str(bisect_cache), "JAX_PLATFORMS": "cpu", "NO_COLOR": "1"}
-    return subprocess.Popen([sys.executable, "-m", "xlatools", "bisect", "releases", "--good", GOOD, "--bad", BAD,
-                             "--jobs", str(jobs), "--", "slow_check.py"], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=sigint_default)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "xlatools",
+            "bisect",
+            "releases",
+            "--good",
+            GOOD,
+            "--bad",
+            BAD,
+            "--jobs",
+            str(jobs),
+            "--",
+            "slow_check.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=sigint_default,
+    )
 
 
 def _steps_running(tmp_path: Path, proc: subprocess.Popen, recorded: int) -> None:
@@ -57,8 +76,11 @@ def _steps_running(tmp_path: Path, proc: subprocess.Popen, recorded: int) -> Non
         assert proc.poll() is None, "the bisection ended before it could be interrupted"
         found = states(tmp_path)
         if found and len(json.loads(found[0].read_text())["steps"]) >= recorded:
-            running = [b for b in bundles(found[0].parent / "steps")
-                       if (b / "manifest.json").is_file() and manifest(b)["status"] == "running"]
+            running = [
+                b
+                for b in bundles(found[0].parent / "steps")
+                if (b / "manifest.json").is_file() and manifest(b)["status"] == "running"
+            ]
             if len(running) >= 2:
                 return
         time.sleep(0.1)
@@ -83,7 +105,9 @@ def test_an_interrupted_round_continues_with_another_k_without_repeating_a_step(
     assert len(recorded["steps"]) == 2  # the interrupted round's steps are not recorded
     stopped = [manifest(b)["status"] for b in bundles(state_file.parent / "steps")]
     assert sorted(stopped) == ["failed", "interrupted", "interrupted", "ok"]  # their programs were stopped
-    assert not [p for p in subprocess.run(["pgrep", "-f", "slow_check.py"], capture_output=True, text=True).stdout.split()]
+    assert not [
+        p for p in subprocess.run(["pgrep", "-f", "slow_check.py"], capture_output=True, text=True).stdout.split()
+    ]
 
     done = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--jobs", "3", "--json", "--", "slow_check.py")
     assert done.returncode == 0, done.stderr[-3000:]

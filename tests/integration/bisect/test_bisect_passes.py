@@ -17,8 +17,19 @@ print(f(jnp.arange(8.0)).sum())
 
 def test_ddmin_names_the_fusion_pass_and_shows_its_hlo(xl, tmp_path):
     (tmp_path / "fuse.py").write_text(PROGRAM)
-    args = ("bisect", "passes", "--match", "calls=%fused_computation", "--match-in", "dump:after_optimizations",
-            "--confirm", "1", "--json", "--", "fuse.py")
+    args = (
+        "bisect",
+        "passes",
+        "--match",
+        "calls=%fused_computation",
+        "--match-in",
+        "dump:after_optimizations",
+        "--confirm",
+        "1",
+        "--json",
+        "--",
+        "fuse.py",
+    )
     done = xl(*args)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
@@ -44,8 +55,16 @@ def test_ddmin_names_the_fusion_pass_and_shows_its_hlo(xl, tmp_path):
 
 def test_passes_refuses_a_test_that_is_already_good(xl, tmp_path):
     (tmp_path / "fuse.py").write_text(PROGRAM)
-    done = xl("bisect", "passes", "--match", "no-such-text-anywhere", "--match-in", "dump:after_optimizations",
-              "--", "fuse.py")
+    done = xl(
+        "bisect",
+        "passes",
+        "--match",
+        "no-such-text-anywhere",
+        "--match-in",
+        "dump:after_optimizations",
+        "--",
+        "fuse.py",
+    )
     assert done.returncode == 2 and "nothing to bisect" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -71,7 +90,17 @@ def test_passes_with_module_looks_for_the_match_in_that_modules_files_only(xl, t
     # jit_fused's optimised module holds the fusion, jit_plain's does not: with --module jit_plain the baseline
     # is not bad (the match in jit_fused's files used to count). Cost: one dumping run (about 5 s).
     (tmp_path / "two.py").write_text(TWO_MODULES)
-    done = xl("bisect", "passes", "--module", "jit_plain", "--match", "calls=%fused_computation", "--match-in",
-              "dump:after_optimizations", "--", "two.py")
+    done = xl(
+        "bisect",
+        "passes",
+        "--module",
+        "jit_plain",
+        "--match",
+        "calls=%fused_computation",
+        "--match-in",
+        "dump:after_optimizations",
+        "--",
+        "two.py",
+    )
     assert done.returncode == 2 and "nothing to bisect" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr

@@ -52,8 +52,17 @@ def test_real_release_bisection_names_the_first_bad_release(bx, tmp_path):
     assert "[bisect] step 1: jax 0.4.28" in done.stderr  # progress on stderr
 
     job_summary = tmp_path / "summary.md"
-    again = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--", "check.py",
-               env={"GITHUB_STEP_SUMMARY": str(job_summary)})
+    again = bx(
+        "bisect",
+        "releases",
+        "--good",
+        GOOD,
+        "--bad",
+        BAD,
+        "--",
+        "check.py",
+        env={"GITHUB_STEP_SUMMARY": str(job_summary)},
+    )
     assert again.returncode == 0, again.stderr[-2000:]
     assert "first bad: jax 0.4.31" in again.stdout and "step 1:" not in again.stderr  # finished: nothing re-run
     assert f"last-good vs first-bad: report {diff['report']}" in again.stdout
@@ -70,9 +79,14 @@ def _start(tmp_path: Path, bisect_cache: Path, program: str) -> subprocess.Popen
     env = {"XLATOOLS_CACHE_DIR": str(bisect_cache), "JAX_PLATFORMS": "cpu", "NO_COLOR": "1"}
     import os
 
-    return subprocess.Popen([sys.executable, "-m", "xlatools", "bisect", "releases", "--good", GOOD, "--bad", BAD,
-                             "--", program], cwd=tmp_path, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, preexec_fn=sigint_default)
+    return subprocess.Popen(
+        [sys.executable, "-m", "xlatools", "bisect", "releases", "--good", GOOD, "--bad", BAD, "--", program],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=sigint_default,
+    )
 
 
 def _wait_for_steps(tmp_path: Path, count: int, proc: subprocess.Popen) -> list[dict]:

@@ -39,8 +39,19 @@ def run_build(tree: Path, profile: str, cache_root: Path, *args: str, env: dict 
     out = tree.parent / "out"
     full_env = {"XLATOOLS_CACHE_DIR": str(cache_root)}
     full_env.update(env or {})
-    proc = run_cli("build", "--profile", profile, "--source", str(tree), "--out", str(out), *args,
-                   cwd=tree.parent, env=full_env, timeout=BUILD_TIMEOUT)
+    proc = run_cli(
+        "build",
+        "--profile",
+        profile,
+        "--source",
+        str(tree),
+        "--out",
+        str(out),
+        *args,
+        cwd=tree.parent,
+        env=full_env,
+        timeout=BUILD_TIMEOUT,
+    )
     return BuildResult(proc, out)
 
 
@@ -54,4 +65,3 @@ def wheel_info(wheel: Path, package: str = "jaxlib") -> dict:
     with zipfile.ZipFile(wheel) as archive:
         text = archive.read(f"{package}/_build_info.py").decode()
     return json.loads(text.split("=", 1)[1])
-

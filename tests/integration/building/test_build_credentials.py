@@ -29,7 +29,8 @@ def team_profile(tmp_path, nginx):
     profile = tmp_path / "team.yaml"
     profile.write_text(
         f"extends: dbg-cpu\nbazel:\n  remote_cache: {cache.url}\n  remote_credentials:\n"
-        "    basic_auth: {env: TEAM_CACHE_AUTH}\n    headers:\n      X-Cache-Token: {file: token.txt}\n")
+        "    basic_auth: {env: TEAM_CACHE_AUTH}\n    headers:\n      X-Cache-Token: {file: token.txt}\n"
+    )
     return cache, str(profile)
 
 
@@ -42,8 +43,9 @@ def test_credentials_reach_bazel_and_nothing_else(bazel_bin, tree, tmp_path, tea
         home = tmp_path / f"home-{machine}"
         home.mkdir(exist_ok=True)
         homes.append(home)
-        return run_build(tree, profile, tmp_path / f"cache-{machine}", "--local", *args,
-                         env={"HOME": str(home), **(env or {})})
+        return run_build(
+            tree, profile, tmp_path / f"cache-{machine}", "--local", *args, env={"HOME": str(home), **(env or {})}
+        )
 
     try:
         missing = build("none", "--json")
@@ -67,22 +69,34 @@ def test_credentials_reach_bazel_and_nothing_else(bazel_bin, tree, tmp_path, tea
 
         log = (second.bundle / "build.log").read_text()
         assert "--remote_header=X-Cache-Token=***" in log  # --announce_rc printed the private rc, scrubbed
-        texts = [dry.proc.stdout, dry.proc.stderr, log, (tree / ".bazelrc.user").read_text(),
-                 (second.bundle / "manifest.json").read_text()]
+        texts = [
+            dry.proc.stdout,
+            dry.proc.stderr,
+            log,
+            (tree / ".bazelrc.user").read_text(),
+            (second.bundle / "manifest.json").read_text(),
+        ]
         for done in (first, second):
             texts += [done.proc.stdout, done.proc.stderr, (done.bundle / "manifest.json").read_text()]
         assert leaks(*texts) == []
         assert not Path(manifest["plan"]["private_rc"]).parent.exists()  # removed when the build ended
     finally:
         for home in homes:
-            subprocess.run([bazel_bin, "shutdown"], cwd=tree, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                [bazel_bin, "shutdown"],
+                cwd=tree,
+                env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+                capture_output=True,
+                timeout=120,
+            )
 
 
 def test_credentials_in_a_profile_are_refused(tree, tmp_path):
     profile = tmp_path / "leaky.yaml"
-    profile.write_text(f"extends: dbg-cpu\nbazel:\n  remote_cache: http://team:{PASSWORD}@127.0.0.1:9\n"
-                       f"  extra_options: ['--remote_header=Authorization=Bearer {TOKEN}']\n")
+    profile.write_text(
+        f"extends: dbg-cpu\nbazel:\n  remote_cache: http://team:{PASSWORD}@127.0.0.1:9\n"
+        f"  extra_options: ['--remote_header=Authorization=Bearer {TOKEN}']\n"
+    )
     done = run_build(tree, str(profile), tmp_path / "cache", "--local", "--dry-run")
     assert done.proc.returncode == 2
     assert "credentials do not belong in a profile" in done.proc.stderr

@@ -9,6 +9,7 @@ import pytest
 
 from tests.integration.building.build_helpers import run_build, wheel_info
 
+
 @pytest.mark.bazel
 def test_local_build_runs_the_plan_on_the_host(bazel_bin, tree, tmp_path):
     home = tmp_path / "home"
@@ -25,12 +26,20 @@ def test_local_build_runs_the_plan_on_the_host(bazel_bin, tree, tmp_path):
         assert f"--disk_cache={tmp_path / 'cache' / 'bazel-disk-cache'}" in (result.bundle / "build.log").read_text()
         assert json.loads(result.proc.stdout)["status"] == "ok"
     finally:  # a host bazel server outlives the build; stop ours
-        subprocess.run([bazel_bin, "shutdown"], cwd=tree, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [bazel_bin, "shutdown"],
+            cwd=tree,
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=120,
+        )
+
 
 def test_a_failing_build_command_exits_1_and_keeps_its_own_status(tree, tmp_path):
     profile = tmp_path / "exit3.yaml"
-    profile.write_text('extends: base\nbuild:\n  command: ["python3", "-c", "import sys; print(\'boom\'); sys.exit(3)"]\n')
+    profile.write_text(
+        'extends: base\nbuild:\n  command: ["python3", "-c", "import sys; print(\'boom\'); sys.exit(3)"]\n'
+    )
     result = run_build(tree, str(profile), tmp_path / "cache", "--local", "--json")
     assert result.proc.returncode == 1, result.proc.stderr[-2000:]
     assert "the build failed with exit status 3" in result.proc.stderr and "Traceback" not in result.proc.stderr

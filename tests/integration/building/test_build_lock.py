@@ -23,9 +23,14 @@ SHA256 = "36fd883a02fbdabd8c105cf28a97337420a872b17d3849bee95726709cdd2809"
 
 def archive_lock(path: Path) -> Path:
     entry = LockEntry(
-        name="xla", kind="archive", commit=COMMIT, repo="https://example.invalid/openxla/xla",
-        urls=(f"https://example.invalid/openxla/xla/archive/{COMMIT}.tar.gz",), sha256=SHA256,
-        integrity=hex_to_sri(SHA256), strip_prefix=f"xla-{COMMIT}",
+        name="xla",
+        kind="archive",
+        commit=COMMIT,
+        repo="https://example.invalid/openxla/xla",
+        urls=(f"https://example.invalid/openxla/xla/archive/{COMMIT}.tar.gz",),
+        sha256=SHA256,
+        integrity=hex_to_sri(SHA256),
+        strip_prefix=f"xla-{COMMIT}",
     )
     write_lock(Lock(path).with_entry(entry))
     return path
@@ -41,8 +46,15 @@ def xla_checkout(tmp_path):
     (repo / "WORKSPACE").write_text('workspace(name = "xla")\n')
     (repo / "BUILD").write_text('exports_files(["commit.txt"])\n')
     (repo / "commit.txt").write_text("xla-from-the-lock\n")
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_CONFIG_NOSYSTEM="1",
+    )
 
     def git_run(*args: str) -> None:
         subprocess.run([git, "-C", str(repo), *args], env=env, check=True, capture_output=True)
@@ -84,8 +96,13 @@ def test_archive_lock_is_applied_before_the_build(bazel_bin, tree, tmp_path):
         assert result.manifest["pin"]["lock_file"] == str(lock)
         assert any(p.endswith("third_party/xla/revision.bzl") for p in result.manifest["tree"]["pin_changed"])
     finally:
-        subprocess.run([bazel_bin, "shutdown"], cwd=tree, env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [bazel_bin, "shutdown"],
+            cwd=tree,
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def test_lock_that_does_not_verify_is_refused_before_anything_runs(tree, tmp_path, xla_checkout):
@@ -101,8 +118,9 @@ def test_lock_that_does_not_verify_is_refused_before_anything_runs(tree, tmp_pat
 
 
 @pytest.mark.docker
-def test_local_xla_from_the_lock_is_built_in_the_container(docker_client, base_image, cache_root, tree, tmp_path,
-                                                            xla_checkout):
+def test_local_xla_from_the_lock_is_built_in_the_container(
+    docker_client, base_image, cache_root, tree, tmp_path, xla_checkout
+):
     xla, _ = xla_checkout
     lock = local_lock(tmp_path, xla)
     result = run_build(tree, str(PROFILES / "fixture-cpu.yaml"), cache_root, "--lock", str(lock))

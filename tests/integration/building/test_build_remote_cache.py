@@ -16,13 +16,17 @@ TOKEN = "container-tok-6677"
 def test_second_build_from_clean_output_base_hits_the_remote_cache(docker_client, base_image, tree, tmp_path, nginx):
     cache = nginx(token=TOKEN)
     (tmp_path / "token").write_text(TOKEN + "\n")
-    profile = profile_file(tmp_path, "fixture-remote", (
-        f"extends: {PROFILES / 'fixture-cpu.yaml'}\n"
-        f"bazel:\n  remote_cache: {cache.url}\n  remote_instance_name: team-a\n"
-        "  remote_credentials:\n    headers: {X-Cache-Token: {file: token}}\n"
-        # the cache listens on the host's loopback
-        "build:\n  container:\n    network: host\n"
-    ))
+    profile = profile_file(
+        tmp_path,
+        "fixture-remote",
+        (
+            f"extends: {PROFILES / 'fixture-cpu.yaml'}\n"
+            f"bazel:\n  remote_cache: {cache.url}\n  remote_instance_name: team-a\n"
+            "  remote_credentials:\n    headers: {X-Cache-Token: {file: token}}\n"
+            # the cache listens on the host's loopback
+            "build:\n  container:\n    network: host\n"
+        ),
+    )
     first = run_build(tree, profile, tmp_path / "cache-1")
     assert first.proc.returncode == 0, first.proc.stderr[-3000:]
     assert cache.count("PUT", "/ac/", 201) > 0, cache.requests()  # uploads carried the token

@@ -44,8 +44,12 @@ def test_build_produces_wheel_manifest_and_log(docker_client, base_image, cache_
     assert sha256_file(dist_wheel) == wheel["sha256"]
     # The profile reached bazel: debug config, build.py's options, the local XLA.
     info = wheel_info(dist_wheel)
-    assert info == {"compilation_mode": "dbg", "env": {"HERMETIC_PYTHON_VERSION": "3.11"}, "xla": "local-xla-checkout",
-                    "xla_commit": "0" * 40}
+    assert info == {
+        "compilation_mode": "dbg",
+        "env": {"HERMETIC_PYTHON_VERSION": "3.11"},
+        "xla": "local-xla-checkout",
+        "xla_commit": "0" * 40,
+    }
     log = (result.bundle / "build.log").read_text()
     assert "build:xlatools in file /xlatools/src/.bazelrc.user" in log
     assert "--override_repository=xla=/xlatools/xla" in log
@@ -66,8 +70,9 @@ def test_unchanged_second_build_reuses_the_image(docker_client, base_image, cach
 
 
 def test_failing_build_passes_exit_status_and_shows_log_tail(docker_client, base_image, cache_root, tree, tmp_path):
-    profile = profile_file(tmp_path, "fixture-fail",
-                           f"extends: {FIXTURE_CPU}\nbazel:\n  action_env:\n    FIXTURE_FAIL: '1'\n")
+    profile = profile_file(
+        tmp_path, "fixture-fail", f"extends: {FIXTURE_CPU}\nbazel:\n  action_env:\n    FIXTURE_FAIL: '1'\n"
+    )
     result = run_build(tree, profile, cache_root, "--json")
     assert result.proc.returncode == 1  # bazel's exit status for a failed build, passed through
     assert json.loads(result.proc.stdout)["status"] == "failed"  # the manifest, even on failure
@@ -83,14 +88,21 @@ def test_failing_build_passes_exit_status_and_shows_log_tail(docker_client, base
 
 
 def test_ctrl_c_removes_container_and_records_interrupted(docker_client, base_image, cache_root, tree, tmp_path):
-    profile = profile_file(tmp_path, "fixture-sleep",
-                           f"extends: {FIXTURE_CPU}\nbazel:\n  action_env:\n    FIXTURE_SLEEP: '600'\n"
-                           "    FIXTURE_MARKER: /xlatools/out/sleeping\n")
+    profile = profile_file(
+        tmp_path,
+        "fixture-sleep",
+        f"extends: {FIXTURE_CPU}\nbazel:\n  action_env:\n    FIXTURE_SLEEP: '600'\n"
+        "    FIXTURE_MARKER: /xlatools/out/sleeping\n",
+    )
     out = tmp_path / "out"
     env = dict(os.environ, XLATOOLS_CACHE_DIR=str(cache_root), NO_COLOR="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "xlatools", "build", "--profile", profile, "--source", str(tree), "--out", str(out)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=sigint_default,
     )
     try:
@@ -106,7 +118,6 @@ def test_ctrl_c_removes_container_and_records_interrupted(docker_client, base_im
     assert not containers_of(docker_client, "fixture-sleep")
     manifest = json.loads((out / "latest" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
-
 
 
 def _wait_for_marker(out: Path, name: str, proc: subprocess.Popen) -> None:
@@ -140,16 +151,32 @@ def test_container_runs_as_given_uid_and_its_files_are_owned_by_it(docker_client
     if os.getuid() == 0:
         for path in [tree, *tree.rglob("*"), cache, *cache.rglob("*"), stage]:
             os.lchown(path, uid, gid)
-    plan = plan_build(load(FIXTURE_CPU), BuildOptions(
-        source=tree, out_root=tmp_path / "out", dist_dir=tmp_path / "dist", cache_root=cache, run_id="owner",
-        uid=uid, gid=gid, user_name="builder"))
+    plan = plan_build(
+        load(FIXTURE_CPU),
+        BuildOptions(
+            source=tree,
+            out_root=tmp_path / "out",
+            dist_dir=tmp_path / "dist",
+            cache_root=cache,
+            run_id="owner",
+            uid=uid,
+            gid=gid,
+            user_name="builder",
+        ),
+    )
     write_tree_block(tree, plan.config_name, plan.bazelrc, dry_run=False)
-    manifest = to_json(execute(plan, out_root=tmp_path / "out", tree=TreeInfo(), pin=None, client=docker_client,
-                               reporter=Reporter.silent()).raise_for_status())
+    manifest = to_json(
+        execute(
+            plan, out_root=tmp_path / "out", tree=TreeInfo(), pin=None, client=docker_client, reporter=Reporter.silent()
+        ).raise_for_status()
+    )
     assert manifest["status"] == "ok"
     bundle = Path(manifest["bundle"])
-    created = [tree / ".jax_configure.bazelrc", bundle / manifest["wheels"][0]["path"],
-               *(p for p in (cache / "bazel-disk-cache").rglob("*") if p.is_file())]
+    created = [
+        tree / ".jax_configure.bazelrc",
+        bundle / manifest["wheels"][0]["path"],
+        *(p for p in (cache / "bazel-disk-cache").rglob("*") if p.is_file()),
+    ]
     assert len(created) > 2
     for path in created:  # written inside the container
         assert (path.stat().st_uid, path.stat().st_gid) == (uid, gid), path
@@ -174,8 +201,11 @@ def test_keep_container_then_clean_removes_it(docker_client, base_image, cache_r
 
 
 def test_missing_base_image_is_an_environment_problem(docker_client, tree, tmp_path, cache_root):
-    profile = profile_file(tmp_path, "fixture-nobase", f"extends: {FIXTURE_CPU}\nbuild:\n  container:\n"
-                                                       "    base_image: xlatools-no-such-base:1\n")
+    profile = profile_file(
+        tmp_path,
+        "fixture-nobase",
+        f"extends: {FIXTURE_CPU}\nbuild:\n  container:\n    base_image: xlatools-no-such-base:1\n",
+    )
     result = run_build(tree, profile, cache_root)
     assert result.proc.returncode == 3, result.proc.stderr[-2000:]
     assert "from the base image xlatools-no-such-base:1, which this Docker engine does not have" in result.proc.stderr
@@ -185,8 +215,12 @@ def test_missing_base_image_is_an_environment_problem(docker_client, tree, tmp_p
 
 
 def test_failing_image_step_is_reported_with_its_output(docker_client, base_image, tree, tmp_path, cache_root):
-    profile = profile_file(tmp_path, "fixture-badpkg", f"extends: {FIXTURE_CPU}\nbuild:\n  container:\n"
-                                                       "    build_args:\n      EXTRA_PACKAGES: xlatools-no-such-package\n")
+    profile = profile_file(
+        tmp_path,
+        "fixture-badpkg",
+        f"extends: {FIXTURE_CPU}\nbuild:\n  container:\n"
+        "    build_args:\n      EXTRA_PACKAGES: xlatools-no-such-package\n",
+    )
     result = run_build(tree, profile, cache_root)
     assert result.proc.returncode == 1
     assert "Unable to locate package xlatools-no-such-package" in result.proc.stderr  # streamed

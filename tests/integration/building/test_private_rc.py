@@ -20,8 +20,10 @@ from xlatools.redact import REDACTED
 TOKEN = "tok-private-rc-5829"
 # Prints the file named by `--bazelrc=FILE` (no braces: they are the template's placeholders), then
 # bazel's summary line, and fails as a build would.
-SCRIPT = ('cat "$(echo "$1" | cut -d= -f2-)"; ls -ld "$(dirname "$(echo "$1" | cut -d= -f2-)")"; '
-          'echo "INFO: 3 processes: 2 remote cache hit, 1 internal."; exit 7')
+SCRIPT = (
+    'cat "$(echo "$1" | cut -d= -f2-)"; ls -ld "$(dirname "$(echo "$1" | cut -d= -f2-)")"; '
+    'echo "INFO: 3 processes: 2 remote cache hit, 1 internal."; exit 7'
+)
 
 
 def _team(tmp_path: Path, script: str) -> Path:
@@ -31,14 +33,16 @@ def _team(tmp_path: Path, script: str) -> Path:
     (tmp_path / "team.yaml").write_text(
         "extends: dbg-cpu\nbazel:\n  remote_cache: grpc://127.0.0.1:9\n"
         "  remote_credentials:\n    headers: {Authorization: {file: token}}\n"
-        f"build:\n  command: [sh, -c, '{script}', sh, '{{bazel_startup_options}}']\n")
+        f"build:\n  command: [sh, -c, '{script}', sh, '{{bazel_startup_options}}']\n"
+    )
     return tmp_path / "tree"
 
 
 def test_the_rc_lives_while_the_build_runs_and_its_values_stay_hidden(tmp_path):
     tree = _team(tmp_path, SCRIPT)
-    done = run_build(tree, str(tmp_path / "team.yaml"), tmp_path / "cache", "--local",
-                     env={"TMPDIR": str(tmp_path / "tmp")})
+    done = run_build(
+        tree, str(tmp_path / "team.yaml"), tmp_path / "cache", "--local", env={"TMPDIR": str(tmp_path / "tmp")}
+    )
 
     assert done.proc.returncode == 1, done.proc.stderr[-2000:]  # the build failed
     log = (done.bundle / "build.log").read_text()
@@ -55,11 +59,33 @@ def test_the_rc_lives_while_the_build_runs_and_its_values_stay_hidden(tmp_path):
 
 def test_sigterm_during_the_build_removes_the_rc(tmp_path):
     tree = _team(tmp_path, "sleep 60")
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "XLATOOLS_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"}
+    env = {
+        **os.environ,
+        "TMPDIR": str(tmp_path / "tmp"),
+        "XLATOOLS_CACHE_DIR": str(tmp_path / "cache"),
+        "NO_COLOR": "1",
+    }
     env.pop("XLATOOLS_PROFILE_PATH", None)
-    proc = subprocess.Popen([sys.executable, "-m", "xlatools", "build", "--profile", str(tmp_path / "team.yaml"),
-                             "--source", str(tree), "--out", str(tmp_path / "out"), "--local"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "xlatools",
+            "build",
+            "--profile",
+            str(tmp_path / "team.yaml"),
+            "--source",
+            str(tree),
+            "--out",
+            str(tmp_path / "out"),
+            "--local",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not list((tmp_path / "tmp").glob("xlatools-*/*/remote.bazelrc")) and time.monotonic() < deadline:

@@ -19,7 +19,9 @@ SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "slurm-cluster.sh"
 def slurm(tmp_path_factory) -> dict[str, str]:
     """The environment that points the Slurm commands at the test cluster ({"SLURM_CONF": ...})."""
     missing = [tool for tool in ("munged", "slurmctld", "slurmd", "sbatch") if shutil.which(tool) is None]
-    require("slurm", not missing, f"{', '.join(missing)} not found (apt-get install slurmctld slurmd slurm-client munge)")
+    require(
+        "slurm", not missing, f"{', '.join(missing)} not found (apt-get install slurmctld slurmd slurm-client munge)"
+    )
     require("slurm", os.geteuid() == 0, "the test cluster runs as root (SlurmUser=root)")
     folder = tmp_path_factory.mktemp("slurm")
     started = subprocess.run([str(SCRIPT), "start", str(folder)], capture_output=True, text=True, timeout=60)
@@ -28,7 +30,6 @@ def slurm(tmp_path_factory) -> dict[str, str]:
         yield {"SLURM_CONF": str(folder / "slurm.conf")}
     finally:
         subprocess.run([str(SCRIPT), "stop", str(folder)], capture_output=True, timeout=60)
-
 
 
 from tests.integration.bisect.conftest import bisect_cache  # noqa: E402,F401  (the release environments, shared)

@@ -19,8 +19,10 @@ from tests.helpers import bundles, manifest, run_cli, sigint_default
 from tests.integration.bisect.test_bisect_releases import BAD, CHECK, GOOD, states, write
 
 # A slow middle: jax 0.4.29 and 0.4.30 take long enough for a test to act on their jobs.
-SLOW_CHECK = ("import time, jax, jax.lax\nif jax.__version__ in ('0.4.29', '0.4.30'):\n    time.sleep(float(__import__('os')"
-              ".environ.get('SLOW_S', '600')))\njax.lax.xeinsum  # removed in jax 0.4.31\n")
+SLOW_CHECK = (
+    "import time, jax, jax.lax\nif jax.__version__ in ('0.4.29', '0.4.30'):\n    time.sleep(float(__import__('os')"
+    ".environ.get('SLOW_S', '600')))\njax.lax.xeinsum  # removed in jax 0.4.31\n"
+)
 
 
 def _env(slurm: dict[str, str], cache: Path | None = None) -> dict[str, str]:
@@ -30,8 +32,9 @@ def _env(slurm: dict[str, str], cache: Path | None = None) -> dict[str, str]:
 def _squeue(slurm: dict[str, str], *more: str) -> list[str]:
     """`JOBID NAME STATE` of every job the test cluster still lists (with `-s`: its steps)."""
     form = "%i %j" if "-s" in more else "%i %j %T"
-    done = subprocess.run(["squeue", "-h", "-o", form, *more], capture_output=True, text=True,
-                          env={**os.environ, **slurm}, timeout=30)
+    done = subprocess.run(
+        ["squeue", "-h", "-o", form, *more], capture_output=True, text=True, env={**os.environ, **slurm}, timeout=30
+    )
     return done.stdout.splitlines()
 
 
@@ -52,10 +55,29 @@ def _wait_for(what, condition, limit: float = 300):
 def _start_bisect(tmp_path: Path, env: dict[str, str], *more: str) -> subprocess.Popen:
     """The bisection in the background; its output in tmp_path/bisect.log (a pipe nobody reads would fill)."""
     with open(tmp_path / "bisect.log", "ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "xlatools", "bisect", "releases", "--good", GOOD, "--bad", BAD,
-                                 "--executor", "slurm", *more, "--", "slow_check.py"], cwd=tmp_path,
-                                env={**os.environ, "NO_COLOR": "1", **env}, stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=sigint_default)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "xlatools",
+                "bisect",
+                "releases",
+                "--good",
+                GOOD,
+                "--bad",
+                BAD,
+                "--executor",
+                "slurm",
+                *more,
+                "--",
+                "slow_check.py",
+            ],
+            cwd=tmp_path,
+            env={**os.environ, "NO_COLOR": "1", **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=sigint_default,
+        )
 
 
 def _log(tmp_path: Path) -> str:
@@ -63,9 +85,20 @@ def _log(tmp_path: Path) -> str:
 
 
 def test_two_process_run_is_one_slurm_job_with_every_process_in_the_bundle(slurm, tmp_path):
-    profile = write(tmp_path / "cluster.yaml", "cluster:\n  executor: slurm\n  time: \"5\"\n  setup: [\"echo node-setup\"]\n")
-    done = run_cli("run", "smoke:multiprocess", "--profile", str(profile), "--json", "--out", str(tmp_path),
-                   env=_env(slurm), timeout=300)
+    profile = write(
+        tmp_path / "cluster.yaml", 'cluster:\n  executor: slurm\n  time: "5"\n  setup: ["echo node-setup"]\n'
+    )
+    done = run_cli(
+        "run",
+        "smoke:multiprocess",
+        "--profile",
+        str(profile),
+        "--json",
+        "--out",
+        str(tmp_path),
+        env=_env(slurm),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     job = data["slurm"]
@@ -82,16 +115,32 @@ def test_two_process_run_is_one_slurm_job_with_every_process_in_the_bundle(slurm
 
 
 def test_bad_partition_is_bad_input_with_slurms_message_and_no_bundle(slurm, tmp_path):
-    done = run_cli("run", "smoke:multiprocess", "--executor", "slurm", "--partition", "nosuch", "--out",
-                   str(tmp_path / "out"), env=_env(slurm))
+    done = run_cli(
+        "run",
+        "smoke:multiprocess",
+        "--executor",
+        "slurm",
+        "--partition",
+        "nosuch",
+        "--out",
+        str(tmp_path / "out"),
+        env=_env(slurm),
+    )
     assert done.returncode == 2, done.stderr
     assert "invalid partition" in done.stderr.lower() and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_no_slurm_on_the_machine_is_exit_3(tmp_path):
-    done = run_cli("run", "smoke:multiprocess", "--executor", "slurm", "--out", str(tmp_path),
-                   env={"PATH": os.path.dirname(sys.executable)})
+    done = run_cli(
+        "run",
+        "smoke:multiprocess",
+        "--executor",
+        "slurm",
+        "--out",
+        str(tmp_path),
+        env={"PATH": os.path.dirname(sys.executable)},
+    )
     assert done.returncode == 3, done.stderr
     assert "no Slurm client here" in done.stderr and "hint" in done.stderr.lower()
 
@@ -99,14 +148,34 @@ def test_no_slurm_on_the_machine_is_exit_3(tmp_path):
 def test_dry_run_shows_the_job_script_and_commands(tmp_path):
     done = run_cli("run", "smoke:multiprocess", "--executor", "slurm", "--time-limit", "5", "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert "sbatch --parsable" in done.stdout and "srun --kill-on-bad-exit=0 --ntasks=2" in done.stdout and "task.py" in done.stdout
+    assert (
+        "sbatch --parsable" in done.stdout
+        and "srun --kill-on-bad-exit=0 --ntasks=2" in done.stdout
+        and "task.py" in done.stdout
+    )
     assert "#SBATCH --time=5" in done.stdout
 
 
 def test_slurm_bisection_with_two_jobs_finds_the_same_first_bad(slurm, bisect_cache, tmp_path):
     write(tmp_path / "check.py", CHECK)
-    done = run_cli("bisect", "releases", "--good", GOOD, "--bad", BAD, "--executor", "slurm", "--jobs", "2", "--json",
-                   "--", "check.py", cwd=tmp_path, env=_env(slurm, bisect_cache), timeout=900)
+    done = run_cli(
+        "bisect",
+        "releases",
+        "--good",
+        GOOD,
+        "--bad",
+        BAD,
+        "--executor",
+        "slurm",
+        "--jobs",
+        "2",
+        "--json",
+        "--",
+        "check.py",
+        cwd=tmp_path,
+        env=_env(slurm, bisect_cache),
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     assert data["result"]["first_bad"]["key"] == "0.4.31" and data["result"]["last_good"]["key"] == "0.4.30"
@@ -148,26 +217,56 @@ def test_a_node_set_down_mid_bisection_loses_no_finished_step(slurm, bisect_cach
     write(tmp_path / "slow_check.py", SLOW_CHECK)
     env = _env(slurm, bisect_cache)
     proc = _start_bisect(tmp_path, env)
-    _wait_for("a middle step running", lambda: [j for j in _squeue(slurm) if "RUNNING" in j and ("0.4.29" in j or "0.4.30" in j)])
+    _wait_for(
+        "a middle step running",
+        lambda: [j for j in _squeue(slurm) if "RUNNING" in j and ("0.4.29" in j or "0.4.30" in j)],
+    )
     before = json.loads(states(tmp_path)[0].read_text())["steps"]
-    node = subprocess.run(["sinfo", "-h", "-o", "%n"], capture_output=True, text=True, env={**os.environ, **slurm}).stdout.split()[0]
+    node = subprocess.run(
+        ["sinfo", "-h", "-o", "%n"], capture_output=True, text=True, env={**os.environ, **slurm}
+    ).stdout.split()[0]
     # The node's jobs end NODE_FAIL; it comes back as soon as its slurmd answers (ReturnToService=2).
     _scontrol(slurm, "update", f"NodeName={node}", "State=DOWN", "Reason=xlatools-test")
-    _wait_for(f"the lost step recorded: {_log(tmp_path)}",
-              lambda: len(json.loads(states(tmp_path)[0].read_text())["steps"]) > len(before), 120)
+    _wait_for(
+        f"the lost step recorded: {_log(tmp_path)}",
+        lambda: len(json.loads(states(tmp_path)[0].read_text())["steps"]) > len(before),
+        120,
+    )
     proc.send_signal(signal.SIGINT)  # the next step is running (slowly): stop, and continue later
     proc.wait(timeout=120)
     assert proc.returncode == 130, _log(tmp_path)
     lost = json.loads(states(tmp_path)[0].read_text())["steps"]
-    assert lost[:len(before)] == before
+    assert lost[: len(before)] == before
     assert lost[len(before)]["outcome"] == "skip" and "node" in lost[len(before)]["reason"], lost[len(before)]
-    _wait_for("the node back", lambda: "idle" in subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True,
-                                                                  text=True, env={**os.environ, **slurm}).stdout, 60)
-    again = run_cli("bisect", "releases", "--good", GOOD, "--bad", BAD, "--executor", "slurm", "--json", "--",
-                    "slow_check.py", cwd=tmp_path, env={**env, "SLOW_S": "0"}, timeout=600)
+    _wait_for(
+        "the node back",
+        lambda: (
+            "idle"
+            in subprocess.run(
+                ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env={**os.environ, **slurm}
+            ).stdout
+        ),
+        60,
+    )
+    again = run_cli(
+        "bisect",
+        "releases",
+        "--good",
+        GOOD,
+        "--bad",
+        BAD,
+        "--executor",
+        "slurm",
+        "--json",
+        "--",
+        "slow_check.py",
+        cwd=tmp_path,
+        env={**env, "SLOW_S": "0"},
+        timeout=600,
+    )
     assert again.returncode == 0, again.stderr[-3000:]
     data = json.loads(again.stdout)
-    assert data["status"] == "done" and data["steps"][:len(lost)] == lost
+    assert data["status"] == "done" and data["steps"][: len(lost)] == lost
     assert data["result"]["first_bad"]["key"] == "0.4.31"
 
 
@@ -185,9 +284,13 @@ def test_doctor_checks_the_cluster_and_runs_a_one_second_job(slurm):
 def test_sigterm_cancels_a_runs_job_and_the_bundle_says_so(slurm, tmp_path):
     write(tmp_path / "slow.py", "import time\ntime.sleep(600)\n")
     with open(tmp_path / "run.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "xlatools", "run", "slow.py", "--executor", "slurm", "--out",
-                                 str(tmp_path / "out")], cwd=tmp_path, env={**os.environ, **_env(slurm)}, stdout=log,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "xlatools", "run", "slow.py", "--executor", "slurm", "--out", str(tmp_path / "out")],
+            cwd=tmp_path,
+            env={**os.environ, **_env(slurm)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     _wait_for("the run's job", lambda: [j for j in _squeue(slurm) if "RUNNING" in j])
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=120)
@@ -200,8 +303,22 @@ def test_sigterm_cancels_a_runs_job_and_the_bundle_says_so(slurm, tmp_path):
 def test_triage_runs_its_release_bisection_and_dumping_runs_as_jobs(slurm, bisect_cache, tmp_path):
     write(tmp_path / "check.py", CHECK)
     skips = [part for stage in ("diff", "passes", "reduce", "isolate") for part in ("--skip", stage)]
-    done = run_cli("triage", "--good", GOOD, "--bad", BAD, "--executor", "slurm", *skips, "--json", "--", "check.py",
-                   cwd=tmp_path, env=_env(slurm, bisect_cache), timeout=600)
+    done = run_cli(
+        "triage",
+        "--good",
+        GOOD,
+        "--bad",
+        BAD,
+        "--executor",
+        "slurm",
+        *skips,
+        "--json",
+        "--",
+        "check.py",
+        cwd=tmp_path,
+        env=_env(slurm, bisect_cache),
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     state = json.loads(done.stdout)
     assert (state["releases"]["last_good"], state["releases"]["first_bad"]) == ("0.4.30", BAD)

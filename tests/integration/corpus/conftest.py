@@ -10,13 +10,20 @@ import pytest
 from tests.corpus.catalog import by_name
 from tests.helpers import interpreter_from_env, run_cli
 
-VARIABLES = {"0.4.30": "XLATOOLS_CORPUS_0_4_30_PYTHON", "0.10.2": "XLATOOLS_CORPUS_0_10_2_PYTHON",
-             "0.12": "XLATOOLS_CORPUS_0_12_PYTHON"}
+VARIABLES = {
+    "0.4.30": "XLATOOLS_CORPUS_0_4_30_PYTHON",
+    "0.10.2": "XLATOOLS_CORPUS_0_10_2_PYTHON",
+    "0.12": "XLATOOLS_CORPUS_0_12_PYTHON",
+}
 
 
 def corpus_python(jaxlib: str) -> str:
-    return interpreter_from_env(VARIABLES[jaxlib], "corpus", f"a Python with jax {jaxlib} and the corpus libraries",
-                                f"scripts/make-corpus-venv.sh PATH {jaxlib}")
+    return interpreter_from_env(
+        VARIABLES[jaxlib],
+        "corpus",
+        f"a Python with jax {jaxlib} and the corpus libraries",
+        f"scripts/make-corpus-venv.sh PATH {jaxlib}",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -35,11 +42,24 @@ def corpus_run(tmp_path_factory, corpus_env):
             spec = by_name([program])[0]
             work = tmp_path_factory.mktemp(f"corpus-{program}-{jaxlib}")
             args = [x for p in (presets or ("dump:full",)) for x in ("--preset", p)]
-            done = run_cli("run", str(spec.path), *args, "--python", corpus_python(jaxlib), "--out", "runs", "--json",
-                           *(f"--env={k}={v}" for k, v in spec.env.items()), cwd=work, env=corpus_env, timeout=600)
+            done = run_cli(
+                "run",
+                str(spec.path),
+                *args,
+                "--python",
+                corpus_python(jaxlib),
+                "--out",
+                "runs",
+                "--json",
+                *(f"--env={k}={v}" for k, v in spec.env.items()),
+                cwd=work,
+                env=corpus_env,
+                timeout=600,
+            )
             assert done.returncode == 0, done.stderr[-3000:]
             made[key] = json.loads(done.stdout)["bundle"]
         return made[key]
+
     return make
 
 
@@ -47,4 +67,5 @@ def corpus_run(tmp_path_factory, corpus_env):
 def xl(tmp_path, corpus_env):
     def call(*args, env=None, timeout=600):
         return run_cli(*args, cwd=tmp_path, env={**corpus_env, **(env or {})}, timeout=timeout)
+
     return call

@@ -31,12 +31,27 @@ def test_conformance_matrix(name, tmp_path):
     column, other, programs = MATRICES[name]
     out = Path(os.environ.get("XLATOOLS_CONFORMANCE_OUT") or tmp_path)
     out.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, str(REPO / "scripts" / "conformance.py"), "--jaxlib", f"{column}={corpus_python(column)}",
-            "--other", f"{other}={corpus_python(other)}", "--work", str(tmp_path / "work"), "--forms", "2",
-            "--json", str(out / f"conformance-{name}.json"), "--markdown", str(out / f"conformance-{name}.md")]
+    argv = [
+        sys.executable,
+        str(REPO / "scripts" / "conformance.py"),
+        "--jaxlib",
+        f"{column}={corpus_python(column)}",
+        "--other",
+        f"{other}={corpus_python(other)}",
+        "--work",
+        str(tmp_path / "work"),
+        "--forms",
+        "2",
+        "--json",
+        str(out / f"conformance-{name}.json"),
+        "--markdown",
+        str(out / f"conformance-{name}.md"),
+    ]
     if programs is None:  # the other frontends' programs too (CI has their interpreters)
-        argv += [f"--tf-python={interpreter_from_env('XLATOOLS_TF_PYTHON', 'tensorflow', 'a Python with tensorflow-cpu', 'scripts/make-tf-venv.sh PATH')}",
-                 f"--torch-xla-python={interpreter_from_env('XLATOOLS_TORCH_XLA_PYTHON', 'torch_xla', 'a Python with torch_xla', 'scripts/make-torch-xla-venv.sh PATH')}"]
+        argv += [
+            f"--tf-python={interpreter_from_env('XLATOOLS_TF_PYTHON', 'tensorflow', 'a Python with tensorflow-cpu', 'scripts/make-tf-venv.sh PATH')}",
+            f"--torch-xla-python={interpreter_from_env('XLATOOLS_TORCH_XLA_PYTHON', 'torch_xla', 'a Python with torch_xla', 'scripts/make-torch-xla-venv.sh PATH')}",
+        ]
     argv += [x for p in programs or () for x in ("--program", p)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
     print(done.stdout)

@@ -68,8 +68,19 @@ def test_defect3_x64_modules_keep_their_types_and_packs_carry_the_setting(corpus
     """x64 runs with JAX_ENABLE_X64=1; the pack is made and run in shells without it."""
     bundle = corpus_run("x64", "0.10.2")
     python = corpus_python("0.10.2")
-    pack = xl("repro", "pack", bundle, "-o", "x64.tar.gz", "--python", python, "--json", "--out", "packs",
-              env={"JAX_ENABLE_X64": ""})
+    pack = xl(
+        "repro",
+        "pack",
+        bundle,
+        "-o",
+        "x64.tar.gz",
+        "--python",
+        python,
+        "--json",
+        "--out",
+        "packs",
+        env={"JAX_ENABLE_X64": ""},
+    )
     assert pack.returncode == 0, pack.stderr[-2000:]
     assert set(json.loads(pack.stdout)["expected"].values()) == {"ok"}
     with tarfile.open(tmp_path / "x64.tar.gz") as tar:
@@ -78,8 +89,19 @@ def test_defect3_x64_modules_keep_their_types_and_packs_carry_the_setting(corpus
     assert any(m["name"] == "jit_precise" for m in meta["modules"])
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    done = xl("repro", "run", str(tmp_path / "x64.tar.gz"), "--python", python, "--match", "outputs", "--json",
-              "--out", str(elsewhere), env={"JAX_ENABLE_X64": ""})
+    done = xl(
+        "repro",
+        "run",
+        str(tmp_path / "x64.tar.gz"),
+        "--python",
+        python,
+        "--match",
+        "outputs",
+        "--json",
+        "--out",
+        str(elsewhere),
+        env={"JAX_ENABLE_X64": ""},
+    )
     answer = json.loads(done.stdout)  # a healthy program's pack: nothing to reproduce, replayed the same everywhere
     assert done.returncode == 5 and answer["outcome"] == "nothing-to-reproduce", done.stdout + done.stderr[-2000:]
     assert answer["differences"] == [] and "replayed here: the same outcome" in answer["reason"]
@@ -124,8 +146,21 @@ def test_defect5_two_runs_with_host_callbacks_do_not_differ(corpus_run, xl):
 
 def test_defect6_packs_leave_out_what_xlatools_cannot_replay_and_record_references(corpus_run, xl, tmp_path):
     bundle = corpus_run("host_callback", "0.10.2")
-    done = xl("repro", "pack", bundle, "--all", "-o", "cb.tar.gz", "--python", corpus_python("0.10.2"),
-              "--reference-python", corpus_python("0.12"), "--json", "--out", "packs")
+    done = xl(
+        "repro",
+        "pack",
+        bundle,
+        "--all",
+        "-o",
+        "cb.tar.gz",
+        "--python",
+        corpus_python("0.10.2"),
+        "--reference-python",
+        corpus_python("0.12"),
+        "--json",
+        "--out",
+        "packs",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads(done.stdout)
     assert all(label[:4].isdigit() for label in data["expected"])  # keyed by id and name
@@ -135,8 +170,17 @@ def test_defect6_packs_leave_out_what_xlatools_cannot_replay_and_record_referenc
     assert meta["reference_pythons"][0]["jaxlib"].startswith("0.12") and meta["left_out"]
     unnamed = xl("repro", "run", str(tmp_path / "cb.tar.gz"), "--python", corpus_python("0.10.2"), "--out", "again")
     assert unnamed.returncode == 3 and "--reference-python gave 0" in unnamed.stderr, unnamed.stderr[-2000:]
-    run = xl("repro", "run", str(tmp_path / "cb.tar.gz"), "--python", corpus_python("0.10.2"),
-             "--reference-python", corpus_python("0.12"), "--out", "again")
+    run = xl(
+        "repro",
+        "run",
+        str(tmp_path / "cb.tar.gz"),
+        "--python",
+        corpus_python("0.10.2"),
+        "--reference-python",
+        corpus_python("0.12"),
+        "--out",
+        "again",
+    )
     assert run.returncode == 5 and "nothing-to-reproduce" in run.stderr, run.stderr[-2000:]  # its modules ran ok
     alone = xl("repro", "pack", bundle, "-o", "none.tar.gz", "--python", corpus_python("0.10.2"), "--out", "packs")
     assert alone.returncode == 3 and "nothing to pack" in alone.stderr and not (tmp_path / "none.tar.gz").exists()

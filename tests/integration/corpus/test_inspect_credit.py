@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.helpers import run_cli
 from tests.integration.corpus.conftest import corpus_python
 
-PROGRAM = '''import jax.numpy as jnp
+PROGRAM = """import jax.numpy as jnp
 import lineax as lx
 
 
@@ -23,13 +23,23 @@ def solve():
 
 
 print(solve())
-'''
+"""
 
 
 def test_library_jit_is_credited_to_the_programs_call(tmp_path, corpus_env):
     (tmp_path / "prog.py").write_text(PROGRAM)
-    ran = run_cli("run", "prog.py", "--dump", "--preset", "dump:hlo", "--python", corpus_python("0.10.2"),
-                  cwd=tmp_path, env=corpus_env, timeout=300)
+    ran = run_cli(
+        "run",
+        "prog.py",
+        "--dump",
+        "--preset",
+        "dump:hlo",
+        "--python",
+        corpus_python("0.10.2"),
+        cwd=tmp_path,
+        env=corpus_env,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     shown = run_cli("inspect", "artifacts/latest", cwd=tmp_path, env=corpus_env)
     assert shown.returncode == 0, shown.stderr

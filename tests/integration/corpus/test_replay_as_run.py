@@ -13,7 +13,7 @@ import json
 from tests.helpers import bundles, run_cli
 from tests.integration.corpus.conftest import corpus_python
 
-PROGRAM = '''import flax.linen as nn
+PROGRAM = """import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
@@ -35,20 +35,50 @@ def grads(params, x):
 x = jax.random.normal(jax.random.PRNGKey(0), (2, 6, 8))
 params = model.init(jax.random.PRNGKey(1), x)
 print(jax.tree_util.tree_reduce(lambda a, b: a + jnp.sum(b), grads(params, x), 0.0))
-'''
+"""
 
 
 def test_auto_replays_the_runs_own_module_bit_for_bit(tmp_path, corpus_env):
     python = corpus_python("0.10.2")
     (tmp_path / "prog.py").write_text(PROGRAM)
-    ran = run_cli("run", "prog.py", "--python", python, "--preset", "dump:hlo", "--preset", "dump:snapshots",
-                  "--out", "runs", cwd=tmp_path, env=corpus_env, timeout=300)
+    ran = run_cli(
+        "run",
+        "prog.py",
+        "--python",
+        python,
+        "--preset",
+        "dump:hlo",
+        "--preset",
+        "dump:snapshots",
+        "--out",
+        "runs",
+        cwd=tmp_path,
+        env=corpus_env,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr[-2000:]
     bundle = str(bundles(tmp_path / "runs")[0])
 
     def replay(*extra: str) -> tuple[int, dict]:
-        done = run_cli("replay", bundle, "--module", "jit_grads", "--python", python, "--atol", "0", "--rtol", "0",
-                       "--json", "--out", "replays", *extra, cwd=tmp_path, env=corpus_env, timeout=300)
+        done = run_cli(
+            "replay",
+            bundle,
+            "--module",
+            "jit_grads",
+            "--python",
+            python,
+            "--atol",
+            "0",
+            "--rtol",
+            "0",
+            "--json",
+            "--out",
+            "replays",
+            *extra,
+            cwd=tmp_path,
+            env=corpus_env,
+            timeout=300,
+        )
         return done.returncode, json.loads(done.stdout)["modules"][0]
 
     code, auto = replay()

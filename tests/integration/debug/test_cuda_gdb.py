@@ -29,7 +29,9 @@ def cuda_env(gdb, tmp_path) -> dict[str, str]:
 def test_doctor_names_cuda_gdb_when_there_is_no_gdb(xl, cuda_env):
     checks = {c["name"]: c for c in json.loads(xl("doctor", "--json", env=cuda_env).stdout)["checks"]}
     assert checks["gdb"]["status"] == "ok", checks["gdb"]
-    assert f"{cuda_env['CUDA_HOME']}/bin/cuda-gdb (cuda-gdb of $CUDA_HOME (no gdb on PATH))" in checks["gdb"]["evidence"]
+    assert (
+        f"{cuda_env['CUDA_HOME']}/bin/cuda-gdb (cuda-gdb of $CUDA_HOME (no gdb on PATH))" in checks["gdb"]["evidence"]
+    )
     gone = json.loads(xl("doctor", "--json", env={**cuda_env, "CUDA_HOME": "/nonexistent"}).stdout)["checks"]
     found = next(c for c in gone if c["name"] == "gdb")
     if not Path("/usr/local/cuda/bin/cuda-gdb").exists():

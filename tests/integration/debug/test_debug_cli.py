@@ -67,9 +67,19 @@ def test_interactive_session_hands_gdb_the_commands_after_recording_the_stop(gdb
     from tests.helpers import run_cli
 
     (tmp_path / "prog.py").write_text(PROGRAM)
-    done = run_cli("debug", "prog.py", "--break-pass", "algsimp", "--interactive", "--out", "out", cwd=tmp_path,
-                   env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"}, timeout=600,
-                   input="print 6*7\nkill\nquit\n")
+    done = run_cli(
+        "debug",
+        "prog.py",
+        "--break-pass",
+        "algsimp",
+        "--interactive",
+        "--out",
+        "out",
+        cwd=tmp_path,
+        env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"},
+        timeout=600,
+        input="print 6*7\nkill\nquit\n",
+    )
     assert done.returncode == 0, done.stderr
     assert "gdb is yours now" in done.stdout and "$1 = 42" in done.stdout
     assert "stop 1: pass algsimp" in done.stderr
@@ -82,8 +92,17 @@ def test_shared_entry_stops_for_its_class_on_jaxlib_0_4_30(xl, gdb, old_jax_pyth
     assert by_pass["algsimp"]["entry_display"] == "xla::AlgebraicSimplifier::Run"
     assert by_pass["rng-expander"]["entry_display"] == "xla::OpExpanderPass::Run"
     (tmp_path / "prog.py").write_text(PROGRAM)
-    done = xl("debug", "prog.py", "--break-pass", "rng-expander", "--python", old_jax_python, "--json", "--no-module",
-              timeout=600)
+    done = xl(
+        "debug",
+        "prog.py",
+        "--break-pass",
+        "rng-expander",
+        "--python",
+        old_jax_python,
+        "--json",
+        "--no-module",
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     stop = json.loads(done.stdout)["stops"][0]
     assert stop["class"] == "xla::RngExpander" and stop["function"].startswith("xla::OpExpanderPass::Run(")
@@ -95,11 +114,14 @@ def test_pass_map_of_jaxlib_0_12(xl, gdb, new_jax_python):
     assert len(by_pass) >= 60
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["--break-pass", "algsimpp"], "did you mean algsimp"),
-    ([], "nothing to stop at"),
-    (["--break-pass", "algsimp", "--hlo-module", "("], "not a regular expression"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--break-pass", "algsimpp"], "did you mean algsimp"),
+        ([], "nothing to stop at"),
+        (["--break-pass", "algsimp", "--hlo-module", "("], "not a regular expression"),
+    ],
+)
 def test_bad_debug_input_exits_2_before_anything_runs(xl, gdb, tmp_path, args, expected):
     (tmp_path / "prog.py").write_text(PROGRAM)
     done = xl("debug", "prog.py", *args, "--out", "out")

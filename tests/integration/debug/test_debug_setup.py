@@ -35,8 +35,24 @@ VSCODE_TEMPLATE = """\
 
 def _gdb_source_line(gdb, library, cwd, extra):
     caller = f"import ctypes; ctypes.CDLL({str(library)!r}).xlatools_probe_add(1, 2)"
-    argv = [gdb, "-nx", "-batch", *extra, "-ex", "set breakpoint pending on", "-ex", "break xlatools_probe_add",
-            "-ex", "run", "-ex", "list xlatools_probe_add,+2", "--args", sys.executable, "-c", caller]
+    argv = [
+        gdb,
+        "-nx",
+        "-batch",
+        *extra,
+        "-ex",
+        "set breakpoint pending on",
+        "-ex",
+        "break xlatools_probe_add",
+        "-ex",
+        "run",
+        "-ex",
+        "list xlatools_probe_add,+2",
+        "--args",
+        sys.executable,
+        "-c",
+        caller,
+    ]
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120).stdout
 
 
@@ -49,13 +65,27 @@ def test_gdb_finds_sources_through_the_written_substitute_paths(xl, gdb, tmp_pat
     (tree / "lib" / "probe.c").write_text(LIBRARY)
     library = tmp_path / "libprobe.so"
     # As bazel does: compiled in the tree, paths recorded as /proc/self/cwd/...
-    subprocess.run([gcc, "-g", "-O0", "-shared", "-fPIC", f"-fdebug-prefix-map={tree}=/proc/self/cwd",
-                    "lib/probe.c", "-o", str(library)], cwd=tree, check=True)
+    subprocess.run(
+        [
+            gcc,
+            "-g",
+            "-O0",
+            "-shared",
+            "-fPIC",
+            f"-fdebug-prefix-map={tree}=/proc/self/cwd",
+            "lib/probe.c",
+            "-o",
+            str(library),
+        ],
+        cwd=tree,
+        check=True,
+    )
     assert "the line gdb must show" not in _gdb_source_line(gdb, library, elsewhere, [])
     (tree / ".vscode").mkdir()
     (tree / ".vscode" / "launch.json").write_text(VSCODE_TEMPLATE)
-    done = xl("debug", "setup", "--source", str(tree), "--profile", "dbg-cpu", "--output-base", str(tmp_path / "ob"),
-              "--json")
+    done = xl(
+        "debug", "setup", "--source", str(tree), "--profile", "dbg-cpu", "--output-base", str(tmp_path / "ob"), "--json"
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     gdbinit = tree / ".xlatools" / "gdbinit"
@@ -109,5 +139,8 @@ def test_setup_never_writes_through_a_link_and_merges_after_comments(xl, tmp_pat
 
     launch = (tree / ".vscode" / "launch.json").read_text()
     assert [c["name"] for c in loads(launch, "launch.json")["configurations"]] == [
-        "x // y", "xlatools: Python (jaxlib dbg-cpu)", "xlatools: (gdb) Attach (jaxlib dbg-cpu)"]
+        "x // y",
+        "xlatools: Python (jaxlib dbg-cpu)",
+        "xlatools: (gdb) Attach (jaxlib dbg-cpu)",
+    ]
     assert "// end ]" in launch

@@ -53,7 +53,9 @@ def test_no_backtrace_when_turned_off_and_none_on_success(xl, gdb, tmp_path):
     (tmp_path / "segv.py").write_text(SEGFAULT)
     done = xl("run", "segv.py", "--json", env={"XLATOOLS_NATIVE_BACKTRACE": "0"})
     assert not (Path(json.loads(done.stdout)["bundle"]) / "native-backtrace.txt").exists()
-    (tmp_path / "ok.py").write_text("import os, sys\nprint(os.environ.get('PYTHONPATH', '-'), 'sitecustomize' in sys.modules)\n")
+    (tmp_path / "ok.py").write_text(
+        "import os, sys\nprint(os.environ.get('PYTHONPATH', '-'), 'sitecustomize' in sys.modules)\n"
+    )
     done = xl("run", "ok.py", "--json", env={"PYTHONPATH": "/somewhere"})
     bundle = Path(json.loads(done.stdout)["bundle"])
     assert done.returncode == 0 and not (bundle / "native-backtrace.txt").exists()

@@ -22,15 +22,22 @@ def mismatched_python(tmp_path_factory) -> str:
     python = root / "bin" / "python"
     uv = shutil.which("uv")
     if uv:
-        steps = [[uv, "venv", "-q", "-p", sys.executable, str(root)],
-                 [uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *MISMATCHED]]
+        steps = [
+            [uv, "venv", "-q", "-p", sys.executable, str(root)],
+            [uv, "pip", "install", "-q", "--no-deps", "--python", str(python), *MISMATCHED],
+        ]
     else:
-        steps = [[sys.executable, "-m", "venv", "--without-pip", str(root)],
-                 [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", *MISMATCHED]]
+        steps = [
+            [sys.executable, "-m", "venv", "--without-pip", str(root)],
+            [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", *MISMATCHED],
+        ]
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True, timeout=600)
-        require("package_index", done.returncode == 0,
-                f"could not build the mismatched venv ({' '.join(step[:3])}...): {done.stderr.strip()[-300:]}")
+        require(
+            "package_index",
+            done.returncode == 0,
+            f"could not build the mismatched venv ({' '.join(step[:3])}...): {done.stderr.strip()[-300:]}",
+        )
     return str(python)
 
 

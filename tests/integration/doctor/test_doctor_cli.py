@@ -84,8 +84,15 @@ def test_tree_with_a_wrong_bazelversion(xl, tmp_path, bazel_bin):
     tree = tmp_path / "jax"
     shutil.copytree(REPO / "tests" / "fixtures" / "jaxlike", tree)
     (tree / ".bazelversion").write_text("99.0.0\n")
-    proc = xl("doctor", "--source", str(tree), "--profile", "dbg-cpu", "--json",
-              env={"PATH": f"{os.path.dirname(bazel_bin)}:/usr/bin:/bin"})  # that bazel, no bazelisk
+    proc = xl(
+        "doctor",
+        "--source",
+        str(tree),
+        "--profile",
+        "dbg-cpu",
+        "--json",
+        env={"PATH": f"{os.path.dirname(bazel_bin)}:/usr/bin:/bin"},
+    )  # that bazel, no bazelisk
     found = checks(proc)
     bazel = found["bazel version"]
     assert bazel["status"] == "fail" and "asks for 99.0.0" in bazel["evidence"], bazel
@@ -104,9 +111,11 @@ def test_bad_input(xl, tmp_path):
 
 def test_explain_a_log(xl, tmp_path):
     log = tmp_path / "build.log"
-    log.write_text("INFO: Analyzed 12 targets\n"
-                   "external/xla/xla/service/gpu/nccl_api.cc:38:10: fatal error: third_party/nccl/nccl.h: "
-                   "No such file or directory\nFAILED: Build did NOT complete successfully\n")
+    log.write_text(
+        "INFO: Analyzed 12 targets\n"
+        "external/xla/xla/service/gpu/nccl_api.cc:38:10: fatal error: third_party/nccl/nccl.h: "
+        "No such file or directory\nFAILED: Build did NOT complete successfully\n"
+    )
     text = xl("explain", str(log))
     assert text.returncode == 1
     assert "[nccl-header-missing] line 2" in text.stdout and "--config=cuda" in text.stdout
@@ -123,8 +132,10 @@ def test_failed_build_explains_itself(xl, tmp_path):
     tree.mkdir()
     (tree / ".bazelrc").write_text("try-import %workspace%/.bazelrc.user\n")
     profile = tmp_path / "oom.yaml"
-    profile.write_text("extends: base\nbuild:\n  command: [sh, -c, "
-                       "\"echo 'gcc: fatal error: Killed signal terminated program cc1plus'; exit 1\"]\n")
+    profile.write_text(
+        "extends: base\nbuild:\n  command: [sh, -c, "
+        "\"echo 'gcc: fatal error: Killed signal terminated program cc1plus'; exit 1\"]\n"
+    )
     out = tmp_path / "out"
     proc = xl("build", "--profile", str(profile), "--source", str(tree), "--local", "--out", str(out))
     assert proc.returncode == 1, proc.stderr
@@ -139,12 +150,15 @@ def test_failed_build_explains_itself(xl, tmp_path):
 def test_the_profiles_run_frontend_is_checked_against_the_target(xl, tmp_path):
     (tmp_path / "tfrun.yaml").write_text("extends: base\nrun:\n  frontend: tensorflow\n")
     (tmp_path / "jaxrun.yaml").write_text("extends: base\nrun:\n  frontend: jax\n")
-    wrong = xl("doctor", "--profile", str(tmp_path / "tfrun.yaml"), "--json", env={"DOCKER_HOST": "unix:///nonexistent"})
+    wrong = xl(
+        "doctor", "--profile", str(tmp_path / "tfrun.yaml"), "--json", env={"DOCKER_HOST": "unix:///nonexistent"}
+    )
     found = checks(wrong)["run.frontend"]
     assert wrong.returncode == 1 and found["status"] == "fail"
     assert "runs tensorflow, which the target cannot start" in found["evidence"] and "run.frontend" in found["fix"]
-    right = checks(xl("doctor", "--profile", str(tmp_path / "jaxrun.yaml"), "--json",
-                      env={"DOCKER_HOST": "unix:///nonexistent"}))["run.frontend"]
+    right = checks(
+        xl("doctor", "--profile", str(tmp_path / "jaxrun.yaml"), "--json", env={"DOCKER_HOST": "unix:///nonexistent"})
+    )["run.frontend"]
     assert right["status"] == "ok" and "jax (jaxlib " in right["evidence"]
 
 
@@ -153,7 +167,7 @@ def test_a_target_whose_jax_dies_at_start_still_gets_its_facts_checked(xl, tmp_p
     XLA aborting on an unknown flag that the interpreter's own wrapper sets) leaves a report whose
     version and library checks ran, and a failed devices check saying how jax died."""
     wrapper = tmp_path / "python"
-    wrapper.write_text(f"#!/bin/sh\nXLA_FLAGS=--xla_no_such_flag_at_all exec {jax_python} \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nXLA_FLAGS=--xla_no_such_flag_at_all exec {jax_python} "$@"\n')
     wrapper.chmod(0o755)
     proc = xl("doctor", "--python", str(wrapper), "--json")
     assert proc.returncode == 1, proc.stderr

@@ -19,8 +19,13 @@ OLD = ["GLIBCXX_3.4", "GLIBCXX_3.4.20"]
 
 def loads(library, env: dict) -> subprocess.CompletedProcess:
     """Load `library` in a fresh process, as an extension module would be loaded."""
-    return subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(library)!r})"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", f"import ctypes; ctypes.CDLL({str(library)!r})"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +33,21 @@ def libs(tmp_path_factory):
     root = tmp_path_factory.mktemp("elf")
     build_versioned_lib(root / "old", "libfakecxx.so.6", OLD)
     # DT_RUNPATH (gcc's default today): LD_LIBRARY_PATH is searched first.
-    build_versioned_lib(root / "runpath", "libfakecxx.so.6", NEW, consumer_needs="GLIBCXX_3.4.29",
-                        consumer_flags=("-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"))
+    build_versioned_lib(
+        root / "runpath",
+        "libfakecxx.so.6",
+        NEW,
+        consumer_needs="GLIBCXX_3.4.29",
+        consumer_flags=("-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"),
+    )
     # DT_RPATH (old style): searched before LD_LIBRARY_PATH.
-    build_versioned_lib(root / "rpath", "libfakecxx.so.6", NEW, consumer_needs="GLIBCXX_3.4.29",
-                        consumer_flags=("-Wl,-rpath,$ORIGIN", "-Wl,--disable-new-dtags"))
+    build_versioned_lib(
+        root / "rpath",
+        "libfakecxx.so.6",
+        NEW,
+        consumer_needs="GLIBCXX_3.4.29",
+        consumer_flags=("-Wl,-rpath,$ORIGIN", "-Wl,--disable-new-dtags"),
+    )
     return root
 
 
@@ -45,11 +60,14 @@ def test_elf_facts_read_with_pyelftools(libs):
     assert read_elf(str(libs / "old" / "lib.c")) is None
 
 
-@pytest.mark.parametrize("kind, old_first, verdict", [
-    ("runpath", True, "fail"),   # LD_LIBRARY_PATH beats DT_RUNPATH: the old library is loaded
-    ("runpath", False, "ok"),
-    ("rpath", True, "ok"),       # DT_RPATH beats LD_LIBRARY_PATH
-])
+@pytest.mark.parametrize(
+    "kind, old_first, verdict",
+    [
+        ("runpath", True, "fail"),  # LD_LIBRARY_PATH beats DT_RUNPATH: the old library is loaded
+        ("runpath", False, "ok"),
+        ("rpath", True, "ok"),  # DT_RPATH beats LD_LIBRARY_PATH
+    ],
+)
 def test_verdict_agrees_with_the_real_loader(libs, kind, old_first, verdict):
     env = {"LD_LIBRARY_PATH": str(libs / "old") if old_first else ""}
     consumer = libs / kind / "libconsumer.so"

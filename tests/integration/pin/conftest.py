@@ -14,6 +14,7 @@ import pytest
 from tests.helpers import require, run_cli
 from tests.integration.pin.helpers import ArchiveServer, archive_handler
 
+
 @pytest.fixture
 def archive_server():
     state = ArchiveServer()
@@ -65,12 +66,20 @@ def git_repo(tmp_path):
     require("git", git is not None, "install git (apt-get install git)")
     repo = tmp_path / "xla-repo"
     repo.mkdir()
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_GLOBAL="/dev/null", GIT_CONFIG_NOSYSTEM="1")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@e",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@e",
+        GIT_CONFIG_GLOBAL="/dev/null",
+        GIT_CONFIG_NOSYSTEM="1",
+    )
 
     def git_run(*args: str) -> str:
-        return subprocess.run([git, "-C", str(repo), *args], env=env, check=True, capture_output=True,
-                              text=True).stdout.strip()
+        return subprocess.run(
+            [git, "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
 
     git_run("init", "-q", "-b", "main")
     (repo / "README").write_text("one\n")
@@ -82,6 +91,3 @@ def git_repo(tmp_path):
     git_run("commit", "-q", "-am", "two")
     git_run("tag", "light")
     return {"path": repo, "first": first, "head": git_run("rev-parse", "HEAD"), "git": git_run}
-
-
-

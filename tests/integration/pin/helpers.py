@@ -20,8 +20,12 @@ OLD_COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
 OLD_SHA = "1" * 64
 
 
-def make_tarball(prefix: str, files: dict[str, bytes] | None = None, commit: str | None = None,
-                 extra: list[tarfile.TarInfo] | None = None) -> bytes:
+def make_tarball(
+    prefix: str,
+    files: dict[str, bytes] | None = None,
+    commit: str | None = None,
+    extra: list[tarfile.TarInfo] | None = None,
+) -> bytes:
     """A gzipped tar like GitHub's archives: one top folder, the commit in a pax global header."""
     files = files if files is not None else {"BUILD": b"# xla\n", "xla/service/hlo.cc": b"int main() {}\n"}
     raw = io.BytesIO()
@@ -141,7 +145,7 @@ XLA_COMMIT = "{OLD_COMMIT}"
 XLA_SHA256 = "{OLD_SHA}"
 '''
 
-WORKSPACE_BZL_LOADING = '''# Fixture: loads the pin from revision.bzl.
+WORKSPACE_BZL_LOADING = """# Fixture: loads the pin from revision.bzl.
 
 load("//third_party:repo.bzl", "tf_http_archive", "tf_mirror_urls")
 load("//third_party/xla:revision.bzl", "XLA_COMMIT", "XLA_SHA256")
@@ -155,9 +159,9 @@ def repo():
     )
 
     # Fixture comment after the rule: left alone by every edit.
-'''
+"""
 
-MODULE_BAZEL = f'''module(name = "jax")
+MODULE_BAZEL = f"""module(name = "jax")
 
 bazel_dep(name = "rules_python", version = "1.6.0")
 bazel_dep(name = "xla")
@@ -177,7 +181,7 @@ archive_override(
     strip_prefix = "tsl-{OLD_COMMIT}",
     urls = ["https://github.com/openxla/tsl/archive/{OLD_COMMIT}.tar.gz"],
 )
-'''
+"""
 
 WORKSPACE_BZL_2024 = f'''# Fixture: a 2024 tree, the pin in workspace.bzl itself.
 
@@ -233,27 +237,33 @@ API_HOST = "https://api.github.com"
 def workspace_bzl_api(host: str = API_HOST) -> str:
     """workspace.bzl of that era: the URL and the top folder come from the commit."""
     return WORKSPACE_BZL_LOADING.replace(
-        '''        strip_prefix = "xla-{commit}".format(commit = XLA_COMMIT),
-        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),''',
+        """        strip_prefix = "xla-{commit}".format(commit = XLA_COMMIT),
+        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),""",
         f'''        type = "tar.gz",
         strip_prefix = "openxla-xla-{{commit}}".format(commit = XLA_COMMIT[:7]),
         # fixture: the URL comes from the commit, so the digest must be this URL's
-        urls = tf_mirror_urls("{host}/repos/openxla/xla/tarball/{{commit}}".format(commit = XLA_COMMIT)),''')
+        urls = tf_mirror_urls("{host}/repos/openxla/xla/tarball/{{commit}}".format(commit = XLA_COMMIT)),''',
+    )
 
 
 # Since about 2026-03: an empty patch_file list whose only content is a comment.
 WORKSPACE_BZL_PLACEHOLDER = WORKSPACE_BZL_LOADING.replace(
-    '''        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
-    )''',
-    '''        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
+    """        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
+    )""",
+    """        urls = tf_mirror_urls("https://github.com/openxla/xla/archive/{commit}.tar.gz".format(commit = XLA_COMMIT)),
         patch_file = [
             # fixture: patches for XLA go in this list
         ],
-    )''')
+    )""",
+)
 
 # 2023-03-13 to 2023-08-14: WORKSPACE pins XLA itself with literal values.
-WORKSPACE_XLA_2023 = WORKSPACE_2022.replace("org_tensorflow", "xla").replace(
-    "tensorflow/tensorflow", "openxla/xla").replace("tensorflow-", "xla-").replace("TensorFlow", "XLA")
+WORKSPACE_XLA_2023 = (
+    WORKSPACE_2022.replace("org_tensorflow", "xla")
+    .replace("tensorflow/tensorflow", "openxla/xla")
+    .replace("tensorflow-", "xla-")
+    .replace("TensorFlow", "XLA")
+)
 
 TREES = {
     "revision_bzl": {

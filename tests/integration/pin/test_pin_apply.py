@@ -35,9 +35,17 @@ PATCH = b"--- a/xla/BUILD\n+++ b/xla/BUILD\n@@ -1 +1 @@\n-old\n+new\n"
 
 
 def archive_entry(name: str = "xla", urls=(XLA_URL,), patches=()) -> LockEntry:
-    return LockEntry(name=name, kind="archive", commit=COMMIT, urls=tuple(urls), sha256=NEW_SHA,
-                     integrity=hex_to_sri(NEW_SHA), strip_prefix=f"{name}-{COMMIT}", patches=tuple(patches),
-                     resolved_at="2026-11-22T00:00:00Z")
+    return LockEntry(
+        name=name,
+        kind="archive",
+        commit=COMMIT,
+        urls=tuple(urls),
+        sha256=NEW_SHA,
+        integrity=hex_to_sri(NEW_SHA),
+        strip_prefix=f"{name}-{COMMIT}",
+        patches=tuple(patches),
+        resolved_at="2026-11-22T00:00:00Z",
+    )
 
 
 def make_lock(tmp_path, *entries: LockEntry, patch: bytes | None = None) -> Lock:
@@ -57,16 +65,21 @@ def test_today_layout_updates_revision_bzl_and_module_bazel_minimally(tmp_path):
     assert result.layout == "revision_bzl"
     assert sorted(p.name for p in result.changed) == ["MODULE.bazel", "revision.bzl"]
     assert (tree / "third_party/xla/revision.bzl").read_text() == REVISION_BZL.replace(OLD_COMMIT, COMMIT).replace(
-        OLD_SHA, NEW_SHA)
+        OLD_SHA, NEW_SHA
+    )
     module = (tree / "MODULE.bazel").read_text()
-    xla_block_before = MODULE_BAZEL.split("bazel_dep(name = \"tsl\")")[0]
-    expected = xla_block_before.replace(OLD_COMMIT, COMMIT, 1).replace(
-        "sha256-ERERERERERERERERERERERERERERERERERERERERERE=", hex_to_sri(NEW_SHA)).replace(
-        f'    urls = ["https://github.com/openxla/xla/archive/{OLD_COMMIT}.tar.gz"],',
-        f'    urls = [\n        "{XLA_URL}",\n        "{MIRROR}",\n    ],')
+    xla_block_before = MODULE_BAZEL.split('bazel_dep(name = "tsl")')[0]
+    expected = (
+        xla_block_before.replace(OLD_COMMIT, COMMIT, 1)
+        .replace("sha256-ERERERERERERERERERERERERERERERERERERERERERE=", hex_to_sri(NEW_SHA))
+        .replace(
+            f'    urls = ["https://github.com/openxla/xla/archive/{OLD_COMMIT}.tar.gz"],',
+            f'    urls = [\n        "{XLA_URL}",\n        "{MIRROR}",\n    ],',
+        )
+    )
     assert module.startswith(expected), module
     assert "# keep" in module  # comments on edited lines survive
-    assert module.endswith(MODULE_BAZEL[MODULE_BAZEL.index('bazel_dep(name = "tsl")'):])  # other override untouched
+    assert module.endswith(MODULE_BAZEL[MODULE_BAZEL.index('bazel_dep(name = "tsl")') :])  # other override untouched
     assert (tree / "third_party/xla/workspace.bzl").read_text() == WORKSPACE_BZL_LOADING
 
 
@@ -84,7 +97,8 @@ def test_2024_layout_edits_workspace_bzl_only(tmp_path):
     result = apply_lock(make_lock(tmp_path, archive_entry()), tree)
     assert result.layout == "workspace_bzl"
     assert (tree / "third_party/xla/workspace.bzl").read_text() == WORKSPACE_BZL_2024.replace(
-        OLD_COMMIT, COMMIT).replace(OLD_SHA, NEW_SHA)
+        OLD_COMMIT, COMMIT
+    ).replace(OLD_SHA, NEW_SHA)
     assert [p.name for p in result.changed] == ["workspace.bzl"]
 
 
@@ -135,8 +149,11 @@ def test_patches_are_placed_and_listed_then_removed(tmp_path):
 
 def test_patches_in_the_2022_layout_get_a_build_file(tmp_path):
     tree = make_tree(tmp_path / "jax", "tensorflow_workspace")
-    lock = make_lock(tmp_path, archive_entry("tensorflow", urls=(TF_URL,), patches=[PatchEntry("fix.patch", sha(PATCH))]),
-                     patch=PATCH)
+    lock = make_lock(
+        tmp_path,
+        archive_entry("tensorflow", urls=(TF_URL,), patches=[PatchEntry("fix.patch", sha(PATCH))]),
+        patch=PATCH,
+    )
     apply_lock(lock, tree)
     workspace = (tree / "WORKSPACE").read_text()
     assert 'patches = ["//third_party/xlatools:xlatools-01-fix.patch"],\n    patch_args = ["-p1"],' in workspace
@@ -163,7 +180,9 @@ def test_cli_dry_run_prints_a_diff_and_changes_nothing(tmp_path, pin):
 
     assert result.returncode == 0, result.stderr
     assert f'\n-XLA_COMMIT = "{OLD_COMMIT}"\n' in result.stdout and f'\n+XLA_COMMIT = "{COMMIT}"\n' in result.stdout
-    assert "--- a/MODULE.bazel" in result.stdout and f'+    integrity = "{hex_to_sri(NEW_SHA)}",  # keep' in result.stdout
+    assert (
+        "--- a/MODULE.bazel" in result.stdout and f'+    integrity = "{hex_to_sri(NEW_SHA)}",  # keep' in result.stdout
+    )
     assert snapshot(tree) == before
 
     applied = pin("apply", "--source", str(tree), "--json")
@@ -183,7 +202,9 @@ def test_cli_verify_reports_each_disagreement_with_exit_1(tmp_path, pin):
 
     assert result.returncode == 1
     assert "1 disagreement(s)" in result.stderr
-    assert f"MODULE.bazel: archive_override(module_name = \"xla\").integrity is '{hex_to_sri('2' * 64)}'" in result.stderr
+    assert (
+        f"MODULE.bazel: archive_override(module_name = \"xla\").integrity is '{hex_to_sri('2' * 64)}'" in result.stderr
+    )
     assert pin("apply", "--source", str(tree)).returncode == 0
     assert pin("verify", "--source", str(tree)).returncode == 0
 
@@ -198,7 +219,11 @@ def test_unknown_layout_is_exit_2_naming_files_and_shapes(tmp_path, pin):
 
     assert result.returncode == 2
     assert "unrecognised JAX tree layout; found WORKSPACE" in result.stderr
-    for shape in ("third_party/xla/revision.bzl", "third_party/xla/workspace.bzl", 'http_archive(name = "org_tensorflow"'):
+    for shape in (
+        "third_party/xla/revision.bzl",
+        "third_party/xla/workspace.bzl",
+        'http_archive(name = "org_tensorflow"',
+    ):
         assert shape in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -267,8 +292,10 @@ def test_verify_checks_a_git_jax_tree_is_at_the_pinned_jax_commit(tmp_path, git_
     git_repo["git"]("add", "-A")
     git_repo["git"]("commit", "-q", "-m", "jax tree")
     head = git_repo["git"]("rev-parse", "HEAD")
-    jax_entry = lambda commit: LockEntry(**{**archive_entry("jax").__dict__, "commit": commit,  # noqa: E731
-                                            "strip_prefix": f"jax-{commit}"})
+
+    def jax_entry(commit: str) -> LockEntry:
+        return LockEntry(**{**archive_entry("jax").__dict__, "commit": commit, "strip_prefix": f"jax-{commit}"})
+
     lock = make_lock(tmp_path, archive_entry(), jax_entry(head))
     apply_lock(lock, tree)
     assert verify_tree(lock, tree) == []  # the edits apply makes are uncommitted, as expected
@@ -284,5 +311,7 @@ def test_a_file_that_does_not_parse_is_a_clear_error(tmp_path, pin):
     (tree / "third_party/xla/workspace.bzl").write_text('XLA_COMMIT = "unterminated\n')
     make_lock(tmp_path, archive_entry())
     result = pin("apply", "--source", str(tree))
-    assert result.returncode == 2 and "third_party/xla/workspace.bzl: cannot read it (unterminated string" in result.stderr
+    assert (
+        result.returncode == 2 and "third_party/xla/workspace.bzl: cannot read it (unterminated string" in result.stderr
+    )
     assert "Traceback" not in result.stderr

@@ -35,9 +35,17 @@ API_SHA = "a" * 64  # the API tarball's digest differs from the /archive/ one
 
 
 def api_entry(*others: Archive, patches=()) -> LockEntry:
-    return LockEntry(name="xla", kind="archive", commit=COMMIT, urls=(API_URL,), sha256=API_SHA,
-                     integrity=hex_to_sri(API_SHA), strip_prefix=f"openxla-xla-{COMMIT[:7]}", patches=tuple(patches),
-                     other_archives=others)
+    return LockEntry(
+        name="xla",
+        kind="archive",
+        commit=COMMIT,
+        urls=(API_URL,),
+        sha256=API_SHA,
+        integrity=hex_to_sri(API_SHA),
+        strip_prefix=f"openxla-xla-{COMMIT[:7]}",
+        patches=tuple(patches),
+        other_archives=others,
+    )
 
 
 def test_placeholder_patch_list_is_no_patches_and_keeps_its_comment(tmp_path, pin):
@@ -52,8 +60,10 @@ def test_placeholder_patch_list_is_no_patches_and_keeps_its_comment(tmp_path, pi
     patched = make_lock(tmp_path, archive_entry(patches=[PatchEntry("fix.patch", sha(PATCH))]), patch=PATCH)
     apply_lock(patched, tree)
     text = workspace.read_text()
-    assert ('        patch_file = [\n            # fixture: patches for XLA go in this list\n'
-            '            "//third_party/xla:xlatools-01-fix.patch",\n        ],\n') in text
+    assert (
+        "        patch_file = [\n            # fixture: patches for XLA go in this list\n"
+        '            "//third_party/xla:xlatools-01-fix.patch",\n        ],\n'
+    ) in text
     assert verify_tree(patched, tree) == []
 
     apply_lock(make_lock(tmp_path, archive_entry()), tree)
@@ -79,7 +89,8 @@ def test_api_tarball_era_refuses_an_archive_url_lock_and_takes_an_api_one(tmp_pa
     out = json.loads(applied.stdout)
     assert out["layout"] == "revision_bzl_api" and out["warnings"] == []
     assert (tree / "third_party/xla/revision.bzl").read_text() == REVISION_BZL.replace(OLD_COMMIT, COMMIT).replace(
-        OLD_SHA, API_SHA)
+        OLD_SHA, API_SHA
+    )
     assert (tree / "third_party/xla/workspace.bzl").read_text() == workspace_bzl_api()
     assert pin("verify", "--source", str(tree)).returncode == 0
 
@@ -102,8 +113,9 @@ def test_two_digest_days_each_file_gets_its_forms_digest(tmp_path):
 def test_resolve_with_source_fetches_what_the_tree_fetches(tmp_path, archive_server, pin):
     tree = make_tree(tmp_path / "jax", "revision_bzl_api")
     (tree / "third_party/xla/workspace.bzl").write_text(workspace_bzl_api(archive_server.base))
-    (tree / "MODULE.bazel").write_text(MODULE_BAZEL.replace("https://github.com/openxla/xla/archive",
-                                                            archive_server.url("/openxla/xla/archive")))
+    (tree / "MODULE.bazel").write_text(
+        MODULE_BAZEL.replace("https://github.com/openxla/xla/archive", archive_server.url("/openxla/xla/archive"))
+    )
     api_body = make_tarball(f"openxla-xla-{COMMIT[:7]}", commit=COMMIT)
     archive_body = make_tarball(f"xla-{COMMIT}", commit=COMMIT)
     archive_server.serve(f"/repos/openxla/xla/tarball/{COMMIT}", api_body)
@@ -114,8 +126,10 @@ def test_resolve_with_source_fetches_what_the_tree_fetches(tmp_path, archive_ser
 
     assert result.returncode == 0, result.stderr
     lock = load_lock(tmp_path / "xlatools.lock")
-    assert (lock.xla.urls, lock.xla.sha256) == ((archive_server.url(f"/repos/openxla/xla/tarball/{COMMIT}"),),
-                                                sha(api_body))
+    assert (lock.xla.urls, lock.xla.sha256) == (
+        (archive_server.url(f"/repos/openxla/xla/tarball/{COMMIT}"),),
+        sha(api_body),
+    )
     assert lock.xla.strip_prefix == f"openxla-xla-{COMMIT[:7]}"
     assert [(a.sha256, a.strip_prefix) for a in lock.xla.other_archives] == [(sha(archive_body), f"xla-{COMMIT}")]
     assert lock.made_for == MadeFor(None, "revision_bzl_api")
@@ -142,8 +156,10 @@ def test_verify_says_when_the_tree_disagrees_with_itself(tmp_path, pin):
     result = pin("verify", "--source", str(tree))
 
     assert result.returncode == 1
-    assert (f"the tree itself is inconsistent: third_party/xla/revision.bzl pins {COMMIT}, "
-            f"MODULE.bazel pins {OLD_COMMIT}; the lock ({COMMIT}) matches third_party/xla/revision.bzl") in result.stderr
+    assert (
+        f"the tree itself is inconsistent: third_party/xla/revision.bzl pins {COMMIT}, "
+        f"MODULE.bazel pins {OLD_COMMIT}; the lock ({COMMIT}) matches third_party/xla/revision.bzl"
+    ) in result.stderr
     assert pin("apply", "--source", str(tree)).returncode == 0
     assert pin("verify", "--source", str(tree)).returncode == 0
 
@@ -160,8 +176,11 @@ def git_tree(tmp_path, git_repo):
 def test_apply_warns_when_the_lock_was_made_for_another_jax_commit(tmp_path, pin, git_tree):
     tree, repo = git_tree
     lock = make_lock(tmp_path, archive_entry())
-    lock.path.write_text(lock.render().replace('"made_for": null', json.dumps(
-        {"made_for": {"jax_commit": repo["first"], "layout": "workspace_bzl"}})[1:-1]))
+    lock.path.write_text(
+        lock.render().replace(
+            '"made_for": null', json.dumps({"made_for": {"jax_commit": repo["first"], "layout": "workspace_bzl"}})[1:-1]
+        )
+    )
 
     result = pin("apply", "--source", str(tree))
 
@@ -189,7 +208,9 @@ def test_hand_edits_are_listed_and_refused_without_force(tmp_path, pin, git_tree
     forced = pin("apply", "--source", str(tree), "--force")
     assert forced.returncode == 0 and "replaces uncommitted edits in third_party/xla/revision.bzl" in forced.stderr
     # Our own edits are not hand edits: a new lock applies over them without --force.
-    make_lock(tmp_path, LockEntry(**{**archive_entry().__dict__, "sha256": "4" * 64, "integrity": hex_to_sri("4" * 64)}))
+    make_lock(
+        tmp_path, LockEntry(**{**archive_entry().__dict__, "sha256": "4" * 64, "integrity": hex_to_sri("4" * 64)})
+    )
     again = pin("apply", "--source", str(tree))
     assert again.returncode == 0, again.stderr
     assert '"' + "4" * 64 + '"' in revision.read_text()
@@ -201,7 +222,11 @@ def test_json_errors_go_to_stdout(tmp_path, pin):
     result = pin("apply", "--source", str(tmp_path / "empty"), "--json")
     assert result.returncode == 2
     out = json.loads(result.stdout)
-    assert out["ok"] is False and out["error"]["exit_code"] == 2 and "unrecognised JAX tree layout" in out["error"]["message"]
+    assert (
+        out["ok"] is False
+        and out["error"]["exit_code"] == 2
+        and "unrecognised JAX tree layout" in out["error"]["message"]
+    )
     assert any("xla_workspace" in p for p in out["error"]["problems"])
     missing = pin("verify", "--lock", str(tmp_path / "nope.lock"), "--json")
     assert missing.returncode == 2 and json.loads(missing.stdout)["error"]["type"] == "PinError"
@@ -227,8 +252,11 @@ def test_resolve_with_source_records_the_jax_commit_it_was_made_against(tmp_path
     tree, repo = git_tree
     for name in ("third_party/xla/workspace.bzl", "MODULE.bazel"):
         path = tree / name
-        path.write_text(path.read_text().replace("https://github.com/openxla/xla/archive",
-                                                 archive_server.url("/openxla/xla/archive")))
+        path.write_text(
+            path.read_text().replace(
+                "https://github.com/openxla/xla/archive", archive_server.url("/openxla/xla/archive")
+            )
+        )
     repo["git"]("commit", "-q", "-am", "a mirror of our own")
     archive_server.serve(f"/openxla/xla/archive/{COMMIT}.tar.gz", make_tarball(f"xla-{COMMIT}", commit=COMMIT))
     profile = write_profile(tmp_path, f"  xla:\n    commit: {COMMIT}\n")

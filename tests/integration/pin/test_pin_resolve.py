@@ -25,7 +25,7 @@ from xlatools.pin.sri import hex_to_sri, sri_to_hex
 
 
 def xla_profile(tmp_path, server, extra: str = "", path: str = "/xla/{commit}.tar.gz"):
-    return write_profile(tmp_path, f"  xla:\n    commit: \"{COMMIT}\"\n    urls: [\"{server.url(path)}\"]\n{extra}")
+    return write_profile(tmp_path, f'  xla:\n    commit: "{COMMIT}"\n    urls: ["{server.url(path)}"]\n{extra}')
 
 
 def read_lock(tmp_path):
@@ -55,7 +55,9 @@ def test_fresh_resolve_writes_a_complete_lock(tmp_path, archive_server, pin):
     assert entry["patches"] == [{"path": "fix.patch", "sha256": sha((tmp_path / "fix.patch").read_bytes())}]
     assert entry["resolved_at"].endswith("Z")
     assert archive_server.total_requests == 1
-    assert cache_files(tmp_path) == sorted([f"pin/sha256/{sha(body)}", *[f for f in cache_files(tmp_path) if "index" in f]])
+    assert cache_files(tmp_path) == sorted(
+        [f"pin/sha256/{sha(body)}", *[f for f in cache_files(tmp_path) if "index" in f]]
+    )
 
 
 def test_second_resolve_is_a_cache_hit_with_zero_requests(tmp_path, archive_server, pin):
@@ -135,9 +137,15 @@ def test_ctrl_c_during_download_leaves_no_partial_files(tmp_path, archive_server
     archive_server.serve(f"/xla/{COMMIT}.tar.gz", make_tarball(f"xla-{COMMIT}", {"big": bytes(300_000)}), mode="stall")
     profile = xla_profile(tmp_path, archive_server)
     env = dict(os.environ, **pin_env, NO_COLOR="1")
-    process = subprocess.Popen([sys.executable, "-m", "xlatools", "pin", "resolve", "--profile", str(profile)],
-                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=sigint_default)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xlatools", "pin", "resolve", "--profile", str(profile)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
+    )
     try:
         assert archive_server.half_sent.wait(60), "the download never started"
         deadline = time.monotonic() + 60  # a bound on waiting, not an assertion on speed
@@ -232,8 +240,12 @@ def test_redirect_to_a_non_http_scheme_is_refused(tmp_path, archive_server, pin)
 
 def test_size_cap(tmp_path, archive_server, pin, pin_env):
     archive_server.serve(f"/xla/{COMMIT}.tar.gz", make_tarball(f"xla-{COMMIT}", {"big": bytes(100_000)}))
-    result = pin("resolve", "--profile", str(xla_profile(tmp_path, archive_server)),
-                 env={**pin_env, "XLATOOLS_PIN_MAX_BYTES": "100"})
+    result = pin(
+        "resolve",
+        "--profile",
+        str(xla_profile(tmp_path, archive_server)),
+        env={**pin_env, "XLATOOLS_PIN_MAX_BYTES": "100"},
+    )
     assert result.returncode == 2 and "over the 100-byte cap" in result.stderr, result.stderr
     assert cache_files(tmp_path) == []
 
@@ -244,7 +256,9 @@ def test_ref_is_resolved_with_git_ls_remote_on_a_local_repo(tmp_path, archive_se
 
     def resolve(ref: str, *flags: str):
         extra = f'    repo: "{git_repo["path"]}"\n    ref: "{ref}"\n'
-        profile = write_profile(tmp_path, f'  xla:\n    urls: ["{archive_server.url("/xla/{commit}.tar.gz")}"]\n{extra}')
+        profile = write_profile(
+            tmp_path, f'  xla:\n    urls: ["{archive_server.url("/xla/{commit}.tar.gz")}"]\n{extra}'
+        )
         return pin("resolve", "--profile", str(profile), *flags)
 
     for ref, expected in (("main", git_repo["head"]), ("v1", git_repo["first"]), ("light", git_repo["head"])):
@@ -274,7 +288,9 @@ def test_jax_xla_and_tensorflow_resolve_together_and_dry_run_writes_nothing(tmp_
     source = ""
     for name in ("jax", "xla", "tensorflow"):
         archive_server.serve(f"/{name}/{COMMIT}.tar.gz", make_tarball(f"{name}-{COMMIT}"))
-        source += f'  {name}:\n    commit: "{COMMIT}"\n    urls: ["{archive_server.url(f"/{name}/{{commit}}.tar.gz")}"]\n'
+        source += (
+            f'  {name}:\n    commit: "{COMMIT}"\n    urls: ["{archive_server.url(f"/{name}/{{commit}}.tar.gz")}"]\n'
+        )
     profile = write_profile(tmp_path, source)
 
     dry = pin("resolve", "--profile", str(profile), "--dry-run", "--json")
@@ -300,7 +316,11 @@ def test_resolve_replaces_an_unreadable_lock_with_a_warning(tmp_path, archive_se
 def test_the_lock_follows_the_profile_but_keeps_a_local_checkout(tmp_path, archive_server, pin, git_repo):
     for name in ("jax", "tensorflow"):
         archive_server.serve(f"/{name}/{COMMIT}.tar.gz", make_tarball(f"{name}-{COMMIT}"))
-    entry = lambda name: f'  {name}:\n    commit: "{COMMIT}"\n    urls: ["{archive_server.url(f"/{name}/{{commit}}.tar.gz")}"]\n'  # noqa: E731
+
+    def entry(name: str) -> str:
+        url = archive_server.url(f"/{name}/{{commit}}.tar.gz")
+        return f'  {name}:\n    commit: "{COMMIT}"\n    urls: ["{url}"]\n'
+
     assert pin("resolve", "--profile", str(write_profile(tmp_path, entry("jax") + entry("tensorflow")))).returncode == 0
     assert pin("local", "--xla", str(git_repo["path"])).returncode == 0
 
@@ -309,4 +329,3 @@ def test_the_lock_follows_the_profile_but_keeps_a_local_checkout(tmp_path, archi
     assert result.returncode == 0 and "tensorflow: no longer in the profile, dropped" in result.stderr
     deps = read_lock(tmp_path)["dependencies"]
     assert sorted(deps) == ["jax", "xla"] and deps["xla"]["kind"] == "local"
-

@@ -18,12 +18,23 @@ MIRROR = os.environ.get("XLATOOLS_JAX_MIRROR")
 
 @pytest.mark.skipif(not MIRROR, reason="XLATOOLS_JAX_MIRROR is not set: no jax-ml/jax snapshot to replay")
 def test_a_sample_of_every_era_replays_byte_for_byte_and_verify_never_cries_wolf():
-    done = subprocess.run([sys.executable, str(SCRIPT), "--mirror", MIRROR, "--per-era", "1", "--json"],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--mirror", MIRROR, "--per-era", "1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)
-    assert {r["era"] for r in records} >= {"tensorflow_workspace", "xla_workspace", "workspace_bzl", "revision_bzl",
-                                           "api_tarball", "revision_bzl_module", "placeholder"}
+    assert {r["era"] for r in records} >= {
+        "tensorflow_workspace",
+        "xla_workspace",
+        "workspace_bzl",
+        "revision_bzl",
+        "api_tarball",
+        "revision_bzl_module",
+        "placeholder",
+    }
     pure = [r for r in records if r["pure"] and r["verify"] != "inconsistent_tree"]
     assert pure and all(r["apply"] == "identical" for r in pure), [r for r in pure if r["apply"] != "identical"]
     assert not [r for r in records if r["verify"] in ("false_alarm", "refused")]

@@ -14,16 +14,30 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="session")
 def miscompile_python() -> str:
-    return interpreter_from_env("XLATOOLS_MISCOMPILE_JAX_PYTHON", "miscompile_jax",
-                                "a Python with jax/jaxlib 0.6.2 (its CPU exp of a constant NaN is wrong, jax-ml/jax#29537)",
-                                "scripts/make-jax-venv.sh PATH 0.6.2")
+    return interpreter_from_env(
+        "XLATOOLS_MISCOMPILE_JAX_PYTHON",
+        "miscompile_jax",
+        "a Python with jax/jaxlib 0.6.2 (its CPU exp of a constant NaN is wrong, jax-ml/jax#29537)",
+        "scripts/make-jax-venv.sh PATH 0.6.2",
+    )
 
 
 def _dump(tmp_path_factory, probe_cache, program: str, python: str) -> Path:
     work = tmp_path_factory.mktemp(f"reduce-{Path(program).stem}")
     shutil.copy(HERE / program, work / program)
-    result = run_cli("run", program, "--python", python, "--preset", "dump:hlo", "--out", "runs", cwd=work,
-                     env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"}, timeout=300)
+    result = run_cli(
+        "run",
+        program,
+        "--python",
+        python,
+        "--preset",
+        "dump:hlo",
+        "--out",
+        "runs",
+        cwd=work,
+        env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"},
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     return bundles(work / "runs")[0]
 
@@ -51,7 +65,11 @@ def xl(tmp_path, probe_cache):
     """Run `xlatools ARGS` in tmp_path."""
 
     def call(*args: str, timeout: float = 600, env: dict[str, str] | None = None):
-        return run_cli(*args, cwd=tmp_path, env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu", **(env or {})},
-                       timeout=timeout)
+        return run_cli(
+            *args,
+            cwd=tmp_path,
+            env={"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu", **(env or {})},
+            timeout=timeout,
+        )
 
     return call

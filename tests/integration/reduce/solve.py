@@ -1,4 +1,5 @@
 """A real float64 program with LAPACK custom calls (jnp.linalg.solve) for the reduce --error/--script tests."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np

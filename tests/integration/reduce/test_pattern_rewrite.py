@@ -23,15 +23,28 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="module")
 def onednn_python() -> str:
-    return interpreter_from_env("XLATOOLS_ONEDNN_JAX_PYTHON", "onednn_jax",
-                                "a Python with jax/jaxlib 0.4.26 (its oneDNN softmax rewrite returns all ones)",
-                                "scripts/make-jax-venv.sh PATH 0.4.26")
+    return interpreter_from_env(
+        "XLATOOLS_ONEDNN_JAX_PYTHON",
+        "onednn_jax",
+        "a Python with jax/jaxlib 0.4.26 (its oneDNN softmax rewrite returns all ones)",
+        "scripts/make-jax-venv.sh PATH 0.4.26",
+    )
 
 
 def test_replay_and_reduce_agree_that_the_rewrite_is_not_replayable(xl, tmp_path, onednn_python, old_jax_python):
     shutil.copy(HERE / "onednn_softmax.py", tmp_path / "prog.py")
-    ran = xl("run", "prog.py", "--python", onednn_python, "--preset", "dump:hlo", "--preset", "dump:snapshots",
-             "--out", "runs")
+    ran = xl(
+        "run",
+        "prog.py",
+        "--python",
+        onednn_python,
+        "--preset",
+        "dump:hlo",
+        "--preset",
+        "dump:snapshots",
+        "--out",
+        "runs",
+    )
     assert ran.returncode == 0, ran.stderr
     assert "[1. 1. 1.]" in ran.stdout  # the bug itself: softmax of three different values
     bundle = bundles(tmp_path / "runs")[0]
@@ -41,10 +54,20 @@ def test_replay_and_reduce_agree_that_the_rewrite_is_not_replayable(xl, tmp_path
     module = json.loads(replay.stdout)["modules"][0]
     assert module["outcome"] == "cannot-run" and module["compiled_as_run"] is False
     notes = " ".join(module["notes"])
-    assert "custom_call_target=\"__onednn$softmax\"" in notes and "not a verdict" in notes
+    assert 'custom_call_target="__onednn$softmax"' in notes and "not a verdict" in notes
 
-    reduced = xl("reduce", str(bundle), "--module", "jit_f", "--python", onednn_python,
-                 "--reference-python", old_jax_python, "--out", "reduced")
+    reduced = xl(
+        "reduce",
+        str(bundle),
+        "--module",
+        "jit_f",
+        "--python",
+        onednn_python,
+        "--reference-python",
+        old_jax_python,
+        "--out",
+        "reduced",
+    )
     assert reduced.returncode == 3, reduced.stdout + reduced.stderr
     said = " ".join(reduced.stderr.split())
     assert "cannot reduce module" in said and "jit_f" in said and "__onednn$softmax" in said, said

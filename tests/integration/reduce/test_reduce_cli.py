@@ -16,8 +16,19 @@ README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def test_float64_miscompile_reduces_to_a_few_instructions(xl, tmp_path, student_t_bundle, miscompile_python):
-    result = xl("reduce", str(student_t_bundle), "--python", miscompile_python, "--reference-python", sys.executable,
-                "--jobs", "2", "--out", "out", "--json")
+    result = xl(
+        "reduce",
+        str(student_t_bundle),
+        "--python",
+        miscompile_python,
+        "--reference-python",
+        sys.executable,
+        "--jobs",
+        "2",
+        "--out",
+        "out",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["instructions_before"] >= 70 and summary["instructions_after"] <= 12
@@ -35,21 +46,54 @@ def test_float64_miscompile_reduces_to_a_few_instructions(xl, tmp_path, student_
         assert part in issue
     assert (bundle / "repro.tar.gz").is_file() and (bundle / "rounds.json").is_file()
     # The reduced module still mismatches when replayed on its own, with its inputs.
-    alone = xl("replay", str(bundle / "reduced.hlo.txt"), "--inputs", str(bundle / "inputs.npz"), "--python",
-               miscompile_python, "--reference-python", sys.executable, "--out", "alone", "--json")
+    alone = xl(
+        "replay",
+        str(bundle / "reduced.hlo.txt"),
+        "--inputs",
+        str(bundle / "inputs.npz"),
+        "--python",
+        miscompile_python,
+        "--reference-python",
+        sys.executable,
+        "--out",
+        "alone",
+        "--json",
+    )
     assert alone.returncode == 1, alone.stderr
     assert json.loads(alone.stdout)["modules"][0]["outcome"] == "mismatch"
     # Running the same command again resumes: nothing left to try but cached verdicts.
-    again = xl("reduce", str(student_t_bundle), "--python", miscompile_python, "--reference-python", sys.executable,
-               "--jobs", "2", "--out", "out", "--json")
+    again = xl(
+        "reduce",
+        str(student_t_bundle),
+        "--python",
+        miscompile_python,
+        "--reference-python",
+        sys.executable,
+        "--jobs",
+        "2",
+        "--out",
+        "out",
+        "--json",
+    )
     assert again.returncode == 0 and "resuming" in again.stderr
     assert json.loads(again.stdout)["instructions_after"] == summary["instructions_after"]
 
 
 def test_error_oracle_keeps_the_failing_custom_call(xl, solve_bundle, old_jax_python):
     # jaxlib 0.10.2's LAPACK FFI targets are unknown to jaxlib 0.4.30: a real runtime error there.
-    result = xl("reduce", str(solve_bundle), "--module", "jit_f", "--python", old_jax_python, "--error",
-                "No registered implementation for custom call", "--out", "out", "--json")
+    result = xl(
+        "reduce",
+        str(solve_bundle),
+        "--module",
+        "jit_f",
+        "--python",
+        old_jax_python,
+        "--error",
+        "No registered implementation for custom call",
+        "--out",
+        "out",
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["instructions_after"] <= 3 < summary["instructions_before"]
@@ -64,10 +108,14 @@ def test_a_crashing_module_leaves_its_native_backtrace(xl, solve_bundle):
     require("gdb", shutil.which("gdb") is not None, "apt-get install gdb (native backtraces of crashes)")
     # jaxlib 0.10.x aborts (std::length_error) compiling any module with this flag; elsewhere the target aborts on purpose.
     version = manifest(solve_bundle)["jax"]["jaxlib"]
-    args, env = (["--xla-flag=--xla_cpu_parallel_codegen_split_count=-5"], {}) if version.startswith("0.10.") \
+    args, env = (
+        (["--xla-flag=--xla_cpu_parallel_codegen_split_count=-5"], {})
+        if version.startswith("0.10.")
         else ([], {"XLATOOLS_REPLAY_INJECT_ABORT": "compile"})
-    result = xl("reduce", str(solve_bundle), "--module", "jit_f", *args, "--error", "SIGABRT", "--out", "out", "--json",
-                env=env)
+    )
+    result = xl(
+        "reduce", str(solve_bundle), "--module", "jit_f", *args, "--error", "SIGABRT", "--out", "out", "--json", env=env
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     bundle = Path(summary["bundle"])
@@ -118,8 +166,18 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
 
 
 def test_replay_isolate_names_the_first_mismatching_instruction(xl, student_t_bundle, miscompile_python):
-    result = xl("replay", str(student_t_bundle), "--python", miscompile_python, "--reference-python", sys.executable,
-                "--isolate", "--out", "out", "--json")
+    result = xl(
+        "replay",
+        str(student_t_bundle),
+        "--python",
+        miscompile_python,
+        "--reference-python",
+        sys.executable,
+        "--isolate",
+        "--out",
+        "out",
+        "--json",
+    )
     assert result.returncode == 1, result.stderr  # the module mismatches
     isolation = json.loads(result.stdout)["isolation"]
     # Every instruction alone agrees (the bug needs exp fused with a constant NaN); in context exp is the first.

@@ -126,8 +126,11 @@ http {{
             self.cache.chmod(0o555)
         (self.root / "nginx.conf").write_text(self._config())
         log = self.root / "error.log"
-        self.process = subprocess.Popen([binary, "-p", str(self.root), "-c", str(self.root / "nginx.conf"),
-                                         "-e", str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [binary, "-p", str(self.root), "-c", str(self.root / "nginx.conf"), "-e", str(log)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         wait_for_port(self.port, self.process, log, 20)
         return self
 
@@ -208,8 +211,12 @@ instances:
         (self.root / "bgd.yml").write_text(self._config())
         log = self.root / "server.log"
         with open(log, "wb") as out:
-            self.process = subprocess.Popen([self.binary, "server", "start", str(self.root / "bgd.yml")],
-                                            stdout=out, stderr=subprocess.STDOUT, cwd=self.root)
+            self.process = subprocess.Popen(
+                [self.binary, "server", "start", str(self.root / "bgd.yml")],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+            )
         wait_for_port(self.port, self.process, log, 90)
         return self
 

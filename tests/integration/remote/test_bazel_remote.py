@@ -40,11 +40,17 @@ def build(bazel_bin: str, workspace: Path, machine: str) -> subprocess.Completed
     """One build as a fresh machine: its own output root (no output base, no disk cache)."""
     root = workspace.parent / f"bazel-{machine}"
     try:
-        return subprocess.run([bazel_bin, f"--output_user_root={root}", "build", "--config=xlatools", "//:b"],
-                              cwd=workspace, capture_output=True, text=True, timeout=300)
+        return subprocess.run(
+            [bazel_bin, f"--output_user_root={root}", "build", "--config=xlatools", "//:b"],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
-        subprocess.run([bazel_bin, f"--output_user_root={root}", "shutdown"], cwd=workspace, capture_output=True,
-                       timeout=120)
+        subprocess.run(
+            [bazel_bin, f"--output_user_root={root}", "shutdown"], cwd=workspace, capture_output=True, timeout=120
+        )
 
 
 def test_http_cache_on_nginx_serves_a_clean_output_base(bazel_bin, workspace, cli, nginx):
@@ -86,8 +92,14 @@ def test_read_only_action_cache_stops_bazel_until_uploads_are_turned_off(bazel_b
 def test_remote_executor_settings_reach_bazel_and_the_server(bazel_bin, workspace, cli, buildgrid):
     """No REAPI worker installs from the package registries, so the server has no execution service:
     bazel, configured by the generated rc, asks it and is told so. That proves the pass-through."""
-    rc = configure(cli, workspace, (f"bazel:\n  remote_executor: {buildgrid.url}\n  remote_instance_name: readonly\n"
-                                    "  remote_platform_properties:\n    OSFamily: Linux\n    container-image: none\n"))
+    rc = configure(
+        cli,
+        workspace,
+        (
+            f"bazel:\n  remote_executor: {buildgrid.url}\n  remote_instance_name: readonly\n"
+            "  remote_platform_properties:\n    OSFamily: Linux\n    container-image: none\n"
+        ),
+    )
     assert f"build:xlatools --remote_executor={buildgrid.url}" in rc
     assert "build:xlatools --remote_instance_name=readonly" in rc
     assert "build:xlatools --remote_default_exec_properties=OSFamily=Linux" in rc

@@ -17,7 +17,9 @@ from xlatools.vocab import CheckStatus
 
 def doctor_checks(cli, tmp_path, profile_text: str, env: dict | None = None):
     profile = tmp_path / "team.yaml"
-    profile.write_text(f"build:\n  command: [\"true\", \"{{bazel_startup_options}}\"]\n{profile_text}")  # passes the private rc
+    profile.write_text(
+        f'build:\n  command: ["true", "{{bazel_startup_options}}"]\n{profile_text}'
+    )  # passes the private rc
     done = cli("doctor", "--profile", str(profile), "--json", cwd=tmp_path, env=env, timeout=300)
     assert "Traceback" not in done.stderr, done.stderr
     return done, {c["name"]: c for c in json.loads(done.stdout)["checks"]}
@@ -54,8 +56,11 @@ def test_credentials_decide_and_stay_secret(cli, tmp_path, nginx):
 
 
 def test_buildgrid_cache_passes_and_a_read_only_action_cache_fails(buildgrid):
-    require("buildgrid", importlib.util.find_spec("buildgrid.common") is not None,
-            "pip install 'xlatools[remote]' (the REAPI client library the gRPC check uses)")
+    require(
+        "buildgrid",
+        importlib.util.find_spec("buildgrid.common") is not None,
+        "pip install 'xlatools[remote]' (the REAPI client library the gRPC check uses)",
+    )
     ok = check_cache("remote cache", buildgrid.url, Credentials())
     assert ok.status == CheckStatus.OK and "action-cache entry" in ok.evidence, ok
     read_only = check_cache("remote cache", buildgrid.url, Credentials(), instance="readonly")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import bundles, require, run_cli
 
-PROGRAM = '''
+PROGRAM = """
 import sys
 import numpy as np
 import jax
@@ -30,12 +30,14 @@ y = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
 z = np.full((3, 2), 0.5, np.float32)
 a = np.array([np.nan, 1, 2, np.nan, 5, 6], np.float32)
 np.savez(sys.argv[1], fn=np.asarray(jax.jit(fn)(x, y, z)), clean=np.asarray(jax.jit(clean)(a)))
-'''
+"""
 
 
 @pytest.fixture(scope="session")
 def replay_env(tmp_path_factory, probe_cache):
-    require("jax", importlib.util.find_spec("jax") is not None, "pip install -e '.[jax]' (jax + jaxlib in this interpreter)")
+    require(
+        "jax", importlib.util.find_spec("jax") is not None, "pip install -e '.[jax]' (jax + jaxlib in this interpreter)"
+    )
     return {"XLATOOLS_CACHE_DIR": str(probe_cache), "JAX_PLATFORMS": "cpu"}
 
 
@@ -45,8 +47,21 @@ def dumped(tmp_path_factory, replay_env):
     work = tmp_path_factory.mktemp("replay-program")
     (work / "prog.py").write_text(PROGRAM)
     expected = work / "expected.npz"
-    result = run_cli("run", "prog.py", "--preset", "dump:full", "--preset", "dump:proto", "--out", "runs", "--",
-                     str(expected), cwd=work, env=replay_env, timeout=300)
+    result = run_cli(
+        "run",
+        "prog.py",
+        "--preset",
+        "dump:full",
+        "--preset",
+        "dump:proto",
+        "--out",
+        "runs",
+        "--",
+        str(expected),
+        cwd=work,
+        env=replay_env,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     import numpy as np
 
@@ -58,8 +73,10 @@ def dumped(tmp_path_factory, replay_env):
 @pytest.fixture
 def replay(tmp_path, replay_env):
     """Run `xlatools ARGS` in tmp_path (bundles under tmp_path/out)."""
+
     def call(*args, env=None, timeout=300):
         return run_cli(*args, cwd=tmp_path, env={**replay_env, **(env or {})}, timeout=timeout)
+
     return call
 
 

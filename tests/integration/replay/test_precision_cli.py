@@ -20,8 +20,12 @@ FLAX = REPO.parent / "shared" / "fixtures" / "gpu-h200" / "flax-cnn"
 @pytest.fixture(scope="module")
 def new_python() -> str:
     require("gpu_fixtures", (FLAX / "manifest.json").is_file(), f"{FLAX} (the H200 fixtures in ../shared)")
-    return interpreter_from_env("XLATOOLS_NEW_JAX_PYTHON", "new_jax", "a Python with jax/jaxlib 0.12 (parses 0.11.2 text)",
-                                "scripts/make-jax-venv.sh PATH 0.12")
+    return interpreter_from_env(
+        "XLATOOLS_NEW_JAX_PYTHON",
+        "new_jax",
+        "a Python with jax/jaxlib 0.12 (parses 0.11.2 text)",
+        "scripts/make-jax-venv.sh PATH 0.12",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +39,22 @@ def _module(result) -> dict:
 
 
 def test_flax_step_at_full_precision_names_what_was_raised(replay, new_python, tmp_path):
-    result = replay("replay", str(FLAX), "-m", "jit_step", "--python", new_python, "--platform", "cpu",
-                    "--reference", "cpu", "--precision", "highest", "--out", "out")
+    result = replay(
+        "replay",
+        str(FLAX),
+        "-m",
+        "jit_step",
+        "--python",
+        new_python,
+        "--platform",
+        "cpu",
+        "--reference",
+        "cpu",
+        "--precision",
+        "highest",
+        "--out",
+        "out",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     said = result.stderr  # the progress, the table and the note
     assert "11 instruction(s) raised to full precision" in said
@@ -53,8 +71,24 @@ def test_flax_step_at_full_precision_names_what_was_raised(replay, new_python, t
 
 
 def test_standin_tf32_differences_are_precision_not_a_miscompile(replay, new_python, standin, tmp_path):
-    result = replay("replay", str(FLAX), "-m", "jit_step", "-m", "40360", "--python", standin, "--platform", "cpu",
-                    "--reference-python", new_python, "--out", "out", "--json", timeout=600)
+    result = replay(
+        "replay",
+        str(FLAX),
+        "-m",
+        "jit_step",
+        "-m",
+        "40360",
+        "--python",
+        standin,
+        "--platform",
+        "cpu",
+        "--reference-python",
+        new_python,
+        "--out",
+        "out",
+        "--json",
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     modules = {m["name"]: m for m in json.loads(result.stdout)["modules"]}
     assert set(modules) == {"jit_step", "jit_conv_general_dilated"}
@@ -72,32 +106,76 @@ def test_standin_tf32_differences_are_precision_not_a_miscompile(replay, new_pyt
     assert "status: ok (exit 0)" in summary and "at full precision" in summary and "as compiled" in summary
 
     # The single comparison of old: the stand-in's TF32 is a mismatch as compiled (exit 1), named as such.
-    strict = replay("replay", str(FLAX), "-m", "40360", "--python", standin, "--platform", "cpu",
-                    "--reference-python", new_python, "--precision", "as-compiled", "--out", "strict", "--json")
+    strict = replay(
+        "replay",
+        str(FLAX),
+        "-m",
+        "40360",
+        "--python",
+        standin,
+        "--platform",
+        "cpu",
+        "--reference-python",
+        new_python,
+        "--precision",
+        "as-compiled",
+        "--out",
+        "strict",
+        "--json",
+    )
     assert strict.returncode == 1, strict.stdout + strict.stderr
     module = _module(strict)
     assert module["outcome"] == "mismatch" and "precision" not in module
 
 
 def test_standin_pack_and_reduce_keep_the_rule(replay, new_python, standin, tmp_path):
-    packed = replay("repro", "pack", str(FLAX), "-m", "40360", "--python", standin, "--platform", "cpu",
-                    "--reference-python", new_python, "-o", "conv.tar.gz", "--out", "out", "--json")
+    packed = replay(
+        "repro",
+        "pack",
+        str(FLAX),
+        "-m",
+        "40360",
+        "--python",
+        standin,
+        "--platform",
+        "cpu",
+        "--reference-python",
+        new_python,
+        "-o",
+        "conv.tar.gz",
+        "--out",
+        "out",
+        "--json",
+    )
     assert packed.returncode == 0, packed.stdout + packed.stderr
     assert json.loads(packed.stdout)["expected"] == {"40360 jit_conv_general_dilated": "precision (reference-python-1)"}
-    again = replay("repro", "run", "conv.tar.gz", "--python", standin, "--reference-python", new_python, "--out", "run",
-                   "--json")
+    again = replay(
+        "repro", "run", "conv.tar.gz", "--python", standin, "--reference-python", new_python, "--out", "run", "--json"
+    )
     # `precision` is no failure: the pack has nothing to reproduce (exit 5), and the replay here gave the same outcome
     answer = json.loads(again.stdout)
     assert again.returncode == 5 and answer["outcome"] == "nothing-to-reproduce", again.stdout + again.stderr
     assert answer["differences"] == [] and "the same outcome" in answer["reason"]
     # reduce: a difference that is only precision is not interesting (so nothing is reduced) unless asked.
-    reduced = replay("reduce", str(FLAX), "-m", "40360", "--python", standin, "--platform", "cpu", "--reference-python",
-                     new_python, "--out", "reduce")
+    reduced = replay(
+        "reduce",
+        str(FLAX),
+        "-m",
+        "40360",
+        "--python",
+        standin,
+        "--platform",
+        "cpu",
+        "--reference-python",
+        new_python,
+        "--out",
+        "reduce",
+    )
     assert reduced.returncode == 2, reduced.stdout + reduced.stderr
     assert "precision only" in reduced.stderr + reduced.stdout
 
 
-MISCOMPILE_WITH_A_DOT = '''
+MISCOMPILE_WITH_A_DOT = """
 import jax
 import jax.numpy as jnp
 import jax.scipy.stats as st
@@ -113,21 +191,46 @@ def summary(x, w):
 
 
 print(summary(np.linspace(-2.0, 3.0, 8), np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)))
-'''
+"""
 
 
 def test_a_real_miscompile_stays_a_mismatch_at_full_precision(replay, tmp_path, replay_env):
     import sys
 
-    old = interpreter_from_env("XLATOOLS_MISCOMPILE_JAX_PYTHON", "miscompile_jax",
-                               "a Python with jax/jaxlib 0.6.2 (its CPU exp of a constant NaN is wrong, jax-ml/jax#29537)",
-                               "scripts/make-jax-venv.sh PATH 0.6.2")
+    old = interpreter_from_env(
+        "XLATOOLS_MISCOMPILE_JAX_PYTHON",
+        "miscompile_jax",
+        "a Python with jax/jaxlib 0.6.2 (its CPU exp of a constant NaN is wrong, jax-ml/jax#29537)",
+        "scripts/make-jax-venv.sh PATH 0.6.2",
+    )
     (tmp_path / "prog.py").write_text(MISCOMPILE_WITH_A_DOT)
-    ran = run_cli("run", "prog.py", "--python", old, "--preset", "dump:hlo", "--out", "runs", cwd=tmp_path,
-                  env=replay_env, timeout=300)
+    ran = run_cli(
+        "run",
+        "prog.py",
+        "--python",
+        old,
+        "--preset",
+        "dump:hlo",
+        "--out",
+        "runs",
+        cwd=tmp_path,
+        env=replay_env,
+        timeout=300,
+    )
     assert ran.returncode == 0, ran.stderr
-    result = replay("replay", str(bundles(tmp_path / "runs")[0]), "-m", "jit_summary", "--python", old,
-                    "--reference-python", sys.executable, "--out", "out", "--json")
+    result = replay(
+        "replay",
+        str(bundles(tmp_path / "runs")[0]),
+        "-m",
+        "jit_summary",
+        "--python",
+        old,
+        "--reference-python",
+        sys.executable,
+        "--out",
+        "out",
+        "--json",
+    )
     assert result.returncode == 1, result.stdout + result.stderr
     module = _module(result)
     check = module["precision"]

@@ -30,7 +30,9 @@ def three_ways(dumped, tmp_path_factory, replay_env):
     work = tmp_path_factory.mktemp("three-ways")
     found = {}
     for how in ("text", "proto", "snapshot", "mlir"):
-        result = run_cli("replay", str(bundle), "--from", how, "--json", "--out", "out", cwd=work, env=replay_env, timeout=300)
+        result = run_cli(
+            "replay", str(bundle), "--from", how, "--json", "--out", "out", cwd=work, env=replay_env, timeout=300
+        )
         assert result.returncode == 0, result.stderr
         found[how] = _json(result)
     return found
@@ -70,8 +72,21 @@ def test_replay_bundle_is_complete(three_ways):
 
 def test_cross_version_reference_pythons(dumped, replay, old_jax_python, new_jax_python):
     bundle, _ = dumped
-    result = replay("replay", str(bundle), "--module", "jit_fn", "--iterations", "3", "--json", "--out", "out",
-                    "--reference-python", old_jax_python, "--reference-python", new_jax_python)
+    result = replay(
+        "replay",
+        str(bundle),
+        "--module",
+        "jit_fn",
+        "--iterations",
+        "3",
+        "--json",
+        "--out",
+        "out",
+        "--reference-python",
+        old_jax_python,
+        "--reference-python",
+        new_jax_python,
+    )
     assert result.returncode == 0, result.stderr
     module = _by_name(_json(result))["jit_fn"]
     versions = [r["versions"]["jaxlib"] for r in module["runs"]]
@@ -111,10 +126,20 @@ def test_altered_snapshot_result_is_a_mismatch(dumped, replay, tmp_path):
 def test_numerics_changing_reference_flag_is_a_mismatch(dumped, replay, tmp_path):
     bundle, _ = dumped
     job_summary = tmp_path / "summary.md"
-    result = replay("replay", str(bundle), "--module", "jit_clean", "--reference", "cpu", "--json", "--out", "out",
-                    "--reference-xla-flag=--xla_cpu_enable_fast_math=true",
-                    "--reference-xla-flag=--xla_cpu_fast_math_honor_nans=false",
-                    env={"GITHUB_STEP_SUMMARY": str(job_summary)})
+    result = replay(
+        "replay",
+        str(bundle),
+        "--module",
+        "jit_clean",
+        "--reference",
+        "cpu",
+        "--json",
+        "--out",
+        "out",
+        "--reference-xla-flag=--xla_cpu_enable_fast_math=true",
+        "--reference-xla-flag=--xla_cpu_fast_math_honor_nans=false",
+        env={"GITHUB_STEP_SUMMARY": str(job_summary)},
+    )
     assert result.returncode == 1, result.stderr
     assert "### xlatools replay" in job_summary.read_text() and "failed (exit 1)" in job_summary.read_text()
     module = _json(result)["modules"][0]
@@ -128,8 +153,11 @@ def test_compiler_abort_is_a_crash_with_its_signal(dumped, replay, tmp_path):
     bundle, _ = dumped
     # jaxlib 0.10.x aborts (std::length_error) on this flag while compiling; elsewhere the target aborts on purpose.
     version = manifest(bundle)["jax"]["jaxlib"]
-    args, env = (["--xla-flag=--xla_cpu_parallel_codegen_split_count=-5"], {}) if version.startswith("0.10.") \
+    args, env = (
+        (["--xla-flag=--xla_cpu_parallel_codegen_split_count=-5"], {})
+        if version.startswith("0.10.")
         else ([], {"XLATOOLS_REPLAY_INJECT_ABORT": "compile"})
+    )
     result = replay("replay", str(bundle), "--module", "jit_fn", "--out", "out", *args, env=env)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "SIGABRT" in result.stdout + result.stderr
@@ -150,13 +178,18 @@ def test_snapshot_with_a_custom_call_the_target_lacks_is_a_compile_error(replay,
 
     from xlatools.replay.hloproto import schema
 
-    text = ('HloModule custom\n\nENTRY main {\n  p = f32[4] parameter(0)\n'
-            '  ROOT r = f32[4] custom-call(p), custom_call_target="xlatools_missing_target"\n}\n')
+    text = (
+        "HloModule custom\n\nENTRY main {\n  p = f32[4] parameter(0)\n"
+        '  ROOT r = f32[4] custom-call(p), custom_call_target="xlatools_missing_target"\n}\n'
+    )
     (tmp_path / "custom.hlo").write_text(text)
-    to_proto = ("import sys; from jax._src.lib import xla_client as xc; ns = getattr(xc, 'hlo', None) or xc._xla; "
-                "sys.stdout.buffer.write(ns.hlo_module_from_text(open(sys.argv[1]).read()).as_serialized_hlo_module_proto())")
-    module = subprocess.run([sys.executable, "-c", to_proto, str(tmp_path / "custom.hlo")], capture_output=True,
-                            check=True, timeout=300).stdout
+    to_proto = (
+        "import sys; from jax._src.lib import xla_client as xc; ns = getattr(xc, 'hlo', None) or xc._xla; "
+        "sys.stdout.buffer.write(ns.hlo_module_from_text(open(sys.argv[1]).read()).as_serialized_hlo_module_proto())"
+    )
+    module = subprocess.run(
+        [sys.executable, "-c", to_proto, str(tmp_path / "custom.hlo")], capture_output=True, check=True, timeout=300
+    ).stdout
     snapshot = schema()["HloSnapshot"]()
     snapshot.hlo.hlo_module = module
     argument = snapshot.arguments.add()
@@ -168,14 +201,19 @@ def test_snapshot_with_a_custom_call_the_target_lacks_is_a_compile_error(replay,
     result = replay("replay", "module_0000.custom.snapshot.1.pb", "--json", "--out", "out")
     assert result.returncode == 1, result.stderr
     run = _json(result)["modules"][0]["runs"][0]
-    assert (run["failure"], run["phase"]) == ("compile-error", "compile") and "xlatools_missing_target" in run["message"]
+    assert (run["failure"], run["phase"]) == ("compile-error", "compile") and "xlatools_missing_target" in run[
+        "message"
+    ]
 
 
-@pytest.mark.parametrize("name,content,message", [
-    ("notes.txt", b"this is not HLO\n", "not HLO text"),
-    ("module_0000.jit_f.cpu_after_optimizations.txt", b"HloModule jit_f\n", "does not compile again"),
-    ("module_0000.jit_f.before_optimizations.hlo.pb", b"\x0a\x05jit_f\x1a\xff\xff", "not a valid"),
-])
+@pytest.mark.parametrize(
+    "name,content,message",
+    [
+        ("notes.txt", b"this is not HLO\n", "not HLO text"),
+        ("module_0000.jit_f.cpu_after_optimizations.txt", b"HloModule jit_f\n", "does not compile again"),
+        ("module_0000.jit_f.before_optimizations.hlo.pb", b"\x0a\x05jit_f\x1a\xff\xff", "not a valid"),
+    ],
+)
 def test_bad_input_is_a_clear_error_and_writes_nothing(replay, tmp_path, name, content, message):
     (tmp_path / name).write_bytes(content)
     result = replay("replay", name, "--out", "out")
@@ -218,8 +256,9 @@ def test_text_alone_names_its_made_up_inputs(dumped, replay, tmp_path):
 
 def test_text_the_target_cannot_parse_shows_the_parsers_whole_message(replay, tmp_path):
     """Not only "Syntax error when trying to parse the text as a HloModule:": the line, column and what it expected."""
-    (tmp_path / "newer.hlo").write_text("HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n"
-                                        "  ROOT r = f32[2] frobnicate(p)\n}\n")
+    (tmp_path / "newer.hlo").write_text(
+        "HloModule m\n\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT r = f32[2] frobnicate(p)\n}\n"
+    )
     result = replay("replay", "newer.hlo", "--out", "out")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     shown = result.stdout + result.stderr
@@ -239,8 +278,19 @@ def test_unknown_flag_is_refused_before_anything_runs(dumped, replay, tmp_path):
 def test_timeout_stops_the_target(dumped, replay, tmp_path):
     bundle, _ = dumped
     # Enough executions to outlast the limit even in a warm replay worker (its jax start-up is paid before the job).
-    result = replay("replay", str(bundle), "--module", "jit_fn", "--timeout", "0.2", "--iterations", "1000000", "--json",
-                    "--out", "out")
+    result = replay(
+        "replay",
+        str(bundle),
+        "--module",
+        "jit_fn",
+        "--timeout",
+        "0.2",
+        "--iterations",
+        "1000000",
+        "--json",
+        "--out",
+        "out",
+    )
     assert result.returncode == 124, result.stderr
     assert _json(result)["modules"][0]["outcome"] == "timeout"
     assert manifest(bundles(tmp_path / "out")[0])["status"] == "timeout"
@@ -256,9 +306,15 @@ def test_ctrl_c_stops_the_target_and_completes_the_bundle(dumped, tmp_path, repl
     from tests.helpers import sigint_default
 
     bundle, _ = dumped
-    proc = subprocess.Popen([sys.executable, "-m", "xlatools", "replay", str(bundle), "--out", "out"], cwd=tmp_path,
-                            env={**os.environ, **replay_env, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xlatools", "replay", str(bundle), "--out", "out"],
+        cwd=tmp_path,
+        env={**os.environ, **replay_env, "NO_COLOR": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_default,
+    )
     assert proc.stderr.readline().startswith("==> ")  # the first target process is starting
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
@@ -271,8 +327,19 @@ def test_ctrl_c_stops_the_target_and_completes_the_bundle(dumped, tmp_path, repl
 
 def test_dry_run_prints_the_plan_and_runs_nothing(dumped, replay, tmp_path, old_jax_python):
     bundle, _ = dumped
-    result = replay("replay", str(bundle), "--dry-run", "--json", "--no-opt", "--disable-pass", "algsimp",
-                    "--reference-python", old_jax_python, "--out", "out")
+    result = replay(
+        "replay",
+        str(bundle),
+        "--dry-run",
+        "--json",
+        "--no-opt",
+        "--disable-pass",
+        "algsimp",
+        "--reference-python",
+        old_jax_python,
+        "--out",
+        "out",
+    )
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     test, reference = plan["runs"]
@@ -291,9 +358,15 @@ def unoptimized_dump(tmp_path_factory, replay_env):
     if version("jaxlib").startswith("0.4."):
         pytest.skip("jaxlib 0.4.x writes no unoptimised snapshots")
     work = tmp_path_factory.mktemp("unoptimized")
-    program = ("import jax, jax.numpy as jnp, numpy as np\n"
-               "jax.jit(lambda x, y: jnp.tanh(x) @ y)(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))\n")
-    env = {**os.environ, **replay_env, "XLA_FLAGS": f"--xla_dump_to={work / 'dump'} --xla_dump_hlo_unoptimized_snapshots"}
+    program = (
+        "import jax, jax.numpy as jnp, numpy as np\n"
+        "jax.jit(lambda x, y: jnp.tanh(x) @ y)(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32))\n"
+    )
+    env = {
+        **os.environ,
+        **replay_env,
+        "XLA_FLAGS": f"--xla_dump_to={work / 'dump'} --xla_dump_hlo_unoptimized_snapshots",
+    }
     subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=300)
     return work / "dump"
 
@@ -312,7 +385,9 @@ def test_modules_share_long_lived_workers_and_a_crash_costs_only_its_worker(dump
     """One worker per (interpreter, platform, flags) serves every module; a module that kills it is replayed
     again alone (crash capture, its native backtrace) and the next module gets a fresh worker."""
     bundle, _ = dumped
-    result = replay("replay", str(bundle), "--out", "out", "--json", env={"XLATOOLS_REPLAY_INJECT_ABORT": "compile:jit_fn"})
+    result = replay(
+        "replay", str(bundle), "--out", "out", "--json", env={"XLATOOLS_REPLAY_INJECT_ABORT": "compile:jit_fn"}
+    )
     assert result.returncode == 1, result.stderr
     modules = _by_name(_json(result))
     crashed = modules["jit_fn"]["runs"][0]

@@ -18,8 +18,21 @@ def packed(dumped, tmp_path_factory, replay_env):
     work = tmp_path_factory.mktemp("packs")
     results = []
     for name in ("a.tar.gz", "b.tar.gz"):
-        result = run_cli("repro", "pack", str(bundle), "-o", name, "--module", "jit_fn", "--json", "--out", "out",
-                         cwd=work, env=replay_env, timeout=300)
+        result = run_cli(
+            "repro",
+            "pack",
+            str(bundle),
+            "-o",
+            name,
+            "--module",
+            "jit_fn",
+            "--json",
+            "--out",
+            "out",
+            cwd=work,
+            env=replay_env,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr
         results.append(json.loads(result.stdout))
     return work, results
@@ -43,33 +56,73 @@ def test_pack_is_deterministic_and_lists_its_hashes(packed):
 def test_moved_healthy_pack_has_nothing_to_reproduce_and_replays_the_same(packed, tmp_path, replay_env):
     work, _ = packed
     shutil.copy(work / "a.tar.gz", tmp_path / "moved.tar.gz")
-    result = run_cli("repro", "run", "moved.tar.gz", "--match", "fingerprint", "--json", "--out", "elsewhere",
-                     cwd=tmp_path, env=replay_env, timeout=300)
+    result = run_cli(
+        "repro",
+        "run",
+        "moved.tar.gz",
+        "--match",
+        "fingerprint",
+        "--json",
+        "--out",
+        "elsewhere",
+        cwd=tmp_path,
+        env=replay_env,
+        timeout=300,
+    )
     assert result.returncode == 5, result.stderr  # 5: the pack records no failure (its module ran ok)
     data = json.loads(result.stdout)
     assert data["outcome"] == "nothing-to-reproduce" and data["differences"] == []
-    assert data["reason"].startswith("the pack records no failure") and "replayed here: the same outcome" in data["reason"]
+    assert (
+        data["reason"].startswith("the pack records no failure") and "replayed here: the same outcome" in data["reason"]
+    )
     expected, got = data["modules"][0]["expected"], data["modules"][0]["got"]
     assert got["fingerprint"] == expected["fingerprint"] and got["outputs"] == expected["outputs"]
-    assert (tmp_path / "elsewhere").is_dir() and not any(p.name.startswith(".unpack") for p in (tmp_path / "elsewhere").iterdir())
+    assert (tmp_path / "elsewhere").is_dir() and not any(
+        p.name.startswith(".unpack") for p in (tmp_path / "elsewhere").iterdir()
+    )
 
 
 def test_another_jaxlib_names_what_differs(packed, tmp_path, replay_env, old_jax_python):
     work, _ = packed
-    result = run_cli("repro", "run", str(work / "a.tar.gz"), "--python", old_jax_python, "--match", "fingerprint",
-                     "--json", "--out", "out", cwd=tmp_path, env=replay_env, timeout=300)
+    result = run_cli(
+        "repro",
+        "run",
+        str(work / "a.tar.gz"),
+        "--python",
+        old_jax_python,
+        "--match",
+        "fingerprint",
+        "--json",
+        "--out",
+        "out",
+        cwd=tmp_path,
+        env=replay_env,
+        timeout=300,
+    )
     assert result.returncode == 5, result.stderr  # a healthy pack: nothing to reproduce, what differs still listed
     data = json.loads(result.stdout)
     assert data["outcome"] == "nothing-to-reproduce" and any("fingerprint" in d for d in data["differences"])
-    strict = run_cli("repro", "run", str(work / "a.tar.gz"), "--python", old_jax_python, "--same-jaxlib", "--json",
-                     "--out", "out", cwd=tmp_path, env=replay_env, timeout=300)
+    strict = run_cli(
+        "repro",
+        "run",
+        str(work / "a.tar.gz"),
+        "--python",
+        old_jax_python,
+        "--same-jaxlib",
+        "--json",
+        "--out",
+        "out",
+        cwd=tmp_path,
+        env=replay_env,
+        timeout=300,
+    )
     assert strict.returncode == 3 and "0.4.30" in json.loads(strict.stdout)["reason"]
 
 
 def test_gpu_pack_cannot_run_on_a_cpu_only_target(packed, tmp_path, replay_env):
     work, _ = packed
     with tarfile.open(work / "a.tar.gz") as tar:
-        files = {m.name[len("repro/"):]: tar.extractfile(m).read() for m in tar if m.isfile()}
+        files = {m.name[len("repro/") :]: tar.extractfile(m).read() for m in tar if m.isfile()}
     meta = json.loads(files.pop("pack.json"))
     meta["replay"]["platform"] = "gpu"
     files.pop("SHA256SUMS")
@@ -89,11 +142,14 @@ def _evil(path, name, data=b"x", kind=tarfile.REGTYPE, link=""):
         tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
 
 
-@pytest.mark.parametrize("name,kind,link,message", [
-    ("repro/../../escaped.txt", tarfile.REGTYPE, "", "'..'"),
-    ("/tmp/xlatools-escaped.txt", tarfile.REGTYPE, "", "absolute"),
-    ("repro/link", tarfile.SYMTYPE, "../../escaped.txt", "link"),
-])
+@pytest.mark.parametrize(
+    "name,kind,link,message",
+    [
+        ("repro/../../escaped.txt", tarfile.REGTYPE, "", "'..'"),
+        ("/tmp/xlatools-escaped.txt", tarfile.REGTYPE, "", "absolute"),
+        ("repro/link", tarfile.SYMTYPE, "../../escaped.txt", "link"),
+    ],
+)
 def test_malicious_pack_is_refused_and_writes_nothing_outside(tmp_path, name, kind, link, message):
     _evil(tmp_path / "evil.tar.gz", name, kind=kind, link=link)
     result = run_cli("repro", "run", "evil.tar.gz", "--out", "out", cwd=tmp_path)

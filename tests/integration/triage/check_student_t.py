@@ -3,6 +3,7 @@ Student-t densities are not all NaN (DF = -1 is outside the domain: they must be
 
 jaxlib 0.6.2 on CPU returns finite garbage there (jax-ml/jax#29537, exp of a constant-folded NaN);
 0.6.1 and earlier return NaN."""
+
 import sys
 
 import numpy as np

@@ -40,8 +40,16 @@ def test_triage_goes_from_a_failing_program_to_an_issue_with_every_finding(bx, t
 
     folder = Path(state["folder"])
     issue = (folder / "ISSUE.md").read_text()
-    for part in ("jaxlib 0.6.2", "jaxlib 0.6.1 is right", "`constant_folding`", "### Minimal HLO", "exponential",
-                 "report.html", "isolate.json", "xlatools triage --good 0.6.0 --bad 0.6.2"):
+    for part in (
+        "jaxlib 0.6.2",
+        "jaxlib 0.6.1 is right",
+        "`constant_folding`",
+        "### Minimal HLO",
+        "exponential",
+        "report.html",
+        "isolate.json",
+        "xlatools triage --good 0.6.0 --bad 0.6.2",
+    ):
         assert part in issue, part
     links = re.findall(r"\]\(([^)]+)\)", issue)
     assert len(links) >= 10 and all((folder / link).exists() for link in links), links

@@ -14,17 +14,17 @@ from xlatools.pin.upstream import expand
 C = "0123456789abcdef0123456789abcdef01234567"
 D = "89abcdef0123456789abcdef0123456789abcdef"
 
-DERIVED = '''def repo():
+DERIVED = """def repo():
     tf_http_archive(
         name = "xla",
         sha256 = XLA_SHA256,
         strip_prefix = "openxla-xla-{commit}".format(commit = XLA_COMMIT[:7]),
         urls = tf_mirror_urls("https://api.github.com/repos/openxla/xla/tarball/{commit}".format(commit = XLA_COMMIT)),
     )
-'''
+"""
 LITERAL = f'''http_archive(
     name = "xla",
-    sha256 = "{'1' * 64}",
+    sha256 = "{"1" * 64}",
     strip_prefix="xla-{C}",
     urls = [
       "https://mirror.example/xla/{C}.tar.gz",
@@ -46,9 +46,15 @@ def test_expand_knows_the_short_commit():
 def test_forms_are_read_from_derived_and_literal_calls():
     derived = read_form(DERIVED, _call(DERIVED), "workspace.bzl")
     assert (derived.urls, derived.strip_prefix, derived.derived) == (
-        ("https://api.github.com/repos/openxla/xla/tarball/{commit}",), "openxla-xla-{commit[:7]}", True)
+        ("https://api.github.com/repos/openxla/xla/tarball/{commit}",),
+        "openxla-xla-{commit[:7]}",
+        True,
+    )
     literal = read_form(LITERAL, _call(LITERAL), "WORKSPACE")
-    assert literal.urls == ("https://mirror.example/xla/{commit}.tar.gz", "https://github.com/openxla/xla/archive/{commit}.tar.gz")
+    assert literal.urls == (
+        "https://mirror.example/xla/{commit}.tar.gz",
+        "https://github.com/openxla/xla/archive/{commit}.tar.gz",
+    )
     assert (literal.strip_prefix, literal.derived) == ("xla-{commit}", False)
 
 
@@ -67,12 +73,25 @@ def _list_span(text):
     return starlark.find_calls(text, "f")[0].kwarg("x").value
 
 
-@pytest.mark.parametrize("before, add, drop_ours, after", [
-    ('f(x = [\n    # keep me\n])\n', ["//a:xlatools-01.patch"], False, 'f(x = [\n    # keep me\n    "//a:xlatools-01.patch",\n])\n'),
-    ('f(x = [\n    # keep me\n    "//a:xlatools-01.patch",\n])\n', [], True, 'f(x = [\n    # keep me\n])\n'),
-    ('f(x = ["//a:theirs.patch"])\n', ["//a:xlatools-01.patch"], False, 'f(x = ["//a:theirs.patch", "//a:xlatools-01.patch"])\n'),
-    ('f(x = [])\n', ["p"], False, 'f(x = ["p"])\n'),
-])
+@pytest.mark.parametrize(
+    "before, add, drop_ours, after",
+    [
+        (
+            "f(x = [\n    # keep me\n])\n",
+            ["//a:xlatools-01.patch"],
+            False,
+            'f(x = [\n    # keep me\n    "//a:xlatools-01.patch",\n])\n',
+        ),
+        ('f(x = [\n    # keep me\n    "//a:xlatools-01.patch",\n])\n', [], True, "f(x = [\n    # keep me\n])\n"),
+        (
+            'f(x = ["//a:theirs.patch"])\n',
+            ["//a:xlatools-01.patch"],
+            False,
+            'f(x = ["//a:theirs.patch", "//a:xlatools-01.patch"])\n',
+        ),
+        ("f(x = [])\n", ["p"], False, 'f(x = ["p"])\n'),
+    ],
+)
 def test_list_edits_keep_comments_and_foreign_items(before, add, drop_ours, after):
     span = _list_span(before)
     items, _ = lists.list_items(before, span)
@@ -90,9 +109,12 @@ def test_list_items_sees_comments_and_refuses_non_strings():
 REVISION = f'XLA_COMMIT = "{C}"\nXLA_SHA256 = "{"1" * 64}"\n'
 ERAS = {
     "revision_bzl_api": {"third_party/xla/revision.bzl": REVISION, "third_party/xla/workspace.bzl": DERIVED},
-    "revision_bzl": {"third_party/xla/revision.bzl": REVISION,
-                     "third_party/xla/workspace.bzl": DERIVED.replace("api.github.com/repos/openxla/xla/tarball/{commit}",
-                                                                      "github.com/openxla/xla/archive/{commit}.tar.gz")},
+    "revision_bzl": {
+        "third_party/xla/revision.bzl": REVISION,
+        "third_party/xla/workspace.bzl": DERIVED.replace(
+            "api.github.com/repos/openxla/xla/tarball/{commit}", "github.com/openxla/xla/archive/{commit}.tar.gz"
+        ),
+    },
     "workspace_bzl": {"third_party/xla/workspace.bzl": REVISION + DERIVED},
     "xla_workspace": {"WORKSPACE": LITERAL},
     "tensorflow_workspace": {"WORKSPACE": LITERAL.replace('"xla"', '"org_tensorflow"')},
@@ -115,8 +137,16 @@ def test_every_era_is_listed_with_its_dates():
 
 def test_lock_version_2_round_trips_other_archives_and_made_for_and_reads_version_1():
     other = Archive((f"https://github.com/openxla/xla/archive/{C}.tar.gz",), "b" * 64, f"xla-{C}")
-    entry = LockEntry(name="xla", kind="archive", commit=C, urls=("u",), sha256="a" * 64, integrity=hex_to_sri("a" * 64),
-                      strip_prefix=f"openxla-xla-{C[:7]}", other_archives=(other,))
+    entry = LockEntry(
+        name="xla",
+        kind="archive",
+        commit=C,
+        urls=("u",),
+        sha256="a" * 64,
+        integrity=hex_to_sri("a" * 64),
+        strip_prefix=f"openxla-xla-{C[:7]}",
+        other_archives=(other,),
+    )
     lock = Lock(None, {"xla": entry}, made_for=MadeFor(D, "revision_bzl_api"))
     data = lock.to_json()
     assert data["lock_version"] == LOCK_VERSION == 2
@@ -127,6 +157,16 @@ def test_lock_version_2_round_trips_other_archives_and_made_for_and_reads_versio
     data["dependencies"]["xla"]["other_archives"][0]["integrity"] = hex_to_sri("c" * 64)
     with pytest.raises(Exception, match="other_archives: integrity"):
         parse_lock(data, None)
-    old = {"lock_version": 1, "dependencies": {"xla": {"kind": "archive", "commit": C, "sha256": "a" * 64,
-                                                        "integrity": hex_to_sri("a" * 64), "urls": ["u"]}}}
+    old = {
+        "lock_version": 1,
+        "dependencies": {
+            "xla": {
+                "kind": "archive",
+                "commit": C,
+                "sha256": "a" * 64,
+                "integrity": hex_to_sri("a" * 64),
+                "urls": ["u"],
+            }
+        },
+    }
     assert parse_lock(old, None).xla.other_archives == () and parse_lock(old, None).made_for is None

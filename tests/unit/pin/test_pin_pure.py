@@ -41,39 +41,46 @@ def _info(name, kind=tarfile.REGTYPE, link=""):
     return info
 
 
-@pytest.mark.parametrize("name, kind, link, ok", [
-    ("xla-c/a/b.cc", tarfile.REGTYPE, "", True),
-    ("xla-c", tarfile.DIRTYPE, "", True),
-    ("xla-c/l", tarfile.SYMTYPE, "a/b.cc", True),
-    ("xla-c/a/l", tarfile.SYMTYPE, "../x", True),
-    ("xla-c/a/l", tarfile.SYMTYPE, "../../x", False),
-    ("xla-c/h", tarfile.LNKTYPE, "xla-c/a/b.cc", True),
-    ("xla-c/h", tarfile.LNKTYPE, "etc/passwd", False),
-    ("/xla-c/x", tarfile.REGTYPE, "", False),
-    ("xla-c/../x", tarfile.REGTYPE, "", False),
-    ("other/x", tarfile.REGTYPE, "", False),
-    ("xla-c/dev", tarfile.CHRTYPE, "", False),
-])
+@pytest.mark.parametrize(
+    "name, kind, link, ok",
+    [
+        ("xla-c/a/b.cc", tarfile.REGTYPE, "", True),
+        ("xla-c", tarfile.DIRTYPE, "", True),
+        ("xla-c/l", tarfile.SYMTYPE, "a/b.cc", True),
+        ("xla-c/a/l", tarfile.SYMTYPE, "../x", True),
+        ("xla-c/a/l", tarfile.SYMTYPE, "../../x", False),
+        ("xla-c/h", tarfile.LNKTYPE, "xla-c/a/b.cc", True),
+        ("xla-c/h", tarfile.LNKTYPE, "etc/passwd", False),
+        ("/xla-c/x", tarfile.REGTYPE, "", False),
+        ("xla-c/../x", tarfile.REGTYPE, "", False),
+        ("other/x", tarfile.REGTYPE, "", False),
+        ("xla-c/dev", tarfile.CHRTYPE, "", False),
+    ],
+)
 def test_member_problem(name, kind, link, ok):
     assert (member_problem(_info(name, kind, link), "xla-c") is None) == ok
 
 
-CALL = '''x = 1
+CALL = """x = 1
 archive_override(
     module_name = "xla",  # the one we edit
     integrity = "sha256-old",
     urls = ["u1"],
 )
 archive_override(module_name = "tsl", urls = ["t"])
-'''
+"""
 
 
 def test_set_kwarg_replaces_only_the_value_span():
     call = starlark.find_call(CALL, "archive_override", "module_name", "xla")
     text = starlark.apply_edits(CALL, starlark.set_kwarg(CALL, call, "integrity", "sha256-new"))
     assert text == CALL.replace("sha256-old", "sha256-new")
-    assert starlark.set_kwarg(text, starlark.find_call(text, "archive_override", "module_name", "xla"),
-                              "integrity", "sha256-new") == []
+    assert (
+        starlark.set_kwarg(
+            text, starlark.find_call(text, "archive_override", "module_name", "xla"), "integrity", "sha256-new"
+        )
+        == []
+    )
 
 
 def test_set_kwarg_lists_and_insertion_keep_style():
@@ -82,7 +89,7 @@ def test_set_kwarg_lists_and_insertion_keep_style():
     assert '    urls = [\n        "u2",\n        "u3",\n    ],\n)' in text
     call = starlark.find_call(text, "archive_override", "module_name", "xla")
     text = starlark.apply_edits(text, starlark.set_kwarg(text, call, "patch_strip", 1))
-    assert '    ],\n    patch_strip = 1,\n)' in text
+    assert "    ],\n    patch_strip = 1,\n)" in text
     one_line = starlark.find_call(text, "archive_override", "module_name", "tsl")
     text = starlark.apply_edits(text, starlark.set_kwarg(text, one_line, "patches", ["p"]))
     assert 'archive_override(module_name = "tsl", urls = ["t"], patches = ["p"])' in text
@@ -99,7 +106,8 @@ def test_assignments_strings_and_comments_are_not_confused():
     span = starlark.find_assignment(text, "XLA_COMMIT")
     assert span.of(text) == "'abc'"
     assert starlark.apply_edits(text, starlark.set_assignment(text, "XLA_COMMIT", "def")).endswith(
-        "XLA_COMMIT = 'def'  # trailing\n")
+        "XLA_COMMIT = 'def'  # trailing\n"
+    )
     with pytest.raises(starlark.StarlarkSyntaxError):
         starlark.tokenize('x = "unterminated\n')
 

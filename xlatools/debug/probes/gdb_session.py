@@ -123,12 +123,23 @@ def record_stop(bp, module):
     if module:
         shutil.copyfile(module, os.path.join(folder, "module-before.txt"))
     here = os.path.relpath(folder, PLAN["bundle"])
-    stop = {"number": number, "label": bp.spec["label"], "pass": bp.spec.get("pass"), "class": bp.cls,
-            "function": frame.name(), "pc": "0x%x" % frame.pc(), "thread": thread.num,
-            "thread_name": thread.name, "module_dump": os.path.basename(module) if module else None,
-            "dir": here, "backtrace": here + "/backtrace.txt", "threads": here + "/threads.txt",
-            "python_stack": here + "/python-stack.txt", "module_file": here + "/module-before.txt" if module else None,
-            "time": time.time()}
+    stop = {
+        "number": number,
+        "label": bp.spec["label"],
+        "pass": bp.spec.get("pass"),
+        "class": bp.cls,
+        "function": frame.name(),
+        "pc": "0x%x" % frame.pc(),
+        "thread": thread.num,
+        "thread_name": thread.name,
+        "module_dump": os.path.basename(module) if module else None,
+        "dir": here,
+        "backtrace": here + "/backtrace.txt",
+        "threads": here + "/threads.txt",
+        "python_stack": here + "/python-stack.txt",
+        "module_file": here + "/module-before.txt" if module else None,
+        "time": time.time(),
+    }
     write(folder, "stop.json", json.dumps(stop, indent=2) + "\n")
     state["stops"].append(stop)
     save()
@@ -141,7 +152,10 @@ def record_crash(signal_name):
     write(PLAN["bundle"], "native-backtrace.txt", text + "\n== Python traceback (faulthandler) ==\n")
     # faulthandler writes it when the program gets the signal back, on the way to its end.
     path = PLAN["pystack_file"]
-    pending["stack"] = (os.path.join(PLAN["bundle"], "native-backtrace.txt"), os.path.getsize(path) if os.path.exists(path) else 0)
+    pending["stack"] = (
+        os.path.join(PLAN["bundle"], "native-backtrace.txt"),
+        os.path.getsize(path) if os.path.exists(path) else 0,
+    )
     state["crash"] = {"signal": signal_name, "file": "native-backtrace.txt"}
     save()
 
@@ -162,9 +176,17 @@ def on_exit(event):
 
 
 def setup():
-    for command in ("set pagination off", "set confirm off", "set width 0", "set breakpoint pending on",
-                    "set print thread-events off", "set print inferior-events off", "set disable-randomization off",
-                    "handle SIG%d nostop noprint pass" % PLAN["pystack_signal"], "unset environment XLATOOLS_GDB_PLAN"):
+    for command in (
+        "set pagination off",
+        "set confirm off",
+        "set width 0",
+        "set breakpoint pending on",
+        "set print thread-events off",
+        "set print inferior-events off",
+        "set disable-randomization off",
+        "handle SIG%d nostop noprint pass" % PLAN["pystack_signal"],
+        "unset environment XLATOOLS_GDB_PLAN",
+    ):
         gdb.execute(command, to_string=True)
     for name, value in PLAN["inferior_env"].items():
         gdb.execute("set environment %s=%s" % (name, value), to_string=True)

@@ -148,8 +148,9 @@ def compile_mlir(client, mlir, callbacks=0, overrides=None):
 
             with jax_mlir.make_ir_context():
                 module = ir.Module.parse(mlir)
-                return client.compile_and_load(module, xc.DeviceList(tuple(devices)), options,
-                                               host_callbacks=[_refuse_callback] * callbacks)
+                return client.compile_and_load(
+                    module, xc.DeviceList(tuple(devices)), options, host_callbacks=[_refuse_callback] * callbacks
+                )
         except (ImportError, AttributeError, TypeError):
             pass  # an API without stand-ins: the callback's failure says it
     return client.compile_and_load(mlir, devices, options)

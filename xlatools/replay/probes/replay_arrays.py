@@ -31,7 +31,7 @@ def load_arrays(spec):
             names.sort(key=lambda n: int(n[4:]))
         arrays = [np.asarray(data[n]) for n in names]
         dtypes = [str(d) for d in data[DTYPES_KEY]] if DTYPES_KEY in data.files else []
-    for i, name in enumerate(dtypes[:len(arrays)]):
+    for i, name in enumerate(dtypes[: len(arrays)]):
         if arrays[i].dtype != numpy_dtype(name):
             arrays[i] = arrays[i].view(numpy_dtype(name))
     for i, m2m in enumerate(spec.get("minor_to_major") or []):
@@ -102,9 +102,16 @@ def digest(array):
 def compare_one(actual, expected, atol, rtol):
     import numpy as np
 
-    row = {"shape": list(actual.shape), "expected_shape": list(expected.shape), "dtype": str(actual.dtype),
-           "expected_dtype": str(expected.dtype), "mismatches": 0, "max_abs_error": 0.0, "max_rel_error": 0.0,
-           "nan_mismatches": 0}
+    row = {
+        "shape": list(actual.shape),
+        "expected_shape": list(expected.shape),
+        "dtype": str(actual.dtype),
+        "expected_dtype": str(expected.dtype),
+        "mismatches": 0,
+        "max_abs_error": 0.0,
+        "max_rel_error": 0.0,
+        "nan_mismatches": 0,
+    }
     if actual.shape != expected.shape:
         row.update(mismatches=int(max(actual.size, expected.size)), message="shape differs")
         return row
@@ -121,18 +128,32 @@ def compare_one(actual, expected, atol, rtol):
     bad |= ~a_nan & ~e_nan & ~finite & (a != e)  # infinities must agree exactly
     scale = np.abs(np.where(finite, e, 1.0))
     rel = np.where(finite & (scale > 0), diff / np.where(scale > 0, scale, 1.0), 0.0)
-    row.update(mismatches=int(np.count_nonzero(bad)), nan_mismatches=int(np.count_nonzero(nan_bad)),
-               max_abs_error=float(diff.max()) if diff.size else 0.0, max_rel_error=float(rel.max()) if rel.size else 0.0)
+    row.update(
+        mismatches=int(np.count_nonzero(bad)),
+        nan_mismatches=int(np.count_nonzero(nan_bad)),
+        max_abs_error=float(diff.max()) if diff.size else 0.0,
+        max_rel_error=float(rel.max()) if rel.size else 0.0,
+    )
     return row
 
 
 def compare(actual, expected, atol, rtol):
     if len(actual) != len(expected):
-        return {"ok": False, "message": "%d outputs, expected %d" % (len(actual), len(expected)), "outputs": [],
-                "mismatches": 0, "elements": 0}
+        return {
+            "ok": False,
+            "message": "%d outputs, expected %d" % (len(actual), len(expected)),
+            "outputs": [],
+            "mismatches": 0,
+            "elements": 0,
+        }
     rows = [compare_one(a, e, atol, rtol) for a, e in zip(actual, expected)]
     total = sum(r["mismatches"] for r in rows)
-    return {"ok": total == 0, "outputs": rows, "mismatches": total, "elements": int(sum(a.size for a in actual)),
-            "nan_mismatches": sum(r["nan_mismatches"] for r in rows),
-            "max_abs_error": max([r["max_abs_error"] for r in rows] + [0.0]),
-            "max_rel_error": max([r["max_rel_error"] for r in rows] + [0.0])}
+    return {
+        "ok": total == 0,
+        "outputs": rows,
+        "mismatches": total,
+        "elements": int(sum(a.size for a in actual)),
+        "nan_mismatches": sum(r["nan_mismatches"] for r in rows),
+        "max_abs_error": max([r["max_abs_error"] for r in rows] + [0.0]),
+        "max_rel_error": max([r["max_rel_error"] for r in rows] + [0.0]),
+    }

@@ -82,7 +82,9 @@ class Job:
             got = [(tuple(a.shape), str(a.dtype)) for a in arrays]
             want = [(tuple(s), str(numpy_dtype(d))) for s, d in shapes]
             if got != want:
-                raise Failed("input-error", "the inputs do not fit the module: got %s, the module takes %s" % (got, want))
+                raise Failed(
+                    "input-error", "the inputs do not fit the module: got %s, the module takes %s" % (got, want)
+                )
         else:
             arrays = make_inputs(spec["mode"], spec.get("seed", 0), shapes)
         save_arrays(self.path("inputs.npz"), arrays)
@@ -134,19 +136,27 @@ class Job:
             results = [np.asarray(o) for o in outputs]
         except Exception as exc:
             if jaxcompat.CALLBACK_RAN in str(exc):
-                raise Failed("cannot-run", "refused by design: a host callback of the module ran (jax.pure_callback, "
-                             "io_callback, jax.debug.print or a debug callback), and the Python functions it calls live "
-                             "only in the program that compiled it; run the program itself (xlatools run) to reproduce it") from None
+                raise Failed(
+                    "cannot-run",
+                    "refused by design: a host callback of the module ran (jax.pure_callback, "
+                    "io_callback, jax.debug.print or a debug callback), and the Python functions it calls live "
+                    "only in the program that compiled it; run the program itself (xlatools run) to reproduce it",
+                ) from None
             raise Failed("runtime-error", first_line(exc)) from None
-        self.result["run_s"] = {"count": len(times), "min": round(min(times), 6),
-                                "median": round(statistics.median(times), 6), "first": round(times[0], 6)}
+        self.result["run_s"] = {
+            "count": len(times),
+            "min": round(min(times), 6),
+            "median": round(statistics.median(times), 6),
+            "first": round(times[0], 6),
+        }
         return results
 
     def finish(self, arrays, outputs):
         self.phase("compare")
         save_arrays(self.path("outputs.npz"), outputs)
-        self.result["outputs"] = [dict({"shape": list(o.shape), "dtype": str(o.dtype), "sha256": digest(o)}, **nonfinite(o))
-                                  for o in outputs]
+        self.result["outputs"] = [
+            dict({"shape": list(o.shape), "dtype": str(o.dtype), "sha256": digest(o)}, **nonfinite(o)) for o in outputs
+        ]
         comparisons = []
         for expected in self.spec.get("expected", []):
             other = load_arrays(expected)
@@ -212,8 +222,11 @@ def versions():
     import jax
     import jaxlib
 
-    return {"jax": jax.__version__, "jaxlib": getattr(jaxlib, "__version__", None),
-            "python": "%d.%d.%d" % sys.version_info[:3]}
+    return {
+        "jax": jax.__version__,
+        "jaxlib": getattr(jaxlib, "__version__", None),
+        "python": "%d.%d.%d" % sys.version_info[:3],
+    }
 
 
 if __name__ == "__main__":

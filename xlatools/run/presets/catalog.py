@@ -55,9 +55,18 @@ class Preset:
     def info(self) -> "PresetInfo":
         """The preset as `presets list/show` show it: its jaxlib range narrowed by the flag table."""
         low, high = self.jaxlib_range()
-        return PresetInfo(name=self.name, kind=self.kind, description=self.description, xla_flags=list(self.xla_flags),
-                          env=dict(self.env), vmodule=dict(self.vmodule), min_jaxlib=low, max_jaxlib=high,
-                          frontend=self.frontend, source=self.source)
+        return PresetInfo(
+            name=self.name,
+            kind=self.kind,
+            description=self.description,
+            xla_flags=list(self.xla_flags),
+            env=dict(self.env),
+            vmodule=dict(self.vmodule),
+            min_jaxlib=low,
+            max_jaxlib=high,
+            frontend=self.frontend,
+            source=self.source,
+        )
 
 
 @dataclass(kw_only=True)
@@ -89,14 +98,22 @@ def shape_problems(name: str, spec: dict, source: str) -> list[Problem]:  # raw 
     try:
         validate({k: v for k, v in spec.items() if k in _KEYS}, PresetShape, Path(source), "preset definitions")
     except UsageError as exc:
-        return [Problem(f"{problem.message}{_EXPECTED.get(_top(problem.key), '')}", file=source,
-                        key=f"{name}.{problem.key}") for problem in exc.problems]
+        return [
+            Problem(
+                f"{problem.message}{_EXPECTED.get(_top(problem.key), '')}", file=source, key=f"{name}.{problem.key}"
+            )
+            for problem in exc.problems
+        ]
     return []
 
 
-_EXPECTED = {"env": " (env must map names to strings)", "xla_flags": " (xla_flags must be a list of --xla_... strings)",
-             "vmodule": " (vmodule must map source file names to levels)",
-             "min_jaxlib": " (a quoted version string)", "max_jaxlib": " (a quoted version string)"}
+_EXPECTED = {
+    "env": " (env must map names to strings)",
+    "xla_flags": " (xla_flags must be a list of --xla_... strings)",
+    "vmodule": " (vmodule must map source file names to levels)",
+    "min_jaxlib": " (a quoted version string)",
+    "max_jaxlib": " (a quoted version string)",
+}
 
 
 def _top(key: str | None) -> str:
@@ -122,7 +139,9 @@ def parse_preset(name: str, spec: object, source: str, trusted: bool = False) ->
             return None, problems + typed
     kind = spec.get("kind")
     if kind not in KINDS:
-        problems.append(Problem(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", file=source, key=f"{name}.kind"))
+        problems.append(
+            Problem(f"kind must be one of {', '.join(KINDS)}, not {kind!r}", file=source, key=f"{name}.kind")
+        )
     flags = spec.get("xla_flags") or []
     env = spec.get("env") or {}
     vmodule = spec.get("vmodule") or {}
@@ -130,13 +149,16 @@ def parse_preset(name: str, spec: object, source: str, trusted: bool = False) ->
         problems.append(Problem("xla_flags must be a list of --xla_... strings", file=source, key=f"{name}.xla_flags"))
         flags = []
     if not all(0 <= v <= MAX_VLOG for v in vmodule.values()):
-        problems.append(Problem(f"vmodule must map source file names to levels 0 to {MAX_VLOG}", file=source,
-                                key=f"{name}.vmodule"))
+        problems.append(
+            Problem(f"vmodule must map source file names to levels 0 to {MAX_VLOG}", file=source, key=f"{name}.vmodule")
+        )
         vmodule = {}
     for flag in flags:  # typed values, as --xla-flag checks them
         problem = value_problem(flag)
         if problem is not None:
-            problems.append(Problem(f"{flag}: {problem[0]}", file=source, key=f"{name}.xla_flags", hint=f"e.g. {problem[1]}"))
+            problems.append(
+                Problem(f"{flag}: {problem[0]}", file=source, key=f"{name}.xla_flags", hint=f"e.g. {problem[1]}")
+            )
     if spec.get("frontend") is not None and spec.get("frontend") not in FRONTENDS:
         problems.append(Problem(f"frontend must be one of {', '.join(FRONTENDS)}", file=source, key=f"{name}.frontend"))
     if problems:
@@ -220,8 +242,11 @@ class Catalog:
         self.presets = presets  # by (kind, name)
 
     @classmethod
-    def load(cls, extra: dict[str, Any] | None = None,  # run.define_presets: the profile's raw YAML mapping, validated here
-             extra_source: str = "profile run.define_presets") -> "Catalog":
+    def load(
+        cls,
+        extra: dict[str, Any] | None = None,  # run.define_presets: the profile's raw YAML mapping, validated here
+        extra_source: str = "profile run.define_presets",
+    ) -> "Catalog":
         presets: dict[tuple[str, str], Preset] = {}
         problems: list[Problem] = []
 
@@ -239,7 +264,9 @@ class Catalog:
                     problems.append(
                         Problem(
                             f"{preset.kind} preset '{name}' is already defined in {presets[key].source}",
-                            file=source, key=str(name), hint="give it another name",
+                            file=source,
+                            key=str(name),
+                            hint="give it another name",
                         )
                     )
                     continue
@@ -269,7 +296,9 @@ class Catalog:
             return found[0]
         if len(found) > 1:
             choices = "; ".join(f"{p.kind}:{p.name} ({p.description})" for p in found)
-            raise UsageError(f"preset '{ref}' is ambiguous: {choices}", hint=f"say which, e.g. --preset {found[0].kind}:{ref}")
+            raise UsageError(
+                f"preset '{ref}' is ambiguous: {choices}", hint=f"say which, e.g. --preset {found[0].kind}:{ref}"
+            )
         name, _, tail = ref.partition(":")
         if tail in KINDS and (tail, name) in self.presets:
             close = [f"{tail}:{name}"]  # KIND and NAME written the other way round

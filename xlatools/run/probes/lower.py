@@ -53,22 +53,32 @@ def _check_arguments(fn, request):
     params = signature.parameters
     label = "%s%s" % (request["function"], signature)
     inputs = [i["name"] for i in request["inputs"]]
-    given = dict([(name, "--input-shapes") for name in inputs] + [(name, "--constants") for name in request["constants"]])
+    given = dict(
+        [(name, "--input-shapes") for name in inputs] + [(name, "--constants") for name in request["constants"]]
+    )
     kinds = inspect.Parameter
     missing = []
     for name, param in params.items():
         if param.kind == kinds.POSITIONAL_ONLY and name in given:
             raise Usage("parameter '%s' of %s is positional-only and cannot be given by name" % (name, label))
-        if param.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD) and param.default is param.empty \
-                and name not in given:
+        if (
+            param.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)
+            and param.default is param.empty
+            and name not in given
+        ):
             missing.append(name)
     if missing:
-        raise Usage("%s: no value for %s; give each in --input-shapes (an array) or in --constants "
-                    "(a Python value)" % (label, ", ".join("'%s'" % m for m in missing)))
+        raise Usage(
+            "%s: no value for %s; give each in --input-shapes (an array) or in --constants "
+            "(a Python value)" % (label, ", ".join("'%s'" % m for m in missing))
+        )
     if any(p.kind == kinds.VAR_KEYWORD for p in params.values()):
         return
-    extra = ["'%s' (from %s)" % (name, option) for name, option in given.items()
-             if name not in params or params[name].kind == kinds.VAR_POSITIONAL]
+    extra = [
+        "'%s' (from %s)" % (name, option)
+        for name, option in given.items()
+        if name not in params or params[name].kind == kinds.VAR_POSITIONAL
+    ]
     if extra:
         raise Usage("%s has no parameter named %s" % (label, ", ".join(extra)))
 
@@ -90,8 +100,13 @@ def _memory(compiled):
         return None
     if stats is None:
         return None
-    names = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
-             "generated_code_size_in_bytes", "alias_size_in_bytes")
+    names = (
+        "argument_size_in_bytes",
+        "output_size_in_bytes",
+        "temp_size_in_bytes",
+        "generated_code_size_in_bytes",
+        "alias_size_in_bytes",
+    )
     return {name: int(getattr(stats, name)) for name in names if hasattr(stats, name)}
 
 
@@ -101,8 +116,12 @@ def lower(request):
 
     fn = _load(request)
     names = [i["name"] for i in request["inputs"]]
-    structs = [jax.ShapeDtypeStruct(tuple(i["shape"]), np.dtype(i["dtype"]) if i["dtype"] != "bfloat16"
-                                    else jax.numpy.bfloat16) for i in request["inputs"]]
+    structs = [
+        jax.ShapeDtypeStruct(
+            tuple(i["shape"]), np.dtype(i["dtype"]) if i["dtype"] != "bfloat16" else jax.numpy.bfloat16
+        )
+        for i in request["inputs"]
+    ]
     constants = {k: (np.asarray(v) if isinstance(v, list) else v) for k, v in request["constants"].items()}
     curried = functools.partial(fn, **constants)
 
@@ -143,8 +162,11 @@ def lower(request):
 def _print_user_traceback(exc):
     """The traceback of the user's code: frames of this script and of the import machinery are left out."""
     here = os.path.abspath(__file__)
-    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
-              if os.path.abspath(frame.filename) != here and not frame.filename.startswith("<frozen importlib")]
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if os.path.abspath(frame.filename) != here and not frame.filename.startswith("<frozen importlib")
+    ]
     text = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(exc), exc))
     sys.stderr.write(("Traceback (most recent call last):\n" + text) if frames else text)
 

@@ -20,13 +20,33 @@ import sys
 
 FRONTENDS = ("jax", "tensorflow", "torch-xla")
 TENSORFLOW_DISTS = ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-intel")
-PLUGIN_DISTS = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "jax-cuda13-plugin", "jax-cuda13-pjrt",
-                "jax-rocm60-plugin", "jax-rocm7-plugin", "libtpu", "libtpu-nightly")
+PLUGIN_DISTS = (
+    "jax-cuda12-plugin",
+    "jax-cuda12-pjrt",
+    "jax-cuda13-plugin",
+    "jax-cuda13-pjrt",
+    "jax-rocm60-plugin",
+    "jax-rocm7-plugin",
+    "libtpu",
+    "libtpu-nightly",
+)
 # pip wheels that bring CUDA's libraries with jax[cuda12] / jax[cuda13]
-CUDA_LIB_DISTS = ("nvidia-cudnn-cu12", "nvidia-nccl-cu12", "nvidia-cuda-runtime-cu12",
-                  "nvidia-cudnn-cu13", "nvidia-nccl-cu13", "nvidia-cuda-runtime-cu13")
-PLUGIN_PACKAGES = ("jax_plugins", "jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "jax_rocm7_plugin",
-                   "libtpu")
+CUDA_LIB_DISTS = (
+    "nvidia-cudnn-cu12",
+    "nvidia-nccl-cu12",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cudnn-cu13",
+    "nvidia-nccl-cu13",
+    "nvidia-cuda-runtime-cu13",
+)
+PLUGIN_PACKAGES = (
+    "jax_plugins",
+    "jax_cuda12_plugin",
+    "jax_cuda13_plugin",
+    "jax_rocm60_plugin",
+    "jax_rocm7_plugin",
+    "libtpu",
+)
 
 
 def _normal(name):
@@ -162,8 +182,9 @@ def _torch_xla_devices(info):
     info["frontend_version"] = torch_xla.__version__
     kind = xr.device_type()
     info["backend"] = (kind or "cpu").lower()
-    info["devices"] = [{"id": i, "platform": info["backend"], "kind": kind or ""}
-                       for i in range(xr.global_runtime_device_count())]
+    info["devices"] = [
+        {"id": i, "platform": info["backend"], "kind": kind or ""} for i in range(xr.global_runtime_device_count())
+    ]
 
 
 def facts():
@@ -192,8 +213,14 @@ def facts():
         "plugin_versions": plugins,
         "cuda_libs": {name: versions[name] for name in CUDA_LIB_DISTS if versions.get(name)},
         "shared_objects": _shared_objects(jaxlib_dirs[:1] + plugin_dirs),
-        "versions": dict([(name, versions[key]) for name, key in (("torch", "torch"), ("torch_xla", "torch-xla"))
-                          if versions.get(key)] + ([("tensorflow", tensorflow)] if tensorflow else [])),
+        "versions": dict(
+            [
+                (name, versions[key])
+                for name, key in (("torch", "torch"), ("torch_xla", "torch-xla"))
+                if versions.get(key)
+            ]
+            + ([("tensorflow", tensorflow)] if tensorflow else [])
+        ),
     }
 
 
@@ -214,7 +241,9 @@ def main():
         info["frontend_version"] = info["jaxlib"]
         info["xla_source"] = "jaxlib %s" % info["jaxlib"] if info["jaxlib"] else None
     else:
-        info["frontend_version"] = info["versions"].get("tensorflow" if info["frontend"] == "tensorflow" else "torch_xla")
+        info["frontend_version"] = info["versions"].get(
+            "tensorflow" if info["frontend"] == "tensorflow" else "torch_xla"
+        )
     if "--devices" in sys.argv and info["frontend_version"]:
         _write(out, info)  # the facts stay readable if starting the frontend kills this process
         start = {"jax": _jax_devices, "tensorflow": _tensorflow_devices, "torch-xla": _torch_xla_devices}

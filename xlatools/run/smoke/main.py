@@ -45,12 +45,23 @@ def main(argv):
     processes = int(os.environ.get("JAX_NUM_PROCESSES") or 1)
     if processes > 1:  # one process of `xlatools run --processes N`: join the job first
         jax.distributed.initialize(num_processes=processes, process_id=int(os.environ["JAX_PROCESS_ID"]))
-        print("smoke: process %d of %d (coordinator %s)" % (jax.process_index(), jax.process_count(),
-                                                           os.environ.get("JAX_COORDINATOR_ADDRESS")), flush=True)
+        print(
+            "smoke: process %d of %d (coordinator %s)"
+            % (jax.process_index(), jax.process_count(), os.environ.get("JAX_COORDINATOR_ADDRESS")),
+            flush=True,
+        )
     devices = jax.devices()
-    print("smoke: jax %s on %s (%d device%s: %s)" % (
-        jax.__version__, jax.default_backend(), len(devices), "" if len(devices) == 1 else "s",
-        devices[0].device_kind), flush=True)
+    print(
+        "smoke: jax %s on %s (%d device%s: %s)"
+        % (
+            jax.__version__,
+            jax.default_backend(),
+            len(devices),
+            "" if len(devices) == 1 else "s",
+            devices[0].device_kind,
+        ),
+        flush=True,
+    )
     results = []
     for name in argv:
         started = time.monotonic()

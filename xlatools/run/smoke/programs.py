@@ -41,7 +41,7 @@ def conv(jax, jnp):
     for o in range(4):
         for i in range(6):
             for j in range(6):
-                expected[0, o, i, j] = np.sum(image[0, :, i:i + 3, j:j + 3] * kernel[o])
+                expected[0, o, i, j] = np.sum(image[0, :, i : i + 3, j : j + 3] * kernel[o])
     return result, expected
 
 
@@ -98,7 +98,7 @@ def multiprocess(jax, jnp):
     n = len(devices)
     mesh = Mesh(np.array(devices), ("i",))
     full = np.arange(n * 3, dtype=np.float32).reshape(n, 3) + 1.0
-    mine = [jax.device_put(full[k:k + 1], d) for k, d in enumerate(devices) if d.process_index == jax.process_index()]
+    mine = [jax.device_put(full[k : k + 1], d) for k, d in enumerate(devices) if d.process_index == jax.process_index()]
     x = jax.make_array_from_single_device_arrays((n, 3), NamedSharding(mesh, PartitionSpec("i")), mine)
 
     def body(v):
@@ -108,8 +108,11 @@ def multiprocess(jax, jnp):
     spec = PartitionSpec("i")
     summed, gathered, shifted = jax.jit(shard_map(body, mesh=mesh, in_specs=spec, out_specs=(spec, spec, spec)))(x)
     result, expected = [], []
-    for got, want in ((summed, lambda k: full.sum(axis=0, keepdims=True)), (gathered, lambda k: full[None]),
-                      (shifted, lambda k: full[(k - 1) % n][None])):
+    for got, want in (
+        (summed, lambda k: full.sum(axis=0, keepdims=True)),
+        (gathered, lambda k: full[None]),
+        (shifted, lambda k: full[(k - 1) % n][None]),
+    ):
         for shard in sorted(got.addressable_shards, key=lambda s: s.index[0].start):
             result.append(np.asarray(shard.data).ravel())
             expected.append(np.asarray(want(shard.index[0].start)).ravel())

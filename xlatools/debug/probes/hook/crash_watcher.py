@@ -13,20 +13,40 @@ the program die by its own signal.
 import os
 import sys
 
-FATAL = {"Segmentation fault": "SIGSEGV", "Aborted": "SIGABRT", "Floating point exception": "SIGFPE",
-         "Bus error": "SIGBUS", "Illegal instruction": "SIGILL"}
+FATAL = {
+    "Segmentation fault": "SIGSEGV",
+    "Aborted": "SIGABRT",
+    "Floating point exception": "SIGFPE",
+    "Bus error": "SIGBUS",
+    "Illegal instruction": "SIGILL",
+}
 GDB_SECONDS = 180
 
 
 def gdb_report(gdb, pid):
     import subprocess
 
-    argv = [gdb, "-nx", "-batch", "-iex", "set auto-load python-scripts off", "-p", str(pid),
-            "-ex", "set pagination off", "-ex", "set width 0",
-            "-ex", "info threads", "-ex", "thread apply all bt"]
+    argv = [
+        gdb,
+        "-nx",
+        "-batch",
+        "-iex",
+        "set auto-load python-scripts off",
+        "-p",
+        str(pid),
+        "-ex",
+        "set pagination off",
+        "-ex",
+        "set width 0",
+        "-ex",
+        "info threads",
+        "-ex",
+        "thread apply all bt",
+    ]
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=GDB_SECONDS)
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=GDB_SECONDS
+        )
         return "$ " + " ".join(argv) + "\n" + done.stdout.decode("utf-8", "replace").rstrip("\n") + "\n"
     except (OSError, subprocess.SubprocessError) as exc:
         return "gdb could not run: %s\n" % exc

@@ -21,8 +21,15 @@ Finally the sitecustomize that ours shadows (Debian's, a venv's) is imported as 
 import os
 import sys
 
-_SETTINGS = ("XLATOOLS_HOOK_DIR", "XLATOOLS_HOOK_PYTHONPATH", "XLATOOLS_CRASH_TRACE", "XLATOOLS_CRASH_GDB",
-             "XLATOOLS_CRASH_WATCHER_SHELL", "XLATOOLS_PYSTACK_FILE", "XLATOOLS_PYSTACK_SIGNAL")
+_SETTINGS = (
+    "XLATOOLS_HOOK_DIR",
+    "XLATOOLS_HOOK_PYTHONPATH",
+    "XLATOOLS_CRASH_TRACE",
+    "XLATOOLS_CRASH_GDB",
+    "XLATOOLS_CRASH_WATCHER_SHELL",
+    "XLATOOLS_PYSTACK_FILE",
+    "XLATOOLS_PYSTACK_SIGNAL",
+)
 _FATAL = ("SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL")
 _SA_NODEFER, _SA_RESETHAND = 0x40000000, 0x80000000
 _PR_SET_PTRACER = 0x59616D61
@@ -63,8 +70,12 @@ def _sleep_on_fatal_signals():
 
     libc = _ctypes.dlopen(None, 2)  # RTLD_NOW: the program itself, libc included
     # glibc's struct sigaction (x86-64, aarch64): handler, a 128-byte mask, int flags (+4 padding), restorer.
-    action = (_ctypes.dlsym(libc, "sleep").to_bytes(8, "little") + bytes(128)
-              + (_SA_RESETHAND | _SA_NODEFER).to_bytes(4, "little") + bytes(12))
+    action = (
+        _ctypes.dlsym(libc, "sleep").to_bytes(8, "little")
+        + bytes(128)
+        + (_SA_RESETHAND | _SA_NODEFER).to_bytes(4, "little")
+        + bytes(12)
+    )
     for name in _FATAL:
         _libc_call(libc, "sigaction", getattr(_signal, name), action, None)
     return libc
@@ -133,8 +144,11 @@ def _main():
     try:
         if settings["XLATOOLS_CRASH_TRACE"]:
             shell = settings["XLATOOLS_CRASH_WATCHER_SHELL"]
-            _crash_mode(settings["XLATOOLS_CRASH_TRACE"], settings["XLATOOLS_CRASH_GDB"] or None,
-                        _SHELL if shell is None else shell)
+            _crash_mode(
+                settings["XLATOOLS_CRASH_TRACE"],
+                settings["XLATOOLS_CRASH_GDB"] or None,
+                _SHELL if shell is None else shell,
+            )
         if settings["XLATOOLS_PYSTACK_FILE"]:
             _stack_mode(settings["XLATOOLS_PYSTACK_FILE"], int(settings["XLATOOLS_PYSTACK_SIGNAL"]))
     except Exception as exc:  # never stop the program because of us

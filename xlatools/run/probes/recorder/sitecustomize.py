@@ -22,11 +22,23 @@ _SETTINGS = ("XLATOOLS_RECORD_DIR", "XLATOOLS_RECORD_PYTHONPATH", "XLATOOLS_RECO
 _TARGET = "jax._src.interpreters.pxla"
 # numpy dtype name -> (XLA PrimitiveType, LiteralProto field number, how the values are encoded)
 _PRIMITIVES = {
-    "bool": (1, 2, "varint"), "int8": (2, 15, "bytes"), "int16": (3, 17, "bytes"), "int32": (4, 4, "varint"),
-    "int64": (5, 5, "varint"), "uint8": (6, 3, "bytes"), "uint16": (7, 16, "bytes"), "uint32": (8, 6, "varint"),
-    "uint64": (9, 7, "varint"), "float16": (10, 11, "bytes"), "float32": (11, 8, "raw"), "float64": (12, 9, "raw"),
-    "complex64": (15, 12, "raw"), "bfloat16": (16, 13, "bytes"), "complex128": (18, 18, "raw"),
-    "float8_e5m2": (19, 19, "bytes"), "float8_e4m3fn": (20, 20, "bytes"),
+    "bool": (1, 2, "varint"),
+    "int8": (2, 15, "bytes"),
+    "int16": (3, 17, "bytes"),
+    "int32": (4, 4, "varint"),
+    "int64": (5, 5, "varint"),
+    "uint8": (6, 3, "bytes"),
+    "uint16": (7, 16, "bytes"),
+    "uint32": (8, 6, "varint"),
+    "uint64": (9, 7, "varint"),
+    "float16": (10, 11, "bytes"),
+    "float32": (11, 8, "raw"),
+    "float64": (12, 9, "raw"),
+    "complex64": (15, 12, "raw"),
+    "bfloat16": (16, 13, "bytes"),
+    "complex128": (18, 18, "raw"),
+    "float8_e5m2": (19, 19, "bytes"),
+    "float8_e4m3fn": (20, 20, "bytes"),
 }
 _state = {"dir": None, "budget": 0, "count": 0, "seen": set(), "busy": False}
 
@@ -117,7 +129,10 @@ def _wrap(original):
         try:
             entry, before = _before(self, args)
         except Exception as exc:  # never the program's problem
-            entry, before = {"name": str(getattr(self, "name", "?")), "skipped": "%s: %s" % (type(exc).__name__, exc)}, None
+            entry, before = (
+                {"name": str(getattr(self, "name", "?")), "skipped": "%s: %s" % (type(exc).__name__, exc)},
+                None,
+            )
         finally:
             _state["busy"] = False
         out = original(self, *args)
@@ -163,10 +178,12 @@ def _after(entry, before, call, out):
     results = [_host(o) for o in out]
     stem = "e%04d" % entry["n"]
     _write(stem + ".hlo.txt", module.to_string().encode())
-    snapshot = (_field(1, _field(1, module.as_serialized_hlo_module_proto()))
-                + b"".join(_field(2, _literal(a)) for a in arrays)
-                + _field(3, _tuple_literal(results) if len(results) != 1 else _literal(results[0]))
-                + _field(4, str(call._local_devices[0].platform).encode()))
+    snapshot = (
+        _field(1, _field(1, module.as_serialized_hlo_module_proto()))
+        + b"".join(_field(2, _literal(a)) for a in arrays)
+        + _field(3, _tuple_literal(results) if len(results) != 1 else _literal(results[0]))
+        + _field(4, str(call._local_devices[0].platform).encode())
+    )
     _write(stem + ".snapshot.pb", snapshot)
     entry.update(snapshot=stem + ".snapshot.pb", hlo=stem + ".hlo.txt", arguments=len(arrays), results=len(results))
     _note(entry)
