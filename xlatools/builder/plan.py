@@ -191,27 +191,10 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
     host = _host_paths(resolved, options)
     refs = credential_refs(resolved)
     private_rc = _private_rc(options, refs)
-    if options.local:
-        seen = {
-            "source": str(host.source),
-            "output": str(host.stage),
-            "cache": str(host.bazel_cache),
-            "xla": str(host.local_xla) if host.local_xla else None,
-            "ca": str(host.ca_bundle) if host.ca_bundle else None,
-            "rc": str(private_rc) if private_rc else None,
-        }
-    else:
-        seen = {
-            "source": C_SOURCE,
-            "output": C_OUTPUT,
-            "cache": C_BAZEL_CACHE,
-            "xla": C_XLA if host.local_xla else None,
-            "ca": C_CA_BUNDLE if host.ca_bundle else None,
-            "rc": f"{C_SECRETS}/{PRIVATE_RC}" if private_rc else None,
-        }
-    env = {"PYTHONUNBUFFERED": "1"}
-    if seen["ca"]:
-        env.update({name: seen["ca"] for name in CA_ENV_NAMES})
+    seen = _paths_seen(options, host, private_rc)
+    if rendered_bazelrc is None:
+        rendered_bazelrc = render(profile_for_tree(resolved), options.config_name)
+    env = {"PYTHONUNBUFFERED": "1"} | ({name: seen["ca"] for name in CA_ENV_NAMES} if seen["ca"] else {})
     common = dict(
         profile=profile.name,
         chain=tuple(resolved.chain),
@@ -222,9 +205,7 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
         user=f"{options.uid}:{options.gid}",
         argv=tuple(_command(profile, options, seen)),
         config_name=options.config_name,
-        bazelrc=rendered_bazelrc
-        if rendered_bazelrc is not None
-        else render(profile_for_tree(resolved), options.config_name),
+        bazelrc=rendered_bazelrc,
         wheels=tuple(profile.build.wheels),
         remote_cache=profile.bazel.remote_cache,
         remote_executor=profile.bazel.remote_executor,
@@ -251,13 +232,6 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
     # A user with no passwd entry in the image: bazel and getpass need USER.
     env.update({"HOME": C_HOME, "USER": options.user_name, "LOGNAME": options.user_name})
     env.update(container.env)
-    notes = []
-    remote = profile.bazel.remote_cache or ""
-    if ("127.0.0.1" in remote or "localhost" in remote) and container.network != "host":
-        notes.append(
-            "the remote cache is on localhost, which a bridged container cannot reach; "
-            "set build.container.network: host"
-        )
     return BuildPlan(
         mode="container",
         image=image_spec(resolved, host.ca_bundle),
@@ -267,9 +241,40 @@ def plan_build(resolved, options: BuildOptions, rendered_bazelrc: str | None = N
         mounts=mounts,
         env=env,
         workdir=C_SOURCE,
-        notes=tuple(notes),
+        notes=_network_notes(profile.bazel.remote_cache or "", container.network),
         **common,
     )
+
+
+def _paths_seen(options: BuildOptions, host, private_rc: Path | None) -> dict[str, str | None]:
+    """Where the build sees each path: the host's own (a local build), else the container's mount points."""
+    if options.local:
+        return {
+            "source": str(host.source),
+            "output": str(host.stage),
+            "cache": str(host.bazel_cache),
+            "xla": str(host.local_xla) if host.local_xla else None,
+            "ca": str(host.ca_bundle) if host.ca_bundle else None,
+            "rc": str(private_rc) if private_rc else None,
+        }
+    else:
+        return {
+            "source": C_SOURCE,
+            "output": C_OUTPUT,
+            "cache": C_BAZEL_CACHE,
+            "xla": C_XLA if host.local_xla else None,
+            "ca": C_CA_BUNDLE if host.ca_bundle else None,
+            "rc": f"{C_SECRETS}/{PRIVATE_RC}" if private_rc else None,
+        }
+
+
+def _network_notes(remote_cache: str, network: str | None) -> tuple[str, ...]:
+    if ("127.0.0.1" in remote_cache or "localhost" in remote_cache) and network != "host":
+        return (
+            "the remote cache is on localhost, which a bridged container cannot reach; "
+            "set build.container.network: host",
+        )
+    return ()
 
 
 def _mount(host: Path, target: str, read_only: bool, purpose: str) -> Mount:

@@ -29,7 +29,7 @@ def inspect(
     per-pass steps, instruction counts, files, bytes), or one module's passes."""
     from xlatools import console
     from xlatools.records import to_json
-    from xlatools.run.dumps import index_dump, modules_table, pass_details
+    from xlatools.run.dumps import index_dump
     from xlatools.run.process_dumps import choose_dump
     from xlatools.run.runinfo import read_run_info
 
@@ -47,28 +47,45 @@ def inspect(
     root = choice.root
     index = index_dump(root)
     if module is None:
-        group, lines = _processes(choice)
-        if as_json:
-            typer.echo(
-                json.dumps({"run": to_json(run) if run else None, **group, **to_json(index.listing())}, indent=2)
-            )
-            return
-        if run is not None:
-            typer.echo("\n".join(run.lines() + lines) + "\n")
-        else:
-            console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
-        if choice.note:
-            differ = ", ".join(group["modules_differing_between_processes"]) or "none"
-            console.info(f"showing {choice.note}; modules whose HLO differs between processes: {differ}")
-        totals = index.totals()
-        console.err().print(
-            f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "
-            f"{totals['bytes']} bytes ({index.layout})"
-        )
-        if index.modules:
-            typer.echo(modules_table(index))
-        console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
+        _show_listing(run, choice, index, path, as_json)
+    else:
+        _show_module(run, root, index, module, as_json)
+
+
+def _show_listing(run, choice, index, path: Path, as_json: bool) -> None:
+    """The run and every module of its dump (one process's, for a multi-process run)."""
+    from xlatools import console
+    from xlatools.records import to_json
+    from xlatools.run.dumps import modules_table
+
+    root = choice.root
+    group, lines = _processes(choice)
+    if as_json:
+        typer.echo(json.dumps({"run": to_json(run) if run else None, **group, **to_json(index.listing())}, indent=2))
         return
+    if run is not None:
+        typer.echo("\n".join(run.lines() + lines) + "\n")
+    else:
+        console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
+    if choice.note:
+        differ = ", ".join(group["modules_differing_between_processes"]) or "none"
+        console.info(f"showing {choice.note}; modules whose HLO differs between processes: {differ}")
+    totals = index.totals()
+    console.err().print(
+        f"{console.escape(str(root))}: {totals['modules']} modules, {totals['files']} files, "
+        f"{totals['bytes']} bytes ({index.layout})"
+    )
+    if index.modules:
+        typer.echo(modules_table(index))
+    console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
+
+
+def _show_module(run, root: Path, index, module: str, as_json: bool) -> None:
+    """One module: its stages, instruction counts, GPU files and per-pass steps."""
+    from xlatools import console
+    from xlatools.records import to_json
+    from xlatools.run.dumps import pass_details
+
     chosen = index.find(module)
     steps = pass_details(index, chosen)
     if as_json:

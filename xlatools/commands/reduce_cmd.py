@@ -90,7 +90,7 @@ def reduce(
     3 environment missing, 130 interrupted (run the same command again to continue)."""
     import json
 
-    from xlatools.console import Reporter, append_job_summary
+    from xlatools.console import Reporter
     from xlatools.records import to_json
     from xlatools.reduce.execute import prepare
     from xlatools.reduce.plan import ReduceRequest
@@ -128,6 +128,17 @@ def reduce(
 
     reporter = Reporter(quiet=bool(quiet))
     done = execute_reduce(prepared, out, invocation().argv, reporter, fresh=fresh)
+    _print_result(done, as_json, reporter)
+    raise typer.Exit(done.exit_code)
+
+
+def _print_result(done, as_json: bool, reporter) -> None:
+    """The reduction's end: a line in the CI job summary, then --json or the lines for people."""
+    import json
+
+    from xlatools.console import append_job_summary
+    from xlatools.records import to_json
+
     record, result = done.record, done.record.result
     append_job_summary(
         f"### xlatools reduce\n\n- {result.instructions_before} -> {result.instructions_after} "
@@ -152,7 +163,6 @@ def reduce(
         reporter.result(f"inputs: {_inputs(record)}")
         crash = ", native-backtrace.txt" if record.native_backtrace else ""
         reporter.result(f"bundle: {record.bundle}  (ISSUE.md, reduced.hlo.txt, inputs.npz, repro.tar.gz{crash})")
-    raise typer.Exit(done.exit_code)
 
 
 def culprit_of(folder: Path) -> str:

@@ -92,7 +92,7 @@ COMMANDS: dict[str, Entry] = {
         "Compile and run dumped HLO modules in a target interpreter; compare with the snapshot and references.",
     ),
     "repro": Entry(
-        "replay_cmd", "app", "group", "Portable repro packs: pack a bundle's modules, replay a pack anywhere."
+        "repro_cmd", "app", "group", "Portable repro packs: pack a bundle's modules, replay a pack anywhere."
     ),
     "reduce": Entry(
         "reduce_cmd",

@@ -1,4 +1,4 @@
-"""`xlatools replay` and `xlatools repro pack|run`: replay dumped HLO modules, portable reproducers."""
+"""`xlatools replay`: replay dumped HLO modules in a target interpreter (`repro_cmd.py`: portable packs)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from xlatools.commands.options import (
     JsonOption,
     NondeterministicOption,
     OutOption,
-    PackMatchOption,
     PlatformOption,
     PrecisionOption,
     ProcessOption,
@@ -30,9 +29,7 @@ from xlatools.commands.options import (
     followed_run,
     invocation,
 )
-from xlatools.vocab import PackMatch, Platform, PrecisionMode, SourceForm
-
-app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
+from xlatools.vocab import Platform, PrecisionMode, SourceForm
 
 
 def replay(
@@ -96,7 +93,7 @@ def replay(
     crash), 2 bad input, 3 environment missing, 124 a target timed out, 130 interrupted."""
     import json
 
-    from xlatools.console import Reporter, append_job_summary
+    from xlatools.console import Reporter
     from xlatools.records import to_json
     from xlatools.replay.execute import execute_replay, prepare
     from xlatools.replay.plan import ReplayRequest
@@ -138,6 +135,17 @@ def replay(
     result = execute_replay(
         prepared, out, invocation().argv, reporter, then=isolating.record_into(reporter) if isolating else None
     )
+    _report(result, as_json, print_literals, reporter)
+    raise typer.Exit(result.exit_code)
+
+
+def _report(result, as_json: bool, print_literals: bool, reporter) -> None:
+    """The replay's end: a line in the CI job summary, then --json's keys or the table."""
+    import json
+
+    from xlatools.console import append_job_summary
+    from xlatools.records import to_json
+
     record = result.record
     append_job_summary(
         f"### xlatools replay\n\n- {len(record.modules)} module(s): {record.status} "
@@ -150,7 +158,6 @@ def replay(
         )
     else:
         _print_result(record, result.table, print_literals, reporter)
-    raise typer.Exit(result.exit_code)
 
 
 def _isolation(request):
@@ -194,150 +201,3 @@ def _print_result(record, table: str, print_literals: bool, reporter) -> None:
                 reporter.info(f"\n{module.name} ({run.label}) literals:\n" + literals.read_text())
     reporter.result(f"\n{record.status} (exit {record.exit_code})  bundle: {record.bundle}")
     reporter.info(f"HTML report: xlatools report {record.bundle} -o report.html")
-
-
-@app.command("pack")
-def pack(
-    bundle: Path = typer.Argument(..., help="A run bundle (or an XLA dump folder)."),
-    output: Path = typer.Option(Path("repro.tar.gz"), "--output", "-o", help="The pack to write."),
-    module: List[str] = typer.Option(
-        [], "--module", "-m", help="Module id or name (repeatable; default: the program's own modules)."
-    ),
-    include_all: bool = typer.Option(False, "--all", help="Also jax's helper modules."),
-    source_from: SourceFormOption = SourceForm.AUTO,
-    python: PythonOption = None,
-    inputs: InputsOption = None,
-    seed: SeedOption = 0,
-    reference: List[str] = typer.Option([], "--reference", help="cpu: also compare with the CPU backend."),
-    reference_python: List[str] = typer.Option(
-        [],
-        "--reference-python",
-        help="Also compare with the same module on another interpreter (another jaxlib); `repro run` needs one of that jaxlib too (repeatable).",
-    ),
-    atol: float = typer.Option(1e-3, "--atol"),
-    rtol: float = typer.Option(1e-3, "--rtol"),
-    xla_flag: XlaFlagOption = [],
-    disable_pass: List[str] = typer.Option([], "--disable-pass", help="Disable an HLO pass by name (repeatable)."),
-    no_opt: bool = typer.Option(False, "--no-opt", help="Backend optimisation level 0."),
-    nondeterministic: NondeterministicOption = False,
-    platform: PlatformOption = Platform.AUTO,
-    precision: PrecisionOption = PrecisionMode.AUTO,
-    out: OutOption = Path("artifacts"),
-    as_json: JsonOption = False,
-) -> None:
-    """Write a deterministic, self-contained repro pack (modules, snapshot, program, flags, versions, expected outcome).
-
-    The expected outcome is recorded by a replay into a bundle under --out, in --python (default:
-    the run's interpreter when it still exists here, else this one)."""
-    import json
-    import os
-
-    from xlatools.console import Reporter
-    from xlatools.replay.plan import ReplayRequest
-    from xlatools.replay.repro import build_pack, run_of
-    from xlatools.replay.repro_verdict import nothing_to_reproduce
-    from xlatools.run.target import resolve_python
-
-    bundle = followed_run(bundle)
-    if python is None:
-        run = run_of(bundle)
-        recorded = run.interpreter.python if run else None
-        python = recorded if recorded and os.path.exists(recorded) else None
-    request = ReplayRequest(
-        source=bundle.expanduser().absolute(),
-        python=resolve_python(python),
-        modules=list(module),
-        include_all=include_all,
-        source_from=source_from,
-        inputs=inputs,
-        seed=seed,
-        references=list(reference),
-        reference_pythons=[resolve_python(p) for p in reference_python],
-        atol=atol,
-        rtol=rtol,
-        xla_flags=list(xla_flag),
-        disable_passes=list(disable_pass),
-        no_opt=no_opt,
-        platform=platform or Platform.AUTO,
-        name=f"pack-{Path(os.path.realpath(bundle)).name}",
-        deterministic=False if nondeterministic else None,
-        precision=precision,
-    )
-    reporter = Reporter()
-    made = build_pack(request, output, out, invocation().argv, reporter)
-    # Keyed by id and name: one program may compile several modules of one name.
-    outcomes = {
-        m.label: str(m.outcome) + (f" ({m.failed_run})" if m.failed_run not in (None, "test") else "")
-        for m in made.index.modules
-    }
-    left_out = {m.label: m.why for m in made.index.left_out}
-    if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "pack": str(made.path),
-                    "replay_bundle": made.replayed.record.bundle,
-                    "expected": outcomes,
-                    "left_out": left_out,
-                },
-                indent=2,
-            )
-        )
-    else:
-        reporter.info(made.replayed.table)
-        for label, why in left_out.items():
-            reporter.warn(f"left out of the pack: {label}: {why}")
-        if nothing_to_reproduce(made.index.modules):
-            reporter.warn(
-                "every module ran ok: this pack records no failure, so `repro run` will answer "
-                "nothing-to-reproduce (exit 5)"
-            )
-        reporter.result(f"\npack: {made.path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
-
-
-@app.command("run")
-def run(
-    pack_file: Path = typer.Argument(..., help="A repro pack (.tar.gz from `xlatools repro pack`)."),
-    python: PythonOption = None,
-    match: PackMatchOption = PackMatch.CLASS,
-    same_jaxlib: bool = typer.Option(
-        False, "--same-jaxlib", help="Cannot run (exit 3) unless the target has the pack's jaxlib version."
-    ),
-    reference_python: List[str] = typer.Option(
-        [],
-        "--reference-python",
-        help="The reference interpreter(s) of a pack made with --reference-python (default: the paths it names, where they exist).",
-    ),
-    out: OutOption = Path("artifacts"),
-    as_json: JsonOption = False,
-    nondeterministic: NondeterministicOption = False,
-) -> None:
-    """Replay a repro pack here. Exit: 1 reproduced, 0 not reproduced, 3 cannot run here, 2 a bad or unsafe pack,
-    5 nothing to reproduce (the pack records no failure: every module ran ok when it was made)."""
-    import json
-
-    from xlatools.console import Reporter
-    from xlatools.records import to_json
-    from xlatools.replay.repro import run_pack
-
-    reporter = Reporter()
-    result = run_pack(
-        pack_file,
-        python,
-        out,
-        match,
-        invocation().argv,
-        same_jaxlib,
-        reporter,
-        list(reference_python),
-        nondeterministic,
-    )
-    if as_json:
-        typer.echo(json.dumps({**to_json(result), "exit_code": result.exit_code}, indent=2))
-    else:
-        reporter.result(f"\n{result.outcome}: {result.reason}")
-        for line in result.differences:
-            reporter.info(f"  differs: {line}")
-        if result.bundle:
-            reporter.info(f"bundle: {result.bundle}")
-    raise typer.Exit(result.exit_code)

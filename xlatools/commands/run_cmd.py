@@ -24,6 +24,13 @@ from xlatools.commands.program_options import ProgramOptions, with_program_optio
 from xlatools.vocab import ExitCodeMode
 
 
+# What --json prints of the run manifest (the whole record is the bundle's manifest.json).
+JSON_KEYS = tuple(
+    "status exit_code returncode signal program_outcome native_backtrace bundle duration_s program jax frontend"
+    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm".split()
+)
+
+
 @with_program_options
 def run(
     *,
@@ -57,7 +64,6 @@ def run(
 
     Defaults: --python this interpreter; --platform the profile's, else auto; quiet when VLOG output
     is asked for. With --json the program's stdout goes to stderr."""
-    import json
     import os
 
     from xlatools.cluster.spec import resolve
@@ -80,19 +86,7 @@ def run(
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
     if dry_run:
-        from xlatools.records import to_json
-        from xlatools.redact import redact
-
-        plan = redact(prepared.plan.to_json())  # secrets hidden, as in manifests
-        if as_json:
-            typer.echo(
-                json.dumps(
-                    {"plan": plan, "target": to_json(prepared.target), "flag_checks": prepared.flag_checks}, indent=2
-                )
-            )
-        else:
-            _print_plan(prepared)
-            _print_job(prepared, cluster)
+        _print_dry_run(prepared, cluster, as_json)
         return
     if cluster is not None:
         from xlatools.cluster.slurm import preflight
@@ -109,9 +103,33 @@ def run(
         exit_code_mode=exit_code,
         cluster=cluster,
     )
-    record = outcome.record
+    _print_result(outcome, prepared.plan.quiet, as_json, reporter)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _print_dry_run(prepared, cluster, as_json: bool) -> None:
+    """--dry-run: the plan (secrets hidden, as in manifests), as JSON or for a person."""
+    import json
+
+    from xlatools.records import to_json
+    from xlatools.redact import redact
+
+    if as_json:
+        plan = redact(prepared.plan.to_json())
+        checks = prepared.flag_checks
+        typer.echo(json.dumps({"plan": plan, "target": to_json(prepared.target), "flag_checks": checks}, indent=2))
+    else:
+        _print_plan(prepared)
+        _print_job(prepared, cluster)
+
+
+def _print_result(outcome, quiet, as_json: bool, reporter) -> None:
+    """The finished run: a line in the CI job summary, then --json's keys or the table."""
+    import json
+
     from xlatools.console import append_job_summary
 
+    record = outcome.record
     append_job_summary(
         f"### xlatools run\n\n- `{record.program.label if record.program else '-'}`: {record.status} "
         f"(exit {record.exit_code}, {record.duration_s} s)\n- bundle: `{record.bundle}`\n"
@@ -120,34 +138,9 @@ def run(
         from xlatools.records import to_json
 
         data = to_json(record)
-        keep = (
-            "status",
-            "exit_code",
-            "returncode",
-            "signal",
-            "program_outcome",
-            "native_backtrace",
-            "bundle",
-            "duration_s",
-            "program",
-            "jax",
-            "frontend",
-            "presets",
-            "xla_flags",
-            "dump",
-            "smoke",
-            "notes",
-            "warnings",
-            "archive",
-            "processes",
-            "first_failed",
-            "coordinator",
-            "slurm",
-        )
-        typer.echo(json.dumps({k: data.get(k) for k in keep}, indent=2))
+        typer.echo(json.dumps({k: data.get(k) for k in JSON_KEYS}, indent=2))
     else:
-        _print_outcome(record, outcome.table, prepared.plan.quiet, reporter)
-    raise typer.Exit(outcome.exit_code)
+        _print_outcome(record, outcome.table, quiet, reporter)
 
 
 def _print_plan(prepared) -> None:
@@ -218,9 +211,8 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
         first = "  (failed first)" if process.first_failure else ""
         reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
     for note in record.notes:
-        if note.startswith(
-            ("vmodule pattern", "native backtrace", "the program died in")
-        ):  # the ones that explain an outcome
+        # the ones that explain an outcome
+        if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):
             reporter.result(f"note: {note}")
     for warning in record.warnings or []:
         reporter.warn(warning)

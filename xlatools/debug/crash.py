@@ -44,6 +44,7 @@ def backtrace_note(folder: Path) -> str | None:
     return f"native backtrace of the crash: {path}" if path.is_file() else None
 
 
+# libc's raise/abort, unnamed frames
 _UNTELLING = (
     "__pthread_kill",
     "pthread_kill",
@@ -52,7 +53,7 @@ _UNTELLING = (
     "__GI_abort",
     "abort ",
     "?? ",
-)  # libc's raise/abort, unnamed frames
+)
 
 
 def crashing_frames(text: str, count: int = 8) -> list[str]:

@@ -210,9 +210,8 @@ def write_setup(plan: SetupPlan) -> list[str]:
         file_label=str(plan.gdbinit_path),
         owner="xlatools debug setup",
     )
-    merged = merge_configurations(
-        launch, redact(plan.configurations), str(plan.launch_path)
-    )  # refuses before any write
+    # refuses before any write
+    merged = merge_configurations(launch, redact(plan.configurations), str(plan.launch_path))
     writes = [(plan.launch_path, merged, launch)] if merged != launch else []
     writes += [(plan.gdbinit_path, update.text, gdbinit)] if update.changed else []
     _write_all(writes)

@@ -55,23 +55,37 @@ class _Resolver:
         if real in self.cache:
             return self.cache[real]
         shown = display_path(file.path)
+        own = self._own(file, shown)
+        if own is None:
+            self.cache[real] = None
+            return None
+        tree, values = own
+        merged, chain = self._inherited(values.get("extends"), file, shown, stack + (real,))
+        # Name and description describe one file; they are not inherited.
+        if merged is not None:
+            merged = Node(
+                {k: v for k, v in merged.value.items() if k not in ("name", "description", "extends")}, merged.origin
+            )
+        own_tree = Node(values, tree.origin)
+        result = own_tree if merged is None else merge(merged, own_tree)
+        self.cache[real] = (result, chain + (file.name,))
+        return self.cache[real]
+
+    def _own(self, file: search.ProfileFile, shown: str) -> tuple[Node, dict[str, Node]] | None:
+        """The file's own tree and keys (its `name` checked against the file name), or None (problems noted)."""
         try:
             tree = load_file(file.path, shown)
         except YamlLoadError as exc:
             self.problems += exc.problems
-            self.cache[real] = None
             return None
         if tree is None:
             self.problems.append(Problem("empty profile", file=shown, hint="a profile needs at least a `description:`"))
-            self.cache[real] = None
             return None
         if not isinstance(tree.value, dict):
             self.problems.append(
                 Problem("a profile must be a mapping of keys to values", file=shown, line=tree.origin.line)
             )
-            self.cache[real] = None
             return None
-
         own = dict(tree.value)
         name_node = own.get("name")
         if name_node is not None and name_node.value != file.name:
@@ -85,10 +99,15 @@ class _Resolver:
                 )
             )
         own["name"] = Node(file.name, name_node.origin if name_node else tree.origin)
+        return tree, own
 
+    def _inherited(
+        self, extends: Node | None, file: search.ProfileFile, shown: str, stack: tuple[Path, ...]
+    ) -> tuple[Node | None, tuple[str, ...]]:
+        """What the `extends:` parents give, merged in order, and their chain of names."""
         merged: Node | None = None
         chain: tuple[str, ...] = ()
-        for parent_ref, line in self._parents(own.get("extends"), shown):
+        for parent_ref, line in self._parents(extends, shown):
             try:
                 parent_file = search.locate(parent_ref, near=file.path.parent)
             except (UsageError, ProfileError) as exc:
@@ -97,26 +116,17 @@ class _Resolver:
                     Problem(f"extends: {exc.message}", file=shown, line=line, key="extends", hint=hint)
                 )
                 continue
-            if parent_file.path.resolve() in stack + (real,):
-                cycle = " -> ".join([display_path(p) for p in stack + (real,)] + [display_path(parent_file.path)])
+            if parent_file.path.resolve() in stack:
+                cycle = " -> ".join([display_path(p) for p in stack] + [display_path(parent_file.path)])
                 self.problems.append(Problem(f"extends cycle: {cycle}", file=shown, line=line, key="extends"))
                 continue
-            resolved = self.resolve(parent_file, stack + (real,))
+            resolved = self.resolve(parent_file, stack)
             if resolved is None:
                 continue
             parent_tree, parent_chain = resolved
             merged = parent_tree if merged is None else merge(merged, parent_tree)
             chain += tuple(name for name in parent_chain if name not in chain)
-
-        # Name and description describe one file; they are not inherited.
-        if merged is not None:
-            merged = Node(
-                {k: v for k, v in merged.value.items() if k not in ("name", "description", "extends")}, merged.origin
-            )
-        own_tree = Node(own, tree.origin)
-        result = own_tree if merged is None else merge(merged, own_tree)
-        self.cache[real] = (result, chain + (file.name,))
-        return self.cache[real]
+        return merged, chain
 
     def _parents(self, node: Node | None, shown: str) -> list[tuple[str, int]]:
         if node is None or node.value is None:

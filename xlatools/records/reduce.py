@@ -163,9 +163,8 @@ class ReduceManifest(BundleRecord):
     test: RanWith | None = None
     reference: RanWith | None = None
     result: ReduceResult | None = None
-    native_backtrace: str | None = field(
-        default=None, metadata=OMIT_NONE
-    )  # the reduced module's crash: every thread's frames
+    # the reduced module's crash: every thread's frames
+    native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

@@ -75,12 +75,10 @@ class ReplayRequest:
     print_literals: bool = False
     timeout: float | None = None
     name: str | None = None
-    env: dict[str, str] = field(
-        default_factory=dict
-    )  # numerics variables restored in every target (replay/settings.py)
-    deterministic: bool | None = field(
-        default=None, metadata=OMIT_NONE
-    )  # GPU compiles in run/determinism.py's mode unless False
+    # numerics variables restored in every target (replay/settings.py)
+    env: dict[str, str] = field(default_factory=dict)
+    # GPU compiles in run/determinism.py's mode unless False
+    deterministic: bool | None = field(default=None, metadata=OMIT_NONE)
     # False (repro pack): replay as the pack's own `repro run` will, without the run's debug options or form search
     as_run: bool | None = field(default=None, metadata=OMIT_NONE)
     # Dots/convolutions below full precision (replay/precision.py); None: auto (bundles older than it: as compiled).

@@ -220,9 +220,8 @@ class RunManifest(BundleRecord):
     numerics_env: dict[str, str] | None = field(default=None, metadata=OMIT_NONE)
     timeout: float | None = None
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] | None = field(
-        default=None, metadata=OMIT_NONE
-    )  # asked for and did not happen (run/dump_expect.py)
+    # asked for and did not happen (run/dump_expect.py)
+    warnings: list[str] | None = field(default=None, metadata=OMIT_NONE)
     flag_checks: dict[str, str] = field(default_factory=dict)  # flag name -> how it was decided (table, probe, cache)
     returncode: int | None = None  # the program's own status (negative: killed by that signal)
     signal: str | None = None

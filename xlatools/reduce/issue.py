@@ -69,16 +69,22 @@ def _figures(verdict: Verdict) -> list[str]:
     return lines
 
 
+TITLES = {
+    OracleKind.MISMATCH: "wrong result",
+    OracleKind.RECORDED: "result differs from the recorded one",
+    OracleKind.ERROR: "compiler/runtime failure",
+    OracleKind.SCRIPT: "check script fails",
+}
+
+
+def _code(text: str, fence: str = "```") -> list[str]:
+    return [fence, text, "```", ""]
+
+
 def render_issue(f: IssueFacts) -> str:
-    title = {
-        OracleKind.MISMATCH: "wrong result",
-        OracleKind.RECORDED: "result differs from the recorded one",
-        OracleKind.ERROR: "compiler/runtime failure",
-        OracleKind.SCRIPT: "check script fails",
-    }[f.oracle_kind]
     jaxlib = jaxlib_of(f.test)
     out = [
-        f"# XLA {f.platform}: {title} in a {f.instructions_after}-instruction module (jaxlib {jaxlib})",
+        f"# XLA {f.platform}: {TITLES[f.oracle_kind]} in a {f.instructions_after}-instruction module (jaxlib {jaxlib})",
         "",
         f"Reduced by `xlatools reduce` from module `{f.module_name}` ({f.instructions_before} -> "
         f"{f.instructions_after} instructions). Interesting means: {f.oracle}.",
@@ -96,55 +102,33 @@ def render_issue(f: IssueFacts) -> str:
         out.append(f"- passes kept disabled while reducing: {', '.join(f'`{p}`' for p in f.disabled_passes)}")
     if f.culprit_pass:
         out.append(f"- culprit pass named by `xlatools bisect passes`: `{f.culprit_pass}`")
-    out += [
-        "",
-        "## Minimal HLO",
-        "",
-        "```",
-        f.reduced_hlo.rstrip(),
-        "```",
-        "",
-        "## Inputs",
-        "",
-        "```",
-        f.inputs_text.rstrip() or "(no parameters)",
-        "```",
-        "",
-    ]
+    out += ["", "## Minimal HLO", "", *_code(f.reduced_hlo.rstrip()), "## Inputs", ""]
+    out += [*_code(f.inputs_text.rstrip() or "(no parameters)"), *_outcome(f), "## Reproduce", ""]
+    for what, command in f.commands:
+        out += [f"{what}:", "", *_code(command, "```sh")]
+    return "\n".join(out)
+
+
+def _outcome(f: IssueFacts) -> list[str]:
+    """Expected vs actual (a wrong result), or the failure with the crashing thread's top frames."""
     if f.oracle_kind in (OracleKind.MISMATCH, OracleKind.RECORDED):
-        out += [
+        return [
             "## Expected (reference) vs actual (test)",
             "",
             *_figures(f.verdict),
             "",
             "Expected:",
             "",
-            "```",
-            f.reference_outputs_text.rstrip() or "-",
-            "```",
-            "",
+            *_code(f.reference_outputs_text.rstrip() or "-"),
             "Actual:",
             "",
-            "```",
-            f.test_outputs_text.rstrip() or "-",
-            "```",
-            "",
+            *_code(f.test_outputs_text.rstrip() or "-"),
         ]
-    else:
-        out += ["## Failure", "", *_figures(f.verdict), ""]
-        if f.native_frames:
-            out += [
-                "Top native frames of the crashing thread (every thread's: [native-backtrace.txt](native-backtrace.txt)):",
-                "",
-                "```",
-                *f.native_frames,
-                "```",
-                "",
-            ]
-    out += ["## Reproduce", ""]
-    for what, command in f.commands:
-        out += [f"{what}:", "", "```sh", command, "```", ""]
-    return "\n".join(out)
+    out = ["## Failure", "", *_figures(f.verdict), ""]
+    if f.native_frames:
+        every = "every thread's: [native-backtrace.txt](native-backtrace.txt)"
+        out += [f"Top native frames of the crashing thread ({every}):", "", "```", *f.native_frames, "```", ""]
+    return out
 
 
 def commands(

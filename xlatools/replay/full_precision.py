@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlatools.errors import UsageError
-from xlatools.records.replay import ModuleRecord
+from xlatools.records.replay import ModuleRecord, RunRecord
 from xlatools.replay.jobs import Materials
 from xlatools.replay.sources import ModuleSource
 from xlatools.vocab import Platform, PrecisionMode
@@ -75,7 +75,6 @@ def second_run(
     """auto: when the test differs from its references, run it again at full precision and classify."""
     from xlatools.fsutil import atomic_write_text
     from xlatools.replay import precision
-    from xlatools.replay.jobs import run_job
 
     plan = prepared.plan
     request = plan.request
@@ -105,25 +104,8 @@ def second_run(
     atomic_write_text(folder / RAISED_FILE, text)
     check = precision.check(PrecisionMode.AUTO, raised, request.atol, request.rtol, str(folder / RAISED_FILE))
     check.as_compiled = as_compiled
-    expected = [
-        {"label": run.label, "path": str(Path(run.dir) / "outputs.npz")}
-        for run in references
-        if not run.failure and run.dir and (Path(run.dir) / "outputs.npz").is_file()
-    ]
-    if expected:
-        config = replace(plan.test, label="test-highest")
-        run_dir = folder / config.label
-        gpu = prepared.targets[config.python].gpu_platform()
-        reporter.step(f"{record.label}: test again with {len(raised)} dot/convolution(s) at full precision")
-        check.run = run_job(
-            replace(request, inputs=str(test_dir / "inputs.npz")),
-            Materials({"kind": "text", "path": str(folder / RAISED_FILE)}),
-            config,
-            run_dir,
-            None,
-            config.env(caller_env, gpu, None),
-            expected_files=expected,
-        )
+    check.run = _highest_run(prepared, record, folder, references, len(raised), caller_env, reporter)
+    if check.run is not None:
         check.highest = list(check.run.comparisons)
     check.verdict, why = precision.classify(as_compiled, check.run)
     check.note = f"{check.verdict}: {why}; raised {len(raised)}: {precision.names(raised)}"
@@ -134,3 +116,38 @@ def second_run(
         )
     record.precision = check
     record.notes.append(check.note)
+
+
+def _highest_run(
+    prepared: PreparedReplay,
+    record: ModuleRecord,
+    folder: Path,
+    references: list[RunRecord],
+    raised: int,
+    caller_env: dict[str, str],
+    reporter: Reporter,
+) -> RunRecord | None:
+    """The test run again on the raised text, its outputs compared with what the references computed
+    (None: no reference left outputs to compare with)."""
+    from xlatools.replay.jobs import run_job
+
+    plan, request, test_dir = prepared.plan, prepared.plan.request, folder / "test"
+    expected = [
+        {"label": run.label, "path": str(Path(run.dir) / "outputs.npz")}
+        for run in references
+        if not run.failure and run.dir and (Path(run.dir) / "outputs.npz").is_file()
+    ]
+    if not expected:
+        return None
+    config = replace(plan.test, label="test-highest")
+    gpu = prepared.targets[config.python].gpu_platform()
+    reporter.step(f"{record.label}: test again with {raised} dot/convolution(s) at full precision")
+    return run_job(
+        replace(request, inputs=str(test_dir / "inputs.npz")),
+        Materials({"kind": "text", "path": str(folder / RAISED_FILE)}),
+        config,
+        folder / config.label,
+        None,
+        config.env(caller_env, gpu, None),
+        expected_files=expected,
+    )

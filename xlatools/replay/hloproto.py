@@ -52,103 +52,51 @@ _REPEATED_FORMAT = {
 }
 
 
+# The messages read here, as `field number TYPE|Message [repeated]` (the numbers are XLA's, from xla_data.proto
+# and hlo.proto); a LiteralProto's BYTES arrays hold raw little-endian values, read with numpy.
+MESSAGES = {
+    "LayoutProto": ["minor_to_major 1 INT64 repeated"],
+    "ShapeProto": ["element_type 2 INT32", "dimensions 3 INT64 repeated", "tuple_shapes 4 ShapeProto repeated",
+                   "layout 5 LayoutProto"],
+    "ProgramShapeProto": ["parameters 1 ShapeProto repeated", "result 2 ShapeProto"],
+    "LiteralProto": ["shape 1 ShapeProto", "tuple_literals 10 LiteralProto repeated", "preds 2 BOOL repeated",
+                     "u8s 3 BYTES", "s32s 4 INT32 repeated", "s64s 5 INT64 repeated", "u32s 6 UINT32 repeated",
+                     "u64s 7 UINT64 repeated", "f32s 8 FLOAT repeated", "f64s 9 DOUBLE repeated", "f16s 11 BYTES",
+                     "c64s 12 FLOAT repeated", "bf16s 13 BYTES", "s8s 15 BYTES", "u16s 16 BYTES", "s16s 17 BYTES",
+                     "c128s 18 DOUBLE repeated", "f8e5m2s 19 BYTES", "f8e4m3fns 20 BYTES"],
+    "HloModuleProto": ["name 1 STRING", "entry_computation_name 2 STRING", "computations 3 BYTES repeated",
+                       "host_program_shape 4 ProgramShapeProto", "id 5 INT64"],
+    "HloProtoRaw": ["hlo_module 1 BYTES"],
+    "HloProto": ["hlo_module 1 HloModuleProto"],
+    "HloSnapshot": ["hlo 1 HloProtoRaw", "arguments 2 LiteralProto repeated", "result 3 LiteralProto",
+                    "execution_platform 4 STRING"],
+    "HloInputs": ["arguments 1 LiteralProto repeated"],
+    "HloUnoptimizedSnapshot": ["hlo_module 1 BYTES", "partitions 2 HloInputs repeated"],
+}  # fmt: skip
+
+
 def _schema():
-    """The message classes, built once from a hand-written descriptor."""
+    """The message classes, built once from MESSAGES (a hand-written descriptor: no generated code to vendor)."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     F = descriptor_pb2.FieldDescriptorProto
     proto = descriptor_pb2.FileDescriptorProto(
         name="xlatools_hlo_subset.proto", package="xlatools_xla", syntax="proto3"
     )
-
-    def message(name: str, fields: list[tuple[str, int, int, int, str | None]]) -> None:
-        msg = proto.message_type.add(name=name)
-        for fname, number, ftype, label, type_name in fields:
-            entry = msg.field.add(name=fname, number=number, type=ftype, label=label)
-            if type_name:
-                entry.type_name = f".xlatools_xla.{type_name}"
-
-    one, many = F.LABEL_OPTIONAL, F.LABEL_REPEATED
-    message("LayoutProto", [("minor_to_major", 1, F.TYPE_INT64, many, None)])
-    message(
-        "ShapeProto",
-        [
-            ("element_type", 2, F.TYPE_INT32, one, None),
-            ("dimensions", 3, F.TYPE_INT64, many, None),
-            ("tuple_shapes", 4, F.TYPE_MESSAGE, many, "ShapeProto"),
-            ("layout", 5, F.TYPE_MESSAGE, one, "LayoutProto"),
-        ],
-    )
-    message(
-        "ProgramShapeProto",
-        [("parameters", 1, F.TYPE_MESSAGE, many, "ShapeProto"), ("result", 2, F.TYPE_MESSAGE, one, "ShapeProto")],
-    )
-    literal = [
-        ("shape", 1, F.TYPE_MESSAGE, one, "ShapeProto"),
-        ("tuple_literals", 10, F.TYPE_MESSAGE, many, "LiteralProto"),
-    ]
-    scalar_types = {
-        "preds": F.TYPE_BOOL,
-        "s32s": F.TYPE_INT32,
-        "s64s": F.TYPE_INT64,
-        "u32s": F.TYPE_UINT32,
-        "u64s": F.TYPE_UINT64,
-        "f32s": F.TYPE_FLOAT,
-        "f64s": F.TYPE_DOUBLE,
-        "c64s": F.TYPE_FLOAT,
-        "c128s": F.TYPE_DOUBLE,
-    }
-    numbers = {
-        "preds": 2,
-        "u8s": 3,
-        "s32s": 4,
-        "s64s": 5,
-        "u32s": 6,
-        "u64s": 7,
-        "f32s": 8,
-        "f64s": 9,
-        "f16s": 11,
-        "c64s": 12,
-        "bf16s": 13,
-        "s8s": 15,
-        "u16s": 16,
-        "s16s": 17,
-        "c128s": 18,
-        "f8e5m2s": 19,
-        "f8e4m3fns": 20,
-    }
-    for name, number in numbers.items():
-        if name in scalar_types:
-            literal.append((name, number, scalar_types[name], many, None))
-        else:
-            literal.append((name, number, F.TYPE_BYTES, one, None))
-    message("LiteralProto", literal)
-    message(
-        "HloModuleProto",
-        [
-            ("name", 1, F.TYPE_STRING, one, None),
-            ("entry_computation_name", 2, F.TYPE_STRING, one, None),
-            ("computations", 3, F.TYPE_BYTES, many, None),
-            ("host_program_shape", 4, F.TYPE_MESSAGE, one, "ProgramShapeProto"),
-            ("id", 5, F.TYPE_INT64, one, None),
-        ],
-    )
-    message("HloProtoRaw", [("hlo_module", 1, F.TYPE_BYTES, one, None)])
-    message("HloProto", [("hlo_module", 1, F.TYPE_MESSAGE, one, "HloModuleProto")])
-    message(
-        "HloSnapshot",
-        [
-            ("hlo", 1, F.TYPE_MESSAGE, one, "HloProtoRaw"),
-            ("arguments", 2, F.TYPE_MESSAGE, many, "LiteralProto"),
-            ("result", 3, F.TYPE_MESSAGE, one, "LiteralProto"),
-            ("execution_platform", 4, F.TYPE_STRING, one, None),
-        ],
-    )
-    message("HloInputs", [("arguments", 1, F.TYPE_MESSAGE, many, "LiteralProto")])
-    message(
-        "HloUnoptimizedSnapshot",
-        [("hlo_module", 1, F.TYPE_BYTES, one, None), ("partitions", 2, F.TYPE_MESSAGE, many, "HloInputs")],
-    )
+    for message, fields in MESSAGES.items():
+        declared = proto.message_type.add(name=message)
+        for spec in fields:
+            name, number, kind, *repeated = spec.split()
+            label = F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL
+            scalar = kind.isupper()
+            field = declared.field.add(
+                name=name,
+                number=int(number),
+                label=label,
+                type=getattr(F, f"TYPE_{kind}") if scalar else F.TYPE_MESSAGE,
+            )
+            if not scalar:
+                field.type_name = f".xlatools_xla.{kind}"
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)
     names = ("LiteralProto", "HloModuleProto", "HloProtoRaw", "HloProto", "HloSnapshot", "HloUnoptimizedSnapshot")

@@ -44,11 +44,12 @@ def replay_module(
     record.input_source = input_source(request.inputs, request.seed, source.snapshot)
     if request.inputs is None and record.input_source.kind == "random":
         record.notes.append(f"no snapshot or recorded arguments for this module: random inputs (seed {request.seed})")
+    # the references' never are raised
     tested = (
         highest_materials(materials, folder, record, request.atol, request.rtol)
         if request.precision == PrecisionMode.HIGHEST
         else materials
-    )  # the references' never are raised
+    )
     test_dir = None
     for run in plan.runs:
         run_dir = folder / run.label

@@ -237,7 +237,6 @@ def helpers_left_out(source: Path, process: int | None = None) -> list[str]:
 
 def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:
     from xlatools.run.dumps import index_dump
-    from xlatools.run.recorder import recorded_snapshot
 
     index = index_dump(root)
     if refs:
@@ -246,38 +245,7 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
         chosen = [m for m in sorted(index.modules.values(), key=lambda m: m.id) if include_all or not is_helper(m.name)]
     sources = []
     for module in chosen:
-        files = set(module.files)
-        named = {f: found for f in files if (found := parse_dump_name(f, module_name=module.name)) is not None}
-        before = named.get(module.before_file or "")
-        proto = f"{before.stem}.before_optimizations.hlo.pb" if before else None
-        # One snapshot per execution, named by a run id: the oldest file is the first execution.
-        snapshots = sorted(
-            (f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
-            key=lambda f: ((root / f).stat().st_mtime_ns, f),
-        )
-        # Without XLA's: the arguments and results the run recorded itself (run/recorder.py), then the
-        # arguments (and, alone, the module) of an unoptimised snapshot.
-        recorded = recorded_snapshot(root, Path(before.stem).name) if before and not snapshots else None
-        snapshots = snapshots or (
-            []
-            if recorded
-            else sorted(
-                f
-                for f, n in named.items()
-                if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT and n.tail.startswith("execution_") and n.fmt == "pb"
-            )
-        )
-        mlir = next(
-            (f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None
-        )  # jaxlib >= 0.5 module folders
-        source = ModuleSource(
-            name=module.name,
-            id=module.id,
-            text=root / module.before_file if module.before_file else None,
-            proto=root / proto if proto and proto in files else None,
-            snapshot=root / snapshots[0] if snapshots else recorded,
-            mlir=root / mlir if mlir else None,
-        )
+        source = _module_source(root, module)
         if (
             source.text is None
             and source.proto is None
@@ -297,6 +265,42 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
             hint="dump with --preset dump:hlo (or dump:full); --all includes jax's helper modules",
         )
     return sources
+
+
+def _module_source(root: Path, module) -> ModuleSource:
+    """A dumped module's files, as a replay reads them: text, proto, the first execution's snapshot, module.mlir."""
+    from xlatools.run.recorder import recorded_snapshot
+
+    files = set(module.files)
+    named = {f: found for f in files if (found := parse_dump_name(f, module_name=module.name)) is not None}
+    before = named.get(module.before_file or "")
+    proto = f"{before.stem}.before_optimizations.hlo.pb" if before else None
+    # One snapshot per execution, named by a run id: the oldest file is the first execution.
+    snapshots = sorted(
+        (f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
+        key=lambda f: ((root / f).stat().st_mtime_ns, f),
+    )
+    # Without XLA's: the arguments and results the run recorded itself (run/recorder.py), then the
+    # arguments (and, alone, the module) of an unoptimised snapshot.
+    recorded = recorded_snapshot(root, Path(before.stem).name) if before and not snapshots else None
+    snapshots = snapshots or (
+        []
+        if recorded
+        else sorted(
+            f
+            for f, n in named.items()
+            if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT and n.tail.startswith("execution_") and n.fmt == "pb"
+        )
+    )
+    mlir = next((f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None)  # jaxlib >= 0.5 folders
+    return ModuleSource(
+        name=module.name,
+        id=module.id,
+        text=root / module.before_file if module.before_file else None,
+        proto=root / proto if proto and proto in files else None,
+        snapshot=root / snapshots[0] if snapshots else recorded,
+        mlir=root / mlir if mlir else None,
+    )
 
 
 def resolve(

@@ -160,7 +160,6 @@ def execute_plan(
     starts as soon as the bundle exists; the program copy and the running manifest are written while it runs. A record we cannot write
     (disk full) stops the run: exit 3, with the manifest saying so when at all possible."""
     from xlatools.bundle import bundle_session
-    from xlatools.run.process import execute
     from xlatools.run.manifest import finish_record, numerics_env, run_record
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
@@ -184,59 +183,11 @@ def execute_plan(
         reporter.step(
             f"{plan.program.label} -> {session.path}" + ("  (quiet: output in the bundle's logs)" if plan.quiet else "")
         )
-        echo_out, echo_err = (None, None) if plan.quiet else reporter.echo_streams()
-        if echo_stdout_to_stderr:
-            echo_out = echo_err
-        heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
-        group = None
         with reporter.group(f"{plan.program.label} output", announce=False):
-            if cluster is not None:
-                from xlatools.run.slurm_launch import execute_in_session
-
-                result, group = execute_in_session(
-                    plan, session, cluster, caller_env, on_start, reporter, (echo_out, echo_err)
-                )
-            elif plan.processes:
-                from xlatools.run.group import execute_group
-
-                reporter.info(
-                    f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
-                    "process 0 shown, every process's in pN.stdout.log / pN.stderr.log"
-                )
-                group = execute_group(
-                    plan.processes,
-                    plan.child_env(caller_env),
-                    plan.cwd,
-                    plan.timeout,
-                    echo_out,
-                    echo_err,
-                    on_start,
-                    heartbeat,
-                    reporter,
-                )
-                result = group.run
-            else:
-                from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
-
-                env = with_crash_capture(
-                    _recording(plan, prepared, plan.child_env(caller_env), session.path), session.path
-                )
-                result = execute(
-                    plan.argv,
-                    env,
-                    plan.cwd,
-                    session.path / "stdout.log",
-                    session.path / "stderr.log",
-                    plan.timeout,
-                    echo_out,
-                    echo_err,
-                    on_start=on_start,
-                    heartbeat=heartbeat,
-                    reporter=reporter,
-                )
-        if (
-            result.status == Status.ERROR and cluster is None
-        ):  # a log the program's output could not go to: the disk is full
+            result, group = _launch(
+                plan, prepared, session, cluster, caller_env, on_start, reporter, echo_stdout_to_stderr
+            )
+        if result.status == Status.ERROR and cluster is None:  # a log the output could not go to: the disk is full
             finish_record(session.record, result, EnvironmentMissing.exit_code)
             raise EnvironmentMissing(
                 f"{result.error}; the program was stopped. Record: {session.path}",
@@ -247,6 +198,64 @@ def execute_plan(
     if archive:
         record.archive = str(session.bundle.archive())
     return RunOutcome(record, record.exit_code, table)
+
+
+def _launch(
+    plan: RunPlan,
+    prepared: PreparedRun,
+    session,
+    cluster: ClusterSpec | None,
+    caller_env: dict[str, str],
+    on_start,
+    reporter: Reporter,
+    echo_stdout_to_stderr: bool,
+):
+    """Start the program (one process, a group of N, or a Slurm job) and wait for it: (result, group or None)."""
+    echo_out, echo_err = (None, None) if plan.quiet else reporter.echo_streams()
+    if echo_stdout_to_stderr:
+        echo_out = echo_err
+    heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
+    if cluster is not None:
+        from xlatools.run.slurm_launch import execute_in_session
+
+        return execute_in_session(plan, session, cluster, caller_env, on_start, reporter, (echo_out, echo_err))
+    if plan.processes:
+        from xlatools.run.group import execute_group
+
+        reporter.info(
+            f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
+            "process 0 shown, every process's in pN.stdout.log / pN.stderr.log"
+        )
+        group = execute_group(
+            plan.processes,
+            plan.child_env(caller_env),
+            plan.cwd,
+            plan.timeout,
+            echo_out,
+            echo_err,
+            on_start,
+            heartbeat,
+            reporter,
+        )
+        return group.run, group
+    from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
+    from xlatools.run.process import execute
+
+    env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
+    logs = (session.path / "stdout.log", session.path / "stderr.log")
+    result = execute(
+        plan.argv,
+        env,
+        plan.cwd,
+        *logs,
+        plan.timeout,
+        echo_out,
+        echo_err,
+        on_start=on_start,
+        heartbeat=heartbeat,
+        reporter=reporter,
+    )
+    return result, None
 
 
 def _recording(plan: RunPlan, prepared: PreparedRun, env: dict[str, str], bundle: Path) -> dict[str, str]:

@@ -99,9 +99,8 @@ def prepare_job(
     shutil.copy2(Path(__file__).parent.parent / "cluster" / SHIM, folder / SHIM)
     (folder / SCRIPT).write_text(job.script)
     (folder / SCRIPT).chmod(0o755)
-    fd = os.open(
-        folder / TASKS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
-    )  # the run's environment: its own eyes only
+    # the run's environment: its own eyes only
+    fd = os.open(folder / TASKS, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         json.dump({"tasks": [asdict(t) for t in tasks]}, handle)
     return job, tasks

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from xlatools.records.replay import IsolatedInstruction
-from xlatools.records.triage import TriageState
+from xlatools.records.triage import DiffFound, IsolateFound, TriageState
 from xlatools.vocab import StageStatus, TriageStage
 
 ISSUE = "ISSUE.md"
@@ -67,24 +67,7 @@ def _findings(state: TriageState, root: Path) -> list[str]:
             f"(exit {d.first_bad.exit_code})"
         )
     if state.diff:
-        f = state.diff
-        differ = [m.name for m in f.modules if m.optimized_differs]
-        out.append(
-            f"- Diff: {_link(f.report, root, 'report.html')}, {_link(f.json, root, 'diff.json')}; optimised HLO "
-            f"differs in {', '.join(differ) or 'no replayed module'}"
-            + (f"; first divergence {f.first_divergence}" if f.first_divergence else "")
-        )
-        out.append(
-            f"- Modules replayed against the last good release ({_link(f.replay_bundle, root, 'replay')}): "
-            + ", ".join(f"{m.name} {m.outcome}" for m in f.modules)
-            + (f"; **{f.module_label}**: {f.mismatch}" if f.module_label else "")
-        )
-        if f.precision_only:
-            out.append(
-                f"- **Not a miscompile**: {', '.join(f.precision_only)} differ from the last good release only "
-                "by precision: with their dots and convolutions at full precision the two agree (on a GPU, "
-                "TF32 and like modes). Nothing to reduce or isolate."
-            )
+        out += _diff_lines(state.diff, root)
     if state.passes:
         p = state.passes
         culprit = ", ".join(f"`{c}`" for c in p.culprits) or "none"
@@ -104,20 +87,46 @@ def _findings(state: TriageState, root: Path) -> list[str]:
             + ("; FLAKY" if r.flaky else "")
         )
     if state.isolate:
-        i = state.isolate
-        if i.first_mismatch:
-            what = f"{_instruction(i.first_mismatch)} mismatches on its own"
-        elif i.first_mismatch_in_context:
-            what = (
-                f"no instruction mismatches on its own; the first whose value mismatches in context is "
-                f"{_instruction(i.first_mismatch_in_context)} (the bug needs its context, e.g. a fusion or folding)"
-            )
-        else:
-            from xlatools.reduce.isolate import NO_SINGLE
-
-            what = NO_SINGLE
-        out.append(f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')})")
+        out.append(_isolate_line(state.isolate, root))
     return out
+
+
+def _diff_lines(f: DiffFound, root: Path) -> list[str]:
+    """The diff stage's finding: the two runs compared, the modules replayed, and precision when that is all."""
+    lines: list[str] = []
+    differ = [m.name for m in f.modules if m.optimized_differs]
+    lines.append(
+        f"- Diff: {_link(f.report, root, 'report.html')}, {_link(f.json, root, 'diff.json')}; optimised HLO "
+        f"differs in {', '.join(differ) or 'no replayed module'}"
+        + (f"; first divergence {f.first_divergence}" if f.first_divergence else "")
+    )
+    lines.append(
+        f"- Modules replayed against the last good release ({_link(f.replay_bundle, root, 'replay')}): "
+        + ", ".join(f"{m.name} {m.outcome}" for m in f.modules)
+        + (f"; **{f.module_label}**: {f.mismatch}" if f.module_label else "")
+    )
+    if f.precision_only:
+        lines.append(
+            f"- **Not a miscompile**: {', '.join(f.precision_only)} differ from the last good release only "
+            "by precision: with their dots and convolutions at full precision the two agree (on a GPU, "
+            "TF32 and like modes). Nothing to reduce or isolate."
+        )
+    return lines
+
+
+def _isolate_line(i: IsolateFound, root: Path) -> str:
+    if i.first_mismatch:
+        what = f"{_instruction(i.first_mismatch)} mismatches on its own"
+    elif i.first_mismatch_in_context:
+        what = (
+            f"no instruction mismatches on its own; the first whose value mismatches in context is "
+            f"{_instruction(i.first_mismatch_in_context)} (the bug needs its context, e.g. a fusion or folding)"
+        )
+    else:
+        from xlatools.reduce.isolate import NO_SINGLE
+
+        what = NO_SINGLE
+    return f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')})"
 
 
 def _demoted(markdown: str) -> list[str]:
