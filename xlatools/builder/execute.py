@@ -240,8 +240,7 @@ def execute(
     `explain(log)` -> (hints, text) scans a failed build's log for known failure signatures
     (the command passes doctor's; the builder does not depend on it)."""
     from xlatools.bundle import bundle_session
-    from xlatools.records import host_info
-    from xlatools.redact import redact_argv
+    from xlatools.records.base import invoked
 
     record = BuildManifest(
         profile=plan.profile,
@@ -249,11 +248,9 @@ def execute(
         plan=plan,
         pin=pin,
         tree=tree,
-        host=host_info(),
         log=LOG_NAME,
-        argv=list(argv),
-        command="xlatools " + " ".join(redact_argv(list(argv))) if argv else None,
     )
+    invoked(record, argv)
     options = _Options(keep_container, rebuild_image, client, explain, credentials)
     session = None
     try:

@@ -103,6 +103,22 @@ class BundleRecord:
     files: list[FileEntry] = field(default_factory=list)  # every file with size and sha256 (final manifests)
 
 
+B = TypeVar("B", bound=BundleRecord)
+
+
+def invoked(record: B, argv: list[str] | None) -> B:
+    """`record` with what every bundle manifest says of the command that made it: the xlatools version, the
+    command as typed (secrets redacted), its argv, and the host."""
+    from xlatools import __version__
+    from xlatools.redact import redact_argv
+
+    record.xlatools_version = __version__
+    record.argv = list(argv or [])
+    record.command = "xlatools " + " ".join(redact_argv(list(argv))) if argv else None
+    record.host = host_info()
+    return record
+
+
 # kind -> (module, class): bundle kinds register here; the reader imports only the one it needs.
 KINDS: dict[str, tuple[str, str]] = {
     "run": ("xlatools.records.run", "RunManifest"),

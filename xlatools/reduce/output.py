@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlatools import __version__
 from xlatools.errors import EXIT_FAILED, Interrupted
 from xlatools.records.base import to_json
 from xlatools.records.reduce import ReduceManifest, ReduceResult
@@ -199,21 +198,14 @@ def _pack(outcome: Outcome, folder: Path, argv: list[str], reporter: Reporter) -
 
 def reduce_record(prepared: PreparedReduce, argv: list[str]) -> ReduceManifest:
     """The manifest of a reduction that is starting (status "running")."""
-    from xlatools.records.base import host_info
-    from xlatools.redact import redact_argv
-
+    from xlatools.records.base import invoked
     from xlatools.replay.execute import target_versions
 
     plan = prepared.plan
-    return ReduceManifest(
-        xlatools_version=__version__,
-        command="xlatools " + " ".join(redact_argv(argv)),
-        argv=list(argv),
-        host=host_info(),
-        source=os.path.realpath(plan.request.source),
-        plan=plan.record(),
-        targets=target_versions(prepared.targets),
+    record = ReduceManifest(
+        source=os.path.realpath(plan.request.source), plan=plan.record(), targets=target_versions(prepared.targets)
     )
+    return invoked(record, argv)
 
 
 def execute_reduce(

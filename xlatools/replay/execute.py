@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from xlatools import __version__
 from xlatools.errors import EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EnvironmentMissing, Interrupted, UsageError
 from xlatools.records.replay import ReplayManifest
 from xlatools.records.run import InterpreterFacts
@@ -146,20 +145,16 @@ def target_versions(targets: dict[str, ProbedInterpreter]) -> dict[str, Interpre
 
 def replay_record(prepared: PreparedReplay, argv: list[str]) -> ReplayManifest:
     """The manifest of a replay that is starting (status "running")."""
-    from xlatools.records.base import host_info
-    from xlatools.redact import redact_argv
+    from xlatools.records.base import invoked
 
     plan = prepared.plan
-    return ReplayManifest(
-        xlatools_version=__version__,
-        command="xlatools " + " ".join(redact_argv(argv)),
-        argv=list(argv),
-        host=host_info(),
+    record = ReplayManifest(
         source=os.path.realpath(plan.request.source),
         plan=plan.record(),
         targets=target_versions(prepared.targets),
         flag_checks=prepared.flag_checks,
     )
+    return invoked(record, argv)
 
 
 def execute_replay(

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from xlatools import __version__
 from xlatools.records.run import (
     DumpSummary,
     FrontendInfo,
@@ -39,17 +38,12 @@ def run_record(
     kind: type[Manifest] = RunManifest,
 ) -> Manifest:
     """The manifest of a run that is starting (status "running"); finish_record() completes it."""
-    from xlatools.records.base import host_info
-    from xlatools.redact import redact_argv
+    from xlatools.records.base import invoked
 
-    return kind(
-        xlatools_version=__version__,
-        command="xlatools " + " ".join(redact_argv(argv)),
-        argv=list(argv),
+    record = kind(
         program=plan.program.record(),
         program_argv=list(plan.argv),
         cwd=plan.cwd,
-        host=host_info(),
         interpreter=Interpreter(python=target.python, python_version=target.python_version),
         jax=target.facts(with_python_version=False),  # the version is the interpreter's, above
         frontend=FrontendInfo(
@@ -70,6 +64,7 @@ def run_record(
         notes=list(plan.notes),
         flag_checks=dict(flag_checks),
     )
+    return invoked(record, argv)
 
 
 # Variables that change a program's numbers (types, precisions, math libraries): recorded with every run.
