@@ -169,6 +169,9 @@ def diff(ctx: Context) -> str:
     counted = f"{sum(differs.values())} of {len(differs)} modules' optimised HLO differ"
     if wrong is None and (precision := precision_only(replayed.record.modules)):
         found.precision_only = precision
+        # A reduction or isolation of an earlier invocation worked on a module that no longer mismatches:
+        # ISSUE.md must not show it beside "not a miscompile".
+        ctx.state.reduce = ctx.state.isolate = None
         return (
             f"{counted}; no module miscompiles: {', '.join(precision)} differ from jax {runs.last_good.version} "
             "only by precision (they agree with it at full precision)"
