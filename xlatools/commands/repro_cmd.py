@@ -149,13 +149,13 @@ def _print_pack(made, as_json: bool, reporter) -> None:
     """The pack written: its path and each module's expected outcome (and what was left out)."""
     import json
 
-    from xlatools.replay.repro_verdict import nothing_to_reproduce
+    from xlatools.replay.repro import reference_names
+    from xlatools.replay.repro_verdict import describe, nothing_to_reproduce
 
-    # Keyed by id and name: one program may compile several modules of one name.
-    outcomes = {
-        m.label: str(m.outcome) + (f" ({m.failed_run})" if m.failed_run not in (None, "test") else "")
-        for m in made.index.modules
-    }
+    # Keyed by id and name: one program may compile several modules of one name. Each outcome says what it was
+    # judged against (`mismatch against reference-python-1 (jaxlib 0.6.1)`): `repro run` reproduces it only so.
+    names = reference_names(made.index)
+    outcomes = {m.label: describe(m, names) for m in made.index.modules}
     left_out = {m.label: m.why for m in made.index.left_out}
     if as_json:
         typer.echo(
@@ -174,8 +174,15 @@ def _print_pack(made, as_json: bool, reporter) -> None:
         for label, why in left_out.items():
             reporter.warn(f"left out of the pack: {label}: {why}")
         if nothing_to_reproduce(made.index.modules):
+            referenced = made.index.reference_pythons or made.index.replay.references
             reporter.warn(
                 "every module ran ok: this pack records no failure, so `repro run` will answer "
                 "nothing-to-reproduce (exit 5)"
+                + (
+                    " (its modules match the reference(s) it compares with)"
+                    if referenced
+                    else "; to make a pack that can answer, pack again with --reference-python PY (a jaxlib that "
+                    "computes it right) or --reference cpu (a GPU run against the CPU)"
+                )
             )
         reporter.result(f"\npack: {made.path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")
