@@ -136,3 +136,46 @@ def test_triage_picks_a_module_that_differs_from_last_good_not_from_its_own_snap
     assert against_a_reference(_replayed(snapshot_ok=True, reference_ok=False))
     assert not against_a_reference(_replayed(snapshot_ok=False, reference_ok=True))
     assert not against_a_reference(_replayed(snapshot_ok=False, reference_ok=None))
+
+
+def test_a_replay_bundle_packs_its_replay_or_names_what_it_would_lose(tmp_path):
+    """Issue 37 item 5, the plan alone (tests/integration/replay/test_fixed_yet.py packs a real replay bundle)."""
+    import sys
+    from dataclasses import replace
+
+    import pytest
+
+    from xlatools.errors import UsageError
+    from xlatools.records.replay import PlanRecord, ReplayManifest, ReplayRequest
+    from xlatools.replay.pack_replay import carry_replay
+
+    asked = ReplayRequest(
+        source=tmp_path,
+        python=sys.executable,
+        xla_flags=["--xla_cpu_enable_fast_math=true"],
+        atol=0.0,
+        rtol=0.0,
+        reference_pythons=[sys.executable],
+        precision=PrecisionMode.AUTO,
+    )
+    replay = ReplayManifest(
+        source=str(tmp_path),
+        plan=PlanRecord(request=asked, source_kind="bundle", name="r"),
+        modules=[
+            ModuleRecord(name="jit_f", id=4, outcome="mismatch"),
+            ModuleRecord(name="jit_g", id=6, outcome="skipped"),
+        ],
+    )
+    given = ReplayRequest(source=tmp_path / "r", python="/this", atol=1e-3, rtol=0.0)
+    request, notes = carry_replay(replay, tmp_path / "r", given, {"rtol"})
+    assert (request.modules, request.xla_flags, request.atol, request.rtol) == (["4"], asked.xla_flags, 0.0, 0.0)
+    assert (request.python, request.reference_pythons, request.source) == (sys.executable, [sys.executable], tmp_path)
+    assert any("--xla-flag --xla_cpu_enable_fast_math=true" in n and "--atol 0.0" in n for n in notes), notes
+    asked.reference_pythons = ["/gone/bin/python"]
+    with pytest.raises(UsageError) as refused:
+        carry_replay(replay, tmp_path / "r", given, set())
+    assert "reference interpreter /gone/bin/python is gone" in refused.value.message
+    request, _ = carry_replay(
+        replay, tmp_path / "r", replace(given, reference_pythons=[sys.executable]), {"reference_pythons"}
+    )
+    assert request.reference_pythons == [sys.executable]  # given again on the command line: nothing is lost
