@@ -1,0 +1,102 @@
+""" "Fixed yet?" must be true (issue 41): a real upstream miscompile, asked of its bad and its good jaxlib.
+
+jaxlib 0.6.2 computes tests/integration/reduce/student_t.py's float64 Student-t densities wrong on CPU (finite values
+where every one must be NaN; jax-ml/jax#29537), 0.6.1 right. The pair of answers is each test: the bad jaxlib
+reproduces, the good one does not; neither side alone. Cost with the release environment cached: about 45-60 s on 2
+cores (two dumping runs, one replay, three packs' replays, three `repro run` replays, a two-step bisection)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.helpers import bundles, manifest
+
+STUDENT_T = Path(__file__).resolve().parents[1] / "reduce" / "student_t.py"
+
+
+def _dumping_run(call, cwd: Path, python: str, out: str) -> Path:
+    """student_t.py run by `python` with HLO text and snapshots (the arguments and the result each module computed)."""
+    shutil.copy(STUDENT_T, cwd / "student_t.py")
+    done = call(
+        "run", "student_t.py", "--python", python, "--preset", "dump:hlo", "--preset", "dump:snapshots", "--out", out
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return bundles(cwd / out)[0]
+
+
+def _json(done) -> dict:
+    assert done.stdout, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_a_pack_made_against_the_good_jaxlib_is_fixed_on_the_good_one_only(
+    replay, tmp_path, miscompile_python, fixed_python
+):
+    bad, good = miscompile_python, fixed_python
+    run = _dumping_run(replay, tmp_path, bad, "runs")
+    # The replay that finds it: the bad jaxlib matches the snapshot its own run computed, and differs from 0.6.1.
+    found = replay("replay", str(run), "--python", bad, "--reference-python", good, "--out", "out", "--json")
+    assert found.returncode == 1, found.stderr[-3000:]
+    (module,) = _json(found)["modules"]
+    assert (module["outcome"], module["failed_run"]) == ("mismatch", "reference-python-1")
+    # Packed from the replay bundle itself (issue 37 item 5): its interpreter, reference and module travel.
+    packed = replay("repro", "pack", "out/latest-replay", "-o", "fixed-yet.tar.gz", "--out", "out", "--json")
+    assert packed.returncode == 0, packed.stderr[-3000:]
+    assert "is a replay bundle: the pack carries its replay" in packed.stderr
+    expected = _json(packed)["expected"]
+    assert list(expected.values()) == ["mismatch against reference-python-1 (jaxlib 0.6.1)"], expected
+    assert _json(packed)["not_as_replayed"] == []
+
+    answers = {}
+    for side, python in (("bad", bad), ("good", good)):
+        done = replay(
+            "repro", "run", "fixed-yet.tar.gz", "--python", python, "--reference-python", good, "--out", side, "--json"
+        )
+        answers[side] = (done.returncode, _json(done))
+    assert answers["bad"][0] == 1 and answers["bad"][1]["outcome"] == "reproduced", answers["bad"]
+    assert answers["good"][0] == 0 and answers["good"][1]["outcome"] == "not-reproduced", answers["good"]
+    said = "\n".join(answers["good"][1]["differences"])
+    assert "jit_summary: ok, expected mismatch against reference-python-1 (jaxlib 0.6.1)" in said, said
+    # On the good jaxlib the snapshot the bad run computed differs: listed, never the judge.
+    (fixed,) = manifest(Path(answers["good"][1]["bundle"]))["modules"]
+    assert fixed["outcome"] == "ok" and any(
+        n.startswith("listed, not judged: against the snapshot") for n in fixed["notes"]
+    )
+    assert any(not c["ok"] and c["against"] == "snapshot" for c in fixed["comparisons"])
+    # A reference of another jaxlib is not the reference the outcome was judged against.
+    other = replay(
+        "repro", "run", "fixed-yet.tar.gz", "--python", good, "--reference-python", bad, "--out", "other", "--json"
+    )
+    assert other.returncode == 3 and "judged against jaxlib 0.6.1" in _json(other)["reason"], other.stdout
+
+
+def test_bisect_replay_judges_each_release_by_a_good_runs_recorded_results(
+    bx, tmp_path, miscompile_python, fixed_python
+):
+    """bisect --replay's steps (ReplayTest): a good run's snapshots, replayed by the bad jaxlib, make a pack whose
+    expected outcome is the mismatch against them; 0.6.1 (good) does not reproduce it, 0.6.2 (bad) does."""
+    from xlatools.replay.pack import extract, write_pack
+
+    run = _dumping_run(bx, tmp_path, fixed_python, "runs")
+    packed = bx("repro", "pack", str(run), "--python", miscompile_python, "-o", "golden.tar.gz", "--json")
+    assert packed.returncode == 0, packed.stderr[-3000:]
+    assert list(_json(packed)["expected"].values()) == ["mismatch against snapshot"]
+    done = bx("bisect", "releases", "--good", "0.6.1", "--bad", "0.6.2", "--replay", "golden.tar.gz", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = _json(done)
+    assert (state["result"]["last_good"]["key"], state["result"]["first_bad"]["key"]) == ("0.6.1", "0.6.2")
+    reasons = {s["key"]: (s["outcome"], s["reason"]) for s in state["steps"]}
+    assert reasons["0.6.1"][0] == "good" and reasons["0.6.1"][1].startswith("not-reproduced"), reasons
+    assert reasons["0.6.2"][0] == "bad" and reasons["0.6.2"][1].startswith("reproduced"), reasons
+    # A pack judged against a reference interpreter cannot judge a step alone: refused, saying how to make one.
+    root = extract(tmp_path / "golden.tar.gz", tmp_path / "unpacked")
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    files.pop("SHA256SUMS")
+    index = json.loads(files["pack.json"])
+    index["reference_pythons"] = [{"python": fixed_python, "jaxlib": "0.6.1"}]
+    files["pack.json"] = json.dumps(index).encode()
+    write_pack(files, tmp_path / "referenced.tar.gz")
+    refused = bx("bisect", "releases", "--good", "0.6.1", "--bad", "0.6.2", "--replay", "referenced.tar.gz")
+    assert refused.returncode == 2 and "dump:snapshots" in refused.stderr, refused.stderr[-2000:]
