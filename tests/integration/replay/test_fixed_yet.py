@@ -11,7 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.helpers import bundles, manifest
+import pytest
+
+from tests.helpers import bundles, manifest, run_cli
 
 STUDENT_T = Path(__file__).resolve().parents[1] / "reduce" / "student_t.py"
 
@@ -26,16 +28,24 @@ def _dumping_run(call, cwd: Path, python: str, out: str) -> Path:
     return bundles(cwd / out)[0]
 
 
+@pytest.fixture(scope="module")
+def bad_run(tmp_path_factory, replay_env, miscompile_python) -> Path:
+    """The bad jaxlib's run, with the snapshot its wrong module recorded (shared by the pairs below)."""
+    work = tmp_path_factory.mktemp("fixed-yet")
+    return _dumping_run(
+        lambda *args: run_cli(*args, cwd=work, env=replay_env, timeout=300), work, miscompile_python, "runs"
+    )
+
+
 def _json(done) -> dict:
     assert done.stdout, done.stderr[-3000:]
     return json.loads(done.stdout)
 
 
 def test_a_pack_made_against_the_good_jaxlib_is_fixed_on_the_good_one_only(
-    replay, tmp_path, miscompile_python, fixed_python
+    replay, bad_run, miscompile_python, fixed_python
 ):
-    bad, good = miscompile_python, fixed_python
-    run = _dumping_run(replay, tmp_path, bad, "runs")
+    bad, good, run = miscompile_python, fixed_python, bad_run
     # The replay that finds it: the bad jaxlib matches the snapshot its own run computed, and differs from 0.6.1.
     found = replay("replay", str(run), "--python", bad, "--reference-python", good, "--out", "out", "--json")
     assert found.returncode == 1, found.stderr[-3000:]
@@ -100,3 +110,20 @@ def test_bisect_replay_judges_each_release_by_a_good_runs_recorded_results(
     write_pack(files, tmp_path / "referenced.tar.gz")
     refused = bx("bisect", "releases", "--good", "0.6.1", "--bad", "0.6.2", "--replay", "referenced.tar.gz")
     assert refused.returncode == 2 and "dump:snapshots" in refused.stderr, refused.stderr[-2000:]
+
+
+def test_reduce_judges_by_the_reference_never_by_the_bad_runs_snapshot(
+    replay, tmp_path, bad_run, miscompile_python, fixed_python
+):
+    """reduce's mismatch oracle (and replay --isolate, which judges each instruction with it): the bad jaxlib's module
+    is interesting against jaxlib 0.10.2 (this interpreter); the good jaxlib's is not, though it differs from the
+    snapshot the bad run recorded (a recorded-result oracle would have called it interesting)."""
+    import sys
+
+    common = ["--reference-python", sys.executable, "--rechecks", "1", "--max-time", "1", "--json"]
+    bad = replay("reduce", str(bad_run), "--python", miscompile_python, *common, "--out", "bad")
+    assert bad.returncode == 0, bad.stderr[-3000:]
+    assert _json(bad)["oracle"] == "mismatch" and "NaN mismatches" in _json(bad)["verdict"]
+    good = replay("reduce", str(bad_run), "--python", fixed_python, *common, "--out", "good")
+    assert good.returncode == 2 and "the input is not interesting" in good.stderr, good.stderr[-3000:]
+    assert "outputs match" in good.stderr and not bundles(tmp_path / "good")
