@@ -179,3 +179,9 @@ def test_a_replay_bundle_packs_its_replay_or_names_what_it_would_lose(tmp_path):
         replay, tmp_path / "r", replace(given, reference_pythons=[sys.executable]), {"reference_pythons"}
     )
     assert request.reference_pythons == [sys.executable]  # given again on the command line: nothing is lost
+
+
+def test_arguments_a_run_recorded_are_the_packs_snapshot():
+    recorded = _replayed(snapshot_ok=True, reference_ok=False)
+    recorded.input_source = InputSource(kind="recorded", path="/b/recorded/x.pb")  # run --record-inputs
+    assert verdict([expected_of(recorded)], [_replayed(snapshot_ok=True, reference_ok=False)]).outcome == "reproduced"

@@ -94,7 +94,11 @@ def same_evidence(e: PackModule, got: PackModule) -> bool:
 
 
 def _inputs(source: InputSource | None) -> tuple[str, int | None] | None:
-    return (source.kind, source.seed) if source else None
+    """What makes two input sources the same inputs: the kind and seed (paths differ between machines; arguments
+    `recorded` by a run travel in a pack as its snapshot)."""
+    if source is None:
+        return None
+    return ("snapshot" if source.kind == "recorded" else source.kind), source.seed
 
 
 def _compare_module(
