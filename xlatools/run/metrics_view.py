@@ -34,7 +34,7 @@ def _calls(m: ModuleMetrics) -> tuple[str, str, str]:
 
 def module_rows(metrics: RunMetrics) -> list[tuple[str, ...]]:
     """The header and one row per compiled module, in compile order (process by process)."""
-    rows = [HEADER]
+    rows: list[tuple[str, ...]] = [HEADER]
     for m in metrics.modules:
         memory = m.memory
         ref = f"#{m.id}" + (f" p{m.process}" if m.process is not None else "")
