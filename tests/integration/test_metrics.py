@@ -126,3 +126,27 @@ def test_jax_0_4_26_times_the_first_call_only(xl, tmp_path):
     metrics = manifest(tmp_path / "artifacts" / "latest")["metrics"]
     assert _only(metrics["modules"], "jit_filter_step")["calls"]["timed"] == 1
     assert any("only the first call" in note for note in metrics["notes"])
+
+
+def test_replay_times_each_interpreter_and_names_the_slower(xl, tmp_path, old_jax_python):
+    """The scan of jax-ml/jax#36799 dumped by this jaxlib, replayed here and on 0.4.30 (--reference-python)."""
+    shutil.copy(PERF / "scan_f64_carry.py", tmp_path)
+    assert xl("run", "scan_f64_carry.py", "--dump", "--quiet", "--", "2").returncode == 0
+    result = xl(
+        "replay",
+        "artifacts/latest",
+        "--module",
+        "jit_filter_step",
+        "--reference-python",
+        old_jax_python,
+        "--iterations",
+        "5",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    [module] = json.loads(result.stdout)["modules"]
+    speed = module["speed"]
+    assert [(s["label"], s["count"]) for s in speed["runs"]] == [("test", 5), (module["runs"][1]["label"], 5)]
+    assert speed["runs"][1]["jaxlib"] == "0.4.30" and all(s["min_s"] > 0 for s in speed["runs"])
+    assert {speed["slowest"], speed["fastest"]} == {"test", speed["runs"][1]["label"]} and speed["ratio"] >= 1
+    assert speed["slower"] in (None, speed["slowest"])

@@ -179,3 +179,43 @@ def test_the_observer_is_standalone():
         names = [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
         names += [n.module for n in top if isinstance(n, ast.ImportFrom) and n.module]
         assert not [n for n in names if n.split(".")[0] in ("xlatools", "jax", "jaxlib", "numpy")], path
+
+
+def test_replay_names_the_slower_interpreter():
+    from xlatools.records.replay import ModuleRecord, RunRecord, Timings
+    from xlatools.records.run import InterpreterFacts
+    from xlatools.replay.speed import compare_speed, speed_cell
+
+    def run(label: str, low: float, count: int = 20, jaxlib: str = "0.4.31") -> RunRecord:
+        return RunRecord(
+            label=label,
+            python=f"/{label}/python",
+            run_s=Timings(count=count, min=low, median=low * 1.5, first=low * 3),
+            versions=InterpreterFacts(jaxlib=jaxlib),
+        )
+
+    module = ModuleRecord(
+        name="jit_f", runs=[run("test", 0.00144, jaxlib="0.4.33"), run("reference-python-1", 0.00018)]
+    )
+    speed = compare_speed(module)
+    assert (speed.slowest, speed.fastest, speed.slower, speed.ratio, speed.note) == (
+        "test",
+        "reference-python-1",
+        "test",
+        8.0,
+        None,
+    )
+    module.speed = speed
+    assert speed_cell(module) == "test (jaxlib 0.4.33) 8.00x"
+    from xlatools.replay.outcome import table
+
+    header, row = table([module]).splitlines()[:2]
+    assert "slower" in header.split() and "test (jaxlib 0.4.33) 8.00x" in row
+    assert "slower" not in table([ModuleRecord(name="jit_g", runs=[run("test", 0.1)])]).splitlines()[0]
+    close = ModuleRecord(name="jit_f", runs=[run("test", 0.00100, count=1), run("reference-python-1", 0.00104)])
+    close.speed = compare_speed(close)
+    assert close.speed.slower is None and speed_cell(close) == "same (1.04x)" and "rough" in close.speed.note
+    cpu_only = ModuleRecord(name="jit_f", runs=[run("test", 0.001), run("reference-cpu", 0.002)])
+    assert compare_speed(cpu_only) is None  # a reference on another platform is not an interpreter comparison
+    failed = ModuleRecord(name="jit_f", runs=[run("test", 0.001), RunRecord(label="reference-python-1", python="p")])
+    assert compare_speed(failed) is None

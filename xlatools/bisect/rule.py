@@ -69,7 +69,7 @@ class Rule(RuleSpec):
         if code in self.skip_exit:
             return Judgement(StepOutcome.SKIP, f"exit {code} means skip")
         if self.metric is not None:
-            return self._judge_metric(code, manifest, bundle)
+            return self._judge_metric(self.metric, code, manifest, bundle)
         if self.match is not None:
             found = _search(self.match, self.match_in, bundle, self.hlo_module)
             unasked = self._unasked_failure(code)
@@ -102,19 +102,19 @@ class Rule(RuleSpec):
             return f"the program {what}, which the test did not ask about ({named}): skip"
         return None
 
-    def _judge_metric(self, code: int | None, manifest: RunManifest, bundle: Path) -> Judgement:
+    def _judge_metric(self, metric: str, code: int | None, manifest: RunManifest, bundle: Path) -> Judgement:
         """A built-in metric (run/metrics.py: measured by xlatools) or the program's own (its metrics.json)."""
         from xlatools.run.metrics import metric_samples
 
-        samples = metric_samples(manifest, self.metric, bundle=bundle)
+        samples = metric_samples(manifest, metric, bundle=bundle)
         if samples.value is None:
-            return Judgement(StepOutcome.SKIP, f"no metric {self.metric} (exit {code}): {samples.missing}")
+            return Judgement(StepOutcome.SKIP, f"no metric {metric} (exit {code}): {samples.missing}")
         value = samples.value
         worse = value < self.threshold if self.higher_is_better else value > self.threshold
         side = "below" if self.higher_is_better else "above"
         return Judgement(
             StepOutcome.BAD if worse else StepOutcome.GOOD,
-            f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
+            f"{metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
         )
 
 
