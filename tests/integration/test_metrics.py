@@ -14,6 +14,7 @@ import pytest
 
 from tests.helpers import bundles, interpreter_from_env, manifest
 from xlatools.run.metrics import metric_samples
+from xlatools.run.observer import read_statuses
 
 PERF = Path(__file__).resolve().parents[1] / "fixtures" / "perf"
 
@@ -110,6 +111,9 @@ def test_no_timed_calls_no_metrics_and_an_early_exit(xl, tmp_path):
     assert not process["exited"] and process["peak_rss_mb"] > 0  # os._exit: the last compile's numbers
     assert all(m["calls"] is None for m in metrics["modules"]) and metrics["modules"]
     assert "--measure-calls 0" in metric_samples(zero, "run_s").missing
+    [status] = read_statuses(zero)  # what a capture of a stuck process reads: the last compile and call it saw
+    assert status.state == "python" and status.last_compiled.name.startswith("jit_")
+    assert status.last_executed.name == status.last_compiled.name
     assert "metrics" not in manifest(off) and not (off / "observer").exists()
 
 

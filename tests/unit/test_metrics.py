@@ -219,3 +219,22 @@ def test_replay_names_the_slower_interpreter():
     assert compare_speed(cpu_only) is None  # a reference on another platform is not an interpreter comparison
     failed = ModuleRecord(name="jit_f", runs=[run("test", 0.001), RunRecord(label="reference-python-1", python="p")])
     assert compare_speed(failed) is None
+
+
+def test_a_process_status_is_read_while_it_runs(tmp_path):
+    from xlatools.records.metrics import ModuleRef
+    from xlatools.run.observer import read_statuses
+
+    folder = tmp_path / "observer"
+    folder.mkdir()
+    now = {"v": 1, "pid": 7, "process": 1, "t": 5.0, "state": "executing", "m": 3, "name": "jit_step", "since": 4.0}
+    now.update(
+        last_compiled={"m": 3, "name": "jit_step", "t": 2.0}, last_executed={"m": 3, "name": "jit_step", "t": 4.0}
+    )
+    (folder / "7.status.json").write_text(json.dumps(now).ljust(4095) + "\n")  # padded, as the observer writes it
+    (folder / "8.status.json").write_text('{"v": 1, "pid": 8, "sta')  # met mid-write (and never finished)
+    (folder / "9.status.json").write_text(json.dumps({"v": 1, "pid": 9, "state": "waiting"}))
+    first, second = read_statuses(tmp_path)
+    assert (second.pid, second.process, second.state, second.name, second.since) == (7, 1, "executing", "jit_step", 4.0)
+    assert second.last_compiled == ModuleRef(m=3, name="jit_step", t=2.0) and second.last_executed.t == 4.0
+    assert (first.pid, first.state, first.last_executed) == (9, "python", None)

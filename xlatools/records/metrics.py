@@ -134,3 +134,27 @@ class MetricSamples:
     def samples(self) -> list[float]:
         """Every counted sample of every group, in order (warm-up calls left out)."""
         return [s for group in self.groups for s in group.samples]
+
+
+@dataclass(kw_only=True)
+class ModuleRef:
+    """A module a process compiled or executed, and when (Unix time)."""
+
+    m: int | None = None  # the observer's compilation number in that process
+    name: str | None = None
+    t: float | None = None
+
+
+@dataclass(kw_only=True)
+class ObserverStatus:
+    """Where one observed process is: its `<pid>.status.json`, readable while it runs (a stuck process too)."""
+
+    pid: int
+    process: int | None = None
+    t: float | None = None  # when the observer last wrote it
+    state: Literal["compiling", "executing", "python"] = "python"
+    m: int | None = None  # the module compiling or executing (or the last one)
+    name: str | None = None
+    since: float | None = None  # when `state` began
+    last_compiled: ModuleRef | None = None
+    last_executed: ModuleRef | None = None  # the last call the observer saw (fast-path calls are not seen)

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 from xlatools.errors import UsageError
-from xlatools.records.metrics import ALL_CALLS, DEFAULT_MEASURE_CALLS, ModuleMetrics, RunMetrics
-from xlatools.run.observer_events import read_process
+from xlatools.records.metrics import ALL_CALLS, DEFAULT_MEASURE_CALLS, ModuleMetrics, ObserverStatus, RunMetrics
+from xlatools.run.observer_events import read_process, read_status
 
 HOOK_DIR = Path(__file__).resolve().parent / "probes" / "observer"
 FOLDER = "observer"  # in the bundle
@@ -93,3 +93,11 @@ def _match_dump(modules: list[ModuleMetrics], dump_root: Path) -> None:
         ids = by_name.get(module.name)
         if ids and module.cache_hit is not True and module.error is None:
             module.dump_id = ids.pop(0)
+
+
+def read_statuses(bundle: Path) -> list[ObserverStatus]:
+    """Where each observed process of a run is now (or was when it ended): for a capture of a stuck run."""
+    found = [read_status(path) for path in sorted((Path(bundle) / FOLDER).glob("*.status.json"))]
+    return sorted(
+        (s for s in found if s is not None), key=lambda s: (s.process if s.process is not None else -1, s.pid)
+    )

@@ -6,8 +6,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from xlatools.records.metrics import MAX_KEPT_SAMPLES, CallTimes, ModuleMemory, ModuleMetrics, ProcessMetrics
+from xlatools.records.metrics import (
+    MAX_KEPT_SAMPLES,
+    CallTimes,
+    ModuleMemory,
+    ModuleMetrics,
+    ModuleRef,
+    ObserverStatus,
+    ProcessMetrics,
+)
 
 _MEMORY_KEYS = (
     ("temp", "temp_bytes"),
@@ -64,6 +73,11 @@ class Event:
 
     def has(self, key: str) -> bool:
         return key in self._raw
+
+    def part(self, key: str) -> Event:
+        """A nested JSON object, read the same way (an empty one when absent)."""
+        value = self._raw.get(key)
+        return Event({"ev": "", **value} if isinstance(value, dict) else {})
 
 
 def read_events(path: Path) -> list[Event]:
@@ -169,3 +183,42 @@ def _usage(record: ProcessMetrics, event: Event) -> None:
         record.peak_rss_mb = round(rss / 1024, 3)
     if user is not None and system is not None:
         record.user_s, record.system_s, record.cpu_s = user, system, round(user + system, 6)
+
+
+def read_status(path: Path, tries: int = 3) -> ObserverStatus | None:
+    """One process's `<pid>.status.json` (rewritten in place: a read that meets a write tries again), or None."""
+    import time
+
+    for attempt in range(tries):
+        try:
+            raw = json.loads(path.read_bytes())
+        except OSError:
+            return None
+        except ValueError:
+            time.sleep(0.01 * (attempt + 1))
+            continue
+        status = Event({"ev": "status", **raw} if isinstance(raw, dict) else {})
+        pid = status.integer("pid")
+        if pid is None:
+            return None
+        text = status.text("state")
+        state: Literal["compiling", "executing", "python"] = (
+            "compiling" if text == "compiling" else "executing" if text == "executing" else "python"
+        )
+        return ObserverStatus(
+            pid=pid,
+            process=status.integer("process"),
+            t=status.number("t"),
+            state=state,
+            m=status.integer("m"),
+            name=status.text("name"),
+            since=status.number("since"),
+            last_compiled=_ref(status.part("last_compiled")) if status.has("last_compiled") else None,
+            last_executed=_ref(status.part("last_executed")) if status.has("last_executed") else None,
+        )
+    return None
+
+
+def _ref(part: Event) -> ModuleRef | None:
+    ref = ModuleRef(m=part.integer("m"), name=part.text("name"), t=part.number("t"))
+    return ref if ref.m is not None or ref.name is not None else None

@@ -142,18 +142,23 @@ def _wrap_execute(original):
             module = _module_for(self)
         except Exception:
             return original(self, *args)
+        if not module.seen:  # before its first call: a process stuck in it says so
+            module.seen = True
+            obs.event("exec_first", m=module.m, name=module.name)
         budget = obs.state["budget"]
-        if budget >= 0 and module.timed >= budget:
-            module.untimed += 1
+        if budget < 0 or module.timed < budget:
+            return _timed(original, self, args, module)
+        module.untimed += 1
+        obs.status("executing", module.m, module.name)
+        try:
             return original(self, *args)
-        return _timed(original, self, args, module)
+        finally:
+            obs.status("python", module.m, module.name)
 
     return __call__
 
 
 def _timed(original, call, args, module):
-    if module.timed == 0:
-        obs.event("exec_first", m=module.m, name=module.name)
     obs.status("executing", module.m, module.name)
     wall, cpu = time.perf_counter(), time.process_time()
     try:

@@ -18,10 +18,13 @@ where = {"state": "python", "m": None, "name": None, "since": None, "last_compil
 
 
 class Module:
-    __slots__ = ("m", "name", "timed", "wall", "cpu", "first", "untimed")
+    """One executable: its number and name, its timed calls not yet written, its counts."""
+
+    __slots__ = ("m", "name", "timed", "wall", "cpu", "first", "untimed", "seen")
 
     def __init__(self, m, name):
         self.m, self.name, self.timed, self.wall, self.cpu, self.first, self.untimed = m, name, 0, [], [], 0, 0
+        self.seen = False
 
 
 def event(kind, **fields):
