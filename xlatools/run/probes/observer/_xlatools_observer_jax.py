@@ -23,9 +23,8 @@ def _lowered_name(computation):
 
 
 def _wrap_compile(original):
-    def compile_or_get_cached(backend, computation, *args, **kwargs):
-        obs.state["m"] += 1
-        m, name = obs.state["m"], _lowered_name(computation)
+    def compile_or_get_cached(*args, **kwargs):
+        m, name = next(obs.numbers), _lowered_name(args[1] if len(args) > 1 else kwargs.get("computation"))
         obs.event("compile_start", m=m, name=name)
         obs.status("compiling", m, name)
         tls = obs.thread_state()
@@ -33,7 +32,7 @@ def _wrap_compile(original):
         stack.append(None)
         start = time.perf_counter()
         try:
-            executable = original(backend, computation, *args, **kwargs)
+            executable = original(*args, **kwargs)
         except BaseException as exc:
             obs.event("compile_end", m=m, name=name, s=round(time.perf_counter() - start, 6), error=obs.describe(exc))
             obs.status("python", m, name)
@@ -130,8 +129,7 @@ def _module_for(call):
     executable = call.xla_executable
     module = obs.modules.get(id(executable))
     if module is None:  # compiled where the observer did not see it (e.g. deserialized)
-        obs.state["m"] += 1
-        module = obs.modules[id(executable)] = obs.Module(obs.state["m"], str(getattr(call, "name", "?")))
+        module = obs.modules[id(executable)] = obs.Module(next(obs.numbers), str(getattr(call, "name", "?")))
         obs.event("module", m=module.m, name=module.name, note="not compiled through jax's compile call")
     return module
 

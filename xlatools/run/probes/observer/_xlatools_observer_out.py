@@ -6,13 +6,15 @@ JSON object a line, each one write(2) on an O_APPEND descriptor (whole lines, ev
 The format is in docs/metrics.md.
 """
 
+import itertools
 import os
 import sys
 import time
 
 STATUS_BYTES = 4096
 BATCH = 100  # timed calls per `calls` line
-state = {"dir": None, "budget": 20, "events": None, "status": None, "m": 0, "hooks": [], "process": None}
+state = {"dir": None, "budget": 20, "events": None, "status": None, "hooks": [], "process": None}
+numbers = itertools.count(1)  # the process's compilations (next() holds the GIL: no two threads get one number)
 modules = {}  # id(LoadedExecutable) -> Module (executables take no weak references)
 where = {"state": "python", "m": None, "name": None, "since": None, "last_compiled": None, "last_executed": None}
 
