@@ -70,7 +70,7 @@ def _compiled(m, lowered, executable, seconds, backend_s):
         name = executable.hlo_modules()[0].name
     except Exception:
         name = lowered
-    obs.modules[id(executable)] = obs.Module(m, name)
+    obs.register(id(executable), obs.Module(m, name))
     entry = {"m": m, "name": name, "s": round(seconds, 6), "backend_s": None, "cache_hit": None}
     if backend_s is not None:
         entry.update(backend_s=round(backend_s, 6), cache_hit=False)
@@ -129,7 +129,7 @@ def _module_for(call):
     executable = call.xla_executable
     module = obs.modules.get(id(executable))
     if module is None:  # compiled where the observer did not see it (e.g. deserialized)
-        module = obs.modules[id(executable)] = obs.Module(next(obs.numbers), str(getattr(call, "name", "?")))
+        module = obs.register(id(executable), obs.Module(next(obs.numbers), str(getattr(call, "name", "?"))))
         obs.event("module", m=module.m, name=module.name, note="not compiled through jax's compile call")
     return module
 

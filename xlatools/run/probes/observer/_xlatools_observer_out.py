@@ -15,7 +15,8 @@ STATUS_BYTES = 4096
 BATCH = 100  # timed calls per `calls` line
 state = {"dir": None, "budget": 20, "events": None, "status": None, "hooks": [], "process": None}
 numbers = itertools.count(1)  # the process's compilations (next() holds the GIL: no two threads get one number)
-modules = {}  # id(LoadedExecutable) -> Module (executables take no weak references)
+modules = {}  # id(LoadedExecutable) -> Module (executables take no weak references: an id can come back)
+untimed = {}  # m -> calls past the budget, of modules whose executable is gone
 where = {"state": "python", "m": None, "name": None, "since": None, "last_compiled": None, "last_executed": None}
 
 
@@ -129,12 +130,24 @@ def in_forked_child():
         pass
 
 
+def register(key, module):
+    """`module` for the executable whose id is `key`. An id seen before belonged to an executable that is
+    gone (Python reuses the address): that module's timed calls are written out first."""
+    old = modules.get(key)
+    if old is not None:
+        flush(old)
+        if old.untimed:
+            untimed[str(old.m)] = old.untimed
+    modules[key] = module
+    return module
+
+
 def at_exit():
     for module in list(modules.values()):
         flush(module)
-    untimed = {str(m.m): m.untimed for m in modules.values() if m.untimed}
-    if untimed:
-        event("untimed", counts=untimed)
+    counts = dict(untimed, **{str(m.m): m.untimed for m in modules.values() if m.untimed})
+    if counts:
+        event("untimed", counts=counts)
     event("end", **rusage())
 
 
