@@ -238,3 +238,21 @@ def test_a_process_status_is_read_while_it_runs(tmp_path):
     assert (second.pid, second.process, second.state, second.name, second.since) == (7, 1, "executing", "jit_step", 4.0)
     assert second.last_compiled == ModuleRef(m=3, name="jit_step", t=2.0) and second.last_executed.t == 4.0
     assert (first.pid, first.state, first.last_executed) == (9, "python", None)
+
+
+def test_a_reused_executable_id_keeps_the_gone_modules_calls(tmp_path, monkeypatch):
+    """Python reuses a freed executable's address: the module it belonged to is written out, not lost."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_observer_out_under_test", HOOK_DIR / "_xlatools_observer_out.py")
+    out = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(out)
+    monkeypatch.setitem(out.state, "dir", str(tmp_path))
+    out.open_files(4242)
+    first = out.register(1, out.Module(1, "jit_stage"))
+    first.wall, first.cpu, first.timed, first.untimed = [0.5], [0.25], 1, 3
+    out.register(1, out.Module(2, "jit_add"))
+    out.at_exit()
+    lines = [json.loads(line) for line in (tmp_path / "4242.events.jsonl").read_text().splitlines()]
+    assert [line["ev"] for line in lines] == ["start", "calls", "untimed", "end"]
+    assert lines[1]["m"] == 1 and lines[1]["wall"] == [0.5] and lines[2]["counts"] == {"1": 3}
