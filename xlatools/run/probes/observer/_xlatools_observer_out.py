@@ -118,14 +118,18 @@ def open_files(pid):
 
 
 def in_forked_child():
+    """A forked child writes its own files; what the parent measured stays the parent's to write."""
     for key in ("events", "status"):
         try:
             os.close(state[key])
         except (OSError, TypeError):
             pass
         state[key] = None
+    for module in modules.values():
+        module.wall, module.cpu, module.untimed = [], [], 0
+    untimed.clear()
     try:
-        open_files(os.getpid())  # the child's own files
+        open_files(os.getpid())
     except OSError:
         pass
 
