@@ -55,9 +55,9 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
         module.notes.append(flagged)
     from xlatools.replay.speed import compare_speed
 
-    module.speed = compare_speed(module)
-    if module.speed and module.speed.note and module.speed.note not in module.notes:
-        module.notes.append(module.speed.note)
+    module.speed = compare_speed(
+        module
+    )  # its rough-comparison note stays in the record: a mismatch hunt has no use for it
     return module
 
 

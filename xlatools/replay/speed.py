@@ -54,11 +54,13 @@ def compare_speed(module: ModuleRecord) -> SpeedComparison | None:
 
 
 def speed_cell(module: ModuleRecord) -> str:
-    """The table's `slower` column: `test 7.1x`, `reference-python-0 1.4x`, `same (1.04x)`, or `-`."""
+    """The table's `slower` column: `test (jaxlib 0.10.2) 7.10x`, `same (1.04x)`, or `-`; `, rough` when
+    a run timed fewer than STEADY executions."""
     speed = module.speed
     if speed is None:
         return "-"
+    rough = ", rough" if speed.note else ""
     if speed.slower is None:
-        return f"same ({speed.ratio:.2f}x)"
+        return f"same ({speed.ratio:.2f}x{rough})"
     jaxlib = next((s.jaxlib for s in speed.runs if s.label == speed.slower and s.jaxlib), None)
-    return f"{speed.slower}{f' (jaxlib {jaxlib})' if jaxlib else ''} {speed.ratio:.2f}x"
+    return f"{speed.slower}{f' (jaxlib {jaxlib})' if jaxlib else ''} {speed.ratio:.2f}x{rough}"
