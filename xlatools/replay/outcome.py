@@ -53,6 +53,11 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
     flagged = nonfinite_note(module)
     if flagged and flagged not in module.notes:
         module.notes.append(flagged)
+    from xlatools.replay.speed import compare_speed
+
+    module.speed = compare_speed(
+        module
+    )  # its rough-comparison note stays in the record: a mismatch hunt has no use for it
     return module
 
 
@@ -195,7 +200,20 @@ def _checks(module: ModuleRecord) -> str:
 
 
 def table(modules: list[ModuleRecord]) -> str:
-    rows = [("module", "outcome", "fingerprint", "compile s", "run s (min/median)", "checks")]
+    from xlatools.replay.speed import speed_cell
+
+    timed = any(m.speed for m in modules)  # test and --reference-python both timed: which one is slower
+    rows = [
+        (
+            "module",
+            "outcome",
+            "fingerprint",
+            "compile s",
+            "run s (min/median)",
+            *(("slower",) if timed else ()),
+            "checks",
+        )
+    ]
     for m in modules:
         test = m.test
         outcome = str(m.outcome) if m.failed_run in (None, "test") else f"{m.outcome} ({m.failed_run})"
@@ -209,6 +227,7 @@ def table(modules: list[ModuleRecord]) -> str:
                 (test.fingerprint or "-")[:12] if test else "-",
                 f"{test.compile_s:.3g}" if test and test.compile_s is not None else "-",
                 timing,
+                *((speed_cell(m),) if timed else ()),
                 _checks(m),
             )
         )
