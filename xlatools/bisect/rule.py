@@ -1,9 +1,9 @@
 """How a program test's finished run becomes good, bad or skip: the `Rule` (exit status, a regex on the
-output or a dump file, a metric the program writes) and the files its regex searches."""
+output or a dump file, a metric: xlatools' own, run/metrics.py, or one the program writes) and the files its
+regex searches."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -49,6 +49,10 @@ class Rule(RuleSpec):
             raise UsageError(
                 f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)"
             )
+        if self.metric is not None:
+            from xlatools.run.metrics import parse_metric
+
+            parse_metric(self.metric)  # `run_s:` or a module on a process metric: exit 2 before any step
         if (self.metric is None) != (self.threshold is None):
             raise UsageError("--metric and --threshold go together", hint="e.g. --metric step_time_s --threshold 0.5")
         if self.match is not None and self.metric is not None:
@@ -65,7 +69,7 @@ class Rule(RuleSpec):
         if code in self.skip_exit:
             return Judgement(StepOutcome.SKIP, f"exit {code} means skip")
         if self.metric is not None:
-            return self._judge_metric(code, bundle)
+            return self._judge_metric(self.metric, code, manifest, bundle)
         if self.match is not None:
             found = _search(self.match, self.match_in, bundle, self.hlo_module)
             unasked = self._unasked_failure(code)
@@ -98,18 +102,19 @@ class Rule(RuleSpec):
             return f"the program {what}, which the test did not ask about ({named}): skip"
         return None
 
-    def _judge_metric(self, code: int | None, bundle: Path) -> Judgement:
-        try:
-            value = float(json.loads((bundle / "metrics.json").read_text())[self.metric])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            return Judgement(
-                StepOutcome.SKIP, f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})"
-            )
+    def _judge_metric(self, metric: str, code: int | None, manifest: RunManifest, bundle: Path) -> Judgement:
+        """A built-in metric (run/metrics.py: measured by xlatools) or the program's own (its metrics.json)."""
+        from xlatools.run.metrics import metric_samples
+
+        samples = metric_samples(manifest, metric, bundle=bundle)
+        if samples.value is None:
+            return Judgement(StepOutcome.SKIP, f"no metric {metric} (exit {code}): {samples.missing}")
+        value = samples.value
         worse = value < self.threshold if self.higher_is_better else value > self.threshold
         side = "below" if self.higher_is_better else "above"
         return Judgement(
             StepOutcome.BAD if worse else StepOutcome.GOOD,
-            f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
+            f"{metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
         )
 
 

@@ -50,7 +50,11 @@ MATCH_IN = typer.Option(
     "--match-in",
     help="Where --match looks: output, or dump:PART (dump files whose name holds PART, e.g. dump:after_optimizations).",
 )
-METRIC = typer.Option(None, "--metric", help="Read NAME from the JSON the program writes to $XLATOOLS_METRICS_FILE.")
+METRIC = typer.Option(
+    None,
+    "--metric",
+    help="xlatools' own measure (compile_s, run_s, temp_bytes, peak_rss_mb, ...; NAME:MODULE for one module; docs/metrics.md), or NAME from the JSON the program writes to $XLATOOLS_METRICS_FILE.",
+)
 THRESHOLD = typer.Option(
     None, "--threshold", help="With --metric: bad when the value is above it (below with --higher-is-better)."
 )

@@ -20,6 +20,8 @@ from xlatools.records.replay_runs import (
     PrecisionCheck,
     RaisedInstruction,  # noqa: F401
     RunRecord,
+    RunSpeed,  # noqa: F401
+    SpeedComparison,
     Timings,  # noqa: F401
 )
 from xlatools.vocab import IsolationOutcome, Platform, PrecisionMode, ReplayOutcome, SourceForm
@@ -134,6 +136,8 @@ class ModuleRecord(Labelled):
     outputs: list[OutputDigest] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     precision: PrecisionCheck | None = field(default=None, metadata=OMIT_NONE)  # dots/convolutions below full precision
+    # Its execution time on the test's interpreter and each --reference-python's, the slower named (replay/speed.py).
+    speed: SpeedComparison | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def test(self) -> RunRecord | None:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE, BundleRecord
 from xlatools.records.cluster import SlurmJobRecord
+from xlatools.records.metrics import RunMetrics
 from xlatools.vocab import Platform, ProcessStatus
 
 RUN_SCHEMA = "xlatools.run/1"
@@ -237,3 +238,5 @@ class RunManifest(BundleRecord):
     first_failed: int | None = None
     coordinator: str | None = None  # 127.0.0.1:PORT
     slurm: SlurmJobRecord | None = field(default=None, metadata=OMIT_NONE)  # ran as a Slurm job (--executor slurm)
+    # What xlatools measured (compile times, memory, timed calls, peak RSS): records/metrics.py, docs/metrics.md.
+    metrics: RunMetrics | None = field(default=None, metadata=OMIT_NONE)

@@ -90,6 +90,11 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
     for note in (nonfinite_note(module), listed_note(module)):
         if note and note not in module.notes:
             module.notes.append(note)
+    from xlatools.replay.speed import compare_speed
+
+    module.speed = compare_speed(
+        module
+    )  # its rough-comparison note stays in the record: a mismatch hunt has no use for it
     return module
 
 
@@ -253,7 +258,20 @@ def _checks(module: ModuleRecord) -> str:
 
 
 def table(modules: list[ModuleRecord]) -> str:
-    rows = [("module", "outcome", "fingerprint", "compile s", "run s (min/median)", "checks")]
+    from xlatools.replay.speed import speed_cell
+
+    timed = any(m.speed for m in modules)  # test and --reference-python both timed: which one is slower
+    rows = [
+        (
+            "module",
+            "outcome",
+            "fingerprint",
+            "compile s",
+            "run s (min/median)",
+            *(("slower",) if timed else ()),
+            "checks",
+        )
+    ]
     for m in modules:
         test = m.test
         outcome = str(m.outcome) if m.failed_run in (None, "test") else f"{m.outcome} ({m.failed_run})"
@@ -267,6 +285,7 @@ def table(modules: list[ModuleRecord]) -> str:
                 (test.fingerprint or "-")[:12] if test else "-",
                 f"{test.compile_s:.3g}" if test and test.compile_s is not None else "-",
                 timing,
+                *((speed_cell(m),) if timed else ()),
                 _checks(m),
             )
         )

@@ -226,9 +226,11 @@ def _launch(
             f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
             "process 0 shown, every process's in pN.stdout.log / pN.stderr.log"
         )
+        from xlatools.run.hooks import observing
+
         group = execute_group(
             plan.processes,
-            plan.child_env(caller_env),
+            observing(plan, plan.child_env(caller_env), session.path),
             plan.cwd,
             plan.timeout,
             echo_out,
@@ -238,10 +240,10 @@ def _launch(
             reporter,
         )
         return group.run, group
-    from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
+    from xlatools.run.hooks import program_env
     from xlatools.run.process import execute
 
-    env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
+    env = program_env(plan, prepared.target.backend, plan.child_env(caller_env), session.path)
     logs = (session.path / "stdout.log", session.path / "stderr.log")
     result = execute(
         plan.argv,
@@ -256,16 +258,6 @@ def _launch(
         reporter=reporter,
     )
     return result, None
-
-
-def _recording(plan: RunPlan, prepared: PreparedRun, env: dict[str, str], bundle: Path) -> dict[str, str]:
-    """The program's environment, with the argument recorder where it is wanted (run/recorder.py)."""
-    from xlatools.run.recorder import FOLDER, recorder_env, wanted
-
-    if plan.frontend != "jax" or not wanted(plan.record_inputs, plan.xla_flags, prepared.target.backend):
-        return env
-    (bundle / FOLDER).mkdir(exist_ok=True)
-    return recorder_env(env, bundle)
 
 
 def _load_the_end() -> None:
@@ -323,6 +315,9 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     if result.status != Status.OK:
         record.notes += flag_fault_notes(stderr_log, plan.xla_flags)
     finish_record(record, result, exit_code)
+    from xlatools.run.hooks import observed
+
+    record.metrics = observed(plan, session.path, one_process=group is None)
     _name_backtrace(record, session.path)
     record.smoke = read_smoke_results(session.path / "smoke_results.json")
     reconcile_devices(record.jax, record.smoke)

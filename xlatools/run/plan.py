@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.records.metrics import DEFAULT_MEASURE_CALLS
 from xlatools.records.run import ProfileRun
 from xlatools.run.env import MAX_VLOG, EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
@@ -52,6 +53,7 @@ class RunRequest:
     processes: int | None = None  # None: 1, or 2 for smoke:multiprocess (run/multiprocess.py)
     devices_per_process: int = 1
     record_inputs: bool = False  # record each module's arguments and results (run/recorder.py)
+    measure_calls: int | None = DEFAULT_MEASURE_CALLS  # calls timed per executable (run/observer.py); None: no metrics
 
 
 @dataclass
@@ -79,6 +81,7 @@ class RunPlan:
     tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
     record_inputs: bool = False  # asked for; run/recorder.py also records where snapshots are asked and not written
+    measure_calls: int | None = DEFAULT_MEASURE_CALLS  # the observer's budget (run/observer.py); None: not observed
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -325,6 +328,7 @@ def plan_run(
         tf_xla_flag_sources=env.tf_flags.sources(),
         processes=processes,
         record_inputs=request.record_inputs,
+        measure_calls=request.measure_calls if frontend == "jax" else None,
     )
 
 

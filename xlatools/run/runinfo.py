@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from xlatools.records.base import MANIFEST
+from xlatools.records.metrics import RunMetrics
 from xlatools.records.run import RUN_KINDS, RunManifest
 
 
@@ -37,6 +38,7 @@ class RunInfo:
     xla_flags: list[str] = field(default_factory=list)
     duration_s: float | None = None
     warnings: list[str] = field(default_factory=list)
+    metrics: RunMetrics | None = None  # what xlatools measured (docs/metrics.md)
 
     @classmethod
     def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
@@ -58,6 +60,7 @@ class RunInfo:
             xla_flags=list(record.xla_flags),
             duration_s=record.duration_s,
             warnings=list(record.warnings or []),
+            metrics=record.metrics,
         )
 
     def lines(self) -> list[str]:
