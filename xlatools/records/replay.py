@@ -233,6 +233,11 @@ class PackModule(Labelled):
     fingerprint: str | None = None
     outputs: list[str] = field(default_factory=list)  # output digests (sha256)
     files: dict[str, str] = field(default_factory=dict)  # form -> path inside the pack
+    # What the outcome was judged against (replay/outcome.judged_against): the comparisons that failed for a
+    # mismatch (`reference-python-1`, `snapshot`), all that judged for ok, the failed run for a failure.
+    # None: a pack older than it (its `failed_run` says as much as it knew).
+    against: list[str] | None = field(default=None, metadata=OMIT_NONE)
+    input_source: InputSource | None = field(default=None, metadata=OMIT_NONE)  # the inputs it was judged on
 
 
 @dataclass(kw_only=True)

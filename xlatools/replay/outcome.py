@@ -9,11 +9,15 @@ import re
 
 from xlatools.console import columns
 from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
-from xlatools.records.replay import InputSource, ModuleRecord, RunRecord
+from xlatools.records.replay import Comparison, InputSource, ModuleRecord, RunRecord
 from xlatools.vocab import ReplayOutcome
 
 __all__ = [
     "ModuleRecord",
+    "against_a_reference",
+    "judged_against",
+    "judging",
+    "listed_only",
     "RunRecord",
     "describe_inputs",
     "exit_code",
@@ -27,16 +31,49 @@ __all__ = [
 ]
 
 
+def judging(runs: list[RunRecord]) -> list[Comparison]:
+    """The comparisons a verdict rests on: the references' when a reference compared the module, else the test's
+    own (the snapshot's recorded result, or reduce's recorded values). A snapshot's result was computed by the run
+    under suspicion: beside a reference it is listed (`listed_only`), never the judge of whether a jaxlib is right."""
+    referenced = [c for run in runs[1:] for c in run.comparisons]
+    return referenced or [c for run in runs[:1] for c in run.comparisons]
+
+
+def listed_only(runs: list[RunRecord]) -> list[Comparison]:
+    """The comparisons shown but not judged by: the test's own, when a reference compared the module."""
+    judged = {id(c) for c in judging(runs)}
+    return [c for run in runs[:1] for c in run.comparisons if id(c) not in judged]
+
+
 def module_outcome(runs: list[RunRecord]) -> tuple[ReplayOutcome, str | None]:
-    """The first failure (the test's first, then the references'), else mismatch when any comparison
-    failed: (outcome, the label of the run it comes from)."""
+    """The first failure (the test's first, then the references'), else mismatch when a judging comparison
+    (`judging`) failed: (outcome, the label of the run it comes from)."""
     for run in runs:
         if run.failure:
             return ReplayOutcome(run.failure), run.label
+    failing = {id(c) for c in judging(runs) if not c.ok}
     for run in runs:
-        if any(not c.ok for c in run.comparisons):
+        if any(id(c) in failing for c in run.comparisons):
             return ReplayOutcome.MISMATCH, run.label
     return ReplayOutcome.OK, None
+
+
+def judged_against(module: ModuleRecord) -> list[str]:
+    """What a module's outcome was judged against: the comparisons that failed for `mismatch` and `precision`
+    (`snapshot`, `reference-python-1`, ...), every judging comparison for `ok` (none: nothing was compared), the
+    run that failed for a failure (`test`, `reference-cpu`, ...)."""
+    if module.outcome in (ReplayOutcome.MISMATCH, ReplayOutcome.PRECISION):
+        return [c.against for c in judging(module.runs) if not c.ok]
+    if module.outcome == ReplayOutcome.OK:
+        return [c.against for c in judging(module.runs)]
+    return [module.failed_run] if module.failed_run else []
+
+
+def against_a_reference(module: ModuleRecord) -> bool:
+    """A mismatch with a reference's outputs (never only with the snapshot the run recorded)."""
+    return module.outcome == ReplayOutcome.MISMATCH and any(
+        not c.ok for run in module.runs[1:] for c in run.comparisons
+    )
 
 
 def finish_module(module: ModuleRecord) -> ModuleRecord:
@@ -50,15 +87,34 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
     module.fingerprint = test.fingerprint if test else None
     module.outputs = list(test.outputs) if test else []
     module.comparisons = [c for run in module.runs for c in run.comparisons]
-    flagged = nonfinite_note(module)
-    if flagged and flagged not in module.notes:
-        module.notes.append(flagged)
+    for note in (nonfinite_note(module), listed_note(module)):
+        if note and note not in module.notes:
+            module.notes.append(note)
     from xlatools.replay.speed import compare_speed
 
     module.speed = compare_speed(
         module
     )  # its rough-comparison note stays in the record: a mismatch hunt has no use for it
     return module
+
+
+LISTED_START = "listed, not judged:"
+
+
+def listed_note(module: ModuleRecord) -> str | None:
+    """A note for each comparison that differs but does not judge (the snapshot beside a reference)."""
+    differing = [c for c in listed_only(module.runs) if not c.ok]
+    if not differing:
+        return None
+    shown = "; ".join(
+        f"against the {c.against} "
+        + (c.message or f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g})")
+        for c in differing
+    )
+    return (
+        f"{LISTED_START} {shown}; the snapshot holds what the run computed (the jaxlib under suspicion), so the "
+        "reference's comparison judges"
+    )
 
 
 NONFINITE_START = "outputs hold NaN/Inf"
@@ -132,8 +188,8 @@ def precision_only(modules: list[ModuleRecord]) -> list[str]:
 
 
 def mismatch_figures(module: ModuleRecord) -> str:
-    """`8/8 elements differ (max abs error 0.5, 0 NaN mismatches)`: the first comparison that failed."""
-    failed = next((c for c in module.comparisons if not c.ok), None)
+    """`8/8 elements differ (max abs error 0.5, 0 NaN mismatches)`: the first judging comparison that failed."""
+    failed = next((c for c in judging(module.runs) if not c.ok), None)
     if failed is None:
         return "outputs differ"
     return (
@@ -168,13 +224,15 @@ NO_RESULT = (
 
 def _checks(module: ModuleRecord) -> str:
     parts = []
+    listed = {c.against for c in listed_only(module.runs)}  # by label: the table may be of a manifest read back
     for c in module.comparisons:
         if c.ok:
-            parts.append(f"{c.against}: ok (max abs {c.max_abs_error:.2g})")
+            part = f"{c.against}: ok (max abs {c.max_abs_error:.2g})"
         elif c.message is not None:
-            parts.append(f"{c.against}: {c.message}")
+            part = f"{c.against}: {c.message}"
         else:
-            parts.append(f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})")
+            part = f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})"
+        parts.append(part + (" (listed, not judged)" if c.against in listed else ""))
     check = module.precision
     if check and check.verdict is not None:
         highest = (

@@ -26,7 +26,7 @@ from xlatools.records.triage import (
 )
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
-from xlatools.vocab import BisectStatus, Platform, ReplayOutcome, StageStatus, TriageStage
+from xlatools.vocab import BisectStatus, Platform, StageStatus, TriageStage
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
@@ -145,7 +145,7 @@ def diff(ctx: Context) -> str:
     """The two dumping runs compared, and first-bad's program modules replayed with last-good as the reference:
     the first that mismatches is the module the later stages work on."""
     from xlatools.compare.diff import write_diff
-    from xlatools.replay.outcome import mismatch_figures, precision_only
+    from xlatools.replay.outcome import against_a_reference, mismatch_figures, precision_only
 
     runs = ctx.state.dumps
     assert runs is not None
@@ -165,7 +165,8 @@ def diff(ctx: Context) -> str:
         for m in replayed.record.modules
     ]
     ctx.state.diff = found
-    wrong = next((m for m in replayed.record.modules if m.outcome == ReplayOutcome.MISMATCH), None)
+    # Against last good, never only against the snapshot first-bad's own run computed.
+    wrong = next((m for m in replayed.record.modules if against_a_reference(m)), None)
     counted = f"{sum(differs.values())} of {len(differs)} modules' optimised HLO differ"
     if wrong is None and (precision := precision_only(replayed.record.modules)):
         found.precision_only = precision
