@@ -54,6 +54,7 @@ class RunRequest:
     devices_per_process: int = 1
     record_inputs: bool = False  # record each module's arguments and results (run/recorder.py)
     measure_calls: int | None = DEFAULT_MEASURE_CALLS  # calls timed per executable (run/observer.py); None: no metrics
+    explain_recompiles: bool = False  # the observer prints each recompile as it happens (docs/cache.md)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class RunPlan:
     processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
     record_inputs: bool = False  # asked for; run/recorder.py also records where snapshots are asked and not written
     measure_calls: int | None = DEFAULT_MEASURE_CALLS  # the observer's budget (run/observer.py); None: not observed
+    explain_recompiles: bool = False  # --explain-recompiles: the observer prints each recompile (docs/cache.md)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -329,6 +331,7 @@ def plan_run(
         processes=processes,
         record_inputs=request.record_inputs,
         measure_calls=request.measure_calls if frontend == "jax" else None,
+        explain_recompiles=request.explain_recompiles and frontend == "jax",
     )
 
 
