@@ -41,6 +41,7 @@ def inspect(
         else:
             typer.echo("\n".join(run.lines()))
             _show_metrics(run)
+            _show_compiles(run)
             console.info(note)
         return
     choice = choose_dump(path, process)  # of a multi-process run: one process's dump
@@ -67,6 +68,7 @@ def _show_listing(run, choice, index, path: Path, as_json: bool) -> None:
     if run is not None:
         typer.echo("\n".join(run.lines() + lines) + "\n")
         _show_metrics(run)
+        _show_compiles(run)
     else:
         console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
     if choice.note:
@@ -92,6 +94,19 @@ def _show_metrics(run) -> None:
     typer.echo("\n".join(process_lines(run.metrics)))
     if run.metrics.modules:
         typer.echo(console.columns(module_rows(run.metrics)) + "\n")
+
+
+def _show_compiles(run) -> None:
+    """Each jitted function: traces, compiles, persistent-cache outcomes, worst first (docs/cache.md)."""
+    from xlatools import console
+    from xlatools.cache_explain.view import function_lines, function_rows
+
+    if run.metrics is None or not run.metrics.functions:
+        return
+    rows = function_rows(run.metrics)
+    if len(rows) > 1:
+        typer.echo(console.columns(rows))
+    typer.echo("\n".join(function_lines(run.metrics, run.bundle)) + "\n")
 
 
 def _show_module(run, root: Path, index, module: str, as_json: bool) -> None:

@@ -162,4 +162,4 @@ class FunctionSummary:
     not_cached: int = 0  # misses jax did not write, and compiles with the cache off
     compile_s: float = 0.0
     lost_s: float = 0.0  # compile (and trace) seconds after its first compile
-    not_cached_why: list[str] = field(default_factory=list)  # each distinct reason, in words
+    not_cached_why: list[str] = field(default_factory=list)  # distinct reasons, in words (the first 3)

@@ -181,5 +181,5 @@ def _row(function: FunctionLog) -> FunctionSummary:
         ),
         compile_s=round(sum(c.seconds or 0.0 for c in function.compiles), 6),
         lost_s=function.lost_seconds(),
-        not_cached_why=list(dict.fromkeys(whys)),
+        not_cached_why=list(dict.fromkeys(whys))[:3],
     )

@@ -208,7 +208,7 @@ def _config(name):
     return value
 
 
-def _process_id():
+def process_id():
     try:
         return sys.modules["jax._src.distributed"].global_state.process_id
     except Exception:
@@ -237,7 +237,7 @@ def _write_failure(exc):
 
 def _not_written(current, minimum):
     """Why jax's _cache_write did not try to write (its own checks, in its order, from the same settings)."""
-    process = _process_id()
+    process = process_id()
     if process not in (None, 0):
         return "process_index", "process %d: jax writes cache entries from process 0 only" % process
     if current.get("host_callbacks"):
@@ -255,6 +255,8 @@ def _not_written(current, minimum):
 def outcome(current, backend_s):
     """The `cache` field of a compile_end event."""
     folder, minimum = _config("compilation_cache_dir"), _config("persistent_cache_min_compile_time_secs")
+    if folder and "://" not in str(folder):
+        folder = os.path.abspath(str(folder))  # as the program's working directory makes it
     cache = {"dir": folder, "min_compile_s": minimum, "key": current.get("key"), "written": None}
     enabled = _config("enable_compilation_cache")
     keys = current.get("keys") or {}
@@ -295,52 +297,6 @@ def outcome(current, backend_s):
                 _config("compilation_cache_max_size"),
             )
     return cache
-
-
-def devices(array):
-    """The devices a module was compiled for: ids (the first 64), kinds, process indices."""
-    try:
-        flat = list(array.flat) if hasattr(array, "flat") else list(array)
-    except Exception:
-        return None
-    return {
-        "n": len(flat),
-        "ids": [getattr(d, "id", None) for d in flat[:64]],
-        "kinds": sorted({str(getattr(d, "device_kind", "?")) for d in flat}),
-        "processes": sorted({getattr(d, "process_index", 0) for d in flat}),
-    }
-
-
-# ---- the program's HLO --------------------------------------------------------------------------------------
-
-
-def write_hlo(m, name, computation, executable):
-    """The module's HLO text into `<dir>/<pid>.hlo/`: before optimisations (from the MLIR jax compiled), else
-    after (from the executable). Returns (file relative to the observer folder, stage) or (None, None)."""
-    text, stage = None, None
-    try:
-        from jax._src.interpreters import mlir
-        from jax._src.lib import xla_client
-
-        convert = xla_client._xla.mlir.mlir_module_to_xla_computation
-        data = mlir.module_to_bytecode(computation)
-        text = convert(data, use_tuple_args=False, return_tuple=False).as_hlo_text()
-        stage = "before_optimizations"
-    except Exception:
-        try:
-            text, stage = executable.hlo_modules()[0].to_string(), "after_optimizations"
-        except Exception:
-            return None, None
-    folder = "%d.hlo" % os.getpid()
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name))[:100]
-    relative = "%s/%d.%s.txt" % (folder, m, safe)
-    try:
-        os.makedirs(os.path.join(obs.state["dir"], folder), exist_ok=True)
-        with open(os.path.join(obs.state["dir"], relative), "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError:
-        return None, None
-    return relative, stage
 
 
 def started():

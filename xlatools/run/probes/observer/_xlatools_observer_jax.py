@@ -8,6 +8,7 @@ import sys
 import time
 
 import _xlatools_observer_cache as cache
+import _xlatools_observer_module as module_files
 import _xlatools_observer_out as obs
 import _xlatools_observer_trace as trace
 
@@ -137,14 +138,14 @@ def _compile_story(entry, lowered, executable, context):
         entry["cache"] = cache.outcome(seen, entry["backend_s"])
     except Exception as exc:
         obs.note_once("cache", "the persistent cache's outcome could not be read (%s)" % obs.describe(exc))
-    entry["device_ids"] = cache.devices(args[2] if len(args) > 2 else kwargs.get("devices"))
-    entry["process_id"] = cache._process_id()
+    entry["device_ids"] = module_files.devices(args[2] if len(args) > 2 else kwargs.get("devices"))
+    entry["process_id"] = cache.process_id()
     link = trace.compiled_link(lowered)
     entry["site"] = trace.call_site()
     if link is not None:
         entry.update(f=link["f"].f, tr=link["t"])
     if entry["backend_s"] is not None and not (link is not None and link["f"].internal):
-        entry["hlo"], entry["hlo_stage"] = cache.write_hlo(entry["m"], entry["name"], computation, executable)
+        entry["hlo"], entry["hlo_stage"] = module_files.write_hlo(entry["m"], entry["name"], computation, executable)
     if link is not None:
         state = (entry.get("cache") or {}).get("state")
         trace.recompiled(link, entry["m"], entry["s"], state if state in ("hit", "miss") else None, entry["site"])
