@@ -115,11 +115,13 @@ def _cache_notes(side: Side) -> list[str]:
         return []
     words = (("hit", "hit(s)"), ("miss", "miss(es)"), ("off", "with the cache off"))
     counts = ", ".join(f"{states[s]} {word}" for s, word in words if states[s])
-    whys = Counter(c.cache.why for c in compiles if c.cache and c.cache.why and c.cache.written is not True)
-    reasons = "; ".join(f"{count} x {why}" for why, count in whys.most_common(4))
+    unwritten = [c.cache for c in compiles if c.cache and c.cache.why and c.cache.written is not True]
+    reasons = Counter(c.reason for c in unwritten)
+    first = {c.reason: c.why for c in reversed(unwritten)}
+    reasons_text = "; ".join(f"{count} x {first[reason]}" for reason, count in reasons.most_common(4))
     return [f"run {side.name}'s persistent cache: {len(compiles)} compile(s): {counts}"] + [
-        f"run {side.name}, not cached: {reasons}"
-    ] * bool(reasons)
+        f"run {side.name}, not cached: {reasons_text}"
+    ] * bool(reasons_text)
 
 
 def _compiles(log: CompileLog) -> list[Compile]:

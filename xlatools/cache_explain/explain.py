@@ -48,8 +48,21 @@ def explain_recompiles(side: Side) -> list[Explanation]:
                 earlier = [Seen(log, function, c) for c in function.compiles[:index]]
                 after = signature_of(seen)
                 against = min(reversed(earlier), key=lambda e: _difference_count(signature_of(e), after))
-                found.append(_recompile(seen, against, side))
+                explanation = _recompile(seen, against, side)
+                explanation.causes += _persistent(seen, earlier, side)
+                found.append(explanation)
     return found
+
+
+def _persistent(seen: Seen, earlier: list[Seen], side: Side) -> list[Cause]:
+    """A recompile that missed the persistent cache although an earlier compile of the run had the same key."""
+    cache = seen.compile.cache
+    if cache is None or cache.state != "miss" or not cache.key:
+        return []
+    same = [e.compile for e in earlier if e.compile.cache and e.compile.cache.key == cache.key]
+    if not same or same[-1].cache is None:
+        return []
+    return same_key_causes(same[-1].cache, cache, side, f"the earlier compile #{same[-1].module}")
 
 
 def _recompile(seen: Seen, against: Seen, side: Side) -> Explanation:
@@ -129,9 +142,12 @@ def explain_misses(a: Side, b: Side) -> tuple[list[Explanation], list[str]]:
 def _closeness(candidate: Seen, miss: Seen) -> tuple:
     ka, kb = candidate.compile.cache, miss.compile.cache
     same_key = ka is not None and kb is not None and ka.key == kb.key and ka.key is not None
+    parts = {p.name: p.sha256 for p in ka.parts} if ka else {}
+    differing = sum(parts.get(p.name) != p.sha256 for p in kb.parts) if kb else 0
     return (
         not same_key,
         candidate.process != miss.process,
+        differing,
         _difference_count(signature_of(candidate), signature_of(miss)),
         not (ka and (ka.written or ka.state == "hit")),
     )

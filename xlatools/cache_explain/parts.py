@@ -12,7 +12,7 @@ from xlatools.cache_explain.hlo_diff import first_difference
 from xlatools.cache_explain.signature import signature_causes
 from xlatools.cache_explain.wire import differences
 from xlatools.records.cache_report import Cause
-from xlatools.records.compiles import CacheOutcome, Compile, CompileLog, DeviceSet, FunctionLog, KeyPart
+from xlatools.records.compiles import CacheOutcome, Compile, CompileLog, DeviceSet, FunctionLog, KeyPart, OptionValue
 
 # Why a miss was not written (CacheOutcome.reason) -> the part named
 _NOT_WRITTEN = {
@@ -86,33 +86,32 @@ def signature_of(seen: Seen):
     return trace.signature if trace else None
 
 
-def same_key_causes(a: CacheOutcome, b: CacheOutcome, side_a: Side) -> list[Cause]:
-    """Run A compiled it with the very key run B looked up: why B did not find it."""
+def same_key_causes(a: CacheOutcome, b: CacheOutcome, side_a: Side, who: str = "run A") -> list[Cause]:
+    """`who` (run A, or an earlier compile of the run) compiled it with the very key `b` looked up: why `b` did
+    not find it."""
     if a.state == "off":
-        return [Cause(part="cache off in A", detail=f"run A did not use the cache: {a.why}")]
+        return [Cause(part="cache off", detail=f"{who} did not use the cache: {a.why}")]
     if a.state == "miss" and a.written is False:
         part = _NOT_WRITTEN.get(a.reason or "", "not written")
-        return [Cause(part=part, detail=f"run A compiled it with the same key and did not write it: {a.why}")]
+        return [Cause(part=part, detail=f"{who} compiled it with the same key and did not write it: {a.why}")]
     if a.directory != b.directory:
         return [
             Cause(
                 part="cache directory",
-                detail=f"the same key; run A's entry is in {a.directory}, run B looked in {b.directory}",
+                detail=f"the same key; {who}'s entry is in {a.directory}, this compile looked in {b.directory}",
                 before=a.directory,
                 after=b.directory,
             )
         ]
     exists = side_a.entry_exists(a.directory or "", a.key or "")
+    done = "wrote" if a.state == "miss" else "found"
     if exists is False:
-        return [
-            Cause(
-                part="entry gone",
-                detail=f"run A {'wrote' if a.state == 'miss' else 'found'} it in the same folder; it is not there now",
-            )
-        ]
-    read = f"; run B could not read it: {b.read_error}" if b.read_error else ""
+        return [Cause(part="entry gone", detail=f"{who} {done} it in the same folder; it is not there now")]
+    read = f"; this compile could not read it: {b.read_error}" if b.read_error else ""
     there = "it is there now" if exists else "xlatools cannot tell whether it is there now"
-    return [Cause(part="entry not found", detail=f"the same key and folder as run A, and {there}{read}")]
+    return [
+        Cause(part="entry not found", detail=f"{who} {done} it under the same key in the same folder; {there}{read}")
+    ]
 
 
 def key_causes(a: Seen, b: Seen, side_a: Side, side_b: Side) -> list[Cause]:
@@ -182,7 +181,10 @@ def _flags(before: list[str], after: list[str]) -> Cause:
 
 def _options(x: KeyPart, y: KeyPart) -> Cause:
     left, right = x.options or {}, y.options or {}
-    changed = [k for k in sorted(set(left) | set(right)) if left.get(k) != right.get(k)] if left and right else []
+    # an option only one jaxlib's binding shows is not a difference it can tell
+    changed = [k for k in sorted(set(left) & set(right)) if left[k] != right[k]]
+    # jaxlib shows some options twice (`device_assignment` and `build.device_assignment`): once is enough
+    changed = [k for k in changed if not (k.startswith("build.") and k[6:] in changed and _same(left, right, k))]
     shown = [f"{k}: {left.get(k)} -> {right.get(k)}" for k in changed[:_OPTION_SHOWN]]
     if not shown and x.wire and y.wire:
         found = differences(base64.b64decode(x.wire), base64.b64decode(y.wire), _OPTION_SHOWN)
@@ -192,15 +194,26 @@ def _options(x: KeyPart, y: KeyPart) -> Cause:
     return Cause(part="compile options", detail=f"compile options: {detail}", source="jax")
 
 
+def _short(part: KeyPart) -> str:
+    """A part's values as jax hashed them; a long one (a serialised topology) by its hash."""
+    text = " ".join(part.values or [])
+    return text if len(text) <= 80 else f"{len(text) // 2} bytes, sha256 {part.sha256[:16]}"
+
+
+def _same(left: dict[str, OptionValue], right: dict[str, OptionValue], key: str) -> bool:
+    short = key.split(".", 1)[1]
+    return (left.get(key), right.get(key)) == (left.get(short), right.get(short))
+
+
 def _devices(a: DeviceSet | None, b: DeviceSet | None, x: KeyPart, y: KeyPart) -> Cause:
     def text(devices: DeviceSet | None, part: KeyPart) -> str:
         if devices is None:
-            return " ".join(part.values or []) or "?"
+            return _short(part)
         return f"{devices.count} x {'/'.join(devices.kinds)} ids {devices.ids} processes {devices.processes}"
 
     before, after = text(a, x), text(b, y)
     if before == after:  # the same devices: what differs is how jax described them
-        before, after = " ".join(x.values or []), " ".join(y.values or [])
+        before, after = _short(x), _short(y)
         detail = f"the device topology jax hashed differs ({before} -> {after}) for the same devices"
         return Cause(part="devices", detail=detail, before=before, after=after, source="jax")
     return Cause(part="devices", detail=f"devices: {before} -> {after}", before=before, after=after, source="jax")

@@ -111,7 +111,7 @@ def _text(chunk):
 def _scalar(value):
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
-    text = str(value)
+    text = " ".join(str(value).split())  # a multi-line repr (a device assignment on jaxlib 0.4.x) on one line
     return text if len(text) <= 300 else text[:297] + "..."
 
 

@@ -234,9 +234,9 @@ def _called(tls, args):
     recent = tls.__dict__.setdefault("recent", {})
     if len(recent) > 256:
         recent.clear()
-    for api in ("jit", "pmap"):  # the module's name, as jax makes it: jit(f) -> jit_f; jit(<lambda>) -> jit__lambda_
-        name = _NAME.sub("_", "%s(%s)" % (api, function.name))  # (0.4.x) or jit__lambda (newer)
-        recent[name] = recent[name.rstrip("_")] = link
+    bare = _NAME.sub("_", function.name)
+    for api in ("jit", "pmap"):  # the module's name as jax makes it: jit_f; jit__lambda_ (0.4.x), jit__lambda (newer)
+        recent[api + "_" + bare] = recent[_NAME.sub("_", "%s(%s)" % (api, function.name)).rstrip("_")] = link
 
 
 def compiled_link(lowered_name):
