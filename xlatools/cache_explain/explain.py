@@ -43,9 +43,10 @@ def explain_recompiles(side: Side) -> list[Explanation]:
     found = []
     for log in side.logs:
         for function in (f for f in log.functions if not f.internal):
-            for index, compiled in enumerate(function.compiles[1:], 1):
+            firsts = [group[0] for group in function.calls()]  # more modules of one call are not recompiles
+            for index, compiled in enumerate(firsts[1:], 1):
                 seen = Seen(log, function, compiled)
-                earlier = [Seen(log, function, c) for c in function.compiles[:index]]
+                earlier = [Seen(log, function, c) for c in firsts[:index]]
                 after = signature_of(seen)
                 against = min(reversed(earlier), key=lambda e: _difference_count(signature_of(e), after))
                 explanation = _recompile(seen, against, side)
@@ -69,6 +70,12 @@ def _recompile(seen: Seen, against: Seen, side: Side) -> Explanation:
     function = seen.function
     assert function is not None
     trace, before = function.trace_of(seen.compile), function.trace_of(against.compile)
+    under = seen.compile.under and Cause(
+        part="transformation",
+        detail=f"called under a transformation ({', '.join(seen.compile.under)}): jax compiled the transformed program",
+    )
+    if trace is None and under:
+        return _explanation("recompile", seen, against, [under])
     if trace is None:
         cause = Cause(
             part="no new trace",
@@ -87,7 +94,7 @@ def _recompile(seen: Seen, against: Seen, side: Side) -> Explanation:
                 after=f"object {trace.function_object}",
             )
         )
-    causes = causes or program_causes(against, seen, side, side)
+    causes = causes or ([under] if under else []) or program_causes(against, seen, side, side)
     if causes:
         return _explanation("recompile", seen, against, causes)
     cause = Cause(

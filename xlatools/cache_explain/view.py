@@ -91,9 +91,12 @@ def _explanation_lines(e: Explanation, two: bool) -> list[str]:
     if e.compared_with is not None:
         against = f" vs run A's #{e.compared_with}" if e.kind == "miss" else f" vs #{e.compared_with}"
     facts = [f"module #{e.module}{against}"]
-    facts += [f"called at {_short(e.site)}"] * bool(e.site)
-    facts += [f"{e.seconds:.3f} s"] * (e.seconds is not None)
-    facts += [f"persistent cache {e.cache}"] * bool(e.cache)
+    if e.site:
+        facts.append(f"called at {_short(e.site)}")
+    if e.seconds is not None:
+        facts.append(f"{e.seconds:.3f} s")
+    if e.cache:
+        facts.append(f"persistent cache {e.cache}")
     run = " in run B" if two else ""
     lines = [f"{e.kind}{run}: {e.function}{where}{process}: {', '.join(facts)}"]
     for cause in e.causes:

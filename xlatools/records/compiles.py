@@ -92,6 +92,9 @@ class Compile:
     module: int  # the observer's number of this compile in its process (ModuleMetrics.id)
     name: str
     trace: int | None = None  # the trace this compile followed (None: compiled without a new trace)
+    call: int | None = field(default=None, metadata=OMIT_NONE)  # the jit call that compiled it (one call of a
+    # jitted function under jax.grad compiles two modules: one call)
+    under: list[str] | None = field(default=None, metadata=OMIT_NONE)  # tracer types among the call's arguments
     site: str | None = None  # file:line of the program's call
     seconds: float | None = None  # jax's whole compile call
     backend_seconds: float | None = None  # XLA's compiler (None: loaded from the cache)
@@ -125,9 +128,16 @@ class FunctionLog:
     def trace_of(self, compile_: Compile) -> Trace | None:
         return next((t for t in self.traces if t.number == compile_.trace), None)
 
+    def calls(self) -> list[list[Compile]]:
+        """The compiles grouped by the jit call that made them, in order (a compile with no call: its own group)."""
+        groups: dict[object, list[Compile]] = {}
+        for index, compiled in enumerate(self.compiles):
+            groups.setdefault(compiled.call if compiled.call is not None else ("compile", index), []).append(compiled)
+        return list(groups.values())
+
     def lost_seconds(self) -> float:
-        """The seconds of every compile after the first, and of their traces."""
-        lost = sum(c.seconds or 0.0 for c in self.compiles[1:])
+        """The seconds of every compile after the first call that compiled, and of the traces after the first."""
+        lost = sum(c.seconds or 0.0 for group in self.calls()[1:] for c in group)
         lost += sum(t.seconds or 0.0 for t in self.traces[1:])
         return round(lost, 6)
 

@@ -97,6 +97,8 @@ def _compile(event: Event, folder: str) -> Compile:
         module=event.integer("m") or 0,
         name=event.text("name") or "?",
         trace=event.integer("tr"),
+        call=event.integer("call"),
+        under=event.texts("under"),
         site=event.text("site"),
         seconds=event.number("s"),
         backend_seconds=event.number("backend_s"),
@@ -157,7 +159,7 @@ def summarise(logs: list[CompileLog]) -> tuple[list[FunctionSummary], int | None
         rows += [_row(f) for f in by_name.values()]
     rows.sort(key=lambda r: (-r.lost_s, -r.compile_s, r.name))
     traced = any(log.traced for log in logs)
-    recompiles = sum(max(0, len(f.compiles) - 1) for log in logs for f in log.functions if not f.internal)
+    recompiles = sum(max(0, len(f.calls()) - 1) for log in logs for f in log.functions if not f.internal)
     return rows, recompiles if traced else None
 
 

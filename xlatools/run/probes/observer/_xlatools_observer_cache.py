@@ -15,7 +15,6 @@ import errno
 import hashlib
 import os
 import sys
-import time
 
 import _xlatools_observer_out as obs
 
@@ -54,7 +53,8 @@ class _Hashlib:
     def sha256(self, *args):
         real = hashlib.sha256(*args)
         current = getattr(obs.thread_state(), "compile", None)
-        return _Recorded(real) if current is not None and not current.get("logging") else real
+        wanted = current is not None and current["keyed"] and not current.get("logging")
+        return _Recorded(real) if wanted else real
 
 
 def hook_cache_key(module):
@@ -302,5 +302,7 @@ def outcome(current, backend_s):
 def started():
     """A compile begins on this thread: where the cache hooks put what they see."""
     tls = obs.thread_state()
-    outer, tls.compile = getattr(tls, "compile", None), {"t0": time.perf_counter()}
+    # jax computes a key even with no cache folder: its parts are only worth recording when there is one
+    keyed = bool(_config("compilation_cache_dir")) and _config("enable_compilation_cache") is not False
+    outer, tls.compile = getattr(tls, "compile", None), {"keyed": keyed}
     return outer

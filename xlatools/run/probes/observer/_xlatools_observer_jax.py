@@ -143,7 +143,7 @@ def _compile_story(entry, lowered, executable, context):
     link = trace.compiled_link(lowered)
     entry["site"] = trace.call_site()
     if link is not None:
-        entry.update(f=link["f"].f, tr=link["t"])
+        entry.update(f=link["f"].f, tr=link["t"], call=link["call"], under=link["under"])
     if entry["backend_s"] is not None and not (link is not None and link["f"].internal):
         entry["hlo"], entry["hlo_stage"] = module_files.write_hlo(entry["m"], entry["name"], computation, executable)
     if link is not None:

@@ -25,6 +25,7 @@ functions = {}  # (qualname, file, line) -> Function
 by_number = {}  # f -> Function
 _numbers = itertools.count(1)  # functions of this process
 _traces = itertools.count(1)  # traces of this process
+_calls = itertools.count(1)  # jit calls of this process that went through Python
 _skip = []  # folders whose frames are not the program's (jax, jaxlib, the observer)
 settings = {"explain": False, "printed": 0}
 
@@ -32,10 +33,11 @@ settings = {"explain": False, "printed": 0}
 class Function:
     """One jitted Python function (by its code's place), its function objects, traces and compiles."""
 
-    __slots__ = ("f", "name", "internal", "objects", "compiles", "last")
+    __slots__ = ("f", "name", "internal", "objects", "compiles", "last", "calls")
 
     def __init__(self, f, name, internal):
         self.f, self.name, self.internal, self.objects, self.compiles, self.last = f, name, internal, [], 0, None
+        self.calls = set()  # the calls that compiled (one call under jax.grad compiles two modules)
 
 
 def _underlying(fun):
@@ -128,7 +130,10 @@ def _leaf(path, value, abstractify):
         part.update(shape=list(aval.shape), dtype=str(aval.dtype), weak=bool(getattr(aval, "weak_type", False)))
     except Exception as exc:
         part["error"] = obs.describe(exc)
-    sharding = getattr(value, "sharding", None)
+    try:  # a tracer's sharding may raise
+        sharding = None if type(value).__name__.endswith("Tracer") else getattr(value, "sharding", None)
+    except Exception:
+        sharding = None
     part["sharding"] = str(sharding) if sharding is not None else None
     return part
 
@@ -212,10 +217,22 @@ def on_duration(event, duration, **kwargs):
             tls.traced = duration
 
 
+def _tracers(call_args, call_kwargs):
+    """The tracer types among the arguments: the call is part of a transformation (grad, vmap, ...)."""
+    import jax
+
+    tracer = getattr(sys.modules.get("jax._src.core"), "Tracer", None)
+    if tracer is None:
+        return None
+    leaves = jax.tree_util.tree_leaves((call_args, call_kwargs))
+    return sorted({type(leaf).__name__ for leaf in leaves if isinstance(leaf, tracer)}) or None
+
+
 def _called(tls, args):
     fun, info, call_args, call_kwargs = _split(args)
     function = function_of(fun)
-    link = {"f": function, "t": None, "sig": None, "obj": None}
+    link = {"f": function, "t": None, "sig": None, "obj": None, "call": next(_calls)}
+    link["under"] = _tracers(call_args, call_kwargs)
     if tls.traced is not None:
         link["t"] = next(_traces)
         link["obj"] = _object_number(function, fun)
@@ -275,25 +292,32 @@ def changes(before, after):
 
 
 def recompiled(link, m, seconds, cache_state, site):
-    """A compile of `link`'s function; from its second on, with XLATOOLS_OBSERVE_EXPLAIN, one line on stderr."""
+    """A compile of `link`'s function: from the second call that compiles on, with XLATOOLS_OBSERVE_EXPLAIN, one
+    line on stderr (more modules of one call, as under jax.grad, are not recompiles)."""
     function = link["f"]
     function.compiles += 1
-    previous, function.last = function.last, link if link["sig"] is not None else function.last
-    if function.compiles < 2 or function.internal or not settings["explain"]:
+    if link["call"] in function.calls:
         return
+    function.calls.add(link["call"])
+    previous, function.last = function.last, link if link["sig"] is not None else function.last
+    if len(function.calls) < 2 or function.internal or not settings["explain"]:
+        return
+    under = link["under"] and [
+        "called under a transformation (%s): jax compiled the transformed program" % ", ".join(link["under"])
+    ]
     if link["t"] is None:
-        why = ["compiled again without a new trace (jax's compiled-executable cache let it go)"]
+        why = under or ["compiled again without a new trace (jax no longer held the compiled executable)"]
     else:
         why = changes(previous["sig"] if previous else None, link["sig"])
         if not why and previous is not None and previous["obj"] != link["obj"]:
             why = ["a new function object with the same code (jax keeps one cache per function object)"]
-        why = why or ["traced again with the same signature (jax's caches were cleared, or it is a new jit wrapper)"]
+        why = why or under or ["traced again with the same signature (jax's trace cache no longer held it)"]
     settings["printed"] += 1
     cache = ", persistent cache %s" % cache_state if cache_state else ""
     text = "xlatools: recompile #%d of %s (compile %d of it, module #%d, %.3f s%s)%s: %s\n" % (
         settings["printed"],
         function.name,
-        function.compiles,
+        len(function.calls),
         m,
         seconds,
         cache,
