@@ -74,7 +74,8 @@ def program_causes(a: Seen, b: Seen, side_a: Side, side_b: Side) -> list[Cause]:
     return [
         Cause(
             part="program",
-            detail=f"the program differs; first differing instruction{where}: {found.before} -> {found.after}",
+            detail=f"the program differs; first differing instruction of the optimised HLO{where}: "
+            f"{found.before} -> {found.after}",
             before=found.before,
             after=found.after,
         )

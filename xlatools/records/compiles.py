@@ -100,7 +100,7 @@ class Compile:
     backend_seconds: float | None = None  # XLA's compiler (None: loaded from the cache)
     cache: CacheOutcome | None = None
     hlo: str | None = None  # the module's HLO text, relative to the bundle
-    hlo_stage: str | None = None  # before_optimizations (as jax handed it to XLA) or after_optimizations
+    hlo_stage: str | None = None  # after_optimizations (as XLA compiled it)
     devices: DeviceSet | None = None
     process_id: int | None = None  # jax.distributed's process id (None: not distributed)
     error: str | None = field(default=None, metadata=OMIT_NONE)

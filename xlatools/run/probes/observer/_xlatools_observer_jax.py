@@ -28,8 +28,7 @@ def _lowered_name(computation):
 
 def _wrap_compile(original):
     def compile_or_get_cached(*args, **kwargs):
-        computation = args[1] if len(args) > 1 else kwargs.get("computation")
-        m, name = next(obs.numbers), _lowered_name(computation)
+        m, name = next(obs.numbers), _lowered_name(args[1] if len(args) > 1 else kwargs.get("computation"))
         obs.event("compile_start", m=m, name=name)
         obs.status("compiling", m, name)
         tls = obs.thread_state()
@@ -49,7 +48,7 @@ def _wrap_compile(original):
         seconds = time.perf_counter() - start
         seen, tls.compile = tls.compile, outer
         try:
-            _compiled(m, name, executable, seconds, backend_s, (seen, computation, args, kwargs))
+            _compiled(m, name, executable, seconds, backend_s, (seen, args, kwargs))
         except Exception as exc:
             obs.note("module %s: could not read its analyses (%s)" % (name, obs.describe(exc)))
         obs.status("python", m, name)
@@ -133,7 +132,9 @@ def _cost(executable):
 
 def _compile_story(entry, lowered, executable, context):
     """Which jit call compiled it, what the persistent cache did, its devices and HLO (docs/cache.md)."""
-    seen, computation, args, kwargs = context
+    seen, args, kwargs = context
+    if not trace.settings["record"]:
+        return
     try:
         entry["cache"] = cache.outcome(seen, entry["backend_s"])
     except Exception as exc:
@@ -145,7 +146,8 @@ def _compile_story(entry, lowered, executable, context):
     if link is not None:
         entry.update(f=link["f"].f, tr=link["t"], call=link["call"], under=link["under"])
     if entry["backend_s"] is not None and not (link is not None and link["f"].internal):
-        entry["hlo"], entry["hlo_stage"] = module_files.write_hlo(entry["m"], entry["name"], computation, executable)
+        entry["hlo"] = module_files.write_hlo(entry["m"], entry["name"], executable)
+        entry["hlo_stage"] = "after_optimizations" if entry["hlo"] else None
     if link is not None:
         state = (entry.get("cache") or {}).get("state")
         trace.recompiled(link, entry["m"], entry["s"], state if state in ("hit", "miss") else None, entry["site"])
@@ -261,7 +263,7 @@ def _patch_compiler(compiler):
         obs.note("this jax has no compiler.compile_or_get_cached: compiles are not observed")
     if not any([_patch(compiler, name, _wrap_backend_compile, "backend_compile") for name in _BACKEND_COMPILES]):
         obs.note("this jax has no compiler.backend_compile: a persistent-cache load is not told from a compile")
-    if not _patch(compiler, "_cache_write", cache.wrap_cache_write, "cache_write"):
+    if trace.settings["record"] and not _patch(compiler, "_cache_write", cache.wrap_cache_write, "cache_write"):
         obs.note("this jax has no compiler._cache_write: why a compile was not cached is not known")
 
 
@@ -275,7 +277,8 @@ def _patch_pxla(pxla):
 
 
 def _patch_pjit(pjit):
-    trace.hook(pjit)
+    if trace.settings["record"]:
+        trace.hook(pjit)
     budget = obs.state["budget"]
     if budget == 0:
         return
@@ -297,8 +300,9 @@ def loaded(name, module):
     """Hook jax's module `name`, which has just loaded; once all three are, say which hooks hold."""
     try:
         hooks = {_COMPILER: _patch_compiler, _PXLA: _patch_pxla, _PJIT: _patch_pjit}
-        hooks.update({_KEY: cache.hook_cache_key, _CACHE: cache.hook_compilation_cache})
-        hooks[name](module)
+        if trace.settings["record"]:
+            hooks.update({_KEY: cache.hook_cache_key, _CACHE: cache.hook_compilation_cache})
+        hooks.get(name, lambda module: None)(module)
     except Exception as exc:
         obs.note("the observer could not hook %s (%s)" % (name, obs.describe(exc)))
     _done.add(name)

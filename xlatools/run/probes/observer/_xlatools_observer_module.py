@@ -22,23 +22,14 @@ def devices(array):
     }
 
 
-def write_hlo(m, name, computation, executable):
-    """The module's HLO text into `<dir>/<pid>.hlo/`: before optimisations (from the MLIR jax compiled), else
-    after (from the executable). Returns (file relative to the observer folder, stage) or (None, None)."""
-    text, stage = None, None
+def write_hlo(m, name, executable):
+    """The optimised HLO text of the module XLA compiled (`executable.hlo_modules()`: about a millisecond for a
+    small module, where converting jax's MLIR back to HLO text takes tens) into `<dir>/<pid>.hlo/`. Returns the
+    file relative to the observer folder, or None."""
     try:
-        from jax._src.interpreters import mlir
-        from jax._src.lib import xla_client
-
-        convert = xla_client._xla.mlir.mlir_module_to_xla_computation
-        data = mlir.module_to_bytecode(computation)
-        text = convert(data, use_tuple_args=False, return_tuple=False).as_hlo_text()
-        stage = "before_optimizations"
+        text = executable.hlo_modules()[0].to_string()
     except Exception:
-        try:
-            text, stage = executable.hlo_modules()[0].to_string(), "after_optimizations"
-        except Exception:
-            return None, None
+        return None
     folder = "%d.hlo" % os.getpid()
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in str(name))[:100]
     relative = "%s/%d.%s.txt" % (folder, m, safe)
@@ -47,5 +38,5 @@ def write_hlo(m, name, computation, executable):
         with open(os.path.join(obs.state["dir"], relative), "w", encoding="utf-8") as handle:
             handle.write(text)
     except OSError:
-        return None, None
-    return relative, stage
+        return None
+    return relative

@@ -27,17 +27,20 @@ _numbers = itertools.count(1)  # functions of this process
 _traces = itertools.count(1)  # traces of this process
 _calls = itertools.count(1)  # jit calls of this process that went through Python
 _skip = []  # folders whose frames are not the program's (jax, jaxlib, the observer)
-settings = {"explain": False, "printed": 0}
+settings = {"explain": False, "record": True, "printed": 0}
 
 
 class Function:
     """One jitted Python function (by its code's place), its function objects, traces and compiles."""
 
-    __slots__ = ("f", "name", "internal", "objects", "compiles", "last", "calls")
+    __slots__ = ("f", "name", "internal", "objects", "compiles", "last", "calls", "modules")
 
     def __init__(self, f, name, internal):
         self.f, self.name, self.internal, self.objects, self.compiles, self.last = f, name, internal, [], 0, None
         self.calls = set()  # the calls that compiled (one call under jax.grad compiles two modules)
+        bare = _NAME.sub("_", name)  # its module's name as jax makes it: jit_f; jit__lambda_ (0.4.x), jit__lambda
+        self.modules = {api + "_" + bare for api in ("jit", "pmap")}
+        self.modules |= {_NAME.sub("_", "%s(%s)" % (api, name)).rstrip("_") for api in ("jit", "pmap")}
 
 
 def _underlying(fun):
@@ -251,9 +254,8 @@ def _called(tls, args):
     recent = tls.__dict__.setdefault("recent", {})
     if len(recent) > 256:
         recent.clear()
-    bare = _NAME.sub("_", function.name)
-    for api in ("jit", "pmap"):  # the module's name as jax makes it: jit_f; jit__lambda_ (0.4.x), jit__lambda (newer)
-        recent[api + "_" + bare] = recent[_NAME.sub("_", "%s(%s)" % (api, function.name)).rstrip("_")] = link
+    for module in function.modules:
+        recent[module] = link
 
 
 def compiled_link(lowered_name):

@@ -26,6 +26,7 @@ _SETTINGS = (
     "XLATOOLS_OBSERVE_CALLS",
     "XLATOOLS_OBSERVE_PYTHONPATH",
     "XLATOOLS_OBSERVE_EXPLAIN",
+    "XLATOOLS_OBSERVE_COMPILES",  # 0: no traces or cache outcomes (the benchmark's baseline, docs/cache.md)
 )
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -66,6 +67,7 @@ def _start(settings):
     import _xlatools_observer_trace
 
     _xlatools_observer_trace.settings["explain"] = settings["XLATOOLS_OBSERVE_EXPLAIN"] == "1"
+    _xlatools_observer_trace.settings["record"] = settings["XLATOOLS_OBSERVE_COMPILES"] != "0"
     budget = settings["XLATOOLS_OBSERVE_CALLS"]
     _xlatools_observer_out.start(settings["XLATOOLS_OBSERVE_DIR"], int(budget) if budget else 20)
     sys.meta_path.insert(0, _AfterImport(_xlatools_observer_jax.TARGETS, _xlatools_observer_jax.loaded))
