@@ -266,13 +266,6 @@ def compiled_link(lowered_name):
 # ---- recompiles, as they happen -------------------------------------------------------------------------------
 
 
-def _describe_shape(part):
-    if "static" in part:
-        return "static %s" % part["static"]
-    weak = ", weak" if part.get("weak") else ""
-    return "%s%s%s" % (part.get("dtype"), list(part.get("shape") or []), weak)
-
-
 def changes(before, after):
     """What differs between two signatures, in words (at most 3)."""
     if before is None or after is None:
