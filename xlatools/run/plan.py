@@ -19,6 +19,7 @@ from xlatools.records.run import ProfileRun
 from xlatools.run.env import MAX_VLOG, EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
 from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
+from xlatools.run.jax_ir import dump_to
 from xlatools.run.multiprocess import ProcessPlan, plan_group
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.program import SMOKE_DIR, Program
@@ -216,8 +217,11 @@ def _unhide_vlog(env: EnvBuilder, notes: list[str]) -> None:
         env.set("TF_CPP_MIN_LOG_LEVEL", "0", Source(Layer.XLATOOLS, "needed for VLOG/vmodule output"))
 
 
-def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[str], frontend: str) -> str | None:
-    """Dumps always go into the bundle, and a dumping run must compile (no cache hits)."""
+def _dump_into_bundle(
+    env: EnvBuilder, caller_env: dict[str, str], notes: list[str], frontend: str, jaxlib: str | None
+) -> str | None:
+    """Dumps always go into the bundle, with each module's StableHLO (run/jax_ir.py), and a dumping run must
+    compile (no cache hits)."""
     dumping = any(name.startswith("xla_dump") for name in env.flags.flags if name != "xla_dump_to")
     if not dumping and "xla_dump_to" not in env.flags.flags:
         return None
@@ -231,6 +235,8 @@ def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[s
         env.set("JAX_COMPILATION_CACHE_DIR", None, dumping_run)
     for name, value in dumping_env(frontend).items():
         env.set(name, value, dumping_run)
+    if (jax_ir := dump_to(frontend, jaxlib)) and env.get("JAX_DUMP_IR_TO")[0] is None:  # --preset jax:ir, --env win
+        env.set("JAX_DUMP_IR_TO", jax_ir, Source(Layer.XLATOOLS, "xlatools (dumping run: each module's StableHLO)"))
     notes.append("persistent compilation cache disabled (a cache hit compiles nothing, so dumps nothing)")
     return DUMP_DIR
 
@@ -280,7 +286,7 @@ def plan_run(
     presets = _choose_presets(request, profile, catalog, jaxlib)
     _add_layers(env, request, profile, presets)
     _unhide_vlog(env, notes)
-    dump_dir = _dump_into_bundle(env, caller_env, notes, frontend)
+    dump_dir = _dump_into_bundle(env, caller_env, notes, frontend, jaxlib)
     platform = Platform(request.platform or Platform.AUTO)
     for name, value in platform_env(frontend, platform, gpu_platform).items():
         env.set(name, value, Source(Layer.COMMAND_LINE, f"--platform {platform}"))

@@ -78,7 +78,10 @@ def _findings(state: TriageState, root: Path) -> list[str]:
             + f"; bisection: {_link(p.folder, root)}"
             + "".join(f"; {_link(d, root, Path(d).name)}" for d in p.diffs)
         )
-    if state.reduce:
+    if state.reduce and state.reduce.handed_over:
+        r = state.reduce
+        out.append(f"- Minimal module: {r.note} ({_link(r.handed_over, root, Path(r.handed_over).name)})")
+    elif state.reduce:
         r = state.reduce
         out.append(
             f"- Minimal module: {r.instructions_before} -> {r.instructions_after} instructions in "
@@ -126,7 +129,8 @@ def _isolate_line(i: IsolateFound, root: Path) -> str:
         from xlatools.reduce.isolate import NO_SINGLE
 
         what = NO_SINGLE
-    return f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')})"
+    form = f"; read from its {i.form}" if i.form else ""
+    return f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')}{form})"
 
 
 def _demoted(markdown: str) -> list[str]:
@@ -175,6 +179,18 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
         "```",
         "",
     ]
+    if state.reduce and state.reduce.handed_over and state.dumps:
+        d = state.dumps
+        replay = ["xlatools", "replay", os.path.relpath(state.reduce.handed_over, root), "--python", d.first_bad.python]
+        out += [
+            f"The module (its StableHLO, with the run's inputs), jax {d.first_bad.version} against jax "
+            f"{d.last_good.version} (exit 1: they differ):",
+            "",
+            "```sh",
+            " ".join(shlex.quote(a) for a in [*replay, "--reference-python", d.last_good.python]),
+            "```",
+            "",
+        ]
     if state.reduce and state.reduce.reduced and state.dumps:
         d, bundle = state.dumps, Path(state.reduce.bundle)
         replay = [

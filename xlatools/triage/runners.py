@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlatools.errors import EXIT_FAILED, EXIT_MISSING
+from xlatools.errors import EXIT_FAILED, EXIT_MISSING, TextNotTheRunsModule
 from xlatools.records.triage import (
     DiffFound,
     DumpsFound,
@@ -24,6 +24,7 @@ from xlatools.records.triage import (
     SideRun,
     TriageState,
 )
+from xlatools.triage.handover import hand_over, skip_isolation
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
 from xlatools.vocab import BisectStatus, Platform, ReplayOutcome, StageStatus, TriageStage
@@ -260,7 +261,10 @@ def reduce(ctx: Context) -> str:
     )
     if ctx.request.test.platform is not None:
         request = replace(request, platform=ctx.request.test.platform)
-    done = execute_reduce(prepare(request), ctx.folder / "reduce", ctx.argv + ["(reduce)"], ctx.reporter)
+    try:
+        done = execute_reduce(prepare(request), ctx.folder / "reduce", ctx.argv + ["(reduce)"], ctx.reporter)
+    except TextNotTheRunsModule as refused:  # its HLO text does not reproduce: the smallest form that does
+        return hand_over(ctx.state, refused)
     result = done.record.result
     assert result is not None
     ctx.state.reduce = ReduceFound(
@@ -290,6 +294,7 @@ def isolate(ctx: Context) -> str:
 
     runs, found, reduced = ctx.state.dumps, ctx.state.diff, ctx.state.reduce
     assert runs is not None and found is not None
+    skip_isolation(reduced)
     if reduced and reduced.reduced:
         source, modules, inputs = Path(reduced.reduced), [], str(Path(reduced.bundle) / "inputs.npz")
     else:
@@ -323,6 +328,7 @@ def isolate(ctx: Context) -> str:
         module=which,
         first_mismatch=seen.first_mismatch,
         first_mismatch_in_context=seen.first_mismatch_in_context,
+        form=seen.form,
     )
     if seen.first_mismatch:
         return f"{which}: {seen.first_mismatch.name} = {seen.first_mismatch.opcode} mismatches on its own"
