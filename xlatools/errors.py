@@ -102,9 +102,9 @@ class TextNotTheRunsModule(EnvironmentMissing):
     reduced or isolated (the difference is lost in the text). `stablehlo`: the module's StableHLO file, which
     compiles the run's own module (the smallest form that still reproduces), when the dump has one."""
 
-    def __init__(self, message: str, *, stablehlo: str | None = None, hint: str | None = None):
+    def __init__(self, message: str, *, stablehlo: str | None = None, differs: str = "", hint: str | None = None):
         super().__init__(message, hint=hint)
-        self.stablehlo = stablehlo
+        self.stablehlo, self.differs = stablehlo, differs  # differs: how the text's compiled module is not the run's
 
 
 class Interrupted(XlaToolsError):

@@ -66,6 +66,7 @@ def text_not_the_runs_module(plan: ReducePlan, what: str, differs: str, oracle: 
         f"{what}: its HLO text, which reduce and isolate edit, {differs.removeprefix('the replay ')}; what the run "
         f"computed is not in that text, so {oracle} says nothing about the bug",
         stablehlo=str(stablehlo) if stablehlo else None,
+        differs=differs.split("; only in the run's")[0].removeprefix("the replay "),
         hint=hint,
     )
 

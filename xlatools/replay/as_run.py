@@ -91,8 +91,19 @@ def compiled_lines(text: str) -> list[str]:
 
     # What GPU autotuning chooses (a kernel's configuration, a fusion's kind) differs between any two GPU compiles
     # (measured on an H200): a replay that chose other kernels still compiled the run's module.
-    lines = [without_autotuning(line) for line in canonical_hlo(text).splitlines()]
+    lines = [_short_operands(without_autotuning(line)) for line in canonical_hlo(text).splitlines()]
     return [_header(line) if line.startswith("HloModule") else line for line in lines if line.strip()]
+
+
+def _short_operands(line: str) -> str:
+    """An instruction with its operands as names only: jaxlib 0.4.x's to_string() prints each operand's shape
+    (`custom-call(f32[3]{0} v0)`) where the dump's text does not (`custom-call(v0)`)."""
+    from xlatools.hlo.grammar import LITERAL_OPCODES, parse_instruction
+
+    inst = parse_instruction(line)
+    if inst is None or inst.opcode in LITERAL_OPCODES or not inst.operands:
+        return line
+    return f"{'ROOT ' if inst.is_root else ''}{inst.name} = {inst.shape} {inst.opcode}({', '.join(inst.operands)}){inst.tail}"
 
 
 def difference(run_text: str, replay_text: str) -> str | None:

@@ -5,8 +5,9 @@ module after its conversion to HLO; compiling the text again goes through jaxlib
 can change the module (jaxlib 0.4.26: the oneDNN softmax rewrite no longer matches, 24 instructions instead of
 the run's 2). The StableHLO compiles the run's own module: replay tries it first (replay/jobs.py).
 
-Where each release puts it (measured on the CPU, jax/jaxlib 0.4.26 ... 0.12; jax's `jax_dump_ir_to`):
-  jax 0.4.26-0.4.31   JAX_DUMP_IR_TO=DIR: DIR/jax_ir<N>_<module>_compile.mlir     (jax's compile counter)
+Where each release puts it (measured on the CPU, jax/jaxlib 0.4.20 ... 0.12; jax's `jax_dump_ir_to`):
+  jax 0.4.20-0.4.23   JAX_DUMP_IR_TO=DIR: DIR/jax_ir<N>_<module>.mlir             (jax's compile counter)
+  jax 0.4.24-0.4.31   JAX_DUMP_IR_TO=DIR: DIR/jax_ir<N>_<module>_compile.mlir     (_export: jax.export's, not compiled)
   jax 0.4.35-0.12     JAX_DUMP_IR_TO=DIR: DIR/jax_ir<NNNN>_<module>_compile.mlir  (4 digits)
   jaxlib 0.8.0-0.10.0 XLA's dump also: <module>_<microseconds>/module.mlir         (no module id)
   jaxlib 0.10.1-0.12  XLA's dump: module_NNNN.<module>/module.mlir                 (the same bytes as jax's)
@@ -28,14 +29,16 @@ from xlatools.hlo.dump_names import process_folder
 
 FOLDER = "jax_ir"  # <bundle>/jax_ir (a multi-process run: <bundle>/jax_ir/p<N>)
 FIRST_JAXLIB_WITH_MODULE_MLIR = "0.10.1"  # XLA's dump holds module_NNNN.<module>/module.mlir from this release on
-_JAX_FILE = re.compile(r"jax_ir(?P<n>\d+)_(?P<name>.+)_compile\.mlir")
+# jax <= 0.4.23 wrote no stage (jax_ir<N>_<module>.mlir); later ones name it: compile (what XLA compiled), export, ...
+_JAX_FILE = re.compile(r"jax_ir(?P<n>\d+)_(?P<name>.+?)(?P<stage>_compile|_export|_verification)?\.mlir")
 _XLA_FOLDER = re.compile(r"(?P<name>.+)_(?P<micros>\d{13,})/module\.mlir")  # jaxlib 0.8.0-0.10.0
 
 
 def parse_jax_ir_name(name: str) -> tuple[int, str] | None:
-    """(jax's counter, module name) of `jax_ir<N>_<module>_compile.mlir`; None for another file (another stage)."""
+    """(jax's counter, module name) of `jax_ir<N>_<module>_compile.mlir` (or jax <= 0.4.23's `jax_ir<N>_<module>.mlir`);
+    None for another file (another stage)."""
     found = _JAX_FILE.fullmatch(name)
-    return (int(found["n"]), found["name"]) if found else None
+    return (int(found["n"]), found["name"]) if found and found["stage"] in (None, "_compile") else None
 
 
 def is_xla_stablehlo(rel: str) -> bool:

@@ -48,11 +48,10 @@ def hand_over(state: TriageState, refused: TextNotTheRunsModule) -> str:
     mismatch = _replayed_from(state, stablehlo) if stablehlo else None
     if stablehlo is None or mismatch is None:
         raise refused
-    why = refused.message.split(": ", 1)[-1]
     note = (
-        f"not reduced: reduction edits HLO text, and module {found.module_label}'s {why}. Handed over the smallest "
-        f"form that reproduces: the module itself, as its StableHLO ({Path(stablehlo).name}; the diff stage's replay "
-        f"of it against jax {runs.last_good.version}: {mismatch})"
+        f"not reduced: the HLO text of module {found.module_label}, which reduction edits, no longer reproduces (it "
+        f"{refused.differs}); handed over the smallest form that does: the module itself, as its StableHLO "
+        f"{Path(stablehlo).name} (replayed against jax {runs.last_good.version} in the diff stage: {mismatch})"
     )
     size = _instructions(runs.first_bad.bundle, found.module)
     state.reduce = ReduceFound(
@@ -85,4 +84,9 @@ def skip_isolation(reduced: ReduceFound | None) -> None:
     from xlatools.vocab import StageStatus
 
     if reduced is not None and reduced.handed_over:
-        raise StageProblem(StageStatus.SKIPPED, f"nothing to isolate: {reduced.note}", EXIT_OK)
+        raise StageProblem(
+            StageStatus.SKIPPED,
+            "nothing to isolate: isolation edits the module's HLO text too, which no longer reproduces (see reduce: "
+            "its StableHLO was handed over instead)",
+            EXIT_OK,
+        )

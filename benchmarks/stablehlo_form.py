@@ -1,0 +1,156 @@
+"""Which modules replay as the run's own module, before and after each dumping run kept its StableHLO (issue 40),
+and what the extra form costs a run.
+
+For each case (a program and the interpreter that runs it), each side (`--before DIR`: an xlatools tree to run as
+`python -m xlatools` from DIR, e.g. `git archive main | tar -x -C DIR`; after: this tree) runs the program with
+`--preset dump:hlo --preset dump:snapshots`, then `replay BUNDLE --json` (the program's modules, jax's helpers left
+out) and counts the modules whose replay compiled the run's own optimised module (`compiled_as_run`), and the form
+each was compiled from. Then, on this tree only, the cost: the bytes of jax_ir/ against xla_dump/, and the run's
+wall time with the StableHLO written and without it (`--env JAX_DUMP_IR_TO=`), alternated `--runs` times (minimum
+of each: a shared machine is noisy).
+
+Usage:
+  python benchmarks/stablehlo_form.py --before /tmp/main --jaxlib 0.4.30=$XLATOOLS_CORPUS_0_4_30_PYTHON \\
+      [--jaxlib 0.10.2=...] [--program flax_linen_optax ...] [--upstream] [--runs 3] [--json out.json]
+Corpus programs default to the first 7 of tests/corpus/catalog.py; --upstream adds the real upstream cases of the
+tests (jaxlib 0.4.26's oneDNN softmax: $XLATOOLS_ONEDNN_JAX_PYTHON; jaxlib 0.6.2's Student-t: $XLATOOLS_MISCOMPILE_
+JAX_PYTHON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from tests.corpus.catalog import PROGRAMS, by_name  # noqa: E402
+
+REDUCE_TESTS = REPO / "tests" / "integration" / "reduce"
+UPSTREAM = {  # name: (variable of its interpreter, program, files beside it)
+    "onednn_softmax (jaxlib 0.4.26)": ("XLATOOLS_ONEDNN_JAX_PYTHON", REDUCE_TESTS / "onednn_softmax.py", ()),
+    "student_t (jaxlib 0.6.2)": ("XLATOOLS_MISCOMPILE_JAX_PYTHON", REDUCE_TESTS / "student_t.py", ()),
+}
+
+
+def cli(tree: Path, args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(tree), "JAX_PLATFORMS": "cpu"}
+    return subprocess.run(
+        [sys.executable, "-m", "xlatools", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def dumping_run(tree: Path, python: str, program: Path, env: dict[str, str], work: Path, extra=()) -> dict:
+    shutil.copy(program, work / program.name)
+    args = ["run", program.name, "--python", python, "--preset", "dump:hlo", "--preset", "dump:snapshots"]
+    args += [f"--env={k}={v}" for k, v in env.items()] + list(extra) + ["--out", "runs", "--json"]
+    done = cli(tree, args, work)
+    if not done.stdout.strip():
+        raise SystemExit(f"run of {program.name} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def replayed(tree: Path, python: str, bundle: str, work: Path) -> dict:
+    done = cli(tree, ["replay", bundle, "--python", python, "--json", "--out", "replays"], work)
+    try:
+        modules = json.loads(done.stdout).get("modules") or []
+    except ValueError:
+        return {"error": done.stderr[-500:]}
+    as_run = Counter(str(m.get("compiled_as_run")) for m in modules)
+    forms = Counter(((m.get("runs") or [{}])[0].get("loaded_from") or {}).get("kind", "-") for m in modules)
+    return {"modules": len(modules), "as_run": dict(as_run), "forms": dict(forms), "exit": done.returncode}
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def case(name: str, python: str, program: Path, env: dict[str, str], before: Path | None, runs: int) -> dict:
+    found: dict = {"case": name}
+    with tempfile.TemporaryDirectory(prefix="stablehlo-form-") as tmp:
+        for side, tree in (("before", before), ("after", REPO)):
+            if tree is None:
+                continue
+            work = Path(tmp) / side
+            work.mkdir()
+            ran = dumping_run(tree, python, program, env, work)
+            bundle = Path(ran["bundle"])
+            found[side] = replayed(tree, python, str(bundle), work)
+            if side == "after":
+                found["bytes"] = {
+                    "xla_dump": folder_bytes(bundle / "xla_dump"),
+                    "jax_ir": folder_bytes(bundle / "jax_ir"),
+                }
+        work = Path(tmp) / "timing"
+        work.mkdir()
+        with_form, without = [], []
+        for _ in range(runs):  # alternated: machine drift hits both alike
+            with_form.append(dumping_run(REPO, python, program, env, work)["duration_s"])
+            without.append(dumping_run(REPO, python, program, env, work, ["--env", "JAX_DUMP_IR_TO="])["duration_s"])
+        if runs:
+            found["seconds"] = {"with": min(with_form), "without": min(without)}
+    print(json.dumps(found), flush=True)
+    return found
+
+
+def markdown(rows: list[dict]) -> str:
+    def as_run(side: dict | None) -> str:
+        if not side or "modules" not in side:
+            return "-"
+        counts = side["as_run"]
+        return f"{counts.get('True', 0)}/{side['modules']} ({', '.join(f'{k} {v}' for k, v in side['forms'].items())})"
+
+    out = [
+        "| case | modules | as the run's, before (forms) | as the run's, after (forms) | xla_dump | jax_ir | run s with / without |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        b = r.get("bytes", {})
+        s = r.get("seconds", {})
+        out.append(
+            f"| {r['case']} | {r.get('after', {}).get('modules', '-')} | {as_run(r.get('before'))} | "
+            f"{as_run(r.get('after'))} | {b.get('xla_dump', 0):,} | {b.get('jax_ir', 0):,} | "
+            + (f"{s['with']:.2f} / {s['without']:.2f} |" if s else "- |")
+        )
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, help="an xlatools tree to compare with (python -m xlatools from it)")
+    parser.add_argument("--jaxlib", action="append", default=[], help="LABEL=PYTHON of a corpus venv")
+    parser.add_argument("--program", action="append", default=[], help="corpus program (default: the first 7)")
+    parser.add_argument("--upstream", action="store_true", help="also the upstream cases of the tests")
+    parser.add_argument("--runs", type=int, default=3, help="timing runs of each side (0: no timing)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    programs = by_name(args.program) if args.program else [p for p in PROGRAMS if p.frontend == "jax"][:7]
+    rows = []
+    for item in args.jaxlib:
+        label, _, python = item.partition("=")
+        for program in programs:
+            rows.append(
+                case(f"{program.name} (jaxlib {label})", python, program.path, program.env, args.before, args.runs)
+            )
+    if args.upstream:
+        for name, (variable, program, _) in UPSTREAM.items():
+            python = os.environ.get(variable)
+            if python:
+                rows.append(case(name, python, program, {}, args.before, args.runs))
+    print(markdown(rows))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
