@@ -70,6 +70,39 @@ def replayed(tree: Path, python: str, bundle: str, work: Path) -> dict:
     return {"modules": len(modules), "as_run": dict(as_run), "forms": dict(forms), "exit": done.returncode}
 
 
+# Run in the target interpreter: the program, with jax's StableHLO dump function timed (CPU seconds of the thread
+# that writes it: what writing the form adds to the program, whatever else the machine does).
+DUMP_COST = """
+import json, os, runpy, sys, time
+from jax._src.interpreters import mlir
+calls, spent = [0], [0.0]
+def timed(module, stage, *args, _dump=mlir.dump_module_to_file, **kwargs):
+    start = time.thread_time()
+    try:
+        return _dump(module, stage, *args, **kwargs)
+    finally:
+        calls[0] += 1
+        spent[0] += time.thread_time() - start
+mlir.dump_module_to_file = timed
+sys.argv = [sys.argv[1]]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    sys.stderr.write("STABLEHLO-COST " + json.dumps({"files": calls[0], "cpu_s": round(spent[0], 4)}) + "\\n")
+"""
+
+
+def dump_cost(python: str, program: Path, env: dict[str, str], work: Path) -> dict:
+    """Files jax wrote and the CPU seconds writing them took, in one plain run of the program (no xlatools)."""
+    shutil.copy(program, work / program.name)
+    full = {**os.environ, **env, "JAX_PLATFORMS": "cpu", "JAX_DUMP_IR_TO": str(work / "jax_ir")}
+    done = subprocess.run(
+        [python, "-c", DUMP_COST, program.name], cwd=work, env=full, capture_output=True, text=True, timeout=900
+    )
+    line = next((ln for ln in done.stderr.splitlines() if ln.startswith("STABLEHLO-COST ")), None)
+    return json.loads(line.split(" ", 1)[1]) if line else {"error": done.stderr[-300:]}
+
+
 def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
@@ -98,6 +131,8 @@ def case(name: str, python: str, program: Path, env: dict[str, str], before: Pat
             without.append(dumping_run(REPO, python, program, env, work, ["--env", "JAX_DUMP_IR_TO="])["duration_s"])
         if runs:
             found["seconds"] = {"with": min(with_form), "without": min(without)}
+        (Path(tmp) / "cost").mkdir()
+        found["writing"] = dump_cost(python, program, env, Path(tmp) / "cost")
     print(json.dumps(found), flush=True)
     return found
 
@@ -110,8 +145,8 @@ def markdown(rows: list[dict]) -> str:
         return f"{counts.get('True', 0)}/{side['modules']} ({', '.join(f'{k} {v}' for k, v in side['forms'].items())})"
 
     out = [
-        "| case | modules | as the run's, before (forms) | as the run's, after (forms) | xla_dump | jax_ir | run s with / without |",
-        "|---|---|---|---|---|---|---|",
+        "| case | modules | as the run's, before (forms) | as the run's, after (forms) | xla_dump | jax_ir | run s with / without | writing it (CPU s, files) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         b = r.get("bytes", {})
@@ -120,6 +155,7 @@ def markdown(rows: list[dict]) -> str:
             f"| {r['case']} | {r.get('after', {}).get('modules', '-')} | {as_run(r.get('before'))} | "
             f"{as_run(r.get('after'))} | {b.get('xla_dump', 0):,} | {b.get('jax_ir', 0):,} | "
             + (f"{s['with']:.2f} / {s['without']:.2f} |" if s else "- |")
+            + (f" {w['cpu_s']:.3f} ({w['files']}) |" if "cpu_s" in (w := r.get("writing", {})) else " - |")
         )
     return "\n".join(out)
 

@@ -204,3 +204,25 @@ def test_triage_hands_over_the_stablehlo_that_reproduces(monkeypatch, tmp_path):
     issue = render(state, "check.py", ["triage"], None)
     assert f"- Minimal module: {said}" in issue
     assert "xlatools replay runs/" in issue and "jax_ir/jax_ir1_jit_f_compile.mlir --python" in issue
+
+
+def test_a_snapshot_alone_pairs_with_its_modules_stablehlo(tmp_path):
+    bundle = _dump(tmp_path)
+    snapshot = bundle / "xla_dump" / "module_0002.jit_f.snapshot.7.pb"
+    source = from_file(snapshot)  # (an empty file: read only when replayed)
+    assert (
+        source.snapshot == snapshot
+        and source.text == bundle / "xla_dump" / "module_0002.jit_f.before_optimizations.txt"
+    )
+    assert source.mlir == bundle / "jax_ir" / "jax_ir2_jit_f_compile.mlir"
+
+
+def test_a_run_warns_of_modules_left_untied(tmp_path):
+    from xlatools.run.dump_expect import missing_dump_kinds
+    from xlatools.run.dumps import index_dump
+
+    bundle = _dump(tmp_path)
+    assert missing_dump_kinds([], index_dump(bundle / "xla_dump")) == []
+    (bundle / "jax_ir" / "jax_ir2_jit_f_compile.mlir").unlink()  # jit_f: 2 modules, 1 file
+    (warning,) = missing_dump_kinds([], index_dump(bundle / "xla_dump"))
+    assert "tied to 2 module(s) (0001 jit_f, 0002 jit_f)" in warning and "may not be the run's own module" in warning

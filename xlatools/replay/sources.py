@@ -1,8 +1,10 @@
 """What to replay: SOURCE (a run bundle, a dump folder or one file) -> ModuleSource list.
 
-A module of a dump is replayed from its before_optimizations HLO (text, with the
-.hlo.pb as an alternative the target may load instead), with the arguments and
-the recorded result of its first execution snapshot when the dump has one.
+A module of a dump is replayed from its StableHLO (what jax handed XLA: module_NNNN.<name>/module.mlir, or
+the bundle's jax_ir/ file tied to it, run/jax_ir.py), its before_optimizations HLO text or its .hlo.pb
+(jobs.prepare_materials orders them), with the arguments and the recorded result of its first execution
+snapshot (or the arguments the run recorded itself) when there is one. One dumped file alone is its module:
+the same snapshot, and the run's files (the module's stem) for replay/as_run.py.
 after_optimizations text does not recompile (its layouts are final), so it is refused.
 """
 
@@ -162,6 +164,18 @@ def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
     for kind, sibling in siblings.items():
         if sibling.is_file():
             setattr(source, kind, sibling)
+    if source.mlir is None and source.id is not None:  # the StableHLO tied to its module (jax_ir/), tried first
+        source.mlir = _stablehlo_of(folder, source.id)
+
+
+def _stablehlo_of(root: Path, module_id: int) -> Path | None:
+    from xlatools.run.dumps import index_dump
+
+    try:
+        module = index_dump(root).modules.get(module_id)
+    except OSError:
+        return None
+    return Path(os.path.normpath(root / module.stablehlo)) if module and module.stablehlo else None
 
 
 def helpers_left_out(source: Path, process: int | None = None) -> list[str]:
