@@ -142,6 +142,24 @@ def _demoted(markdown: str) -> list[str]:
     return lines
 
 
+def _handed_over_command(state: TriageState, root: Path) -> list[str]:
+    """The replay of the module reduce could not reduce, as its StableHLO (with the run's inputs: the file is tied
+    to its module's snapshot), against the last good release."""
+    if not (state.reduce and state.reduce.handed_over and state.dumps):
+        return []
+    d = state.dumps
+    replay = ["xlatools", "replay", os.path.relpath(state.reduce.handed_over, root), "--python", d.first_bad.python]
+    return [
+        f"The module (its StableHLO, with the run's inputs), jax {d.first_bad.version} against jax "
+        f"{d.last_good.version} (exit 1: they differ):",
+        "",
+        "```sh",
+        " ".join(shlex.quote(a) for a in [*replay, "--reference-python", d.last_good.python]),
+        "```",
+        "",
+    ]
+
+
 def render(state: TriageState, program: str, command: list[str], reduce_issue: str | None) -> str:
     """ISSUE.md. `reduce_issue`: the reduce bundle's own ISSUE.md (minimal HLO, inputs, expected vs actual)."""
     root = Path(state.folder or ".")
@@ -179,18 +197,7 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
         "```",
         "",
     ]
-    if state.reduce and state.reduce.handed_over and state.dumps:
-        d = state.dumps
-        replay = ["xlatools", "replay", os.path.relpath(state.reduce.handed_over, root), "--python", d.first_bad.python]
-        out += [
-            f"The module (its StableHLO, with the run's inputs), jax {d.first_bad.version} against jax "
-            f"{d.last_good.version} (exit 1: they differ):",
-            "",
-            "```sh",
-            " ".join(shlex.quote(a) for a in [*replay, "--reference-python", d.last_good.python]),
-            "```",
-            "",
-        ]
+    out += _handed_over_command(state, root)
     if state.reduce and state.reduce.reduced and state.dumps:
         d, bundle = state.dumps, Path(state.reduce.bundle)
         replay = [
