@@ -11,7 +11,9 @@ of each: a shared machine is noisy).
 
 Usage:
   python benchmarks/stablehlo_form.py --before /tmp/main --jaxlib 0.4.30=$XLATOOLS_CORPUS_0_4_30_PYTHON \\
-      [--jaxlib 0.10.2=...] [--program flax_linen_optax ...] [--upstream] [--runs 3] [--json out.json]
+      [--jaxlib 0.10.2=...] [--program flax_linen_optax ...] [--upstream] [--runs 3] [--text] [--json out.json]
+--text also replays each bundle `--from text` on this tree (is the text the run's module, compared as this tree
+compares?); the last column is the CPU time jax spends writing the StableHLO in a plain run of the program.
 Corpus programs default to the first 7 of tests/corpus/catalog.py; --upstream adds the real upstream cases of the
 tests (jaxlib 0.4.26's oneDNN softmax: $XLATOOLS_ONEDNN_JAX_PYTHON; jaxlib 0.6.2's Student-t: $XLATOOLS_MISCOMPILE_
 JAX_PYTHON).
@@ -59,8 +61,8 @@ def dumping_run(tree: Path, python: str, program: Path, env: dict[str, str], wor
     return json.loads(done.stdout)
 
 
-def replayed(tree: Path, python: str, bundle: str, work: Path) -> dict:
-    done = cli(tree, ["replay", bundle, "--python", python, "--json", "--out", "replays"], work)
+def replayed(tree: Path, python: str, bundle: str, work: Path, *extra: str) -> dict:
+    done = cli(tree, ["replay", bundle, "--python", python, "--json", "--out", "replays", *extra], work)
     try:
         modules = json.loads(done.stdout).get("modules") or []
     except ValueError:
@@ -107,7 +109,9 @@ def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
-def case(name: str, python: str, program: Path, env: dict[str, str], before: Path | None, runs: int) -> dict:
+def case(
+    name: str, python: str, program: Path, env: dict[str, str], before: Path | None, runs: int, text_too: bool = False
+) -> dict:
     found: dict = {"case": name}
     with tempfile.TemporaryDirectory(prefix="stablehlo-form-") as tmp:
         for side, tree in (("before", before), ("after", REPO)):
@@ -118,6 +122,8 @@ def case(name: str, python: str, program: Path, env: dict[str, str], before: Pat
             ran = dumping_run(tree, python, program, env, work)
             bundle = Path(ran["bundle"])
             found[side] = replayed(tree, python, str(bundle), work)
+            if side == "after" and text_too:  # the text alone, compared as this tree compares (operands by name)
+                found["after_text"] = replayed(tree, python, str(bundle), work, "--from", "text")
             if side == "after":
                 found["bytes"] = {
                     "xla_dump": folder_bytes(bundle / "xla_dump"),
@@ -145,15 +151,16 @@ def markdown(rows: list[dict]) -> str:
         return f"{counts.get('True', 0)}/{side['modules']} ({', '.join(f'{k} {v}' for k, v in side['forms'].items())})"
 
     out = [
-        "| case | modules | as the run's, before (forms) | as the run's, after (forms) | xla_dump | jax_ir | run s with / without | writing it (CPU s, files) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case | modules | as the run's, before (forms) | as the run's, after (forms) | after, --from text | xla_dump | jax_ir | run s with / without | writing it (CPU s, files) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         b = r.get("bytes", {})
         s = r.get("seconds", {})
         out.append(
             f"| {r['case']} | {r.get('after', {}).get('modules', '-')} | {as_run(r.get('before'))} | "
-            f"{as_run(r.get('after'))} | {b.get('xla_dump', 0):,} | {b.get('jax_ir', 0):,} | "
+            f"{as_run(r.get('after'))} | {as_run(r.get('after_text'))} | {b.get('xla_dump', 0):,} | "
+            f"{b.get('jax_ir', 0):,} | "
             + (f"{s['with']:.2f} / {s['without']:.2f} |" if s else "- |")
             + (f" {w['cpu_s']:.3f} ({w['files']}) |" if "cpu_s" in (w := r.get("writing", {})) else " - |")
         )
@@ -167,6 +174,7 @@ def main() -> int:
     parser.add_argument("--program", action="append", default=[], help="corpus program (default: the first 7)")
     parser.add_argument("--upstream", action="store_true", help="also the upstream cases of the tests")
     parser.add_argument("--runs", type=int, default=3, help="timing runs of each side (0: no timing)")
+    parser.add_argument("--text", action="store_true", help="also replay each bundle --from text (after only)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     programs = by_name(args.program) if args.program else [p for p in PROGRAMS if p.frontend == "jax"][:7]
@@ -175,13 +183,21 @@ def main() -> int:
         label, _, python = item.partition("=")
         for program in programs:
             rows.append(
-                case(f"{program.name} (jaxlib {label})", python, program.path, program.env, args.before, args.runs)
+                case(
+                    f"{program.name} (jaxlib {label})",
+                    python,
+                    program.path,
+                    program.env,
+                    args.before,
+                    args.runs,
+                    args.text,
+                )
             )
     if args.upstream:
         for name, (variable, program, _) in UPSTREAM.items():
             python = os.environ.get(variable)
             if python:
-                rows.append(case(name, python, program, {}, args.before, args.runs))
+                rows.append(case(name, python, program, {}, args.before, args.runs, args.text))
     print(markdown(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
