@@ -226,3 +226,6 @@ def test_a_run_warns_of_modules_left_untied(tmp_path):
     (bundle / "jax_ir" / "jax_ir2_jit_f_compile.mlir").unlink()  # jit_f: 2 modules, 1 file
     (warning,) = missing_dump_kinds([], index_dump(bundle / "xla_dump"))
     assert "tied to 2 module(s) (0001 jit_f, 0002 jit_f)" in warning and "may not be the run's own module" in warning
+    # a module of a name jax wrote nothing of (not compiled through jax) is left alone
+    (bundle / "xla_dump" / "module_0003.fusion.before_optimizations.txt").write_text(BEFORE.replace("jit_f", "fusion"))
+    assert len(missing_dump_kinds([], index_dump(bundle / "xla_dump"))) == 1

@@ -59,12 +59,17 @@ def missing_dump_kinds(flags: list[str], index: DumpIndex | None) -> list[str]:
 
 
 def untied_stablehlo(index: DumpIndex) -> list[str]:
-    """Where jax wrote its StableHLO beside the dump and some modules got none: a replay of those compiles their HLO
-    text, which may not be the module the run compiled."""
-    from xlatools.run.jax_ir import jax_ir_folder
+    """Where jax wrote its StableHLO beside the dump and some of its modules got none: a replay of those compiles
+    their HLO text, which may not be the module the run compiled. (Modules of names jax wrote nothing of were not
+    compiled through jax: left alone.)"""
+    from xlatools.run.jax_ir import jax_ir_folder, wrote, written_names
 
-    untied = [m for m in index.sorted_modules() if m.stablehlo is None]
-    if not untied or jax_ir_folder(index.root) is None:
+    folder = jax_ir_folder(index.root)
+    if folder is None:
+        return []
+    names = written_names(folder)
+    untied = [m for m in index.sorted_modules() if m.stablehlo is None and wrote(names, m.name)]
+    if not untied:
         return []
     named = ", ".join(f"{m.id:04d} {m.name}" for m in untied[:5]) + (
         f" (+{len(untied) - 5} more)" if len(untied) > 5 else ""

@@ -66,6 +66,15 @@ def dump_root_of(jax_file: Path) -> Path:
     return folder.parent / "xla_dump"
 
 
+def written_names(folder: Path) -> set[str]:
+    """The module names jax wrote StableHLO files of in `folder` (as both jax's and XLA's file names keep them)."""
+    return {_key(parsed[1]) for path in folder.iterdir() if (parsed := parse_jax_ir_name(path.name))}
+
+
+def wrote(names: set[str], module_name: str) -> bool:
+    return _key(module_name) in names
+
+
 def tie(modules: list[tuple[int, str]], files: list[tuple[int, str, str]]) -> dict[int, str]:
     """Module id -> file (pure). `modules`: (id, name) of the dump; `files`: (order, module name, file) of the
     StableHLO files, `order` the order they were written in."""
