@@ -3,7 +3,6 @@ output or a dump file, a metric the program writes) and the files its regex sear
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -49,8 +48,16 @@ class Rule(RuleSpec):
             raise UsageError(
                 f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)"
             )
-        if (self.metric is None) != (self.threshold is None):
-            raise UsageError("--metric and --threshold go together", hint="e.g. --metric step_time_s --threshold 0.5")
+        if self.threshold is not None and self.metric is None:
+            raise UsageError("--threshold goes with --metric", hint="e.g. --metric step_time_s --threshold 0.5")
+        noise_aware = self.metric is not None and self.threshold is None
+        for option, value, least in (("--repeat", self.repeat, 3), ("--max-runs", self.max_runs, 1)):
+            if value is not None and not noise_aware:
+                raise UsageError(
+                    f"{option} goes with --metric NAME without --threshold (runs measured against the two ends)"
+                )
+            if value is not None and not least <= value <= 100:
+                raise UsageError(f"{option} {value}: must be {least} to 100")
         if self.match is not None and self.metric is not None:
             raise UsageError("--match and --metric cannot be combined; pick one test")
 
@@ -99,17 +106,20 @@ class Rule(RuleSpec):
         return None
 
     def _judge_metric(self, code: int | None, bundle: Path) -> Judgement:
+        """--threshold: one run's value against it (the best of its samples when it reports several)."""
+        from xlatools.bisect.noise import best_of_run
+        from xlatools.bisect.samples import MetricMissing, read_samples
+
         try:
-            value = float(json.loads((bundle / "metrics.json").read_text())[self.metric])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            return Judgement(
-                StepOutcome.SKIP, f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})"
-            )
+            samples = read_samples(bundle, str(self.metric)).samples
+        except MetricMissing as exc:
+            return Judgement(StepOutcome.SKIP, f"{exc.reason} (exit {code})")
+        value = best_of_run(samples, not self.higher_is_better)
         worse = value < self.threshold if self.higher_is_better else value > self.threshold
         side = "below" if self.higher_is_better else "above"
         return Judgement(
             StepOutcome.BAD if worse else StepOutcome.GOOD,
-            f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
+            f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g}; 1 run, spread not measured)",
         )
 
 

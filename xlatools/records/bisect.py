@@ -32,6 +32,9 @@ class RuleSpec:
     higher_is_better: bool = False
     # bisect passes --module M: a dump match is looked for in M's files only
     hlo_module: str | None = field(default=None, metadata=OMIT_NONE)
+    # --metric without --threshold (noise-aware, bisect/noise.py): runs of each end, and the most runs of one step
+    repeat: int | None = field(default=None, metadata=OMIT_NONE)
+    max_runs: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -122,6 +125,21 @@ class StepDetail:
     jaxlib: str | None = None
 
 
+@dataclass(kw_only=True)
+class MetricRuns:
+    """A metric measured on one candidate: a value per run (the best of the samples that run reported) and each
+    run's bundle; the median and spread over the runs; where it stands between the anchors (noise-aware tests)."""
+
+    name: str
+    values: list[float] = field(default_factory=list)
+    bundles: list[str] = field(default_factory=list)
+    centre: float | None = None  # median of the values
+    spread: float | None = None  # robust standard deviation: relative (0.02 = 2 %) when `relative`, else absolute
+    relative: bool = True
+    position: float | None = field(default=None, metadata=OMIT_NONE)  # 0 = like the good end, 1 = like the bad end
+    margin: float | None = field(default=None, metadata=OMIT_NONE)  # of the position: the verdict's certainty
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepRecord:
     n: int  # 1-based, in the order the steps ran
@@ -139,6 +157,7 @@ class StepRecord:
     detail: StepDetail | None = None
     # bisect commits: how the step's build ran its actions (cache hits: the profile's caches are shared by every step)
     bazel_processes: BazelProcesses | None = field(default=None, metadata=OMIT_NONE)
+    metric: MetricRuns | None = field(default=None, metadata=OMIT_NONE)  # --metric: every run's value
 
 
 @dataclass(kw_only=True)
@@ -193,6 +212,21 @@ class DiffNote:
 
 
 @dataclass(kw_only=True)
+class MetricAnswer:
+    """A noise-aware metric bisection's numbers: the anchors, how far apart, and the boundary measured side by side."""
+
+    name: str
+    good: MetricRuns  # the good end (or, with one anchor, the virtual one: no values)
+    bad: MetricRuns
+    gap_se: float | None = None  # the ends' gap in standard errors (None: exact, or one anchor)
+    pairs_worse: float | None = None  # share of (good run, bad run) pairs where the bad run is worse
+    exact: bool = False  # every run of each end gave the same value
+    ratio: float | None = None  # bad / good (medians)
+    boundary: list[MetricRuns] = field(default_factory=list)  # last good, first bad, interleaved once more
+    boundary_differ: bool | None = None  # None: not measured again (exact metric, or the boundary is the ends)
+
+
+@dataclass(kw_only=True)
 class BisectAnswer:
     last_good: CandidateRef
     first_bad: CandidateRef
@@ -204,6 +238,7 @@ class BisectAnswer:
     hlo: list[CulpritHlo] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)  # printed under the steps
     diff: DiffNote | None = None
+    metric: MetricAnswer | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

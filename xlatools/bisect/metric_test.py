@@ -1,0 +1,142 @@
+"""`--metric NAME` without `--threshold`: a program test judged against measured anchors (bisect/noise.py).
+
+`MetricTest` runs the program like `ProgramTest` (a run bundle per run) and reads the metric's samples
+(bisect/samples.py). A step runs once, and again while its verdict is ambiguous, up to `max_runs`
+runs; still ambiguous then, it is a skip that says so. A run that fails (non-zero exit), or reports no
+value, says nothing about speed or size: the step is a skip with the reason. Every verdict quotes the
+value, its spread and the number of runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlatools.bisect.checks import ProgramTest, StepEnv
+from xlatools.bisect.engine import StepVerdict
+from xlatools.bisect.noise import Anchors, Judged, best_of_run
+from xlatools.bisect.samples import MetricMissing, read_samples
+from xlatools.errors import UsageError
+from xlatools.records.bisect import MetricRuns, StepDetail
+from xlatools.vocab import StepOutcome
+
+if TYPE_CHECKING:
+    from xlatools.bisect.rule import Rule
+    from xlatools.records.bisect import ProgramTestSpec
+
+DEFAULT_REPEAT = 5  # runs of each end (interleaved); an exact metric stops after 3
+DEFAULT_MAX_RUNS = 7  # runs of one step before an ambiguous one is skipped
+MIN_EXACT_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Measured:
+    value: float
+    bundle: str
+    seconds: float
+    detail: StepDetail
+
+
+def run_name(name: str, attempt: int) -> str:
+    """The bundle name of run `attempt` (0-based) of a step."""
+    return name if attempt == 0 else f"{name}-r{attempt + 1}"
+
+
+@dataclass
+class MetricTest:
+    """A ProgramTest whose verdict is the metric's position between the anchors (set before the search)."""
+
+    inner: ProgramTest
+    anchors: Anchors | None = None
+    measured: list[float] = field(default_factory=list)  # seconds of every run (for summaries)
+
+    @property
+    def rule(self) -> Rule:
+        return self.inner.rule
+
+    @property
+    def program(self):
+        return self.inner.program
+
+    @property
+    def metric(self) -> str:
+        assert self.rule.metric is not None
+        return self.rule.metric
+
+    @property
+    def lower_is_better(self) -> bool:
+        return not self.rule.higher_is_better
+
+    @property
+    def repeat(self) -> int:
+        return self.rule.repeat or DEFAULT_REPEAT
+
+    @property
+    def max_runs(self) -> int:
+        return self.rule.max_runs or DEFAULT_MAX_RUNS
+
+    def describe(self) -> ProgramTestSpec:
+        return self.inner.describe()
+
+    def measure(self, step: StepEnv, out_root: Path, name: str) -> Measured:
+        """One run and its value; MetricMissing (with the bundle in the reason) when it gives none."""
+        record, seconds = self.inner.execute(step, out_root, name)
+        bundle = str(record.bundle)
+        code = record.exit_code
+        if code in self.rule.skip_exit:
+            raise MetricMissing(f"exit {code} means skip ({Path(bundle).name})")
+        if code != 0:
+            raise MetricMissing(f"the program failed (exit {code}): no measurement ({Path(bundle).name})")
+        try:
+            samples = read_samples(Path(bundle), self.metric)
+        except MetricMissing as exc:
+            raise MetricMissing(f"{exc.reason} ({Path(bundle).name})") from None
+        detail = StepDetail(exit_code=code, jax=record.jax.jax, jaxlib=record.jax.jaxlib)
+        return Measured(best_of_run(samples.samples, self.lower_is_better), bundle, seconds, detail)
+
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
+        """Run until the verdict is clear or `max_runs` runs are done."""
+        anchors = self.anchors
+        if anchors is None:
+            raise UsageError("internal: a metric step before its anchors were measured")
+        runs = MetricRuns(name=self.metric)
+        seconds, detail, judged = 0.0, None, None
+        t0 = time.monotonic()
+        for attempt in range(self.max_runs):
+            try:
+                got = self.measure(step, out_root, run_name(name, attempt))
+            except MetricMissing as exc:
+                return StepVerdict(
+                    StepOutcome.SKIP, exc.reason, runs.bundles[0] if runs.bundles else None, step.install_s,
+                    time.monotonic() - t0, detail, metric=runs if runs.values else None,
+                )  # fmt: skip
+            runs.values.append(got.value)
+            runs.bundles.append(got.bundle)
+            detail, seconds = got.detail, seconds + got.seconds
+            judged = anchors.judge(runs.values)
+            fill(runs, judged)
+            if judged.verdict != "ambiguous":
+                break
+        assert judged is not None
+        outcome = {"good": StepOutcome.GOOD, "bad": StepOutcome.BAD}.get(judged.verdict, StepOutcome.SKIP)
+        reason = f"{self.metric} {judged.summary.text()}: {judged.verdict}, {judged.text()}"
+        if outcome == StepOutcome.SKIP:
+            reason = f"{self.metric} {judged.summary.text()}: still ambiguous after {len(runs.values)} runs " \
+                f"(--max-runs), {judged.text()}: skip"  # fmt: skip
+        return StepVerdict(outcome, reason, runs.bundles[0], step.install_s, seconds, detail, metric=runs)
+
+
+def fill(runs: MetricRuns, judged: Judged) -> None:
+    """The record's summary fields from a verdict."""
+    runs.centre, runs.spread, runs.relative = judged.summary.centre, judged.summary.spread, judged.summary.relative
+    runs.position, runs.margin = round(judged.position, 4), round(judged.margin, 4)
+
+
+def wrap(test: ProgramTest) -> ProgramTest | MetricTest:
+    """The test a rule asks for: noise-aware when it has a metric and no threshold."""
+    rule = test.rule
+    if rule.metric is not None and rule.threshold is None:
+        return MetricTest(test)
+    return test
