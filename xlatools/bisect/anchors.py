@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 
 UNMEASURED = " could not be measured: "  # in the reason of an end that gave no value
+LEANING = 0.75  # share of pairs in the expected order that earns ends not yet apart one more batch of rounds
 
 
 @dataclass
@@ -55,10 +56,12 @@ def prepare(source: Source, key: str, label: str) -> StepEnv:
         raise MetricMissing(skip.reason) from None
 
 
-def interleave(sides: list[Side], test: MetricTest, steps_root: Path, rounds: int, progress: Progress) -> None:
-    """`rounds` runs of each side, alternating the order each round; stops early when a side fails, or
+def interleave(
+    sides: list[Side], test: MetricTest, steps_root: Path, rounds: range, progress: Progress, exact_stop: bool = True
+) -> None:
+    """One run of each side per round, alternating the order each round; stops early when a side fails, or
     after MIN_EXACT_ROUNDS rounds when every side gave one identical value each time (an exact metric)."""
-    for r in range(rounds):
+    for r in rounds:
         order = sides if r % 2 == 0 else sides[::-1]
         for side in order:
             name = f"step{side.n:02d}-{safe_name(side.label)}"
@@ -71,10 +74,27 @@ def interleave(sides: list[Side], test: MetricTest, steps_root: Path, rounds: in
             side.runs.bundles.append(got.bundle)
             side.detail, side.seconds = got.detail, side.seconds + got.seconds
         values = "; ".join(f"{s.label} {s.runs.values[-1]:.4g}" for s in sides)
-        progress(f"{test.metric}, round {r + 1}/{rounds} ({' then '.join(s.label for s in order)}): {values}")
-        if r + 1 >= MIN_EXACT_ROUNDS and all(len(set(s.runs.values)) == 1 for s in sides):
+        progress(f"{test.metric}, round {r + 1}/{rounds.stop} ({' then '.join(s.label for s in order)}): {values}")
+        if exact_stop and r + 1 >= MIN_EXACT_ROUNDS and all(len(set(s.runs.values)) == 1 for s in sides):
             progress(f"{test.metric}: every run gave the same value on each side (an exact metric): enough rounds")
             return
+
+
+def measure_pair(sides: list[Side], test: MetricTest, steps_root: Path, progress: Progress) -> None:
+    """`repeat` interleaved rounds; when the two do not differ beyond noise yet but lean that way (the worse side
+    worse in LEANING of the pairs), `repeat` rounds more, once."""
+    repeat = test.repeat
+    interleave(sides, test, steps_root, range(repeat), progress)
+    if any(s.failed for s in sides) or len(sides[0].runs.values) < repeat:
+        return  # failed, or exact (stopped early)
+    anchors = Anchors(tuple(sides[0].runs.values), tuple(sides[1].runs.values), test.lower_is_better)
+    gap, share = anchors.separation()
+    if not anchors.differ() and gap > 0 and share >= LEANING:
+        progress(
+            f"{test.metric}: {sides[0].label} and {sides[1].label} lean apart ({gap:.1f} standard errors, "
+            f"{100 * share:.0f}% of pairs) but not beyond noise yet: {repeat} rounds more"
+        )
+        interleave(sides, test, steps_root, range(repeat, 2 * repeat), progress, exact_stop=False)
 
 
 def _record(oracle: Oracle, side: Side, outcome: StepOutcome, reason: str, attempt: int, started: str) -> None:
@@ -117,7 +137,7 @@ def ensure_anchors(state: State, oracle: Oracle, source: Source, test: MetricTes
     started = utc_now()
     if not any(s.failed for s in sides):
         progress(f"measuring the two ends first, interleaved: {test.repeat} runs each of {test.metric}")
-        interleave(sides, test, Path(state.folder or ".") / "steps", test.repeat, progress)
+        measure_pair(sides, test, Path(state.folder or ".") / "steps", progress)
     anchors = Anchors(tuple(sides[0].runs.values), tuple(sides[1].runs.values), test.lower_is_better)
     problem = next((f"the {s.role} {s.label}{UNMEASURED}{s.failed}" for s in sides if s.failed), None)
     if problem is None:
@@ -182,7 +202,7 @@ def verify_boundary(
         sides.append(Side(candidate.key, candidate.label, "verify", env, base + i + 1, MetricRuns(name=test.metric)))
     started = utc_now()
     t0 = time.monotonic()
-    interleave(sides, test, Path(state.folder or ".") / "steps", test.repeat, progress)
+    measure_pair(sides, test, Path(state.folder or ".") / "steps", progress)
     for side in sides:
         if side.runs.values:
             judged = anchors.judge(side.runs.values)
@@ -246,6 +266,12 @@ def start(state: State, oracle: Oracle, source: Source, test: Test, progress: Pr
     if not isinstance(test, MetricTest):
         return
     test.anchors = ensure_anchors(state, oracle, source, test, progress)
+    if not test.anchors.exact:  # each step's runs get runs of the ends beside them (the drift)
+        try:
+            good, bad = (prepare(source, c.key, c.label) for c in (state.candidates[0], state.candidates[-1]))
+        except MetricMissing as exc:
+            raise EndpointProblem(f"an end cannot be prepared again: {exc.reason}") from None
+        test.ends = (good, bad)
     if jobs > 1 and not test.anchors.exact:
         progress(
             f"note: {test.metric} varies from run to run and --jobs {jobs} runs steps side by side, which disturbs "

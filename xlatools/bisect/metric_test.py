@@ -2,7 +2,10 @@
 
 `MetricTest` runs the program like `ProgramTest` (a run bundle per run) and reads the metric's samples
 (bisect/samples.py). A step runs once, and again while its verdict is ambiguous, up to `max_runs`
-runs; still ambiguous then, it is a skip that says so. A run that fails (non-zero exit), or reports no
+runs; still ambiguous then, it is a skip that says so. Unless the metric is exact, each run of a
+step has a run of one end beside it (good and bad in turn): the load of the machine then, against
+the anchors measured at the start, is taken out of the step's values (a machine that got faster or
+slower during the bisection does not move a step to the other side). A run that fails (non-zero exit), or reports no
 value, says nothing about speed or size: the step is a skip with the reason. Every verdict quotes the
 value, its spread and the number of runs.
 """
@@ -10,7 +13,7 @@ value, its spread and the number of runs.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +53,7 @@ class MetricTest:
 
     inner: ProgramTest
     anchors: Anchors | None = None
-    measured: list[float] = field(default_factory=list)  # seconds of every run (for summaries)
+    ends: tuple[StepEnv, StepEnv] | None = None  # the good and bad ends' environments, for the reference runs
 
     @property
     def rule(self) -> Rule:
@@ -97,7 +100,9 @@ class MetricTest:
         return Measured(best_of_run(samples.samples, self.lower_is_better), bundle, seconds, detail)
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
-        """Run until the verdict is clear or `max_runs` runs are done."""
+        """Run until the verdict is clear or `max_runs` runs are done. Unless the metric is exact, each run of the
+        step is paired with a run of one end (good, bad, good, ...; the order alternates too): how far that end
+        is from its anchor value now is the machine's drift, taken out of the step's values."""
         anchors = self.anchors
         if anchors is None:
             raise UsageError("internal: a metric step before its anchors were measured")
@@ -106,7 +111,10 @@ class MetricTest:
         t0 = time.monotonic()
         for attempt in range(self.max_runs):
             try:
+                reference = self._reference(attempt, out_root, name) if attempt % 2 else None
                 got = self.measure(step, out_root, run_name(name, attempt))
+                if reference is None:
+                    reference = self._reference(attempt, out_root, name)
             except MetricMissing as exc:
                 return StepVerdict(
                     StepOutcome.SKIP, exc.reason, runs.bundles[0] if runs.bundles else None, step.install_s,
@@ -114,8 +122,10 @@ class MetricTest:
                 )  # fmt: skip
             runs.values.append(got.value)
             runs.bundles.append(got.bundle)
+            if reference is not None:
+                runs.references.append(reference)
             detail, seconds = got.detail, seconds + got.seconds
-            judged = anchors.judge(runs.values)
+            judged = anchors.judge(runs.values, self._drifts(runs.references))
             fill(runs, judged)
             if judged.verdict != "ambiguous":
                 break
@@ -127,11 +137,30 @@ class MetricTest:
                 f"(--max-runs), {judged.text()}: skip"  # fmt: skip
         return StepVerdict(outcome, reason, runs.bundles[0], step.install_s, seconds, detail, metric=runs)
 
+    def _reference(self, attempt: int, out_root: Path, name: str) -> float | None:
+        """One run of an end beside run `attempt` of a step (good for even attempts, bad for odd), or None when the
+        metric is exact (nothing drifts) or the ends' environments are not known (a step checked on its own)."""
+        if self.anchors is None or self.anchors.exact or self.ends is None:
+            return None
+        which = attempt % 2
+        label = ("good", "bad")[which]
+        try:
+            return self.measure(self.ends[which], out_root, f"{name}-{label}-end-r{attempt + 1}").value
+        except MetricMissing as exc:
+            raise MetricMissing(f"the {label} end, measured again beside this step: {exc.reason}") from None
+
+    def _drifts(self, references: list[float]) -> list[float]:
+        """How far each reference run is from its end's anchor value, in the anchors' scale."""
+        anchors = self.anchors
+        assert anchors is not None
+        return [anchors.t(v) - (anchors.g, anchors.b)[i % 2] for i, v in enumerate(references)]
+
 
 def fill(runs: MetricRuns, judged: Judged) -> None:
     """The record's summary fields from a verdict."""
     runs.centre, runs.spread, runs.relative = judged.summary.centre, judged.summary.spread, judged.summary.relative
     runs.position, runs.margin = round(judged.position, 4), round(judged.margin, 4)
+    runs.drift = round(judged.drift, 5) if runs.references else None
 
 
 def wrap(test: ProgramTest) -> ProgramTest | MetricTest:

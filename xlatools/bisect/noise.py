@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Literal, Sequence
 
-Z_SEPARATE = 4.0  # standard errors between the anchors' medians
+Z_SEPARATE = 3.0  # standard errors between the anchors' medians
 MIN_AUC = 0.9  # share of (good run, bad run) pairs where the bad run is worse
-Z_DECIDE = 3.0  # standard errors between a step's median and the midpoint
+Z_DECIDE = 2.5  # standard errors between a step's median and the midpoint
 NOISE_FLOOR = 0.005  # 0.5 %: timers and the machine are not better than that, whatever 5 runs say
 MEDIAN_EFFICIENCY = 1.2533  # standard error of a median of k runs ~ 1.2533 sigma / sqrt(k) (k >= 3)
 MAD_TO_SIGMA = 1.4826
@@ -113,9 +113,13 @@ class Judged:
     position: float  # 0 = like the good anchor, 1 = like the bad one
     margin: float  # in position units
     summary: Summary
+    drift: float = 0.0  # taken out of the values (scale units: log for ratios)
 
     def text(self) -> str:
-        return f"position {self.position + 0.0:.2f} ± {self.margin:.2f} (0 good, 1 bad)".replace("-0.00 ", "0.00 ")
+        drift = f"; drift {100 * self.drift:+.1f}% taken out" if self.drift and self.summary.relative else ""
+        return f"position {self.position + 0.0:.2f} ± {self.margin:.2f} (0 good, 1 bad{drift})".replace(
+            "-0.00 ", "0.00 "
+        )
 
 
 @dataclass(frozen=True)
@@ -218,23 +222,27 @@ class Anchors:
             "or ends further apart",
         )
 
-    def judge(self, values: Sequence[float]) -> Judged:
-        """Where `values` (one per run of a candidate) stand between the anchors, and the verdict. The spread it
-        quotes is the one it used: the step's own (3 runs or more) when larger than the anchors' noise."""
-        ts = [self.t(v) for v in values]
+    def judge(self, values: Sequence[float], drifts: Sequence[float] = ()) -> Judged:
+        """Where `values` (one per run of a candidate) stand between the anchors, and the verdict. `drifts`: how far
+        runs of the ends measured beside them were from the anchors (the machine now vs then); their median is
+        taken out of the values, and its uncertainty added to the margin. The spread quoted is the one used: the
+        step's own (3 runs or more) when larger than the anchors' noise."""
+        drift = median(drifts) if drifts else 0.0
+        ts = [self.t(v) - drift for v in values]
         g, b = self.g, self.b
         span = b - g
         position = (median(ts) - g) / span
         own = _sigma(ts) if len(ts) >= 3 else 0.0
         sigma = max(self.sigma, own)
-        margin = Z_DECIDE * standard_error(sigma, len(ts)) / abs(span)
+        error = math.hypot(standard_error(sigma, len(ts)), standard_error(sigma, len(drifts)) if drifts else 0.0)
+        margin = Z_DECIDE * error / abs(span)
         if position + margin < 0.5:
             verdict: Verdict = "good"
         elif position - margin > 0.5:
             verdict = "bad"
         else:
             verdict = "ambiguous"
-        return Judged(verdict, position, margin, Summary(median(values), sigma, len(values), self.log))
+        return Judged(verdict, position, margin, Summary(median(values), sigma, len(values), self.log), drift)
 
 
 def distinct(a: Sequence[float], b: Sequence[float], lower_is_better: bool = True) -> tuple[bool, float]:

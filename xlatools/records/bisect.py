@@ -138,6 +138,9 @@ class MetricRuns:
     relative: bool = True
     position: float | None = field(default=None, metadata=OMIT_NONE)  # 0 = like the good end, 1 = like the bad end
     margin: float | None = field(default=None, metadata=OMIT_NONE)  # of the position: the verdict's certainty
+    # a run of the good end, then the bad end, ... beside each run (values), and the drift taken out (scale units)
+    references: list[float] = field(default_factory=list)
+    drift: float | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(frozen=True, kw_only=True)
