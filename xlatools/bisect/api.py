@@ -39,6 +39,9 @@ def _resume_or_new(
     return state
 
 
+resume_or_new = _resume_or_new  # bisect timeline's state is a bisection's
+
+
 @dataclass(frozen=True)
 class PlannedCandidate:
     """A candidate as `--dry-run` shows it (releases: what its environment installs)."""
@@ -54,10 +57,10 @@ class PlannedCandidate:
 class DryRunPlan:
     """`--dry-run`: the candidates, the test, and the steps a search without skips needs at most."""
 
-    kind: Literal["releases", "commits"]
+    kind: Literal["releases", "commits", "timeline"]
     candidates: list[PlannedCandidate]
     test: TestSpec
-    ideal_steps: int
+    ideal_steps: int  # timeline: the most runs (releases x rounds)
     which: str | None = None  # commits: xla or jax
     excluded: list[str] = field(default_factory=list)  # releases: versions without a jaxlib for this Python
 
@@ -73,6 +76,7 @@ class ReleaseRequest:
     confirm: int = 0
     fresh: bool = False
     jobs: int = 1  # candidates tested at once (K-ary search); not part of the spec: any K continues the same bisection
+    requirements: tuple[str, ...] = ()  # the program's own packages in every environment (--with, --requirements)
 
     @property
     def platform(self) -> str:
@@ -88,7 +92,7 @@ def plan_releases(request: ReleaseRequest, reporter: Reporter) -> DryRunPlan:
     plan = release_candidates(request.good, request.bad, request.python_version, request.nightly)
     rows = []
     for version in plan.candidates:
-        env = release_env(version, request.python_version, request.platform)
+        env = release_env(version, request.python_version, request.platform, request.requirements)
         rows.append(
             PlannedCandidate(
                 version,
@@ -114,6 +118,7 @@ def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
         nightly=request.nightly,
         confirm=request.confirm,
         test=test.describe(),
+        requirements=list(request.requirements) or None,
     )
 
     def candidates() -> tuple[list[Candidate], list[str]]:
@@ -128,7 +133,7 @@ def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
         state.status = BisectStatus.RUNNING
         run_ordered(
             state,
-            ReleaseSource(request.python_version, request.platform, progress),
+            ReleaseSource(request.python_version, request.platform, progress, request.requirements),
             test,
             request.confirm,
             progress,

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
-from xlatools.commands.bisect_options import CLUSTER_PROFILE, CONFIRM, FRESH, OUT, with_test_options
+from xlatools.commands.bisect_options import (
+    CLUSTER_PROFILE,
+    CONFIRM,
+    FRESH,
+    OUT,
+    REQUIREMENTS,
+    WITH,
+    program_requirements,
+    with_test_options,
+)
+from xlatools.commands.bisect_more_cmd import timeline
 from xlatools.commands.options import DryRunOption, JsonOption, ProfileOption, PythonOption
 
 app = typer.Typer(
@@ -31,6 +41,8 @@ def releases(
         help="Test K candidates at once (K-ary search; installs in parallel; the same answer, any K continues a bisection).",
     ),
     profile: Optional[str] = CLUSTER_PROFILE,
+    with_: List[str] = WITH,
+    requirements: List[Path] = REQUIREMENTS,
     test=None,
     reporter=None,
     out: Path = OUT,
@@ -54,6 +66,7 @@ def releases(
         confirm=confirm,
         fresh=fresh,
         jobs=jobs,
+        requirements=program_requirements(with_, requirements),
     )
     if dry_run:
         return _print_plan(plan_releases(request, reporter), as_json, test.cluster)
@@ -182,3 +195,6 @@ def commits(
     if dry_run:
         return _print_plan(plan_commits(request, reporter), as_json, test.cluster)
     _finish(bisect_commits(request, reporter), as_json)
+
+
+app.command("timeline")(timeline)

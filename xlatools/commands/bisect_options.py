@@ -182,3 +182,21 @@ def _cluster(choice, profile: str | None, dry_run: bool):
 
         preflight(cluster, 1)
     return cluster
+
+
+WITH = typer.Option(
+    [],
+    "--with",
+    help="A package the program needs in every release environment (repeatable; pip's syntax, e.g. flax or "
+    "optax==0.2.8): the newest version that accepts each jax release unless pinned.",
+)
+REQUIREMENTS = typer.Option(
+    [], "--requirements", help="A requirements file of such packages (repeatable; requirement lines only)."
+)
+
+
+def program_requirements(with_: list[str], files: list[Path]) -> tuple[str, ...]:
+    """--with and --requirements, checked (bad input is exit 2 before anything runs)."""
+    from xlatools.bisect.extras import program_requirements as checked
+
+    return checked(with_, files)

@@ -16,7 +16,7 @@ from xlatools.records.build import BazelProcesses
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
 SCHEMA = "xlatools.bisect/1"
-BisectKind = Literal["releases", "commits", "passes"]
+BisectKind = Literal["releases", "commits", "passes", "timeline"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +73,7 @@ class ReleaseSpec:
     nightly: bool = False
     confirm: int = 0
     test: TestSpec
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
 
 
 @dataclass(kw_only=True)
@@ -99,8 +100,22 @@ class CommitSpec:
     test: TestSpec
 
 
+@dataclass(kw_only=True)
+class TimelineSpec:
+    """`bisect timeline`: every release from `first` to `last` measured `repeat` times."""
+
+    kind: Literal["timeline"] = "timeline"
+    first: str
+    last: str
+    python_version: str
+    platform: str
+    repeat: int
+    test: TestSpec
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
+
+
 # What was asked: the same command finds its folder again by it (bisect.state.spec_hash).
-BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec]
+BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec, TimelineSpec]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,6 +260,40 @@ class BisectAnswer:
 
 
 @dataclass(kw_only=True)
+class TimelineRow:
+    """One release of a timeline: its runs, their median and spread, and the ratio to the release before it."""
+
+    key: str
+    label: str
+    runs: MetricRuns | None = None  # None: not measured (skip)
+    ratio: float | None = None  # median / the previous measured release's median
+    change: Literal["up", "down"] | None = None  # differs from the previous measured release beyond noise
+    skipped: str | None = None  # why it has no value
+
+
+@dataclass(kw_only=True)
+class TimelineStep:
+    """A change beyond noise between two neighbouring measured releases."""
+
+    before: str  # release keys
+    after: str
+    direction: Literal["up", "down"]  # the value went up or down
+    worse: bool  # in the metric's sense (up is worse unless --higher-is-better)
+    ratio: float
+
+
+@dataclass(kw_only=True)
+class TimelineResult:
+    metric: str
+    higher_is_better: bool = False
+    exact: bool = False  # every run of each release gave the same value
+    rows: list[TimelineRow] = field(default_factory=list)
+    steps: list[TimelineStep] = field(default_factory=list)
+    svg: str | None = None  # timeline.svg
+    html: str | None = None  # timeline.html (the table and the picture)
+
+
+@dataclass(kw_only=True)
 class BisectState:
     schema: str = SCHEMA
     kind: BisectKind
@@ -259,3 +308,4 @@ class BisectState:
     steps: list[StepRecord] = field(default_factory=list)
     result: BisectAnswer | None = None
     folder: Path | None = None  # the bisect folder (where it was when written)
+    timeline: TimelineResult | None = field(default=None, metadata=OMIT_NONE)  # bisect timeline
