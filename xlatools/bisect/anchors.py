@@ -97,7 +97,7 @@ def measure_pair(sides: list[Side], test: MetricTest, steps_root: Path, progress
         interleave(sides, test, steps_root, range(repeat, 2 * repeat), progress, exact_stop=False)
 
 
-def _record(oracle: Oracle, side: Side, outcome: StepOutcome, reason: str, attempt: int, started: str) -> None:
+def record_side(oracle: Oracle, side: Side, outcome: StepOutcome, reason: str, attempt: int, started: str) -> None:
     verdict = StepVerdict(
         outcome,
         reason,
@@ -110,7 +110,7 @@ def _record(oracle: Oracle, side: Side, outcome: StepOutcome, reason: str, attem
     oracle.record(side.n, side.key, side.label, side.role, attempt, verdict, started)
 
 
-def _summary(anchors: Anchors, values: Sequence[float]) -> str:
+def summary_text(anchors: Anchors, values: Sequence[float]) -> str:
     return anchors.summary(values).text()
 
 
@@ -149,8 +149,8 @@ def ensure_anchors(state: State, oracle: Oracle, source: Source, test: MetricTes
         if side.runs.values:
             side.runs.centre, side.runs.spread = median(side.runs.values), anchors.summary(side.runs.values).spread
             side.runs.relative = anchors.log
-        reason = problem or f"{test.metric} {_summary(anchors, side.runs.values)} ({side.role})"
-        _record(oracle, side, StepOutcome.SKIP if problem else outcome, reason, 0, started)
+        reason = problem or f"{test.metric} {summary_text(anchors, side.runs.values)} ({side.role})"
+        record_side(oracle, side, StepOutcome.SKIP if problem else outcome, reason, 0, started)
     return _checked([oracle.runs(c.key)[0] for c in ends], test)
 
 
@@ -211,7 +211,7 @@ def verify_boundary(
             reason = side.failed or f"{test.metric} {judged.summary.text()}: {judged.verdict} (measured again)"
         else:
             outcome, reason = StepOutcome.SKIP, side.failed or "no run"
-        _record(oracle, side, outcome, reason, len(oracle.runs(side.key)), started)
+        record_side(oracle, side, outcome, reason, len(oracle.runs(side.key)), started)
     progress(f"boundary measured again in {time.monotonic() - t0:.1f} s")
     if any(s.failed for s in sides):
         return None
@@ -245,15 +245,15 @@ def metric_answer(
         else f"{gap:.1f} standard errors apart, bad worse in {100 * share:.0f}% of pairs"
     )
     lines = [
-        f"{test.metric}: good end {good.label} {_summary(anchors, anchors.good)}, bad end {bad.label} "
-        f"{_summary(anchors, anchors.bad)}" + (f": {ratio:.3g}x" if ratio else "") + f" ({apart})"
+        f"{test.metric}: good end {good.label} {summary_text(anchors, anchors.good)}, bad end {bad.label} "
+        f"{summary_text(anchors, anchors.bad)}" + (f": {ratio:.3g}x" if ratio else "") + f" ({apart})"
     ]
     if boundary is not None:
         lo, hi = boundary
         differ = Anchors(tuple(lo.values), tuple(hi.values), test.lower_is_better).differ()
         answer.boundary, answer.boundary_differ = [lo, hi], differ
         lines.append(
-            f"boundary measured again side by side: {_summary(anchors, lo.values)} vs {_summary(anchors, hi.values)}: "
+            f"boundary measured again side by side: {summary_text(anchors, lo.values)} vs {summary_text(anchors, hi.values)}: "
             + ("they differ beyond noise" if differ else "NOT different beyond noise: do not trust this answer")
         )
     runs = [len(s.metric.values) for s in state.steps if s.metric is not None]

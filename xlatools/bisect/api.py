@@ -150,6 +150,7 @@ class PassRequest:
     out: Path = Path("artifacts/bisect")
     confirm: int = 0
     fresh: bool = False
+    good_python: str | None = None  # --metric without --threshold: the good anchor (a good release's interpreter)
 
 
 def bisect_passes(request: PassRequest, reporter: Reporter) -> State:
@@ -164,12 +165,15 @@ def bisect_passes(request: PassRequest, reporter: Reporter) -> State:
     if not hasattr(test, "program"):
         raise UsageError("bisect passes runs a program test (-- prog.py); --replay is not wired here yet")
     python = resolve_python(request.python)
-    spec = PassSpec(python=python, module=request.module, confirm=request.confirm, test=test.describe())
+    good = resolve_python(request.good_python) if request.good_python else None
+    spec = PassSpec(
+        python=python, module=request.module, confirm=request.confirm, test=test.describe(), good_python=good
+    )
     title = Path(test.program.name).stem if test.program.kind == "script" else test.program.label
     state = _resume_or_new(request.out, title, spec, request.fresh, lambda: ([], []), progress)
     if state.status != BisectStatus.DONE:
         state.status = BisectStatus.RUNNING
-        run_passes(state, python, test, request.module, request.confirm, progress)
+        run_passes(state, python, test, request.module, request.confirm, progress, good)
     return state
 
 

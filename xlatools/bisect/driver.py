@@ -88,7 +88,7 @@ def make_step(state: State, source: Source, test: Test, progress: Progress, para
 
 def where(state: State) -> str:
     """For ordered searches: how many untested candidates are left between the known good and bad."""
-    if state.kind == "passes" or not state.candidates:
+    if state.kind in ("passes", "flags", "timeline") or not state.candidates:
         return ""
     index = {c.key: i for i, c in enumerate(state.candidates)}
     first = {index[s.key]: s.outcome for s in state.steps if s.attempt == 0 and s.key in index}

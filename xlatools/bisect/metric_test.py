@@ -53,7 +53,8 @@ class MetricTest:
 
     inner: ProgramTest
     anchors: Anchors | None = None
-    ends: tuple[StepEnv, StepEnv] | None = None  # the good and bad ends' environments, for the reference runs
+    # the good and bad ends' environments, for the reference runs (no good one: a single anchor, bisect flags/passes)
+    ends: tuple[StepEnv | None, StepEnv] | None = None
 
     @property
     def rule(self) -> Rule:
@@ -142,18 +143,21 @@ class MetricTest:
         metric is exact (nothing drifts) or the ends' environments are not known (a step checked on its own)."""
         if self.anchors is None or self.anchors.exact or self.ends is None:
             return None
-        which = attempt % 2
+        which = attempt % 2 if self.ends[0] is not None else 1
         label = ("good", "bad")[which]
+        env = self.ends[which]
+        assert env is not None
         try:
-            return self.measure(self.ends[which], out_root, f"{name}-{label}-end-r{attempt + 1}").value
+            return self.measure(env, out_root, f"{name}-{label}-end-r{attempt + 1}").value
         except MetricMissing as exc:
             raise MetricMissing(f"the {label} end, measured again beside this step: {exc.reason}") from None
 
     def _drifts(self, references: list[float]) -> list[float]:
         """How far each reference run is from its end's anchor value, in the anchors' scale."""
         anchors = self.anchors
-        assert anchors is not None
-        return [anchors.t(v) - (anchors.g, anchors.b)[i % 2] for i, v in enumerate(references)]
+        assert anchors is not None and self.ends is not None
+        two = self.ends[0] is not None
+        return [anchors.t(v) - (anchors.g if two and i % 2 == 0 else anchors.b) for i, v in enumerate(references)]
 
 
 def fill(runs: MetricRuns, judged: Judged) -> None:

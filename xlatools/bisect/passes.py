@@ -142,15 +142,19 @@ def _label(subset: tuple[str, ...]) -> str:
     return f"disable {len(subset)}: {text if len(text) <= 60 else text[:57] + '...'}"
 
 
-def run_passes(state: State, python: str, test: Test, module: str | None, confirm: int, progress: Progress) -> None:
+def run_passes(
+    state: State, python: str, test: Test, module: str | None, confirm: int, progress: Progress, good_python=None
+) -> None:
     """Baseline, candidates from its dump, ddmin, confirm re-runs, culprit HLO; result into `state`."""
     from xlatools.bisect.driver import attach_diff, first_bundle, guarded, oracle_for
+    from xlatools.bisect.program_anchors import start_program
     from xlatools.bisect.state import point_link
     from xlatools.run.dumps import index_dump
 
     oracle = oracle_for(state, PassSource(python), test, progress)
 
     def body() -> None:
+        start_program(state, oracle, test, python, good_python, progress)  # a noise-aware --metric: its anchors
         outcome = oracle.ask(BASELINE, "all passes enabled", "baseline")
         base = oracle.runs(BASELINE)[0]
         check_baseline(outcome, base.reason)

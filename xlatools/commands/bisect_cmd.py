@@ -11,13 +11,14 @@ from xlatools.commands.bisect_options import (
     CLUSTER_PROFILE,
     CONFIRM,
     FRESH,
+    GOOD_PYTHON,
     OUT,
     REQUIREMENTS,
     WITH,
     program_requirements,
     with_test_options,
 )
-from xlatools.commands.bisect_more_cmd import timeline
+from xlatools.commands.bisect_more_cmd import flags, timeline
 from xlatools.commands.options import DryRunOption, JsonOption, ProfileOption, PythonOption
 
 app = typer.Typer(
@@ -129,6 +130,7 @@ def passes(
     module_filter: Optional[str] = typer.Option(
         None, "--module", help="Take candidate passes from this HLO module only (name or id)."
     ),
+    good_python: Optional[str] = GOOD_PYTHON,
     profile: Optional[str] = CLUSTER_PROFILE,
     test=None,
     reporter=None,
@@ -142,7 +144,9 @@ def passes(
     --json: the state and summary."""
     from xlatools.bisect.api import PassRequest, bisect_passes
 
-    request = PassRequest(test=test, python=python, module=module_filter, out=out, confirm=confirm, fresh=fresh)
+    request = PassRequest(
+        test=test, python=python, module=module_filter, out=out, confirm=confirm, fresh=fresh, good_python=good_python
+    )
     _finish(bisect_passes(request, reporter), as_json)
 
 
@@ -198,3 +202,4 @@ def commits(
 
 
 app.command("timeline")(timeline)
+app.command("flags")(flags)

@@ -11,13 +11,14 @@ import typer
 from xlatools.commands.bisect_options import (
     CLUSTER_PROFILE,
     FRESH,
+    GOOD_PYTHON,
     OUT,
     REQUIREMENTS,
     WITH,
     program_requirements,
     with_test_options,
 )
-from xlatools.commands.options import DryRunOption, JsonOption
+from xlatools.commands.options import DryRunOption, JsonOption, PythonOption
 
 
 @with_test_options
@@ -80,3 +81,44 @@ def _finish_timeline(state, as_json: bool) -> None:
         typer.echo(json.dumps({**to_json(state), "folder": str(state.folder)}, indent=2))
     else:
         typer.echo(text)
+
+
+@with_test_options
+def flags(
+    python: PythonOption = None,
+    good_python: Optional[str] = GOOD_PYTHON,
+    switch: List[str] = typer.Option([], "--switch", help="Try only this switch (repeatable; names: docs/bisect.md)."),
+    profile: Optional[str] = CLUSTER_PROFILE,
+    test=None,
+    reporter=None,
+    out: Path = OUT,
+    fresh: bool = FRESH,
+    as_json: JsonOption = False,
+) -> None:
+    """Try each documented backend switch (XLA:CPU thunk runtime, fusion emitters, YNN fusions, XNNPACK, oneDNN; GPU:
+    Triton GEMMs, command buffers, cuDNN fusions) and name the ones that turn the bad program good.
+
+    The test is any test bisect takes (exit status, --match, --metric). Only the switches for this backend
+    and jaxlib version that its own flag list accepts are tried. Exit 0 when a switch recovers, 1 when
+    none does, 2 bad input (also: the program is good as it is). --json: the state with its flags table."""
+    from xlatools.bisect.flags import FlagsRequest, run_flags
+
+    request = FlagsRequest(
+        test=test, python=python, good_python=good_python, switches=tuple(switch), out=out, fresh=fresh
+    )
+    state = run_flags(request, reporter)
+    _finish_flags(state, as_json)
+
+
+def _finish_flags(state, as_json: bool) -> None:
+    import json
+
+    from xlatools.bisect.flags import table_lines
+    from xlatools.console import append_job_summary
+    from xlatools.errors import EXIT_FAILED, EXIT_OK
+    from xlatools.records import to_json
+
+    text = "\n".join([f"bisect flags: {state.status}", f"folder: {state.folder}", *table_lines(state)])
+    append_job_summary(f"### xlatools bisect flags\n\n```\n{text}\n```\n")
+    typer.echo(json.dumps({**to_json(state), "folder": str(state.folder)}, indent=2) if as_json else text)
+    raise typer.Exit(EXIT_OK if state.flags and state.flags.recovers else EXIT_FAILED)

@@ -200,3 +200,11 @@ def program_requirements(with_: list[str], files: list[Path]) -> tuple[str, ...]
     from xlatools.bisect.extras import program_requirements as checked
 
     return checked(with_, files)
+
+
+GOOD_PYTHON = typer.Option(
+    None,
+    "--good-python",
+    help="With --metric (no --threshold): the same program on this interpreter (a good release) is the good anchor; "
+    "without it, good means at least 10% better than the program as it is, beyond noise.",
+)

@@ -16,7 +16,7 @@ from xlatools.records.build import BazelProcesses
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
 SCHEMA = "xlatools.bisect/1"
-BisectKind = Literal["releases", "commits", "passes", "timeline"]
+BisectKind = Literal["releases", "commits", "passes", "timeline", "flags"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +83,7 @@ class PassSpec:
     module: str | None = None
     confirm: int = 0
     test: TestSpec
+    good_python: str | None = field(default=None, metadata=OMIT_NONE)  # a noise-aware --metric's good anchor
 
 
 @dataclass(kw_only=True)
@@ -114,8 +115,20 @@ class TimelineSpec:
     requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
 
 
+@dataclass(kw_only=True)
+class FlagsSpec:
+    """`bisect flags`: the switches of switches.yaml tried on one interpreter."""
+
+    kind: Literal["flags"] = "flags"
+    python: str
+    backend: str  # cpu or gpu
+    switches: list[str]  # the names tried (applicable, accepted by this jaxlib)
+    good_python: str | None = field(default=None, metadata=OMIT_NONE)  # a metric test's good reference
+    test: TestSpec
+
+
 # What was asked: the same command finds its folder again by it (bisect.state.spec_hash).
-BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec, TimelineSpec]
+BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec, TimelineSpec, FlagsSpec]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,6 +307,29 @@ class TimelineResult:
 
 
 @dataclass(kw_only=True)
+class FlagRow:
+    """One switch of the table as `bisect flags` found it."""
+
+    name: str
+    flag: str
+    what: str
+    tried: bool  # False: not for this backend or jaxlib, or not in its flag list (`why`)
+    outcome: StepOutcome | None = None  # good: it recovers
+    reason: str = ""
+    bundle: str | None = None
+    why: str | None = None  # why it was not tried
+
+
+@dataclass(kw_only=True)
+class FlagsResult:
+    jaxlib: str | None
+    backend: str
+    baseline: str  # how the program as it is was judged
+    rows: list[FlagRow] = field(default_factory=list)
+    recovers: list[str] = field(default_factory=list)  # the switches that turn bad into good
+
+
+@dataclass(kw_only=True)
 class BisectState:
     schema: str = SCHEMA
     kind: BisectKind
@@ -309,3 +345,4 @@ class BisectState:
     result: BisectAnswer | None = None
     folder: Path | None = None  # the bisect folder (where it was when written)
     timeline: TimelineResult | None = field(default=None, metadata=OMIT_NONE)  # bisect timeline
+    flags: FlagsResult | None = field(default=None, metadata=OMIT_NONE)  # bisect flags
