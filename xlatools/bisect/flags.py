@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 BASELINE = "as-is"  # the program with no switch (the metric anchors use the same key)
 
 
+class NoSwitch(UsageError):
+    """No switch of the table applies to this backend and jaxlib (or its flag list accepts none)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class FlagsRequest:
     test: TestOptions
@@ -111,7 +115,7 @@ def run_flags(request: FlagsRequest, reporter: Reporter) -> State:
     good_python = resolve_python(request.good_python) if request.good_python else None
     found = survey(request, python, reporter)
     if not found.tried:
-        raise UsageError(
+        raise NoSwitch(
             f"no switch of the table applies to jaxlib {found.target.jaxlib} on {found.backend}",
             hint="; ".join(f"{r.name}: {r.why}" for r in found.rows)[:600],
         )

@@ -7,7 +7,7 @@ from typing import Annotated, List
 
 import typer
 
-from xlatools.commands.bisect_cmd import with_test_options
+from xlatools.commands.bisect_options import REQUIREMENTS, WITH, program_requirements, with_test_options
 from xlatools.commands.options import AtolOption, DryRunOption, EnumChoice, JsonOption, RtolOption, invocation
 from xlatools.vocab import TriageStage
 
@@ -40,6 +40,8 @@ def triage(
     fresh: bool = typer.Option(
         False, "--fresh", help="Start over: move the recorded triage aside (kept as <folder>.<time>)."
     ),
+    with_: List[str] = WITH,
+    requirements: List[Path] = REQUIREMENTS,
     test=None,
     reporter=None,
     as_json: JsonOption = False,
@@ -65,7 +67,10 @@ def triage(
         rtol=rtol,
         jobs=jobs,
         fresh=fresh,
+        requirements=program_requirements(with_, requirements),
     )
+    if dry_run and request.test.rule.metric is not None:
+        return _print_perf_plan(request, reporter, as_json)
     if dry_run:
         return _print_plan(request, reporter, as_json)
     from xlatools.console import append_job_summary
@@ -118,4 +123,23 @@ def _print_plan(request, reporter, as_json: bool) -> None:
             f"{number}. {planned.stage}: {planned.action}"
             + (f" ({planned.reason})" if planned.reason else "")
             + f": {work(planned.stage, request.good, request.bad)}"
+        )
+
+
+def _print_perf_plan(request, reporter, as_json: bool) -> None:
+    """--dry-run of triage --metric: its own stages (triage/perf.py)."""
+    import json
+
+    from xlatools.triage.perf import plan_perf
+
+    folder, rows = plan_perf(request, reporter)
+    if as_json:
+        typer.echo(json.dumps({"folder": str(folder), "stages": rows}, indent=2))
+        return
+    typer.echo(f"folder: {folder}")
+    for number, row in enumerate(rows, 1):
+        typer.echo(
+            f"{number}. {row['stage']}: {row['action']}"
+            + (f" ({row['reason']})" if row["reason"] else "")
+            + f": {row['work']}"
         )

@@ -56,7 +56,7 @@ class Context:
         """The cached environment of jax `version` (made now when missing, as bisect releases makes them)."""
         from xlatools.bisect.envs import InstallFailed, ensure, release_env
 
-        spec = release_env(version, self.request.python_version, self.request.platform)
+        spec = release_env(version, self.request.python_version, self.request.platform, self.request.requirements)
         try:
             python, _, _ = ensure(spec, self.reporter.info)
         except InstallFailed as exc:
@@ -75,6 +75,7 @@ def releases(ctx: Context) -> str:
         test=ctx.request.test,
         python_version=ctx.request.python_version,
         out=ctx.folder / "bisect",
+        requirements=ctx.request.requirements,
     )
     state = bisect_releases(request, ctx.reporter)
     answer = state.result
