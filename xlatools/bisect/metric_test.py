@@ -155,7 +155,9 @@ class MetricTest:
     def _drifts(self, references: list[float]) -> list[float]:
         """How far each reference run is from its end's anchor value, in the anchors' scale."""
         anchors = self.anchors
-        assert anchors is not None and self.ends is not None
+        assert anchors is not None
+        if not references or self.ends is None:
+            return []
         two = self.ends[0] is not None
         return [anchors.t(v) - (anchors.g if two and i % 2 == 0 else anchors.b) for i, v in enumerate(references)]
 
