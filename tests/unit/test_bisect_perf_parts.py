@@ -4,7 +4,6 @@ own requirements for release environments, and a metric triage's ISSUE.md."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
