@@ -22,7 +22,7 @@ from xlatools.commands.bisect_more_cmd import flags, timeline
 from xlatools.commands.options import DryRunOption, JsonOption, ProfileOption, PythonOption
 
 app = typer.Typer(
-    help="Find the first bad jax release, XLA/JAX commit or HLO pass (resumable; see docs/bisect.md).",
+    help="Find the first bad jax release, XLA/JAX commit or HLO pass; measure every release; find the switch that recovers (resumable; see docs/bisect.md).",
     no_args_is_help=True,
 )
 

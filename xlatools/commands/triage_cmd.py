@@ -53,7 +53,10 @@ def triage(
     The program (after --) is the test, as for `xlatools bisect`: exit 0 good, else bad (--bad-exit,
     --match ...). Each stage is resumable (the same command continues) and skippable (--skip STAGE);
     one that cannot run says why and the others still report. Exit: 0 every stage done or skipped,
-    else the exit code of the first stage that is not (3 when it was blocked), 2 bad input, 130 interrupted."""
+    else the exit code of the first stage that is not (3 when it was blocked), 2 bad input, 130 interrupted.
+
+    With --metric NAME (a slowdown or a growth): the release bisection with the metric, the timeline of the
+    releases it measured, the switch that recovers, the module that grew most, and ISSUE.md (docs/triage.md)."""
     from xlatools.triage.plan import TriageRequest
 
     request = TriageRequest(
