@@ -25,7 +25,7 @@ from xlatools.bisect.metric_test import MIN_EXACT_ROUNDS, MetricTest
 from xlatools.bisect.samples import MetricMissing
 from xlatools.bisect.timeline_view import analyse, exact
 from xlatools.bundle import safe_name, utc_now
-from xlatools.errors import UsageError
+from xlatools.errors import Interrupted, UsageError
 from xlatools.records.bisect import Candidate, MetricRuns, StepDetail, TimelineSpec
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
@@ -157,6 +157,8 @@ def run_round(state: State, source: ReleaseSource, test: MetricTest, runs: list[
     parallel = ParallelSteps(jobs)
 
     def numbered(n: int, key: str, label: str) -> StepVerdict:
+        if parallel.cancel.is_set():  # the round is being stopped (Ctrl-C, a failed run): do not start another
+            raise Interrupted(f"{label} (round {by_n[n].attempt + 1}) stopped before its run")
         return measure_one(state, source, test, by_n[n], progress, quiet=True)
 
     parallel.step = numbered

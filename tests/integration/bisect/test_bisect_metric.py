@@ -40,7 +40,7 @@ def test_equal_ends_are_refused_before_any_search(bx, tmp_path):
 def test_a_timeline_with_the_programs_own_packages(bx, tmp_path):
     (tmp_path / "prog.py").write_text(WITH_CHEX)
     args = ("bisect", "timeline", "--from", "0.4.30", "--to", "0.4.31", "--metric", "size", "--with", "chex")
-    done = bx(*args, "--json", "--", "prog.py")
+    done = bx(*args, "--jobs", "2", "--json", "--", "prog.py")  # both releases side by side, environments too
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     timeline = data["timeline"]
