@@ -149,7 +149,7 @@ def ensure_anchors(state: State, oracle: Oracle, source: Source, test: MetricTes
         if side.runs.values:
             side.runs.centre, side.runs.spread = median(side.runs.values), anchors.summary(side.runs.values).spread
             side.runs.relative = anchors.log
-        reason = problem or f"{test.metric} {summary_text(anchors, side.runs.values)} ({side.role})"
+        reason = problem or f"{test.metric} {summary_text(anchors, side.runs.values)}, {side.role}"
         record_side(oracle, side, StepOutcome.SKIP if problem else outcome, reason, 0, started)
     return _checked([oracle.runs(c.key)[0] for c in ends], test)
 

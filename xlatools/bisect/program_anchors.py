@@ -40,8 +40,8 @@ def anchor_program(
         base = max((s.n for s in state.steps), default=0)
         sides = [Side(AS_IS, "the program as it is", "baseline", bad, base + 1, MetricRuns(name=test.metric))]
         if good is not None:
-            label = f"the reference ({good.python})"
-            sides.insert(0, Side(REFERENCE, label, "reference", good, base + 2, MetricRuns(name=test.metric)))
+            sides.insert(0, Side(REFERENCE, "the reference", "reference", good, base + 2, MetricRuns(name=test.metric)))
+            progress(f"the reference (the good anchor): the program on {good.python}")
         progress(f"measuring {' and '.join(s.label for s in sides)} first: {test.repeat} runs each of {test.metric}")
         started = utc_now()
         if len(sides) == 2:
@@ -60,7 +60,7 @@ def anchor_program(
             if side.runs.values:
                 side.runs.centre, side.runs.spread = median(side.runs.values), anchors.summary(side.runs.values).spread
             outcome = StepOutcome.GOOD if side.key == REFERENCE else StepOutcome.BAD
-            reason = problem or f"{test.metric} {summary_text(anchors, side.runs.values)} ({side.role})"
+            reason = problem or f"{test.metric} {summary_text(anchors, side.runs.values)}, {side.role}"
             record_side(oracle, side, StepOutcome.SKIP if problem else outcome, reason, 0, started)
         recorded = {s.key: s for s in state.steps if s.key in (AS_IS, REFERENCE) and s.attempt == 0}
     for key in wanted:
