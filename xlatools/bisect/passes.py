@@ -143,7 +143,13 @@ def _label(subset: tuple[str, ...]) -> str:
 
 
 def run_passes(
-    state: State, python: str, test: Test, module: str | None, confirm: int, progress: Progress, good_python=None
+    state: State,
+    python: str,
+    test: Test,
+    module: str | None,
+    confirm: int,
+    progress: Progress,
+    good_python: str | None = None,
 ) -> None:
     """Baseline, candidates from its dump, ddmin, confirm re-runs, culprit HLO; result into `state`."""
     from xlatools.bisect.driver import attach_diff, first_bundle, guarded, oracle_for

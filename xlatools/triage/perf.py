@@ -149,10 +149,8 @@ def timeline(ctx: PerfContext) -> str:
         raise StageProblem(StageStatus.CANNOT_RUN, "no release bisection to draw", EXIT_MISSING)
     rule = ctx.request.test.rule
     measured = [c for c in bisection.candidates if any(s.key == c.key and s.metric for s in bisection.steps)]
-    if not measured:
-        raise StageProblem(
-            StageStatus.CANNOT_RUN, "the bisection recorded no metric values (a --threshold test?)", EXIT_MISSING
-        )
+    if not measured:  # a finding, not a failure: nothing to draw
+        return "no values to draw: a --threshold bisection records none (without --threshold every run is kept)"
     result = analyse(measured, bisection.steps, rule.metric or "metric", rule.higher_is_better, 3)
     title = f"{result.metric}: the releases bisected ({measured[0].label} .. {measured[-1].label})"
     svg, html = write_timeline(result, ctx.folder, title)
