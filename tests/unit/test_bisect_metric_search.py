@@ -110,3 +110,17 @@ def test_a_step_that_stays_between_the_anchors_is_skipped_after_max_runs(tmp_pat
     assert step.outcome == StepOutcome.SKIP and "still ambiguous after 4 runs" in step.reason
     assert len(step.metric.values) == 4
     assert state.result.first_bad.key == "5"  # the search went round it
+
+
+def test_jobs_measure_candidates_side_by_side_to_the_same_answer(tmp_path):
+    folder = tmp_path / "b"
+    folder.mkdir()
+    test = Fake(lambda i: 1.3 if i >= 5 else 1.0)
+    spec = ReleaseSpec(good="0", bad="7", python_version="3.11", platform="cpu", test=test.describe())
+    state = State(
+        folder=folder, kind="releases", spec=spec, candidates=[Candidate(key=str(i), label=f"c{i}") for i in range(8)]
+    )
+    state.save()
+    run_ordered(state, Source(), test, 0, Progress(Reporter.silent()), jobs=3)
+    assert state.result.first_bad.key == "5" and not state.result.flaky
+    assert [s.role for s in state.steps[:2]] == ["good end", "bad end"]  # the ends first, on their own
