@@ -91,3 +91,31 @@ def test_triage_of_a_metric_writes_an_issue_with_the_numbers_and_the_timeline(bx
     assert "jax-0.4.30/bin/python step.py" in issue
     plan = bx("triage", "--good", "0.4.28", "--bad", "0.4.31", "--metric", "size", "--dry-run", "--", "step.py")
     assert plan.returncode == 0 and "1. releases: keep (done before" in plan.stdout and "5. report: run" in plan.stdout
+
+
+def test_bisect_flags_with_an_exit_status_test(bx, tmp_path):
+    """Any test bisect takes: here the exit status of a program that is right only with one switch (this
+    interpreter's jaxlib 0.10.2: the switches for it are checked against its flag list, the others listed)."""
+    import jaxlib
+
+    from tests.helpers import require
+
+    require("jax", jaxlib.__version__ == "0.10.2", f"jaxlib 0.10.2 in the test interpreter (here {jaxlib.__version__})")
+    (tmp_path / "needs.py").write_text(
+        "import os, sys\nsys.exit(0 if 'ynn_fusion_type=-reduce' in os.environ.get('XLA_FLAGS', '') else 1)\n"
+    )
+    done = bx("bisect", "flags", "--json", "--", "needs.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    flags = json.loads(done.stdout)["flags"]
+    assert flags["recovers"] == ["cpu-ynn-reduce"] and flags["jaxlib"] == "0.10.2"
+    rows = {r["name"]: r for r in flags["rows"]}
+    assert rows["cpu-xnnpack"]["outcome"] == "bad" and rows["cpu-thunk-runtime"]["tried"] is False
+    assert (
+        "outside >=0.4.32,<0.7" in rows["cpu-thunk-runtime"]["why"] and "gpu switch" in rows["gpu-triton-gemm"]["why"]
+    )
+    (tmp_path / "always.py").write_text("raise SystemExit(1)\n")
+    none = bx("bisect", "flags", "--switch", "cpu-xnnpack", "--", "always.py")
+    assert none.returncode == 1 and "no switch of the table recovers it" in none.stdout, none.stderr[-2000:]
+    (tmp_path / "fine.py").write_text("pass\n")
+    fine = bx("bisect", "flags", "--switch", "cpu-xnnpack", "--", "fine.py")
+    assert fine.returncode == 2 and "nothing for a switch to recover" in fine.stderr
