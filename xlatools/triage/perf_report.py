@@ -149,14 +149,8 @@ def render(state: PerfTriageState, argv: list[str]) -> str:
     out += ["## Findings", "", *_summary(state, root), ""]
     out += _timeline(state, root)
     if state.flags and state.flags.table:
-        out += [
-            f"## Switches tried on jax {state.flags.python and (state.releases.first_bad if state.releases else state.spec.bad)}",
-            "",
-            "```",
-            *state.flags.table,
-            "```",
-            "",
-        ]
+        bad = state.releases.first_bad if state.releases else state.spec.bad
+        out += [f"## Switches tried on jax {bad}", "", "```", *state.flags.table, "```", ""]
     out += _modules(state)
     out += ["## Stages", "", "| stage | status | finding |", "|---|---|---|"]
     out += [f"| {r.stage} | {r.status} | {r.reason.replace('|', '/')} |" for r in state.stages if r.stage != "report"]
