@@ -57,7 +57,9 @@ def test_a_set_answer_with_a_needed_pass_found_breaking():
     ask, took_over, asked = program()
     found = search_passes(POOL, {}, ask, took_over)
     assert set(found.culprits) == ANSWER and list(found.culprits) == [p for p in POOL if p in ANSWER]
-    assert found.left_enabled == {"copy-insertion": "disabling it breaks the program (with layout-assignment disabled too)"}
+    assert found.left_enabled == {
+        "copy-insertion": "disabling it breaks the program (with layout-assignment disabled too)"
+    }
     assert len(set(asked)) <= 16  # ddmin over the same pool asks 30 distinct sets or more
     for name in found.culprits:  # 1-minimal: enabling any one of them again is bad
         assert ask(tuple(p for p in found.culprits if p != name), "check") == Answer.BAD
