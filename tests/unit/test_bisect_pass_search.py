@@ -135,6 +135,22 @@ def test_the_search_resumes_from_recorded_steps_without_running_one_twice():
     assert set(found.culprits) == ANSWER and oracle.replayed == 4 and len(runs) == len(set(runs)) + 1
 
 
+def test_the_prefix_search_asks_fewer_steps_than_ddmin_for_a_set():
+    from xlatools import search
+
+    pool = [p for p in POOL if p != "copy-insertion"]
+    ask, _, asked = program(needs=())
+    assert minimal_good(pool, ask) == ("fusion-wrapper", "fusion", "dot-library-rewriter")
+    by_ddmin: set[tuple[str, ...]] = set()
+
+    def test(tries):
+        by_ddmin.update(tuple(t) for t in tries)
+        return [ANSWER <= set(t) for t in tries]
+
+    assert set(search.ddmin(pool, test)) == ANSWER
+    assert (len(set(asked)), len(by_ddmin)) == (11, 24)  # docs/bisect.md; a real run with ddmin took those 24 too
+
+
 def test_minimal_good_of_a_single_pass():
     ask, _, asked = program(answer={"fusion"}, needs=())
     assert minimal_good(POOL, ask) == ("fusion",) and len(asked) <= 5

@@ -210,6 +210,8 @@ def _report(chosen: list[PassFound], found: Found, hlo) -> list[str]:
     if found.added:
         lines.append("candidates added during the search:")
         lines += [f"  {name}: {why}" for name, why in found.added.items()]
+    if hlo:
+        lines.append("HLO before and after each culprit (in the bad run; an added pass: in the run that showed it):")
     lines += [
         f"  HLO {h.module}: before {Path(h.before).name}\n        after  {Path(h.after).name}\n"
         f"        diff   {h.diff} ({h.lines_changed} lines)"

@@ -15,8 +15,8 @@ interesting to ddmin; `broke` is never counted as bad.
 3. Prefix search over the good set S for a 1-minimal set whose disabling turns the test good: a binary
    search finds the shortest prefix of S that, with the passes found so far, is good; its last pass is
    one of the set; then again over the passes before it, until the passes found are good alone. About
-   log2(|S|) + 1 steps per pass of the answer: for 3 passes of 8, 10 steps where ddmin (Zeller) takes
-   about 36 questions (benchmarks/bisect_search.py). With answers that grow with the set (disabling more
+   log2(|S|) + 1 steps per pass of the answer: for 3 passes of 8, 11 steps where Zeller's ddmin asks
+   24 distinct sets (tests/unit/test_bisect_pass_search.py). With answers that grow with the set (disabling more
    never makes a good set bad), the result is 1-minimal: enabling any one of its passes again is bad.
 The answers are deterministic functions of the recorded ones, so a resumed bisection reaches the same
 point without running a step twice (bisect/engine.py).
