@@ -165,6 +165,7 @@ def _finish(run: PassRun, found: Found, confirm: int, index, base_bundle: str | 
     from xlatools.run.dumps import index_dump
 
     state, oracle = run.state, run.oracle
+    folder = state.path.parent
     culprits = found.culprits
     key = ",".join(culprits)
     for attempt in range(1, confirm + 1):
@@ -175,10 +176,10 @@ def _finish(run: PassRun, found: Found, confirm: int, index, base_bundle: str | 
         last_good=[r.outcome for r in oracle.runs(key)[: confirm + 1]],
     )
     chosen = [run.found[name] for name in culprits if name in run.found]
-    hlo = culprit_hlo(index, list(culprits), state.folder, run.module)
+    hlo = culprit_hlo(index, list(culprits), folder, run.module)
     for name in culprits:
         if name in run.took_over and run.took_over[name]:
-            hlo += culprit_hlo(index_dump(Path(run.took_over[name]) / "xla_dump"), [name], state.folder, run.module)
+            hlo += culprit_hlo(index_dump(Path(run.took_over[name]) / "xla_dump"), [name], folder, run.module)
     kept = [PassNote(name=n, why=w) for n, w in found.left_enabled.items()]
     added = [PassNote(name=n, why=w) for n, w in found.added.items()]
     state.result = BisectAnswer(
@@ -194,8 +195,8 @@ def _finish(run: PassRun, found: Found, confirm: int, index, base_bundle: str | 
         report_lines=_report(chosen, found, hlo),
     )
     state.status, state.message = BisectStatus.DONE, None
-    point_link(state.folder, "first-bad", base_bundle)
-    point_link(state.folder, "last-good", first_bundle(state, key))
+    point_link(folder, "first-bad", base_bundle)
+    point_link(folder, "last-good", first_bundle(state, key))
     attach_diff(state)
 
 
