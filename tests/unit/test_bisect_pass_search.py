@@ -10,7 +10,7 @@ import time
 import pytest
 
 from xlatools.bisect.engine import NoReduction, Oracle, StepVerdict
-from xlatools.bisect.pass_rules import BROKE, broke, broke_reason, known_needed
+from xlatools.bisect.pass_rules import BROKE, Baseline, broke, broke_reason, known_needed
 from xlatools.bisect.pass_run import left_enabled
 from xlatools.bisect.pass_search import Answer, minimal_good, search_passes
 from xlatools.bisect.passes import check_pass_names
@@ -69,6 +69,7 @@ def test_the_backend_table_leaves_copy_insertion_enabled_without_a_step():
     ask, took_over, asked = program()
     left = left_enabled(POOL, "cpu", PassOptions())
     assert list(left) == ["copy-insertion"] and "needed on cpu" in left["copy-insertion"]
+    assert "sharding-remover" in known_needed("cpu") and "sharding-remover" not in known_needed("gpu")
     found = search_passes(POOL, left, ask, took_over)
     assert set(found.culprits) == ANSWER and not any("copy-insertion" in s for s in asked)
     assert left_enabled(POOL, "cpu", PassOptions(include=["copy-insertion"])) == {}
@@ -174,7 +175,7 @@ def test_minimal_good_of_a_single_pass():
 def test_a_step_with_passes_disabled_that_fails_otherwise_than_the_test_broke_the_program(
     outcome, code, rule, baseline, broken
 ):
-    why = broke_reason(StepOutcome(outcome), code, rule, baseline, None)
+    why = broke_reason(StepOutcome(outcome), code, rule, Baseline(baseline), None)
     assert why == (f"{BROKE}: {broken}" if broken else None)
 
 
@@ -183,8 +184,19 @@ def test_the_fatal_line_of_a_crash_is_in_the_reason(tmp_path):
         "W0000 warning\nF1128 01:18:12.8 28597 cpu_client.cc:1285] Check failed: output_indices_ == -1 "
         "Unexpected duplicate.\n*** Check failure stack trace: ***\n    @ 0x7f absl::LogMessage\n"
     )
-    why = broke_reason(StepOutcome.BAD, 134, Rule(), 1, str(tmp_path))
+    why = broke_reason(StepOutcome.BAD, 134, Rule(), Baseline(1), str(tmp_path))
     assert why.endswith("crashed (SIGABRT, exit 134): Check failed: output_indices_ == -1 Unexpected duplicate.")
+
+
+def test_an_error_xla_raised_that_the_baseline_did_not_is_a_broken_program(tmp_path):
+    # jaxlib 0.10.2 without sharding-remover: a flax model's initialisation fails with exit 1, like the check
+    error = "jax.errors.JaxRuntimeError: NOT_FOUND: No registered implementation for untyped custom call to Sharding"
+    (tmp_path / "stderr.log").write_text(f"Traceback (most recent call last):\n  ...\n{error} for Host\n-----\n")
+    for rule in (Rule(), Rule(bad_exit=(1,))):
+        why = broke_reason(StepOutcome.BAD, 1, rule, Baseline(1), str(tmp_path))
+        assert why == f"{BROKE}: exit 1 on an error of XLA's that the baseline did not raise: {error} for Host"
+    assert broke_reason(StepOutcome.BAD, 1, Rule(), Baseline(1, "JaxRuntimeError: x"), str(tmp_path)) is None
+    assert broke_reason(StepOutcome.BAD, 1, Rule(match="Sharding"), Baseline(1), str(tmp_path)) is None
 
 
 @pytest.mark.parametrize("name", ["", "a,b", " fusion"])

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlatools.bisect.engine import NoReduction
-from xlatools.bisect.pass_rules import backend_of, broke, known_needed, rejudged
+from xlatools.bisect.pass_rules import Baseline, backend_of, broke, known_needed, rejudged
 from xlatools.bisect.pass_search import Answer, Found, search_passes
 from xlatools.bisect.passes import (
     BASELINE,
     DUMPED,
     DisabledPassesTest,
     PassSource,
-    baseline_code,
+    recorded_baseline,
     check_baseline,
     culprit_hlo,
     dump_platform,
@@ -73,10 +73,17 @@ class PassRun:
         self.state, self.module, self.progress = state, module, progress
         self.rule = test.rule
         self.source = PassSource(python)
-        judged = DisabledPassesTest(test, test.rule, lambda: baseline_code(state.steps))
+        judged = DisabledPassesTest(test, test.rule, self.baseline)
         self.oracle = oracle_for(state, self.source, judged, progress)
         self.found: dict[str, PassFound] = {}
         self.took_over: dict[str, str] = {}  # pass -> the bundle whose dump shows it
+        self._baseline: Baseline | None = None
+
+    def baseline(self) -> Baseline:
+        """The baseline's exit status and XLA error, read once it is recorded."""
+        if self._baseline is None or self._baseline.code is None:
+            self._baseline = recorded_baseline(self.state.steps)
+        return self._baseline
 
     def ask(self, subset: tuple[str, ...], role: str) -> Answer:
         key = ",".join(subset)
@@ -103,8 +110,8 @@ class PassRun:
 
     def rejudge_recorded(self) -> None:
         """Steps recorded by a release that took a crash for bad are read as skips."""
-        code = baseline_code(self.state.steps)
-        self.state.steps[:] = [s if s.key == BASELINE else rejudged(s, self.rule, code) for s in self.state.steps]
+        known = self.baseline()
+        self.state.steps[:] = [s if s.key == BASELINE else rejudged(s, self.rule, known) for s in self.state.steps]
 
 
 def run_passes(

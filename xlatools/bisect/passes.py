@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from xlatools.bisect.checks import CANNOT_RUN, StepEnv
 from xlatools.bisect.engine import EndpointProblem, StepVerdict
-from xlatools.bisect.pass_rules import judge_disabled
+from xlatools.bisect.pass_rules import Baseline, baseline_of, judge_disabled
 from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.records.bisect import CulpritHlo, PassFound
 from xlatools.run.dumps import DumpIndex, Module, PassStep
@@ -60,7 +60,7 @@ class DisabledPassesTest:
 
     test: Test
     rule: Rule
-    baseline_code: Callable[[], "int | None"]  # the baseline's exit status: the default test's bad
+    baseline: Callable[[], Baseline]  # what the test's bad looked like in the baseline
 
     def describe(self):
         return self.test.describe()
@@ -69,7 +69,7 @@ class DisabledPassesTest:
         verdict = self.test.check(step, out_root, name)
         if not any(flag.startswith(DISABLE) for flag in step.xla_flags):
             return verdict
-        return judge_disabled(verdict, self.rule, self.baseline_code())
+        return judge_disabled(verdict, self.rule, self.baseline())
 
 
 def check_pass_names(option: str, names: list[str]) -> None:
@@ -152,9 +152,12 @@ def check_baseline(outcome: StepOutcome, reason: str) -> None:
         raise EndpointProblem(f"the baseline run could not be judged: {reason}", hint="check the test on its own first")
 
 
-def baseline_code(steps) -> int | None:
+def recorded_baseline(steps) -> Baseline:
+    """The recorded baseline's exit status and XLA error (nothing yet: an empty Baseline)."""
     first = next((s for s in steps if s.key == BASELINE and s.attempt == 0), None)
-    return first.detail.exit_code if first is not None and first.detail is not None else None
+    if first is None:
+        return Baseline()
+    return baseline_of(first.detail.exit_code if first.detail else None, first.bundle)
 
 
 def dumped_passes(bundle: str | None, module: str | None) -> list[PassFound]:
