@@ -175,9 +175,8 @@ class PassRequest:
     exclude: tuple[str, ...] = ()  # --exclude-pass: never disabled
     include: tuple[str, ...] = ()  # --include-pass: a candidate even if the dump or the backend's table says not
 
-    def options(self):
+    def options(self) -> PassOptions:
         from xlatools.bisect.passes import check_pass_names
-        from xlatools.records.bisect import PassOptions
 
         check_pass_names("--exclude-pass", list(self.exclude))
         check_pass_names("--include-pass", list(self.include))

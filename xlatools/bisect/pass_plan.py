@@ -25,6 +25,7 @@ class PassPlan:
     folder: str
     recorded_steps: int  # steps of this bisection already recorded (a resumed search reuses them)
     status: str | None  # of the recorded bisection; None: none yet
+    test_changed: list[str] = field(default_factory=list)  # what changed since it was recorded: it starts fresh
     backend: str  # whose table of needed passes applies: cpu or gpu
     candidates: list[str] | None  # None: the baseline has not run yet
     left_enabled: list[PassNote] = field(default_factory=list)
@@ -43,12 +44,13 @@ def _plan_steps(spec: PassSpec, recorded: bool, fresh: bool) -> list[str]:
         "and the passes that changed "
         + (f"module {spec.module}" if spec.module else "a module")
         + " are the candidates",
-        f"disable every candidate not left enabled ({DISABLE}...): good goes on to ddmin",
-        "if that breaks the program (a crash, a failure that is not the test's bad): ddmin finds the pass(es) "
-        "it needs; they stay enabled and are named; then again",
+        f"disable every candidate not left enabled ({DISABLE}...): good goes on to the search",
+        "if that breaks the program (a crash, a failure that is not the test's bad): a binary search over "
+        "prefixes finds the pass it needs, which stays enabled and is named; then again",
         "if it stays bad: passes that changed the module in that run (they took over) join the candidates; "
         "with none, the difference is not made by these passes (exit 1)",
-        "ddmin over the good set: a 1-minimal set of passes whose disabling turns the test good",
+        "prefix search over the good set: a 1-minimal set of passes whose disabling turns the test good "
+        "(about log2(N) + 1 steps per pass of the answer)",
         f"confirm: the baseline and the answer run {confirm} more time{'s' if confirm != 1 else ''}"
         if confirm
         else "no confirm re-runs (--confirm N adds them)",
@@ -60,7 +62,12 @@ def plan(folder: Path, spec: PassSpec, test: ProgramTest, options: PassOptions, 
     from xlatools.bisect.passes import passes_from_dump
     from xlatools.bisect.state import load
 
+    from xlatools.bisect.testfiles import changes, files_of_test
+
     state = None if fresh else load(folder)
+    changed = changes(state.test_files, files_of_test(test), state.updated) if state and state.test_files else []
+    if changed:  # the run would set it aside and start fresh (api._resume_or_new)
+        state = None
     base = next((s for s in state.steps if s.key == BASELINE and s.attempt == 0), None) if state else None
     backend = "gpu" if test.opts.platform == Platform.GPU else "cpu"
     candidates = None
@@ -82,6 +89,7 @@ def plan(folder: Path, spec: PassSpec, test: ProgramTest, options: PassOptions, 
         folder=str(folder),
         recorded_steps=len(state.steps) if state else 0,
         status=str(state.status) if state else None,
+        test_changed=changed,
         backend=backend,
         candidates=candidates,
         left_enabled=[PassNote(name=n, why=w) for n, w in left.items()],

@@ -5,7 +5,8 @@
    those left enabled: the ones the backend's compilation needs (bisect/pass_rules.py) and
    `--exclude-pass`; `--include-pass` adds a pass (or puts a needed one back).
 2. The search (bisect/pass_search.py): disable them all, leave enabled whatever breaks the program,
-   add passes that take over, then ddmin for a 1-minimal set whose disabling turns bad into good.
+   add passes that take over, then a prefix search for a 1-minimal set whose disabling turns bad into
+   good (bisect/pass_run.py drives it through the recorded steps).
    A step with passes disabled that crashes, or fails otherwise than the test's bad, is a skip.
 Result: the pass names, their pipelines, what was left enabled or added and why, and the HLO
 before/after each culprit.

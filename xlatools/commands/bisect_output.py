@@ -66,12 +66,15 @@ def print_pass_plan(plan, as_json: bool) -> None:
         return
     recorded = f"{plan.recorded_steps} steps recorded, status {plan.status}" if plan.status else "nothing recorded"
     typer.echo(f"bisect folder: {plan.folder} ({recorded})")
+    if plan.test_changed:
+        typer.echo(f"the test changed since it was recorded ({'; '.join(plan.test_changed)}): a fresh bisection")
     if plan.candidates is None:
         typer.echo("candidates: the passes that change the module in the baseline's per-pass dump (not run yet)")
     else:
         typer.echo(f"candidates ({len(plan.candidates)}, from the recorded baseline): {', '.join(plan.candidates)}")
+    when = " when a candidate" if plan.candidates is None else ""
     for note in plan.left_enabled:
-        typer.echo(f"left enabled: {note.name} ({note.why})")
+        typer.echo(f"left enabled{when}: {note.name} ({note.why})")
     if plan.include:
         typer.echo(f"candidates by --include-pass: {', '.join(plan.include)}")
     if plan.pool is not None:

@@ -185,3 +185,8 @@ def test_a_crash_with_passes_disabled_is_a_skip_and_the_answer_is_a_set(xl, tmp_
     assert "searching again, reusing the" in again.stderr and "running the test" not in again.stderr
     assert "culprit passes (prefix search):\n  dot-library-rewriter" in again.stdout
     assert "  copy-insertion: needed on cpu: buffer assignment needs its copies" in again.stdout
+
+    (tmp_path / "step.py").write_text(STEP + "# edited\n")  # the dry run says a fresh bisection would start
+    plan = xl(*args[:-3], "--dry-run", "--", "step.py")
+    assert plan.returncode == 0 and "(nothing recorded)" in plan.stdout, plan.stderr[-2000:]
+    assert f"the test changed since it was recorded ({tmp_path / 'step.py'} (program): content differs)" in plan.stdout
