@@ -232,3 +232,13 @@ def test_a_changed_program_or_argument_file_is_a_changed_test(tmp_path):
 
 def test_step_detail_keeps_the_exit_status():
     assert StepDetail(exit_code=134).exit_code == 134
+
+
+def test_a_pass_both_excluded_and_included_is_refused_and_repeats_count_once():
+    from xlatools.bisect.api import PassRequest
+    from xlatools.bisect.checks import TestOptions
+
+    with pytest.raises(UsageError, match="fusion is given to both --exclude-pass and --include-pass"):
+        PassRequest(test=TestOptions(program="p.py"), exclude=("fusion",), include=("fusion",)).options()
+    options = PassRequest(test=TestOptions(program="p.py"), exclude=("a", "b", "a")).options()
+    assert options == PassOptions(exclude=["a", "b"])

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlatools.bisect.engine import NoReduction
+from xlatools.errors import UsageError
 from xlatools.bisect.pass_rules import Baseline, backend_of, broke, known_needed, rejudged
 from xlatools.bisect.pass_search import Answer, Found, search_passes
 from xlatools.bisect.passes import (
@@ -131,7 +132,13 @@ def run_passes(
         outcome = oracle.ask(BASELINE, "all passes enabled", "baseline")
         base = oracle.runs(BASELINE)[0]
         check_baseline(outcome, base.reason)
-        index = index_dump(Path(base.bundle or "") / "xla_dump")
+        dump = Path(base.bundle or "") / "xla_dump"
+        if not base.bundle or not dump.is_dir():
+            raise UsageError(
+                f"the baseline's per-pass dump {dump} is gone: the candidates are read from it",
+                hint="start over with --fresh (the old folder is kept)",
+            )
+        index = index_dump(dump)
         passes = passes_from_dump(index, module)
         if not passes:
             raise NoReduction(
