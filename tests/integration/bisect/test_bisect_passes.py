@@ -32,7 +32,7 @@ def test_the_search_names_the_fusion_pass_and_shows_its_hlo(xl, tmp_path):
         "--",
         "fuse.py",
     )
-    done = xl(*args)
+    done = xl(*args, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     result = data["result"]
@@ -153,14 +153,14 @@ def test_a_crash_with_passes_disabled_is_a_skip_and_the_answer_is_a_set(xl, tmp_
         "--",
         "step.py",
     )
-    done = xl(*args)
+    done = xl(*args, timeout=1200)  # about 10 steps of 3-4 s of CPU each; a loaded machine takes far longer
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     result = data["result"]
     assert [p["name"] for p in result["passes"]] == ["dot-library-rewriter", "fusion", "fusion-wrapper"]
     left = {n["name"]: n["why"] for n in result["left_enabled"]}
     assert left["layout-assignment"] == left["shape-canonicalizer"] == "--exclude-pass"
-    assert left["copy-insertion"].startswith("disabling it breaks the program")
+    assert left["copy-insertion"] == "disabling it breaks the program"
     assert [n["name"] for n in result["added"]] == ["fusion-wrapper"]
     broken = [s for s in data["steps"] if "copy-insertion" in s["key"].split(",")]
     assert broken and all(s["outcome"] == "skip" and s["detail"]["exit_code"] == 134 for s in broken)
@@ -168,7 +168,7 @@ def test_a_crash_with_passes_disabled_is_a_skip_and_the_answer_is_a_set(xl, tmp_
     assert "BAD (exit 134" not in done.stderr and "disable 3: dot-library-rewriter,fusion,fusion-wrapper" in done.stderr
     good = manifest((Path(data["folder"]) / "last-good").resolve())
     assert "--xla_disable_hlo_passes=dot-library-rewriter,fusion,fusion-wrapper" in good["xla_flags"]
-    assert len(data["steps"]) <= 14
+    assert len(data["steps"]) <= 11
     assert any(h["pass"] == "fusion-wrapper" and "after_fusion-wrapper" in h["after"] for h in result["hlo"])
 
     plan = xl(*args[:-3], "--dry-run", "--", "step.py")  # the recorded baseline's candidates; nothing runs
