@@ -127,7 +127,7 @@ class StepRecord:
     n: int  # 1-based, in the order the steps ran
     key: str  # the candidate's key (a version, a commit, a set of passes)
     label: str
-    role: str  # "good end", "bad end", "search", "confirm", "baseline", "ddmin"
+    role: str  # "good end", "bad end", "search", "confirm"; passes: "baseline", "disable all", "needed", "took over"
     attempt: int  # 0 for the first run of this key, 1.. for --confirm re-runs
     outcome: StepOutcome
     reason: str = ""
