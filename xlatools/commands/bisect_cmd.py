@@ -23,6 +23,9 @@ from xlatools.commands.options import (
     XlaFlagOption,
     executor_choice,
 )
+from xlatools.commands.bisect_output import finish as _finish
+from xlatools.commands.bisect_output import print_pass_plan as _print_pass_plan
+from xlatools.commands.bisect_output import print_plan as _print_plan
 
 app = typer.Typer(
     help="Find the first bad jax release, XLA/JAX commit or HLO pass (resumable; see docs/bisect.md).",
@@ -32,7 +35,7 @@ app = typer.Typer(
 # The test options, shared by the three commands.
 PROGRAM = typer.Argument(None, help="The test program (after --): exit 0 = good, else bad (see --bad-exit, --match).")
 ARGS = typer.Argument(None, help="Arguments for the program.")
-MODULE = typer.Option(None, "-m", help="Run a module (python -m MODULE) as the test.")
+MODULE = typer.Option(None, "-m", help="Run a Python module (python -m MODULE) as the test.")
 REPLAY = typer.Option(
     None,
     "--replay",
@@ -220,61 +223,23 @@ def releases(
     _finish(bisect_releases(request, reporter), as_json)
 
 
-def _print_plan(plan, as_json: bool, cluster=None) -> None:
-    import json
-
-    from xlatools.records import to_json
-
-    if as_json:
-        typer.echo(json.dumps(to_json(plan), indent=2))
-        return
-    for row in plan.candidates:
-        extra = (
-            f"  {' '.join(row.requirements)}{'  (cached)' if row.cached else ''}"
-            if row.requirements is not None
-            else ""
-        )
-        typer.echo(f"{row.label}{extra}")
-    for version in plan.excluded:
-        typer.echo(f"(jax {version}: no jaxlib of that version for this Python; not a candidate)")
-    test = getattr(plan.test, "program", None) or getattr(plan.test, "pack", None)
-    typer.echo(f"{len(plan.candidates)} candidates; at most {plan.ideal_steps} steps without skips; test: {test}")
-    if cluster is not None:
-        from xlatools.cluster.plan import JOB_FOLDER, plan_job
-
-        job = plan_job(
-            cluster, "stepNN-<candidate>", f"<step bundle>/{JOB_FOLDER}", 1, "<step python>", str(Path.cwd())
-        )
-        typer.echo(f"each step a Slurm job ({cluster.describe()}; from {cluster.source}):")
-        typer.echo("\n".join(job.lines()))
-
-
-def _finish(state, as_json: bool) -> None:
-    import json
-
-    from xlatools.bisect.driver import render, summary
-    from xlatools.console import append_job_summary
-    from xlatools.errors import EXIT_FAILED, EXIT_OK
-    from xlatools.records import to_json
-
-    text = render(state)
-    append_job_summary(f"### xlatools bisect\n\n```\n{text.rstrip()}\n```\n")
-    if as_json:
-        typer.echo(
-            json.dumps({**to_json(state), "folder": str(state.folder), "summary": to_json(summary(state))}, indent=2)
-        )
-    else:
-        typer.echo(text)
-    # An answer whose boundary steps disagreed under --confirm is not one to act on.
-    raise typer.Exit(EXIT_FAILED if state.result is not None and state.result.flaky else EXIT_OK)
-
-
 @app.command("passes")
 @with_test_options
 def passes(
     python: PythonOption = None,
     module_filter: Optional[str] = typer.Option(
-        None, "--module", help="Take candidate passes from this HLO module only (name or id)."
+        None,
+        "--module",
+        help="Take candidate passes from this HLO module only (name or id). Not -m, which names a Python module.",
+    ),
+    exclude_pass: List[str] = typer.Option(
+        [], "--exclude-pass", help="Never disable this pass (repeatable); it stays enabled in every step."
+    ),
+    include_pass: List[str] = typer.Option(
+        [],
+        "--include-pass",
+        help="Make this pass a candidate (repeatable): one the dump did not show, or one the backend needs "
+        "(left enabled by default, e.g. copy-insertion).",
     ),
     profile: Optional[str] = CLUSTER_PROFILE,
     test=None,
@@ -283,13 +248,27 @@ def passes(
     confirm: int = CONFIRM,
     fresh: bool = FRESH,
     as_json: JsonOption = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Find the smallest set of HLO passes whose disabling (--xla_disable_hlo_passes) turns the test good.
 
-    --json: the state and summary."""
-    from xlatools.bisect.api import PassRequest, bisect_passes
+    Passes the backend needs (copy-insertion) and --exclude-pass stay enabled; a step whose disabled passes
+    crash the program is a skip, and the passes it needs stay enabled too.
+    --json: the state and summary (with --dry-run: the candidates and the plan)."""
+    from xlatools.bisect.api import PassRequest, bisect_passes, plan_passes
 
-    request = PassRequest(test=test, python=python, module=module_filter, out=out, confirm=confirm, fresh=fresh)
+    request = PassRequest(
+        test=test,
+        python=python,
+        module=module_filter,
+        out=out,
+        confirm=confirm,
+        fresh=fresh,
+        exclude=tuple(exclude_pass),
+        include=tuple(include_pass),
+    )
+    if dry_run:
+        return _print_pass_plan(plan_passes(request, reporter), as_json)
     _finish(bisect_passes(request, reporter), as_json)
 
 

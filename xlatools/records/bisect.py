@@ -127,7 +127,7 @@ class StepRecord:
     n: int  # 1-based, in the order the steps ran
     key: str  # the candidate's key (a version, a commit, a set of passes)
     label: str
-    role: str  # "good end", "bad end", "search", "confirm", "baseline", "ddmin"
+    role: str  # "good end", "bad end", "search", "confirm"; passes: "baseline", "disable all", "needed", "took over"
     attempt: int  # 0 for the first run of this key, 1.. for --confirm re-runs
     outcome: StepOutcome
     reason: str = ""
@@ -154,6 +154,15 @@ class PassFound:
     name: str
     pipelines: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class PassNote:
+    """bisect passes: a pass left enabled (the backend needs it, --exclude-pass, disabling it broke the program)
+    or one that became a candidate during the search, and why."""
+
+    name: str
+    why: str
 
 
 @dataclass(kw_only=True)
@@ -201,9 +210,33 @@ class BisectAnswer:
     flaky: bool = False  # the boundary steps disagreed on --confirm re-runs
     passes: list[PassFound] = field(default_factory=list)  # bisect passes: the culprits
     how: str | None = None  # bisect passes: how the culprit set was found
+    left_enabled: list[PassNote] = field(default_factory=list)  # bisect passes: never disabled, and why
+    added: list[PassNote] = field(default_factory=list)  # bisect passes: candidates found during the search
     hlo: list[CulpritHlo] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)  # printed under the steps
     diff: DiffNote | None = None
+
+
+@dataclass(kw_only=True)
+class TestFile:
+    """A file the test is made of (its program, a module, a pack, a file an argument names) as it was when the
+    bisection started: a resumed bisection compares them (bisect/testfiles.py)."""
+
+    __test__ = False  # not a pytest class, despite the name
+    role: str  # program, module, pack, argument
+    path: str
+    sha256: str | None = None  # None: missing, unreadable or too large to hash (see note)
+    size: int | None = None
+    note: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(kw_only=True)
+class PassOptions:
+    """bisect passes: what the search leaves enabled or adds, on top of what the spec asks. Not part of the
+    spec: steps are experiments (a set of disabled passes -> an outcome) that any of these reuse."""
+
+    exclude: list[str] = field(default_factory=list)  # --exclude-pass
+    include: list[str] = field(default_factory=list)  # --include-pass
 
 
 @dataclass(kw_only=True)
@@ -221,3 +254,6 @@ class BisectState:
     steps: list[StepRecord] = field(default_factory=list)
     result: BisectAnswer | None = None
     folder: Path | None = None  # the bisect folder (where it was when written)
+    # What the test was made of when the bisection started (None: written before xlatools recorded it).
+    test_files: list[TestFile] | None = field(default=None, metadata=OMIT_NONE)
+    pass_options: PassOptions | None = field(default=None, metadata=OMIT_NONE)  # bisect passes
