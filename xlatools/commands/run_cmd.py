@@ -27,7 +27,7 @@ from xlatools.vocab import ExitCodeMode
 # What --json prints of the run manifest (the whole record is the bundle's manifest.json).
 JSON_KEYS = tuple(
     "status exit_code returncode signal program_outcome native_backtrace bundle duration_s program jax frontend"
-    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm".split()
+    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm stuck".split()
 )
 
 
@@ -53,6 +53,11 @@ def run(
         False,
         "--record-inputs",
         help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none.",
+    ),
+    stall: Optional[float] = typer.Option(
+        None,
+        "--stall",
+        help="End the run (exit 124) when no process printed anything or compiled or ran a module for this many seconds; every process's stacks are read first, as at --timeout (docs/hangs.md).",
     ),
     executor: ExecutorOption = None,
     partition: PartitionOption = None,
@@ -81,7 +86,7 @@ def run(
     request = program_options.run_request(
         argv, cwd, dump=dump, quiet=quiet, processes=processes, devices_per_process=devices_per_process
     )
-    request.record_inputs = record_inputs
+    request.record_inputs, request.stall = record_inputs, stall
     profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)

@@ -1,10 +1,9 @@
 """`xlatools run`, end to end: inputs -> checked RunPlan -> bundle -> outcome.
 
-prepare() resolves everything and checks every flag against the target BEFORE the bundle
-exists, so bad input leaves no half-made bundle (it writes only the target probe's cache).
-execute_plan() runs the plan inside the one bundle lifecycle (bundle.bundle_session): the
-program starts as soon as the bundle exists, then the dumps are indexed and the final
-manifest and summary written.
+prepare() resolves everything and checks every flag against the target BEFORE the bundle exists, so bad input
+leaves no half-made bundle (it writes only the target probe's cache). execute_plan() runs the plan inside the one
+bundle lifecycle (bundle.bundle_session): the program starts as soon as the bundle exists, then the dumps are
+indexed and the final manifest and summary written.
 """
 
 from __future__ import annotations
@@ -215,6 +214,9 @@ def _launch(
     if echo_stdout_to_stderr:
         echo_out = echo_err
     heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
+    from xlatools.run.hang.capture import stuck_watch  # every process's stacks before a timeout stops it
+
+    watch = stuck_watch(plan.timeout, plan.stall, session.path, reporter, session.record)
     if cluster is not None:
         from xlatools.run.slurm_launch import execute_in_session
 
@@ -236,6 +238,7 @@ def _launch(
             on_start,
             heartbeat,
             reporter,
+            watch=watch,
         )
         return group.run, group
     from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
@@ -254,6 +257,7 @@ def _launch(
         on_start=on_start,
         heartbeat=heartbeat,
         reporter=reporter,
+        watch=watch,
     )
     return result, None
 

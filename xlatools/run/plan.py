@@ -52,6 +52,7 @@ class RunRequest:
     processes: int | None = None  # None: 1, or 2 for smoke:multiprocess (run/multiprocess.py)
     devices_per_process: int = 1
     record_inputs: bool = False  # record each module's arguments and results (run/recorder.py)
+    stall: float | None = None  # stop (as a timeout) when nothing moved this long; stacks first (run/hang/)
 
 
 @dataclass
@@ -79,6 +80,7 @@ class RunPlan:
     tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
     record_inputs: bool = False  # asked for; run/recorder.py also records where snapshots are asked and not written
+    stall: float | None = None  # --stall: no output and no observer event this long ends the run (run/hang/)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -289,6 +291,8 @@ def plan_run(
     argv, copy_files = _program_argv(request, env, on_gpu or platform == Platform.GPU)
     if request.timeout is not None and request.timeout <= 0:
         raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
+    if request.stall is not None and request.stall <= 0:
+        raise UsageError(f"--stall {request.stall:g}: must be more than 0 seconds", hint="e.g. --stall 300")
     changes, flags = env.changes(), env.flags.final()
     processes = plan_group(
         request.processes,
@@ -325,6 +329,7 @@ def plan_run(
         tf_xla_flag_sources=env.tf_flags.sources(),
         processes=processes,
         record_inputs=request.record_inputs,
+        stall=request.stall,
     )
 
 
