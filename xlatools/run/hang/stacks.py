@@ -82,8 +82,8 @@ def short(function: str) -> str:
             depth = max(0, depth - 1)
         elif depth == 0:
             out.append(char)
-    text = "".join(out).strip()
-    return re.sub(r"\s+const$", "", text.split(" ")[-1] if " " in text else text) or function[:120]
+    text = re.sub(r"\s+const$", "", "".join(out).strip())  # a const method; then the return type goes
+    return text.split(" ")[-1] or function[:120]
 
 
 def parse(text: str) -> list[Thread]:
