@@ -48,3 +48,13 @@ class StuckCapture:
     processes: list[StuckProcess] = field(default_factory=list)
     odd: list[int] = field(default_factory=list)  # pids of the odd ones out
     summary: str = ""  # one line: the odd one out, or where every process is
+
+
+@dataclass(kw_only=True)
+class ChildCrash:
+    """A process the program started died by a fatal signal (the program itself did not): what its Python
+    fault handler wrote to the run's stderr log (a run manifest's `child_crash`)."""
+
+    signal: str  # SIGSEGV, SIGABRT, ...
+    log: str  # the log it was found in, relative to the bundle
+    traceback: list[str] = field(default_factory=list)  # the fault handler's lines (its Python stack)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE, BundleRecord
 from xlatools.records.cluster import SlurmJobRecord
-from xlatools.records.hang import StuckCapture
+from xlatools.records.hang import ChildCrash, StuckCapture
 from xlatools.vocab import Platform, ProcessStatus
 
 RUN_SCHEMA = "xlatools.run/1"
@@ -231,6 +231,8 @@ class RunManifest(BundleRecord):
     native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)
     # The run was stopped stuck (--timeout or --stall): every process's stacks and where each one was (run/hang/).
     stuck: StuckCapture | None = field(default=None, metadata=OMIT_NONE)
+    # The program failed (no signal of its own) after a process it started died by a signal (run/child_crash.py).
+    child_crash: ChildCrash | None = field(default=None, metadata=OMIT_NONE)
     duration_s: float | None = None
     dump: DumpSummary | None = None
     smoke: SmokeReport | None = None

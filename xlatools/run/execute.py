@@ -293,6 +293,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
+    from xlatools.run.child_crash import name_crashes
     from xlatools.run.manifest import (
         dump_summary,
         finish_record,
@@ -327,7 +328,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     if result.status != Status.OK:
         record.notes += flag_fault_notes(stderr_log, plan.xla_flags)
     finish_record(record, result, exit_code)
-    _name_backtrace(record, session.path)
+    name_crashes(record, session.path, stderr_log)  # native-backtrace.txt, or a child's death in the log
     record.smoke = read_smoke_results(session.path / "smoke_results.json")
     reconcile_devices(record.jax, record.smoke)
     if group is not None:  # a multi-process run (run/group_record.py)
@@ -338,13 +339,3 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     atomic_write_text(session.path / "summary.txt", redact_text(summary_text(record, table)), durable=False)
     session.finish(result.status, exit_code=exit_code)
     return table
-
-
-def _name_backtrace(record: RunManifest, bundle_path: Path) -> None:
-    """A program that died by a fatal signal left native-backtrace.txt (debug.crash): the record names it."""
-    from xlatools.debug.crash import FILE, backtrace_note
-
-    note = backtrace_note(bundle_path)
-    if note:
-        record.native_backtrace = FILE
-        record.notes.append(note)

@@ -37,9 +37,13 @@ class RunInfo:
     xla_flags: list[str] = field(default_factory=list)
     duration_s: float | None = None
     warnings: list[str] = field(default_factory=list)
+    crash: list[str] = field(default_factory=list)  # run/stopped.py: the signal and where, when it crashed
+    stuck: list[str] = field(default_factory=list)  # where every process was, when it was stopped stuck
 
     @classmethod
     def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
+        from xlatools.run.stopped import crash_lines, stuck_lines
+
         jax = record.jax
         return cls(
             bundle=str(bundle),
@@ -58,6 +62,8 @@ class RunInfo:
             xla_flags=list(record.xla_flags),
             duration_s=record.duration_s,
             warnings=list(record.warnings or []),
+            crash=crash_lines(bundle, record),
+            stuck=stuck_lines(record),
         )
 
     def lines(self) -> list[str]:
@@ -75,6 +81,8 @@ class RunInfo:
             f"presets:   {', '.join(self.presets) or '-'}",
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
             *(f"warning:   {warning}" for warning in self.warnings),
+            *self.crash,
+            *self.stuck,
         ]
 
 
