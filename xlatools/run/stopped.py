@@ -11,7 +11,7 @@ from xlatools.records.run import RunManifest
 def crash_lines(bundle: Path, record: RunManifest) -> list[str]:
     """The program's own death by a signal (with its native backtrace's top frames), or a child's."""
     lines: list[str] = []
-    if record.signal:
+    if record.signal and str(record.status) not in ("timeout", "interrupted"):  # not the signal that stopped it
         lines.append(f"crash:     the program died by {record.signal}")
         if record.native_backtrace:
             from xlatools.debug.crash import crashing_frames
