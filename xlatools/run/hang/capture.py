@@ -233,6 +233,35 @@ def capture(
     return found
 
 
+def from_task_files(bundle: Path, tasks: list[tuple[int | None, int, str]], trigger: str, reason: str) -> StuckCapture:
+    """The capture of a Slurm job's tasks: each task read its program's stacks on its node before stopping it
+    (cluster/task.py) into PREFIX.locals.txt / PREFIX.native.txt; `tasks`: (process index, pid, PREFIX)."""
+    t0 = time.monotonic()
+    found = StuckCapture(reason=reason, trigger=trigger, tool="pystack (on the node, by cluster/task.py)")
+    folder = Path(bundle) / FOLDER
+    for index, pid, prefix in tasks:
+        texts, errors = [], []
+        for suffix in ("locals", "native"):
+            try:
+                text = Path(f"{prefix}.{suffix}.txt").read_text(errors="replace")
+            except OSError:
+                text, error = "", f"no {suffix} report from the task (no pystack on the node?)"
+                errors.append(error)
+            said = [line for line in text.splitlines() if line.startswith("#error ")]
+            errors += [line[len("#error ") :] for line in said]
+            texts.append(text)
+        for leftover in (f"{prefix}.locals.txt", f"{prefix}.native.txt", f"{prefix}.read"):  # now in one file
+            Path(leftover).unlink(missing_ok=True)
+        name = f"p{index if index is not None else 0}.txt"
+        found.processes.append(_one(bundle, folder / name, pid, index, texts[0], texts[1], "; ".join(errors) or None))
+    from xlatools.run.hang.where import odd_one_out
+
+    found.odd, found.summary = odd_one_out(found.processes)
+    found.seconds = round(time.monotonic() - t0, 3)
+    _write_summary(folder / "summary.txt", found)
+    return found
+
+
 def _one(
     bundle: Path, path: Path, pid: int, index: int | None, python: str, native: str, error: str | None
 ) -> StuckProcess:
