@@ -89,7 +89,9 @@ def crash_test(options: TestOptions, crash: CrashFound, first_bad_exit: int | No
     else:
         return options
     bad_exit = (first_bad_exit,) if first_bad_exit is not None and first_bad_exit != 0 else ()
-    return replace(options, rule=replace(rule, match=match, match_in="output", bad_exit=bad_exit))
+    # The diff stage has the crash's backtrace: a step needs only its verdict, not gdb's 30-60 s on every crash.
+    env = (*options.env, "XLATOOLS_NATIVE_BACKTRACE=0")
+    return replace(options, rule=replace(rule, match=match, match_in="output", bad_exit=bad_exit), env=env)
 
 
 def passes_test(state: TriageState, options: TestOptions) -> TestOptions:
