@@ -105,7 +105,8 @@ def render_issue(f: IssueFacts) -> str:
     if f.culprit_pass:
         out.append(f"- culprit pass named by `xlatools bisect passes`: `{f.culprit_pass}`")
     out += ["", "## Minimal HLO", "", *_code(f.reduced_hlo.rstrip()), "## Inputs", ""]
-    out += [*_code(f.inputs_text.rstrip() or "(no parameters)"), *_outcome(f), "## Reproduce", ""]
+    none = "(in inputs.npz: the failing run printed none)" if "parameter(" in f.reduced_hlo else "(no parameters)"
+    out += [*_code(f.inputs_text.rstrip() or none), *_outcome(f), "## Reproduce", ""]
     for what, command in f.commands:
         out += [f"{what}:", "", *_code(command, "```sh")]
     return "\n".join(out)

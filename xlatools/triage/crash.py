@@ -49,7 +49,7 @@ def crash_of(modules: list[ModuleRecord]) -> tuple[ModuleRecord, CrashFound] | N
             failure=str(test.failure),
             phase=test.phase,
             signal=test.signal,
-            message=_first_line(test.message or "", test.log_tail),
+            message=_first_line("" if test.signal else test.message or "", test.log_tail),
             frames=frames,
             backtrace=test.native_backtrace,
         )
@@ -69,7 +69,8 @@ def _frames(path: str | None) -> list[str]:
 
 
 def _first_line(message: str, log_tail: list[str]) -> str:
-    """What the compiler said: a failed CHECK or an error status line of the log, else the message's first line."""
+    """What the compiler said: a failed CHECK or an error status line of the log, else the message's first line
+    (empty for a signal: replay's own words about the death add nothing to the signal)."""
     for line in log_tail:
         if "Check failed" in line or re.search(r"\b(INTERNAL|FAILED_PRECONDITION|INVALID_ARGUMENT):", line):
             return line.strip()[:300]
