@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -69,31 +70,44 @@ def python_processes(root: int) -> list[int]:
     return found
 
 
-def _pystack(argv: list[str], pid: int, mode: str) -> tuple[str, str | None]:
-    """(its report, None) or ("", why not)."""
+def _pystack(argv: list[str], pid: int, mode: str, running: list) -> tuple[str, str | None]:
+    """(its report, None) or ("", why not). The reader is listed in `running` while it runs (Ctrl-C ends it)."""
     import subprocess
 
-    from xlatools.proctree import run_captured
+    from xlatools.proctree import end_tree
 
     try:
-        done = run_captured([*argv, "remote", "--no-color", mode, str(pid)], timeout=STACK_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return "", f"pystack {mode} did not answer in {STACK_TIMEOUT_S:g} s"
+        proc = subprocess.Popen(
+            [*argv, "remote", "--no-color", mode, str(pid)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
     except OSError as exc:
         return "", f"cannot run pystack: {exc.strerror or exc}"
-    if done.returncode != 0:
-        said = " ".join(done.stderr.split())[:400] or f"exit {done.returncode}"
-        return done.stdout, f"pystack {mode}: {said}"
-    return done.stdout, None
+    running.append(proc)
+    try:
+        out, err = proc.communicate(timeout=STACK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        end_tree(proc, grace=1.0)
+        proc.communicate()
+        return "", f"pystack {mode} did not answer in {STACK_TIMEOUT_S:g} s"
+    if proc.returncode != 0:
+        said = " ".join(err.split())[:400] or f"exit {proc.returncode}"
+        return out, f"pystack {mode}: {said}"
+    return out, None
 
 
-def _both(argv: list[str] | None, pid: int) -> tuple[str, str, str | None]:
+def _both(argv: list[str] | None, pid: int, running: list) -> tuple[str, str, str | None]:
     """(Python threads with locals, every thread's native frames, why something is missing): one after
     the other, as a process has one tracer at a time."""
     if argv is None:
         return "", "", "pystack is not installed"
-    python, why_p = _pystack(argv, pid, "--locals")
-    native, why_n = _pystack(argv, pid, "--native-all")
+    python, why_p = _pystack(argv, pid, "--locals", running)
+    native, why_n = _pystack(argv, pid, "--native-all", running)
     return python, native, why_p or why_n
 
 
@@ -219,12 +233,22 @@ def capture(
     folder.mkdir(exist_ok=True)
     if argv is None:
         found.tool = "none: pystack is not installed (pip install pystack; or set XLATOOLS_PYSTACK)"
-    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:  # every process at once
-        reads = {pid: pool.submit(_both, argv, pid) for _, pid, _ in targets}
+    running: list = []  # the pystack processes: Ctrl-C ends them, nothing of a capture outlives it
+    pool = ThreadPoolExecutor(max_workers=max(1, len(targets)))  # every process at once
+    try:
+        reads = {pid: pool.submit(_both, argv, pid, running) for _, pid, _ in targets}
         for index, pid, is_root in targets:
             python, native, why = reads[pid].result()
             name = f"p{index if index is not None else 0}" + ("" if is_root else f"-pid{pid}") + ".txt"
             found.processes.append(_one(bundle, folder / name, pid, index if is_root else None, python, native, why))
+    except BaseException:
+        from xlatools.proctree import signal_tree
+
+        for proc in running:
+            signal_tree(proc.pid, [], signal.SIGKILL)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     from xlatools.run.hang.where import odd_one_out
 
     found.odd, found.summary = odd_one_out(found.processes)
