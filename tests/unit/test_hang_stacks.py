@@ -167,3 +167,43 @@ def test_behind_by_executions_or_compiles_when_no_collective_tells():
     assert same == [] and line == "every process is at the same place: c"
     alone, line = odd_one_out([_process(5, None, "compiling", "compiling jit_f: in LLVM: llvm::legacy::PassManager")])
     assert alone == [] and line == "pid 5: compiling jit_f: in LLVM: llvm::legacy::PassManager"
+
+
+def test_the_observers_files_name_the_last_modules_and_count_executions(tmp_path):
+    """The observer's status and events files as docs/metrics.md specifies them (issue 38's observer writes them)."""
+    import json
+    import time
+
+    from xlatools.run.hang.capture import last_observer_event, observer_executions, read_observer
+
+    folder = tmp_path / "observer"
+    folder.mkdir()
+    status = {
+        "v": 1,
+        "pid": 41,
+        "process": 1,
+        "t": 1.0,
+        "state": "compiling",
+        "m": 3,
+        "name": "jit_step",
+        "since": 0.5,
+        "last_compiled": {"m": 2, "name": "jit_init", "t": 0.2},
+        "last_executed": {"m": 2, "name": "jit_init", "t": 0.3},
+    }
+    (folder / "41.status.json").write_text(json.dumps(status) + " " * 200)  # padded, rewritten in place
+    seen = read_observer(tmp_path, 41)
+    assert seen is not None and seen.state == "compiling"
+    assert (seen.current.name, seen.current.m, seen.current.source) == ("jit_step", 3, "observer")
+    assert seen.last_compiled.name == "jit_init" and seen.last_executed.m == 2
+    assert read_observer(tmp_path, 42) is None
+    events = [
+        {"ev": "start", "t": 0.0, "v": 1},
+        {"ev": "exec_first", "t": 0.1, "m": 1},
+        {"ev": "calls", "t": 0.2, "m": 1, "first": 0, "wall": [0.1, 0.1, 0.1], "cpu": [0.1, 0.1, 0.1]},
+        {"ev": "unknown-kind", "t": 0.3},
+    ]
+    (folder / "41.events.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\nnot json\n")
+    assert observer_executions(tmp_path, 41) == 3 and observer_executions(tmp_path, 7) is None
+    moved = last_observer_event(tmp_path)
+    assert moved is not None and abs(moved - time.monotonic()) < 5
+    assert last_observer_event(tmp_path / "none") is None
