@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -197,6 +198,9 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
         out += ["Stages not done say why above; run the same command again to retry them.", ""]
     if reduce_issue:
         body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
+        if state.reduce:  # its links are relative to the reduce bundle (a crash's native-backtrace.txt)
+            here = os.path.relpath(state.reduce.bundle, root)
+            body = re.sub(r"\]\((?![a-z]+:|/)([^)]+)\)", lambda m: f"]({here}/{m.group(1)})", body)
         out += ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
     out += [
         "## Reproduce",
