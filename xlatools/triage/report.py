@@ -172,6 +172,15 @@ def _demoted(markdown: str) -> list[str]:
     return lines
 
 
+def _reduce_section(state: TriageState, root: Path, reduce_issue: str) -> list[str]:
+    """The reduce bundle's own ISSUE.md as a section; its links (relative to that bundle) made relative to here."""
+    body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
+    if state.reduce:
+        here = os.path.relpath(state.reduce.bundle, root)
+        body = re.sub(r"\]\((?![a-z]+:|/)([^)]+)\)", lambda m: f"]({here}/{m.group(1)})", body)
+    return ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
+
+
 def render(state: TriageState, program: str, command: list[str], reduce_issue: str | None) -> str:
     """ISSUE.md. `reduce_issue`: the reduce bundle's own ISSUE.md (minimal HLO, inputs, expected vs actual)."""
     root = Path(state.folder or ".")
@@ -197,11 +206,7 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
     if open_stages:
         out += ["Stages not done say why above; run the same command again to retry them.", ""]
     if reduce_issue:
-        body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
-        if state.reduce:  # its links are relative to the reduce bundle (a crash's native-backtrace.txt)
-            here = os.path.relpath(state.reduce.bundle, root)
-            body = re.sub(r"\]\((?![a-z]+:|/)([^)]+)\)", lambda m: f"]({here}/{m.group(1)})", body)
-        out += ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
+        out += _reduce_section(state, root, reduce_issue)
     out += [
         "## Reproduce",
         "",
