@@ -174,7 +174,7 @@ def test_the_observers_files_name_the_last_modules_and_count_executions(tmp_path
     import json
     import time
 
-    from xlatools.run.hang.capture import last_observer_event, observer_executions, read_observer
+    from xlatools.run.hang.observer import last_observer_event, observer_executions, read_observer
 
     folder = tmp_path / "observer"
     folder.mkdir()

@@ -47,6 +47,16 @@ def _progress(paths):
     return newest
 
 
+def _cpu(pid):
+    """CPU seconds of `pid` so far (0 when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _stacks(task, pid):
     """The program's stacks before it is stopped: pystack's reports into `stacks`.locals.txt / .native.txt
     (xlatools reads them after the job); each read bounded; nothing when there is no pystack."""
@@ -95,14 +105,18 @@ def main():
         )
     deadline = started + task["timeout"] if task.get("timeout") else None
     timed_out = stalled = False
-    moved, checked = started, 0.0
+    moved, checked, cpu = started, started, 0.0
+    busy = [t["stacks"] + ".busy" for t in job["tasks"] if t.get("stacks")]  # every task's: a peer at work moves
     while proc.poll() is None:
         if _stop:
             _kill(proc)
             break
         now = time.time()
         if task.get("stall") and now - checked >= 1:
-            moved, checked = max(moved, _progress(task.get("progress") or [])), now
+            cpu, used = _cpu(proc.pid), cpu
+            if cpu - used > 0.01 * (now - checked):  # at work (importing, compiling): progress, as run/hang/ says
+                open(task["stacks"] + ".busy", "w").close()
+            moved, checked = max(moved, _progress((task.get("progress") or []) + busy)), now
             stalled = now - moved >= task["stall"]
         if stalled or (deadline is not None and now > deadline):
             timed_out = True

@@ -206,7 +206,8 @@ def _stuck(procs: list[Child], watch: StuckWatch | None, now: float, deadline: f
     if deadline is not None and now >= deadline:
         trigger, reason = "timeout", f"timeout after {deadline - t0:g} s"
     elif stall and watch is not None:
-        moved = max([t.last_output for p in procs for t in p.tees] + [watch.progress() or t0])
+        running = [p for p in procs if p.status is None]
+        moved = watch.moved([(p.popen.pid, max(t.last_output for t in p.tees)) for p in running], t0)
         if now - moved < stall:
             return False
         trigger, reason = "stall", f"no progress for {now - moved:.0f} s (--stall {stall:g})"

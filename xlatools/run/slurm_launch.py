@@ -61,7 +61,8 @@ def plan_tasks(
         return tasks
     from dataclasses import replace
 
-    from xlatools.run.hang.capture import FOLDER, OBSERVER, pystack_argv
+    from xlatools.run.hang.capture import FOLDER, pystack_argv
+    from xlatools.run.hang.observer import OBSERVER
 
     bundle = Path(folder).parent
     logs = [log for task in tasks for log in (task.stdout, task.stderr)] + [str(bundle / OBSERVER)]

@@ -18,7 +18,6 @@ Both need ptrace rights over the program (the same user, or CAP_SYS_PTRACE in a 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -26,18 +25,19 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlatools.records.hang import ModuleSeen, StuckCapture, StuckProcess
+from xlatools.run.hang.observer import last_observer_event, observer_executions, read_observer
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
     from xlatools.records.run import RunManifest
 
 FOLDER = "stacks"
-OBSERVER = "observer"  # the observer's files in the bundle (docs/metrics.md)
+BUSY = 0.01  # of a core: a process using more is at work (a loaded machine may give an importing jax 10% or less;
+# one that waits in a collective or polls in a sleep loop uses about 0.1%)
 STACK_TIMEOUT_S = float(os.environ.get("XLATOOLS_STACKS_TIMEOUT", "60"))  # one pystack call
 
 
@@ -111,69 +111,13 @@ def _both(argv: list[str] | None, pid: int, running: list) -> tuple[str, str, st
     return python, native, why_p or why_n
 
 
-@dataclass
-class ObserverStatus:
-    """The observer's `<pid>.status.json` (docs/metrics.md), the fields a capture uses."""
-
-    text: str
-    state: str | None = None
-    current: ModuleSeen | None = None
-    last_compiled: ModuleSeen | None = None
-    last_executed: ModuleSeen | None = None
-
-
-def read_observer(bundle: Path, pid: int) -> ObserverStatus | None:
-    """The observer's last word on `pid` (None: no observer, or not yet a valid file)."""
-    path = Path(bundle) / OBSERVER / f"{pid}.status.json"
-    for _ in range(3):  # rewritten in place: a read in the middle of a write is retried
-        try:
-            text = path.read_text().strip()
-            data = json.loads(text)
-        except (OSError, ValueError):
-            time.sleep(0.02)
-            continue
-        if not isinstance(data, dict):
-            return None
-        state = data.get("state") if isinstance(data.get("state"), str) else None
-        return ObserverStatus(
-            text, state, _seen(data), _seen(data.get("last_compiled")), _seen(data.get("last_executed"))
-        )
-    return None
-
-
-def _seen(data: object) -> ModuleSeen | None:
-    if isinstance(data, dict) and isinstance(data.get("name"), str):
-        m = data.get("m")
-        return ModuleSeen(name=data["name"], m=m if isinstance(m, int) else None, source="observer")
-    return None
-
-
-def observer_executions(bundle: Path, pid: int) -> int | None:
-    """Calls the observer saw (timed calls, or first executions): None without an events file."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of `pid` so far (0 when it is gone)."""
     try:
-        lines = (Path(bundle) / OBSERVER / f"{pid}.events.jsonl").read_text().splitlines()
-    except OSError:
-        return None
-    timed = first = 0
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and event.get("ev") == "calls" and isinstance(event.get("wall"), list):
-            timed += len(event["wall"])
-        elif isinstance(event, dict) and event.get("ev") == "exec_first":
-            first += 1
-    return max(timed, first)
-
-
-def last_observer_event(bundle: Path) -> float | None:
-    """time.monotonic() of the newest observer event of any process (its events file's change time)."""
-    try:
-        newest = max((p.stat().st_mtime for p in (Path(bundle) / OBSERVER).glob("*.events.jsonl")), default=None)
-    except OSError:
-        return None
-    return None if newest is None else time.monotonic() - max(0.0, time.time() - newest)
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def stuck_watch(
@@ -196,9 +140,23 @@ class StuckWatch:
         self.bundle, self.reporter, self.stall, self.record = Path(bundle), reporter, stall, record
         self.result: StuckCapture | None = None
         self._lock = threading.Lock()
+        self._cpu: dict[int, tuple[float, float]] = {}  # pid -> (when, CPU seconds) at the last look
 
     def progress(self) -> float | None:
         return last_observer_event(self.bundle)
+
+    def moved(self, procs: list[tuple[int, float]], t0: float) -> float:
+        """time.monotonic() of the run's last progress: output of any process ((pid, its last output) each), an
+        observer event, or a process at work: more than BUSY of a core since the last look (importing jax or
+        a long compile prints nothing for a long time; a process that waits in a collective or sleeps in a
+        polling loop uses next to nothing). A silent busy loop is not a stall: --timeout still catches it."""
+        now, last = time.monotonic(), max([out for _, out in procs] + [self.progress() or t0])
+        for pid, _ in procs:
+            cpu, before = _cpu_seconds(pid), self._cpu.get(pid)
+            self._cpu[pid] = (now, cpu)
+            if before is not None and cpu - before[1] > BUSY * (now - before[0]):
+                last = now
+        return last
 
     def capture(self, roots: list[tuple[int | None, int]], trigger: str, reason: str) -> None:
         """Every Python process under `roots` ((process index or None, pid) of each process still running)."""
@@ -274,7 +232,7 @@ def from_task_files(bundle: Path, tasks: list[tuple[int | None, int, str]], trig
             said = [line for line in text.splitlines() if line.startswith("#error ")]
             errors += [line[len("#error ") :] for line in said]
             texts.append(text)
-        for leftover in (f"{prefix}.locals.txt", f"{prefix}.native.txt", f"{prefix}.read"):  # now in one file
+        for leftover in (f"{prefix}.locals.txt", f"{prefix}.native.txt", f"{prefix}.read", f"{prefix}.busy"):
             Path(leftover).unlink(missing_ok=True)
         name = f"p{index if index is not None else 0}.txt"
         found.processes.append(_one(bundle, folder / name, pid, index, texts[0], texts[1], "; ".join(errors) or None))
