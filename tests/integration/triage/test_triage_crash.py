@@ -5,7 +5,8 @@
 Cost with the release environments cached (jax 0.10.1 and 0.10.2 in XLATOOLS_TEST_BISECT_CACHE, about 600 MB
 each; made once with uv): the releases stage is skipped (the two are neighbours); two dumping runs, the replay of
 the modules (one crash captured with gdb), 5 pass bisection steps, a reduction of 8 instructions and its pack's
-replay (gdb again): about 4-5 min on 2 cores, 15 min when the machine is loaded by other work."""
+replay (gdb again). Measured: 899 s on 2 cores at load average 14-18 from other work (dumps 169 s, diff 184 s,
+passes 278 s, reduce 261 s); an idle machine was not available to measure, expect a third of that."""
 
 from __future__ import annotations
 
