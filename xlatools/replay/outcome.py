@@ -220,6 +220,24 @@ NO_RESULT = (
     f"{NO_RESULT_START} (XLA records none for an execution whose outputs alias donated inputs), so the outputs "
     "were not checked: compare with --reference-python or --reference cpu"
 )
+# Why, in the table's few words, keyed by what the note says.
+_NO_RESULT_SHORT = (("never finished", "the run died first"), ("donated", "donated buffers"))
+
+
+def no_result_note(aliased: bool | None, run_death: str | None, references: bool) -> str:
+    """Why the snapshot holds no result, from what the bundle shows: the run died (an execution that never
+    finished writes none), the module donates its inputs (XLA records none when outputs alias them), or
+    neither is known. The advice to compare with a reference only when none was given."""
+    if run_death:
+        why = f"the run {run_death}: an execution that never finished leaves its arguments and no result"
+    elif aliased:
+        why = "its outputs alias donated inputs, and XLA records no result for such an execution"
+    elif aliased is False:
+        why = "XLA recorded none for this execution; the module donates nothing (no input/output alias)"
+    else:
+        why = "XLA records none for an execution whose outputs alias donated inputs, or one that never finished"
+    advice = "" if references else ": compare with --reference-python or --reference cpu"
+    return f"{NO_RESULT_START} ({why}), so the outputs were not checked against it{advice}"
 
 
 def _checks(module: ModuleRecord) -> str:
@@ -250,8 +268,12 @@ def _checks(module: ModuleRecord) -> str:
         ]
     elif check:
         parts.append(f"at full precision ({len(check.raised)} raised)")
-    if not parts and any(note.startswith(NO_RESULT_START) for note in module.notes):
-        parts.append("snapshot: no result recorded (donated buffers)")
+    if not parts and module.test is not None and module.test.failure:  # the references still ran: say how they ended
+        parts += [f"{run.label}: {run.failure or 'ok'}" for run in module.runs[1:]]
+    note = next((note for note in module.notes if note.startswith(NO_RESULT_START)), None)
+    if note is not None and not module.comparisons:
+        why = next((short for key, short in _NO_RESULT_SHORT if key in note), "none recorded")
+        parts.append(f"snapshot: no result ({why})")
     if any(note.startswith(NONFINITE_START) for note in module.notes):
         parts.append("NaN/Inf in outputs")
     return "; ".join(parts) or "-"
