@@ -13,7 +13,8 @@ from xlatools.bisect.switches import by_name, load
 from xlatools.bisect.timeline_view import analyse, table_lines
 from xlatools.compare.timeline import write_timeline
 from xlatools.errors import UsageError
-from xlatools.records.bisect import Candidate, MetricAnswer, MetricRuns, StepRecord
+from xlatools.records.bisect import Candidate, StepRecord
+from xlatools.records.bisect_metric import MetricAnswer, MetricRuns
 from xlatools.vocab import StepOutcome
 
 VALUES = {  # jax-ml/jax#36799's shape: a step up at 0.4.33, a fix later; 0.4.34 did not install

@@ -21,7 +21,8 @@ from xlatools.bisect.metric_test import MIN_EXACT_ROUNDS, MetricTest, fill, run_
 from xlatools.bisect.noise import AnchorProblem, Anchors
 from xlatools.bisect.samples import MetricMissing
 from xlatools.bundle import safe_name, utc_now
-from xlatools.records.bisect import MetricAnswer, MetricRuns, StepDetail, StepRecord
+from xlatools.records.bisect import StepDetail, StepRecord
+from xlatools.records.bisect_metric import MetricAnswer, MetricRuns
 from xlatools.vocab import StepOutcome
 
 if TYPE_CHECKING:

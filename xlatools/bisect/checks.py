@@ -197,6 +197,15 @@ class ProgramTest:
         )
 
 
+# A pack a bisection can use judges each step by the pack alone: a good run's recorded results, replayed by the bad
+# jaxlib, make one whose expected outcome is the mismatch against them (a good step matches them, a bad one not).
+GOLDEN_PACK = (
+    "make the pack from a run of a good jaxlib that dumped snapshots (`xlatools run PROG --python GOOD --preset "
+    "dump:hlo --preset dump:snapshots`), replayed by the bad one: `xlatools repro pack artifacts/latest "
+    "--python BAD -o PACK` expects the mismatch against the good run's recorded results"
+)
+
+
 @dataclass(frozen=True)
 class ReplayTest:
     """`--replay PACK`: the repro pack is replayed in each step's interpreter (xlatools.replay.repro.run_pack):
@@ -223,17 +232,16 @@ class ReplayTest:
             index = read_index(extract(self.pack, Path(folder) / "pack"), self.pack)
         from xlatools.replay.repro_verdict import nothing_to_reproduce
 
-        healthy = nothing_to_reproduce(index.modules)
-        if healthy:  # every step would be "reproduced": the expected outcome is ok
-            raise UsageError(
-                f"--replay {self.pack}: {healthy}", hint="bisect with a pack whose modules fail (or mismatch)"
-            )
+        healthy = nothing_to_reproduce(index.modules, index.oracle)
+        if healthy:  # every step would be "not reproduced": nothing tells good from bad
+            raise UsageError(f"--replay {self.pack}: {healthy}", hint=GOLDEN_PACK)
         if index.reference_pythons:
-            jaxlibs = ", ".join(r.jaxlib for r in index.reference_pythons)
+            jaxlibs = ", ".join(str(r.jaxlib) for r in index.reference_pythons)
             raise UsageError(
-                f"--replay {self.pack}: the pack compares with reference interpreter(s) (jaxlib {jaxlibs}); "
-                "a bisection replays it in each step's interpreter against its expected outcome only",
-                hint="make the pack without --reference-python (`xlatools repro pack BUNDLE -o PACK`)",
+                f"--replay {self.pack}: the pack's outcomes are judged against reference interpreter(s) (jaxlib "
+                f"{jaxlibs}), which a bisection step does not have: it replays the pack in the step's interpreter "
+                "alone",
+                hint=GOLDEN_PACK,
             )
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:

@@ -24,7 +24,8 @@ from typing import Callable, Sequence
 
 from xlatools import search
 from xlatools.errors import UsageError, XlaToolsError
-from xlatools.records.bisect import MetricRuns, StepDetail, StepRecord
+from xlatools.records.bisect import StepDetail, StepRecord
+from xlatools.records.bisect_metric import MetricRuns
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import StepOutcome
 

@@ -21,7 +21,8 @@ from xlatools.bisect.engine import EndpointProblem
 from xlatools.bisect.metric_test import MetricTest
 from xlatools.bisect.switches import Switch, by_name, load
 from xlatools.errors import UsageError
-from xlatools.records.bisect import Candidate, FlagRow, FlagsResult, FlagsSpec
+from xlatools.records.bisect import Candidate, FlagsSpec
+from xlatools.records.bisect_metric import FlagRow, FlagsResult
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ def run_flags(request: FlagsRequest, reporter: Reporter) -> State:
     )
     title = Path(test.program.name).stem if test.program.kind == "script" else test.program.label
     candidates = [Candidate(key=s.name, label=s.flag) for s in found.tried]
-    state = resume_or_new(request.out, title, spec, request.fresh, lambda: (candidates, []), progress)
+    state = resume_or_new(request.out, title, spec, request.fresh, lambda: (candidates, []), progress, test)
     source = SwitchSource(python, good_python, {s.name: s for s in found.tried})
     oracle = oracle_for(state, source, test, progress)
 

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from xlatools.bisect.checks import ProgramTest, StepEnv
 from xlatools.bisect.engine import StepVerdict
-from xlatools.bisect.noise import Anchors, Judged, best_of_run
-from xlatools.bisect.samples import MetricMissing, read_samples
+from xlatools.bisect.noise import Anchors, Judged
+from xlatools.bisect.samples import MetricMissing, run_value
 from xlatools.errors import UsageError
-from xlatools.records.bisect import MetricRuns, StepDetail
+from xlatools.records.bisect import StepDetail
+from xlatools.records.bisect_metric import MetricRuns
 from xlatools.vocab import StepOutcome
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ class MetricTest:
         return self.inner.program
 
     @property
+    def opts(self):  # what bisect/testfiles.py reads of a program test
+        return self.inner.opts
+
+    @property
     def metric(self) -> str:
         assert self.rule.metric is not None
         return self.rule.metric
@@ -94,11 +99,11 @@ class MetricTest:
         if code != 0:
             raise MetricMissing(f"the program failed (exit {code}): no measurement ({Path(bundle).name})")
         try:
-            samples = read_samples(Path(bundle), self.metric)
+            value, _ = run_value(record, Path(bundle), self.metric, self.lower_is_better)
         except MetricMissing as exc:
             raise MetricMissing(f"{exc.reason} ({Path(bundle).name})") from None
         detail = StepDetail(exit_code=code, jax=record.jax.jax, jaxlib=record.jax.jaxlib)
-        return Measured(best_of_run(samples.samples, self.lower_is_better), bundle, seconds, detail)
+        return Measured(value, bundle, seconds, detail)
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
         """Run until the verdict is clear or `max_runs` runs are done. Unless the metric is exact, each run of the

@@ -14,7 +14,7 @@ from xlatools.bisect.engine import EndpointProblem
 from xlatools.bisect.metric_test import MetricTest
 from xlatools.bisect.noise import AnchorProblem, Anchors
 from xlatools.bundle import utc_now
-from xlatools.records.bisect import MetricRuns
+from xlatools.records.bisect_metric import MetricRuns
 from xlatools.vocab import StepOutcome
 
 if TYPE_CHECKING:

@@ -26,7 +26,8 @@ from xlatools.bisect.samples import MetricMissing
 from xlatools.bisect.timeline_view import analyse, exact
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import Interrupted, UsageError
-from xlatools.records.bisect import Candidate, MetricRuns, StepDetail, TimelineSpec
+from xlatools.records.bisect import Candidate, StepDetail, TimelineSpec
+from xlatools.records.bisect_metric import MetricRuns
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
 if TYPE_CHECKING:
@@ -223,7 +224,9 @@ def run_timeline(request: TimelineRequest, reporter: Reporter) -> State:
         notes = [f"jax {v}: no jaxlib {v} for Python {request.python_version} (not measured)" for v in plan.excluded]
         return [Candidate(key=v, label=f"jax {v}") for v in plan.candidates], notes
 
-    state = resume_or_new(request.out, f"{request.first}..{request.last}", spec, request.fresh, candidates, progress)
+    state = resume_or_new(
+        request.out, f"{request.first}..{request.last}", spec, request.fresh, candidates, progress, test
+    )
     for note in state.notes:
         progress(note)
     source = ReleaseSource(request.python_version, request.platform, progress, request.requirements)

@@ -8,7 +8,8 @@ from statistics import median
 from typing import Sequence
 
 from xlatools.bisect.noise import Anchors, distinct
-from xlatools.records.bisect import Candidate, MetricRuns, StepRecord, TimelineResult, TimelineRow, TimelineStep
+from xlatools.records.bisect import Candidate, StepRecord
+from xlatools.records.bisect_metric import MetricRuns, TimelineResult, TimelineRow, TimelineStep
 from xlatools.vocab import StepOutcome
 
 

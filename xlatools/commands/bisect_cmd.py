@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from xlatools.commands.bisect_more_cmd import flags, timeline
 from xlatools.commands.bisect_options import (
     CLUSTER_PROFILE,
     CONFIRM,
@@ -18,8 +19,10 @@ from xlatools.commands.bisect_options import (
     program_requirements,
     with_test_options,
 )
-from xlatools.commands.bisect_more_cmd import flags, timeline
 from xlatools.commands.options import DryRunOption, JsonOption, ProfileOption, PythonOption
+from xlatools.commands.bisect_output import finish as _finish
+from xlatools.commands.bisect_output import print_pass_plan as _print_pass_plan
+from xlatools.commands.bisect_output import print_plan as _print_plan
 
 app = typer.Typer(
     help="Find the first bad jax release, XLA/JAX commit or HLO pass; measure every release; find the switch that recovers (resumable; see docs/bisect.md).",
@@ -74,61 +77,23 @@ def releases(
     _finish(bisect_releases(request, reporter), as_json)
 
 
-def _print_plan(plan, as_json: bool, cluster=None) -> None:
-    import json
-
-    from xlatools.records import to_json
-
-    if as_json:
-        typer.echo(json.dumps(to_json(plan), indent=2))
-        return
-    for row in plan.candidates:
-        extra = (
-            f"  {' '.join(row.requirements)}{'  (cached)' if row.cached else ''}"
-            if row.requirements is not None
-            else ""
-        )
-        typer.echo(f"{row.label}{extra}")
-    for version in plan.excluded:
-        typer.echo(f"(jax {version}: no jaxlib of that version for this Python; not a candidate)")
-    test = getattr(plan.test, "program", None) or getattr(plan.test, "pack", None)
-    typer.echo(f"{len(plan.candidates)} candidates; at most {plan.ideal_steps} steps without skips; test: {test}")
-    if cluster is not None:
-        from xlatools.cluster.plan import JOB_FOLDER, plan_job
-
-        job = plan_job(
-            cluster, "stepNN-<candidate>", f"<step bundle>/{JOB_FOLDER}", 1, "<step python>", str(Path.cwd())
-        )
-        typer.echo(f"each step a Slurm job ({cluster.describe()}; from {cluster.source}):")
-        typer.echo("\n".join(job.lines()))
-
-
-def _finish(state, as_json: bool) -> None:
-    import json
-
-    from xlatools.bisect.driver import render, summary
-    from xlatools.console import append_job_summary
-    from xlatools.errors import EXIT_FAILED, EXIT_OK
-    from xlatools.records import to_json
-
-    text = render(state)
-    append_job_summary(f"### xlatools bisect\n\n```\n{text.rstrip()}\n```\n")
-    if as_json:
-        typer.echo(
-            json.dumps({**to_json(state), "folder": str(state.folder), "summary": to_json(summary(state))}, indent=2)
-        )
-    else:
-        typer.echo(text)
-    # An answer whose boundary steps disagreed under --confirm is not one to act on.
-    raise typer.Exit(EXIT_FAILED if state.result is not None and state.result.flaky else EXIT_OK)
-
-
 @app.command("passes")
 @with_test_options
 def passes(
     python: PythonOption = None,
     module_filter: Optional[str] = typer.Option(
-        None, "--module", help="Take candidate passes from this HLO module only (name or id)."
+        None,
+        "--module",
+        help="Take candidate passes from this HLO module only (name or id). Not -m, which names a Python module.",
+    ),
+    exclude_pass: List[str] = typer.Option(
+        [], "--exclude-pass", help="Never disable this pass (repeatable); it stays enabled in every step."
+    ),
+    include_pass: List[str] = typer.Option(
+        [],
+        "--include-pass",
+        help="Make this pass a candidate (repeatable): one the dump did not show, or one the backend needs "
+        "(left enabled by default, e.g. copy-insertion).",
     ),
     good_python: Optional[str] = GOOD_PYTHON,
     profile: Optional[str] = CLUSTER_PROFILE,
@@ -138,15 +103,28 @@ def passes(
     confirm: int = CONFIRM,
     fresh: bool = FRESH,
     as_json: JsonOption = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Find the smallest set of HLO passes whose disabling (--xla_disable_hlo_passes) turns the test good.
 
-    --json: the state and summary."""
-    from xlatools.bisect.api import PassRequest, bisect_passes
+    Passes the backend needs (copy-insertion) and --exclude-pass stay enabled; a step whose disabled passes
+    crash the program is a skip, and the passes it needs stay enabled too.
+    --json: the state and summary (with --dry-run: the candidates and the plan)."""
+    from xlatools.bisect.api import PassRequest, bisect_passes, plan_passes
 
     request = PassRequest(
-        test=test, python=python, module=module_filter, out=out, confirm=confirm, fresh=fresh, good_python=good_python
+        test=test,
+        python=python,
+        module=module_filter,
+        out=out,
+        confirm=confirm,
+        fresh=fresh,
+        exclude=tuple(exclude_pass),
+        include=tuple(include_pass),
+        good_python=good_python,
     )
+    if dry_run:
+        return _print_pass_plan(plan_passes(request, reporter), as_json)
     _finish(bisect_passes(request, reporter), as_json)
 
 

@@ -58,9 +58,9 @@ def timeline(
         requirements=program_requirements(with_, requirements),
     )
     if dry_run:
-        from xlatools.commands.bisect_cmd import _print_plan
+        from xlatools.commands.bisect_output import print_plan
 
-        return _print_plan(plan_timeline(request, reporter), as_json, test.cluster)
+        return print_plan(plan_timeline(request, reporter), as_json, test.cluster)
     state = run_timeline(request, reporter)
     _finish_timeline(state, as_json)
 

@@ -25,7 +25,7 @@ from xlatools.commands.options import (
 # The test options, shared by every bisect command and triage.
 PROGRAM = typer.Argument(None, help="The test program (after --): exit 0 = good, else bad (see --bad-exit, --match).")
 ARGS = typer.Argument(None, help="Arguments for the program.")
-MODULE = typer.Option(None, "-m", help="Run a module (python -m MODULE) as the test.")
+MODULE = typer.Option(None, "-m", help="Run a Python module (python -m MODULE) as the test.")
 REPLAY = typer.Option(
     None,
     "--replay",
@@ -46,8 +46,9 @@ MATCH_IN = typer.Option(
 METRIC = typer.Option(
     None,
     "--metric",
-    help="Judge by metric NAME (from the JSON the program writes to $XLATOOLS_METRICS_FILE): without --threshold, "
-    "against the two ends, measured first with their noise (see docs/bisect.md).",
+    help="xlatools' own measure (compile_s, run_s, temp_bytes, peak_rss_mb, ...; NAME:MODULE for one module; "
+    "docs/metrics.md), or NAME from the JSON the program writes to $XLATOOLS_METRICS_FILE. Without --threshold: "
+    "judged against the two ends, measured first with their noise (docs/bisect.md).",
 )
 THRESHOLD = typer.Option(
     None, "--threshold", help="With --metric: bad when the value is above it (below with --higher-is-better)."

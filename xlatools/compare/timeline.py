@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlatools.records.bisect import TimelineResult
+from xlatools.records.bisect_metric import TimelineResult
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 300, 70, 16, 28, 84
 

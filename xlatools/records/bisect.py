@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal, Union
 
 from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE
+from xlatools.records.bisect_metric import FlagsResult, MetricAnswer, MetricRuns, TimelineResult
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
@@ -153,30 +154,12 @@ class StepDetail:
     jaxlib: str | None = None
 
 
-@dataclass(kw_only=True)
-class MetricRuns:
-    """A metric measured on one candidate: a value per run (the best of the samples that run reported) and each
-    run's bundle; the median and spread over the runs; where it stands between the anchors (noise-aware tests)."""
-
-    name: str
-    values: list[float] = field(default_factory=list)
-    bundles: list[str] = field(default_factory=list)
-    centre: float | None = None  # median of the values
-    spread: float | None = None  # robust standard deviation: relative (0.02 = 2 %) when `relative`, else absolute
-    relative: bool = True
-    position: float | None = field(default=None, metadata=OMIT_NONE)  # 0 = like the good end, 1 = like the bad end
-    margin: float | None = field(default=None, metadata=OMIT_NONE)  # of the position: the verdict's certainty
-    # a run of the good end, then the bad end, ... beside each run (values), and the drift taken out (scale units)
-    references: list[float] = field(default_factory=list)
-    drift: float | None = field(default=None, metadata=OMIT_NONE)
-
-
 @dataclass(frozen=True, kw_only=True)
 class StepRecord:
     n: int  # 1-based, in the order the steps ran
     key: str  # the candidate's key (a version, a commit, a set of passes)
     label: str
-    role: str  # "good end", "bad end", "search", "confirm", "baseline", "ddmin"
+    role: str  # "good end", "bad end", "search", "confirm"; passes: "baseline", "disable all", "needed", "took over"
     attempt: int  # 0 for the first run of this key, 1.. for --confirm re-runs
     outcome: StepOutcome
     reason: str = ""
@@ -204,6 +187,15 @@ class PassFound:
     name: str
     pipelines: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class PassNote:
+    """bisect passes: a pass left enabled (the backend needs it, --exclude-pass, disabling it broke the program)
+    or one that became a candidate during the search, and why."""
+
+    name: str
+    why: str
 
 
 @dataclass(kw_only=True)
@@ -243,21 +235,6 @@ class DiffNote:
 
 
 @dataclass(kw_only=True)
-class MetricAnswer:
-    """A noise-aware metric bisection's numbers: the anchors, how far apart, and the boundary measured side by side."""
-
-    name: str
-    good: MetricRuns  # the good end (or, with one anchor, the virtual one: no values)
-    bad: MetricRuns
-    gap_se: float | None = None  # the ends' gap in standard errors (None: exact, or one anchor)
-    pairs_worse: float | None = None  # share of (good run, bad run) pairs where the bad run is worse
-    exact: bool = False  # every run of each end gave the same value
-    ratio: float | None = None  # bad / good (medians)
-    boundary: list[MetricRuns] = field(default_factory=list)  # last good, first bad, interleaved once more
-    boundary_differ: bool | None = None  # None: not measured again (exact metric, or the boundary is the ends)
-
-
-@dataclass(kw_only=True)
 class BisectAnswer:
     last_good: CandidateRef
     first_bad: CandidateRef
@@ -266,6 +243,8 @@ class BisectAnswer:
     flaky: bool = False  # the boundary steps disagreed on --confirm re-runs
     passes: list[PassFound] = field(default_factory=list)  # bisect passes: the culprits
     how: str | None = None  # bisect passes: how the culprit set was found
+    left_enabled: list[PassNote] = field(default_factory=list)  # bisect passes: never disabled, and why
+    added: list[PassNote] = field(default_factory=list)  # bisect passes: candidates found during the search
     hlo: list[CulpritHlo] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)  # printed under the steps
     diff: DiffNote | None = None
@@ -273,60 +252,25 @@ class BisectAnswer:
 
 
 @dataclass(kw_only=True)
-class TimelineRow:
-    """One release of a timeline: its runs, their median and spread, and the ratio to the release before it."""
+class TestFile:
+    """A file the test is made of (its program, a module, a pack, a file an argument names) as it was when the
+    bisection started: a resumed bisection compares them (bisect/testfiles.py)."""
 
-    key: str
-    label: str
-    runs: MetricRuns | None = None  # None: not measured (skip)
-    ratio: float | None = None  # median / the previous measured release's median
-    change: Literal["up", "down"] | None = None  # differs from the previous measured release beyond noise
-    skipped: str | None = None  # why it has no value
-
-
-@dataclass(kw_only=True)
-class TimelineStep:
-    """A change beyond noise between two neighbouring measured releases."""
-
-    before: str  # release keys
-    after: str
-    direction: Literal["up", "down"]  # the value went up or down
-    worse: bool  # in the metric's sense (up is worse unless --higher-is-better)
-    ratio: float
+    __test__ = False  # not a pytest class, despite the name
+    role: str  # program, module, pack, argument
+    path: str
+    sha256: str | None = None  # None: missing, unreadable or too large to hash (see note)
+    size: int | None = None
+    note: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
-class TimelineResult:
-    metric: str
-    higher_is_better: bool = False
-    exact: bool = False  # every run of each release gave the same value
-    rows: list[TimelineRow] = field(default_factory=list)
-    steps: list[TimelineStep] = field(default_factory=list)
-    svg: str | None = None  # timeline.svg
-    html: str | None = None  # timeline.html (the table and the picture)
+class PassOptions:
+    """bisect passes: what the search leaves enabled or adds, on top of what the spec asks. Not part of the
+    spec: steps are experiments (a set of disabled passes -> an outcome) that any of these reuse."""
 
-
-@dataclass(kw_only=True)
-class FlagRow:
-    """One switch of the table as `bisect flags` found it."""
-
-    name: str
-    flag: str
-    what: str
-    tried: bool  # False: not for this backend or jaxlib, or not in its flag list (`why`)
-    outcome: StepOutcome | None = None  # good: it recovers
-    reason: str = ""
-    bundle: str | None = None
-    why: str | None = None  # why it was not tried
-
-
-@dataclass(kw_only=True)
-class FlagsResult:
-    jaxlib: str | None
-    backend: str
-    baseline: str  # how the program as it is was judged
-    rows: list[FlagRow] = field(default_factory=list)
-    recovers: list[str] = field(default_factory=list)  # the switches that turn bad into good
+    exclude: list[str] = field(default_factory=list)  # --exclude-pass
+    include: list[str] = field(default_factory=list)  # --include-pass
 
 
 @dataclass(kw_only=True)
@@ -346,3 +290,6 @@ class BisectState:
     folder: Path | None = None  # the bisect folder (where it was when written)
     timeline: TimelineResult | None = field(default=None, metadata=OMIT_NONE)  # bisect timeline
     flags: FlagsResult | None = field(default=None, metadata=OMIT_NONE)  # bisect flags
+    # What the test was made of when the bisection started (None: written before xlatools recorded it).
+    test_files: list[TestFile] | None = field(default=None, metadata=OMIT_NONE)
+    pass_options: PassOptions | None = field(default=None, metadata=OMIT_NONE)  # bisect passes

@@ -9,7 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from xlatools.records.base import OMIT_NONE
-from xlatools.records.bisect import MetricAnswer, TimelineResult
+from xlatools.records.bisect_metric import MetricAnswer, TimelineResult
 from xlatools.records.triage import ReleasesFound, TriageSpec
 from xlatools.vocab import StageStatus
 

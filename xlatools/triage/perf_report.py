@@ -8,7 +8,7 @@ import os
 import shlex
 from pathlib import Path
 
-from xlatools.records.bisect import MetricRuns
+from xlatools.records.bisect_metric import MetricRuns
 from xlatools.records.triage_perf import PerfTriageState
 from xlatools.vocab import StageStatus
 
