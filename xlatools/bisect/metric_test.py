@@ -1,13 +1,13 @@
 """`--metric NAME` without `--threshold`: a program test judged against measured anchors (bisect/noise.py).
 
-`MetricTest` runs the program like `ProgramTest` (a run bundle per run) and reads the metric's samples
-(bisect/samples.py). A step runs once, and again while its verdict is ambiguous, up to `max_runs`
-runs; still ambiguous then, it is a skip that says so. Unless the metric is exact, each run of a
-step has a run of one end beside it (good and bad in turn): the load of the machine then, against
-the anchors measured at the start, is taken out of the step's values (a machine that got faster or
-slower during the bisection does not move a step to the other side). A run that fails (non-zero exit), or reports no
-value, says nothing about speed or size: the step is a skip with the reason. Every verdict quotes the
-value, its spread and the number of runs.
+`MetricTest` runs the program like `ProgramTest` (a run bundle per run) and takes one value per run
+(bisect/samples.run_value). A step runs once, and again while its verdict is ambiguous, up to
+`max_runs` runs; still ambiguous then, it is a skip that says so. Unless the metric is exact, each
+run of a step has a run of one end beside it (good and bad in turn): the load of the machine then,
+against the anchors measured at the start, is taken out of the step's values (a machine that got
+faster or slower during the bisection does not move a step to the other side). A run that fails
+(non-zero exit), or reports no value, says nothing about speed or size: the step is a skip with the
+reason. Every verdict quotes the value, its spread and the number of runs.
 """
 
 from __future__ import annotations
