@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 from xlatools.bisect.checks import ProgramTest, ReplayTest, TestOptions, build_test
 from xlatools.bisect.driver import Progress, run_ordered
 from xlatools.bisect.engine import ideal_steps
+from xlatools.bisect.metric_test import MetricTest
 from xlatools.bisect.state import State, folder_for, open_state, set_aside
 from xlatools.errors import UsageError
 from xlatools.fsutil import make_dir
@@ -30,7 +31,7 @@ def _resume_or_new(
     fresh: bool,
     make_candidates: NewCandidates,
     progress: Progress,
-    test: ProgramTest | ReplayTest,
+    test: ProgramTest | ReplayTest | MetricTest,
 ) -> State:
     """The recorded bisection of this spec, or a new one. A recorded one whose test files changed since
     (bisect/testfiles.py) is set aside and a fresh one starts: its verdicts were about another test."""
@@ -64,6 +65,9 @@ def _resume_or_new(
     return state
 
 
+resume_or_new = _resume_or_new  # bisect timeline's and bisect flags' states are a bisection's
+
+
 @dataclass(frozen=True)
 class PlannedCandidate:
     """A candidate as `--dry-run` shows it (releases: what its environment installs)."""
@@ -79,10 +83,10 @@ class PlannedCandidate:
 class DryRunPlan:
     """`--dry-run`: the candidates, the test, and the steps a search without skips needs at most."""
 
-    kind: Literal["releases", "commits"]
+    kind: Literal["releases", "commits", "timeline"]
     candidates: list[PlannedCandidate]
     test: TestSpec
-    ideal_steps: int
+    ideal_steps: int  # timeline: the most runs (releases x rounds)
     which: str | None = None  # commits: xla or jax
     excluded: list[str] = field(default_factory=list)  # releases: versions without a jaxlib for this Python
 
@@ -98,6 +102,7 @@ class ReleaseRequest:
     confirm: int = 0
     fresh: bool = False
     jobs: int = 1  # candidates tested at once (K-ary search); not part of the spec: any K continues the same bisection
+    requirements: tuple[str, ...] = ()  # the program's own packages in every environment (--with, --requirements)
 
     @property
     def platform(self) -> str:
@@ -113,7 +118,7 @@ def plan_releases(request: ReleaseRequest, reporter: Reporter) -> DryRunPlan:
     plan = release_candidates(request.good, request.bad, request.python_version, request.nightly)
     rows = []
     for version in plan.candidates:
-        env = release_env(version, request.python_version, request.platform)
+        env = release_env(version, request.python_version, request.platform, request.requirements)
         rows.append(
             PlannedCandidate(
                 version,
@@ -139,6 +144,7 @@ def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
         nightly=request.nightly,
         confirm=request.confirm,
         test=test.describe(),
+        requirements=list(request.requirements) or None,
     )
 
     def candidates() -> tuple[list[Candidate], list[str]]:
@@ -155,7 +161,7 @@ def bisect_releases(request: ReleaseRequest, reporter: Reporter) -> State:
         state.status = BisectStatus.RUNNING
         run_ordered(
             state,
-            ReleaseSource(request.python_version, request.platform, progress),
+            ReleaseSource(request.python_version, request.platform, progress, request.requirements),
             test,
             request.confirm,
             progress,
@@ -172,6 +178,7 @@ class PassRequest:
     out: Path = Path("artifacts/bisect")
     confirm: int = 0
     fresh: bool = False
+    good_python: str | None = None  # --metric without --threshold: the good anchor (a good release's interpreter)
     exclude: tuple[str, ...] = ()  # --exclude-pass: never disabled
     include: tuple[str, ...] = ()  # --include-pass: a candidate even if the dump or the backend's table says not
 
@@ -194,10 +201,14 @@ def _pass_test(request: PassRequest, reporter: Reporter) -> tuple[ProgramTest, s
     if request.module and options.rule.match is not None and options.rule.match_in.startswith("dump:"):
         options = replace(options, rule=replace(options.rule, hlo_module=request.module))  # M's files only
     test = build_test(options, reporter)
-    if not isinstance(test, ProgramTest):
+    if not isinstance(test, (ProgramTest, MetricTest)):
         raise UsageError("bisect passes runs a program test (-- prog.py); --replay is not wired here yet")
     python = resolve_python(request.python)
-    return test, python, PassSpec(python=python, module=request.module, confirm=request.confirm, test=test.describe())
+    good = resolve_python(request.good_python) if request.good_python else None
+    spec = PassSpec(
+        python=python, module=request.module, confirm=request.confirm, test=test.describe(), good_python=good
+    )
+    return test, python, spec  # type: ignore[return-value]  # a MetricTest runs its ProgramTest
 
 
 def _pass_title(test: ProgramTest) -> str:
@@ -233,7 +244,7 @@ def bisect_passes(request: PassRequest, reporter: Reporter) -> State:
         state.save()
     if state.status != BisectStatus.DONE:
         state.status = BisectStatus.RUNNING
-        run_passes(state, python, test, request.module, request.confirm, progress)
+        run_passes(state, python, test, request.module, request.confirm, progress, spec.good_python)
     return state
 
 

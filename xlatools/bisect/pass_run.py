@@ -116,10 +116,17 @@ class PassRun:
 
 
 def run_passes(
-    state: State, python: str, test: ProgramTest, module: str | None, confirm: int, progress: Progress
+    state: State,
+    python: str,
+    test: ProgramTest,
+    module: str | None,
+    confirm: int,
+    progress: Progress,
+    good_python: str | None = None,
 ) -> None:
     """Baseline, candidates from its dump, the search, confirm re-runs, culprit HLO; result into `state`."""
     from xlatools.bisect.driver import guarded
+    from xlatools.bisect.program_anchors import start_program
 
     run = PassRun(state, python, test, module, progress)
     options = state.pass_options or PassOptions()
@@ -129,6 +136,7 @@ def run_passes(
 
         run.rejudge_recorded()
         oracle = run.oracle
+        start_program(state, oracle, test, python, good_python, progress)  # a noise-aware --metric: its anchors
         outcome = oracle.ask(BASELINE, "all passes enabled", "baseline")
         base = oracle.runs(BASELINE)[0]
         check_baseline(outcome, base.reason)

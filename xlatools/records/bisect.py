@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Literal, Union
 
 from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE
+from xlatools.records.bisect_metric import FlagsResult, MetricAnswer, MetricRuns, TimelineResult
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
 SCHEMA = "xlatools.bisect/1"
-BisectKind = Literal["releases", "commits", "passes"]
+BisectKind = Literal["releases", "commits", "passes", "timeline", "flags"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +33,9 @@ class RuleSpec:
     higher_is_better: bool = False
     # bisect passes --module M: a dump match is looked for in M's files only
     hlo_module: str | None = field(default=None, metadata=OMIT_NONE)
+    # --metric without --threshold (noise-aware, bisect/noise.py): runs of each end, and the most runs of one step
+    repeat: int | None = field(default=None, metadata=OMIT_NONE)
+    max_runs: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -70,6 +74,7 @@ class ReleaseSpec:
     nightly: bool = False
     confirm: int = 0
     test: TestSpec
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
 
 
 @dataclass(kw_only=True)
@@ -79,6 +84,7 @@ class PassSpec:
     module: str | None = None
     confirm: int = 0
     test: TestSpec
+    good_python: str | None = field(default=None, metadata=OMIT_NONE)  # a noise-aware --metric's good anchor
 
 
 @dataclass(kw_only=True)
@@ -96,8 +102,34 @@ class CommitSpec:
     test: TestSpec
 
 
+@dataclass(kw_only=True)
+class TimelineSpec:
+    """`bisect timeline`: every release from `first` to `last` measured `repeat` times."""
+
+    kind: Literal["timeline"] = "timeline"
+    first: str
+    last: str
+    python_version: str
+    platform: str
+    repeat: int
+    test: TestSpec
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
+
+
+@dataclass(kw_only=True)
+class FlagsSpec:
+    """`bisect flags`: the switches of switches.yaml tried on one interpreter."""
+
+    kind: Literal["flags"] = "flags"
+    python: str
+    backend: str  # cpu or gpu
+    switches: list[str]  # the names tried (applicable, accepted by this jaxlib)
+    good_python: str | None = field(default=None, metadata=OMIT_NONE)  # a metric test's good reference
+    test: TestSpec
+
+
 # What was asked: the same command finds its folder again by it (bisect.state.spec_hash).
-BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec]
+BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec, TimelineSpec, FlagsSpec]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +171,7 @@ class StepRecord:
     detail: StepDetail | None = None
     # bisect commits: how the step's build ran its actions (cache hits: the profile's caches are shared by every step)
     bazel_processes: BazelProcesses | None = field(default=None, metadata=OMIT_NONE)
+    metric: MetricRuns | None = field(default=None, metadata=OMIT_NONE)  # --metric: every run's value
 
 
 @dataclass(kw_only=True)
@@ -215,6 +248,7 @@ class BisectAnswer:
     hlo: list[CulpritHlo] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)  # printed under the steps
     diff: DiffNote | None = None
+    metric: MetricAnswer | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -254,6 +288,8 @@ class BisectState:
     steps: list[StepRecord] = field(default_factory=list)
     result: BisectAnswer | None = None
     folder: Path | None = None  # the bisect folder (where it was when written)
+    timeline: TimelineResult | None = field(default=None, metadata=OMIT_NONE)  # bisect timeline
+    flags: FlagsResult | None = field(default=None, metadata=OMIT_NONE)  # bisect flags
     # What the test was made of when the bisection started (None: written before xlatools recorded it).
     test_files: list[TestFile] | None = field(default=None, metadata=OMIT_NONE)
     pass_options: PassOptions | None = field(default=None, metadata=OMIT_NONE)  # bisect passes

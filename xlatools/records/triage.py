@@ -28,6 +28,7 @@ class TriageSpec:
     test: ProgramTestSpec
     atol: float
     rtol: float
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
 
 
 @dataclass(kw_only=True)

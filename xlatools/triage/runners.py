@@ -55,7 +55,7 @@ class Context:
         """The cached environment of jax `version` (made now when missing, as bisect releases makes them)."""
         from xlatools.bisect.envs import InstallFailed, ensure, release_env
 
-        spec = release_env(version, self.request.python_version, self.request.platform)
+        spec = release_env(version, self.request.python_version, self.request.platform, self.request.requirements)
         try:
             python, _, _ = ensure(spec, self.reporter.info)
         except InstallFailed as exc:
@@ -68,13 +68,11 @@ class Context:
 def releases(ctx: Context) -> str:
     from xlatools.bisect.api import ReleaseRequest, bisect_releases
 
+    r = ctx.request
     request = ReleaseRequest(
-        good=ctx.request.good,
-        bad=ctx.request.bad,
-        test=ctx.request.test,
-        python_version=ctx.request.python_version,
-        out=ctx.folder / "bisect",
-    )
+        good=r.good, bad=r.bad, test=r.test, python_version=r.python_version, out=ctx.folder / "bisect",
+        requirements=r.requirements,
+    )  # fmt: skip
     state = bisect_releases(request, ctx.reporter)
     answer = state.result
     if state.status != BisectStatus.DONE or answer is None:
