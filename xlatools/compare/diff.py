@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xlatools.compare.emitted import diff_emitted
 from xlatools.compare.model import BundleDiff, ModuleDiff, SideInfo
 from xlatools.compare.modules import (
     Fingerprints,
@@ -13,6 +14,7 @@ from xlatools.compare.modules import (
     module_refs,
     select_pairs,
 )
+from xlatools.compare.outputs import diff_outputs
 from xlatools.compare.passes import align_passes
 from xlatools.compare.rundiff import diff_runs
 from xlatools.compare.sides import Side, open_side
@@ -54,7 +56,9 @@ def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, ful
     if tuned and text is not None:
         text.title = "optimised HLO (canonical): only autotuned kernel configuration differs"
     passes = align_passes((a.index, module_a), (b.index, module_b), full, prints, same_output or tuned)
-    return ModuleDiff(kind, ref_a, ref_b, text, passes, tuned)
+    emitted = diff_emitted((a.index, module_a), (b.index, module_b), full)
+    outputs = diff_outputs((a.index, module_a), (b.index, module_b))
+    return ModuleDiff(kind, ref_a, ref_b, text, passes, tuned, emitted, outputs)
 
 
 def _autotuning_only(root_a: Path, file_a: str | None, root_b: Path, file_b: str | None) -> bool:

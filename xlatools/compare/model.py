@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from xlatools.compare.layers import EmittedDiff, MetricsDiff, OutputsDiff
+from xlatools.compare.textdiff import TextDiff
 from xlatools.records.base import BundleRecord
 from xlatools.run.dump_stats import MemoryTotals
 
@@ -78,16 +80,6 @@ class PassRow:
 
 
 @dataclass
-class TextDiff:
-    """A unified diff of two canonical HLO texts, cut at `limit` lines unless full."""
-
-    title: str
-    lines: list[str]
-    truncated: bool
-    identical: bool
-
-
-@dataclass
 class Divergence:
     """The first aligned pass after which the two modules' canonical HLO differ."""
 
@@ -148,6 +140,8 @@ class ModuleDiff:
     passes: PassAlignment | None
     # The optimised modules differ only in what autotuning chose (kernel configs, a fusion's kind): no pass divergence.
     autotuning_only: bool = False
+    emitted: EmittedDiff | None = None  # LLVM IR, PTX, kernel MLIR, thunk sequences (None: neither side dumped any)
+    outputs: OutputsDiff | None = None  # recorded executions (None: a side recorded none)
 
     @property
     def optimised(self) -> str:
@@ -188,6 +182,7 @@ class BundleDiff:
     only_a: list[ModuleRef]
     only_b: list[ModuleRef]
     notes: list[str] = field(default_factory=list)
+    metrics: MetricsDiff | None = None  # what the runs measured per module (None: a side has no metrics)
 
     @property
     def modules_differ(self) -> bool:
@@ -223,6 +218,10 @@ class BundleDiff:
             if module.passes and module.passes.divergence:
                 raw["passes"]["divergence"]["label"] = module.passes.divergence.label
         data["modules_differ"] = self.modules_differ
+        from xlatools.compare.where import where
+
+        found = where(self)
+        data["differs_in"] = {"headline": found.headline, "layers": [plain(layer) for layer in found.layers]}
         first = self.first_divergence()
         data["headline"] = (
             None

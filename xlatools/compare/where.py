@@ -1,0 +1,112 @@
+"""Where two runs differ, layer by layer from the program down: the input HLO, the optimised HLO, the
+emitted code, the recorded outputs. The deepest layer that still agrees says where to look: two runs
+whose HLO is the same everywhere and whose LLVM IR is not "differ only in the emitted code"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xlatools.compare.model import BundleDiff, ModuleDiff
+
+
+@dataclass
+class Layer:
+    name: str  # input HLO, optimised HLO, emitted code, outputs
+    compared: int  # module pairs compared at this layer
+    differ: list[str] = field(default_factory=list)  # labels of the modules that differ (`0050 jit_train_step`)
+    note: str | None = None  # what this layer could not see, or what the differences have in common
+
+
+@dataclass
+class Where:
+    layers: list[Layer]
+    headline: str
+
+
+def _label(m: ModuleDiff) -> str:
+    return f"{m.b.id:04d} {m.b.name}" if m.a.id != m.b.id else f"{m.a.id:04d} {m.a.name}"
+
+
+def _names(labels: list[str], most: int = 3) -> str:
+    """The first few module names, the program's own before jax's helper modules (jit_iota, ...)."""
+    from xlatools.replay.sources import is_helper
+
+    names = sorted((label.split(" ", 1)[-1] for label in labels), key=is_helper)  # stable: id order within
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(labels) - most} more" if len(labels) > most else "")
+
+
+def layers(diff: BundleDiff) -> list[Layer]:
+    mods = diff.modules
+    one_sided = [f"{r.id:04d} {r.name}" for r in diff.only_a + diff.only_b]
+    emitted = [m for m in mods if m.emitted is not None]
+    outputs = [m for m in mods if m.outputs is not None]
+    code = Layer("emitted code", len(emitted), [_label(m) for m in emitted if m.emitted and m.emitted.differs])
+    shape_only = [_label(m) for m in emitted if m.emitted and m.emitted.shape_only]
+    if shape_only:
+        code.note = f"{len(shape_only)} only in operands, names or order ({_names(shape_only)})"
+    if mods and not emitted:
+        code.note = "not dumped (jaxlib 0.10+ writes LLVM IR with every text dump; --preset dump:llvm adds more)"
+    out = Layer("outputs", len(outputs), [_label(m) for m in outputs if m.outputs and m.outputs.differs])
+    if mods and not outputs:
+        out.note = "not recorded (run with --preset snapshots, or --record-inputs)"
+    return [
+        Layer("input HLO", len(mods), [_label(m) for m in mods if not m.same_input] + one_sided),
+        Layer("optimised HLO", len(mods), [_label(m) for m in mods if not m.same_output and not m.autotuning_only]),
+        code,
+        out,
+    ]
+
+
+def where(diff: BundleDiff) -> Where:
+    found = layers(diff)
+    given, optimised, code, out = found
+    if diff.a.dump_dir is None or diff.b.dump_dir is None:
+        return Where(found, "no XLA dump on both sides: only the run level was compared")
+    if given.differ:
+        return Where(found, f"the input HLO differs in {len(given.differ)} modules ({_names(given.differ)})")
+    if optimised.differ:
+        return Where(
+            found, f"the optimised HLO differs in {len(optimised.differ)} modules ({_names(optimised.differ)})"
+        )
+    same = f"the optimised HLO of all {optimised.compared} modules is the same"
+    outputs = (
+        f"; the outputs of {len(out.differ)} modules differ ({_names(out.differ)})"
+        if out.differ
+        else "; the recorded outputs are the same"
+        if out.compared
+        else ""
+    )
+    real = [label for label in code.differ if not _shape_only(diff, label)]
+    if real:
+        flags = _flags(diff, real)
+        return Where(
+            found,
+            f"{same}: A and B differ only in the emitted code, of {len(real)} modules ({_names(real)})"
+            + (f", {flags}" if flags else "")
+            + outputs,
+        )
+    if code.differ:
+        return Where(found, f"{same}; the emitted code differs only in operands, names or order ({code.note}){outputs}")
+    if out.differ:
+        code_too = ", and so is their emitted code" if code.compared else ""
+        return Where(found, f"{same}{code_too}{outputs}")
+    unseen = [layer.name for layer in (code, out) if not layer.compared]
+    return Where(found, f"no difference found{' (not compared: ' + ', '.join(unseen) + ')' if unseen else ''}")
+
+
+def _shape_only(diff: BundleDiff, label: str) -> bool:
+    return any(_label(m) == label and m.emitted is not None and m.emitted.shape_only for m in diff.modules)
+
+
+def _flags(diff: BundleDiff, labels: list[str]) -> str | None:
+    """`numerics flags (...) on 55 instructions in A, 1,190 in B` over the modules whose code differs, when it
+    differs there (per module its most frequent flag: the flags of one instruction come together)."""
+    totals = {"a": 0, "b": 0}
+    for m in diff.modules:
+        if _label(m) in labels and m.emitted is not None:
+            totals["a"] += max(m.emitted.flags_a.values(), default=0)
+            totals["b"] += max(m.emitted.flags_b.values(), default=0)
+    if totals["a"] == totals["b"]:
+        return None
+    return f"numerics flags (fast-math, approx, ftz) on {totals['a']:,} instructions in A, {totals['b']:,} in B"
