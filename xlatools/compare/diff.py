@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlatools.compare.emitted import diff_emitted
+from xlatools.compare.layers import MetricsDiff
 from xlatools.compare.model import BundleDiff, ModuleDiff, SideInfo
 from xlatools.compare.modules import (
     Fingerprints,
@@ -20,6 +21,7 @@ from xlatools.compare.rundiff import diff_runs
 from xlatools.compare.sides import Side, open_side
 from xlatools.compare.textdiff import DEFAULT_LIMIT, text_diff
 from xlatools.errors import UsageError
+from xlatools.records.run import RunManifest
 
 
 def side_info(side: Side) -> SideInfo:
@@ -91,7 +93,19 @@ def diff_sides(
         pairs = select_pairs(pairs, list(modules))
         _check_wanted(list(modules), pairs, refs_a + refs_b)
     diffs = [_module_diff(kind, ra, rb, a, b, prints, full, limit) for kind, ra, rb in pairs]
-    return BundleDiff(side_info(a), side_info(b), diff_runs(a, b), diffs, only_a, only_b, notes)
+    result = BundleDiff(side_info(a), side_info(b), diff_runs(a, b), diffs, only_a, only_b, notes)
+    result.metrics = _metrics(a, b, {ra.id: rb.id for _, ra, rb in pairs})
+    return result
+
+
+def _metrics(a: Side, b: Side, dump_pairs: dict[int, int]) -> MetricsDiff | None:
+    """What both runs measured per module (None when a side is not a run, or measured nothing)."""
+    from xlatools.compare.metricsdiff import diff_metrics
+
+    runs = [s.manifest for s in (a, b) if isinstance(s.manifest, RunManifest) and s.manifest.metrics is not None]
+    if len(runs) != 2:
+        return None
+    return diff_metrics(runs[0].metrics, runs[1].metrics, dump_pairs, (a.index, b.index))  # type: ignore[union-attr]
 
 
 def _check_wanted(wanted: list[str], pairs, refs) -> None:

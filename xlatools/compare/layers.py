@@ -168,9 +168,10 @@ class MetricDelta:
     metric: str  # compile_s, run_s, temp_bytes, argument_bytes, output_bytes, peak_rss_mb
     a: float | None
     b: float | None
-    ratio: float | None  # b / a; None when a side did not measure it or both are 0
-    spread_a: str | None = None  # run_s: min, median and the calls counted
+    ratio: float | None  # b / a; None when a side did not measure it or either is 0
+    spread_a: str | None = None  # run_s: how many calls the median is of, and their minimum
     spread_b: str | None = None
+    ranked: bool = True  # counts in the module's `change` (False: below its floor, or too few calls to tell)
 
 
 @dataclass

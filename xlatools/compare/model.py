@@ -145,8 +145,24 @@ class ModuleDiff:
 
     @property
     def optimised(self) -> str:
-        """same, differs, or `autotuning differs` (two compiles that differ only in kernel configuration)."""
+        """same, differs, `autotuning differs` (two compiles that differ only in kernel configuration), or `-`
+        (a side has no optimised HLO text: nothing was compared)."""
+        if not self.output_compared:
+            return "-"
         return "same" if self.same_output else "autotuning differs" if self.autotuning_only else "differs"
+
+    @property
+    def input(self) -> str:
+        return "-" if not self.input_compared else "same" if self.same_input else "differs"
+
+    @property
+    def input_compared(self) -> bool:
+        """Both sides dumped the module's HLO text before optimisation (a snapshots-only dump has none)."""
+        return self.a.digest_before is not None and self.b.digest_before is not None
+
+    @property
+    def output_compared(self) -> bool:
+        return self.a.digest_after is not None and self.b.digest_after is not None
 
     @property
     def same_input(self) -> bool:
@@ -186,9 +202,10 @@ class BundleDiff:
 
     @property
     def modules_differ(self) -> bool:
-        """True when a module is unmatched, or a matched pair differs in its optimised HLO beyond autotuning."""
+        """True when a module is unmatched, or a matched pair differs in its optimised HLO beyond autotuning
+        (pairs without optimised HLO text on both sides compare nothing there)."""
         return bool(self.only_a or self.only_b) or any(
-            not m.same_output and not m.autotuning_only for m in self.modules
+            m.output_compared and not m.same_output and not m.autotuning_only for m in self.modules
         )
 
     def first_divergence(self) -> tuple[ModuleDiff, Divergence] | None:

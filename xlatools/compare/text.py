@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from xlatools.compare.model import BundleDiff, FieldChange, ModuleDiff, ModuleRef, PassAlignment, SideInfo
+from xlatools.compare.metrics_view import cell, metrics_lines
 from xlatools.compare.where import where
 from xlatools.console import columns
 from xlatools.records.run import RunManifest
 
 
 def _pair(a, b) -> str:
+    a, b = ("-" if v is None else v for v in (a, b))
     return str(a) if a == b else f"{a} -> {b}"
 
 
@@ -78,7 +80,7 @@ def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
                 f"{m.b.id:04d}",
                 _pair(m.a.name, m.b.name),
                 m.match,
-                "same" if m.same_input else "differs",
+                m.input,
                 m.optimised,
                 m.emitted.short() if m.emitted else "-",
                 m.outputs.short() if m.outputs else "-",
@@ -184,6 +186,8 @@ def render_text(diff: BundleDiff, detail: bool = False) -> str:
     if first:
         out.append(f"first diverging pass: {first[0].a.name}: {first[1].label}")
     out.append(f"where A and B differ: {where(diff).headline}")
+    if diff.metrics is not None and diff.metrics.modules:
+        out += metrics_lines(diff.metrics)
     if detail:
         for module in diff.modules:
             out += [""] + module_detail(module)
@@ -193,7 +197,7 @@ def render_text(diff: BundleDiff, detail: bool = False) -> str:
 
 def markdown_summary(diff: BundleDiff, report: str | None = None) -> str:
     """A short job-summary block: what was compared and where it differs."""
-    differing = [m for m in diff.modules if not m.same_output and not m.autotuning_only]
+    differing = [m for m in diff.modules if m.optimised == "differs"]
     tuned = len([m for m in diff.modules if m.autotuning_only])
     lines = [
         "### xlatools diff",
@@ -209,6 +213,10 @@ def markdown_summary(diff: BundleDiff, report: str | None = None) -> str:
     if first:
         lines.append(f"- first diverging pass: `{first[0].a.name}`: `{first[1].label}`")
     lines.append(f"- where A and B differ: {where(diff).headline}")
+    top = diff.metrics.modules[0] if diff.metrics and diff.metrics.modules else None
+    if top is not None and top.change > 1:
+        changed = ", ".join(f"{d.metric} {cell(d)}" for d in top.metrics if d.ranked and d.ratio != 1)
+        lines.append(f"- largest metric change: `{top.name}` {changed}")
     if report:
         lines.append(f"- report: `{report}`")
     return "\n".join(lines) + "\n"

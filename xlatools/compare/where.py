@@ -48,11 +48,16 @@ def layers(diff: BundleDiff) -> list[Layer]:
     if mods and not emitted:
         code.note = "not dumped (jaxlib 0.10+ writes LLVM IR with every text dump; --preset dump:llvm adds more)"
     out = Layer("outputs", len(outputs), [_label(m) for m in outputs if m.outputs and m.outputs.differs])
+    first = [_label(m) for m in outputs if m.outputs and m.outputs.differs_with_same_arguments]
+    if first:
+        out.note = f"{len(first)} with the same arguments ({_names(first)}): where the outputs start to differ"
     if mods and not outputs:
         out.note = "not recorded (run with --preset snapshots, or --record-inputs)"
+    given = [m for m in mods if m.input_compared]
+    optimised = [m for m in mods if m.output_compared]
     return [
-        Layer("input HLO", len(mods), [_label(m) for m in mods if not m.same_input] + one_sided),
-        Layer("optimised HLO", len(mods), [_label(m) for m in mods if not m.same_output and not m.autotuning_only]),
+        Layer("input HLO", len(given), [_label(m) for m in given if not m.same_input] + one_sided),
+        Layer("optimised HLO", len(optimised), [_label(m) for m in optimised if m.optimised == "differs"]),
         code,
         out,
     ]
@@ -69,9 +74,12 @@ def where(diff: BundleDiff) -> Where:
         return Where(
             found, f"the optimised HLO differs in {len(optimised.differ)} modules ({_names(optimised.differ)})"
         )
-    same = f"the optimised HLO of all {optimised.compared} modules is the same"
+    if optimised.compared:
+        same, only = f"the optimised HLO of all {optimised.compared} modules is the same", "only "
+    else:
+        same, only = "no optimised HLO text to compare (run with --preset hlo)", ""
     outputs = (
-        f"; the outputs of {len(out.differ)} modules differ ({_names(out.differ)})"
+        f"; the outputs of {len(out.differ)} modules differ" + (f", {out.note}" if out.note else "")
         if out.differ
         else "; the recorded outputs are the same"
         if out.compared
@@ -82,7 +90,7 @@ def where(diff: BundleDiff) -> Where:
         flags = _flags(diff, real)
         return Where(
             found,
-            f"{same}: A and B differ only in the emitted code, of {len(real)} modules ({_names(real)})"
+            f"{same}: A and B differ {only}in the emitted code, of {len(real)} modules ({_names(real)})"
             + (f", {flags}" if flags else "")
             + outputs,
         )
@@ -91,7 +99,7 @@ def where(diff: BundleDiff) -> Where:
     if out.differ:
         code_too = ", and so is their emitted code" if code.compared else ""
         return Where(found, f"{same}{code_too}{outputs}")
-    unseen = [layer.name for layer in (code, out) if not layer.compared]
+    unseen = [layer.name for layer in (optimised, code, out) if not layer.compared]
     return Where(found, f"no difference found{' (not compared: ' + ', '.join(unseen) + ')' if unseen else ''}")
 
 
