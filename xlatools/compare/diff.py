@@ -102,10 +102,10 @@ def _metrics(a: Side, b: Side, dump_pairs: dict[int, int]) -> MetricsDiff | None
     """What both runs measured per module (None when a side is not a run, or measured nothing)."""
     from xlatools.compare.metricsdiff import diff_metrics
 
-    runs = [s.manifest for s in (a, b) if isinstance(s.manifest, RunManifest) and s.manifest.metrics is not None]
-    if len(runs) != 2:
+    metrics = [s.manifest.metrics for s in (a, b) if isinstance(s.manifest, RunManifest) and s.manifest.metrics]
+    if len(metrics) != 2:
         return None
-    return diff_metrics(runs[0].metrics, runs[1].metrics, dump_pairs, (a.index, b.index))  # type: ignore[union-attr]
+    return diff_metrics(metrics[0], metrics[1], dump_pairs, (a.index, b.index))
 
 
 def _check_wanted(wanted: list[str], pairs, refs) -> None:

@@ -106,7 +106,7 @@ class Bar:
     x: float  # left edge
     width: float
     y: float
-    css: str  # up (B larger or slower) / down
+    css: str  # m0 ... m4: the metric's colour; `faint` when it does not count in the module's change
     label: str  # tooltip
 
 
@@ -114,6 +114,7 @@ class Bar:
 class RatioChart:
     rows: list[tuple[float, str]]  # y of each module's label, the label
     bars: list[Bar]
+    legend: list[tuple[str, str]]  # css class, metric label
     ticks: list[tuple[float, str]]  # x, `0.5x`
     centre: float
     width: int
@@ -143,7 +144,52 @@ def ratio_chart(diff: MetricsDiff, most: int = SHOWN) -> RatioChart | None:
                 continue
             reach = max(-SPAN, min(SPAN, math.log2(d.ratio))) / SPAN * half
             x = centre + min(reach, 0)
-            label = f"{module.name}: {LABELS[name]} {cell(d)}"
-            bars.append(Bar(name, x, max(abs(reach), 1), top + 3 + j * step, "up" if reach > 0 else "down", label))
+            label = f"{module.name}: {LABELS[name]} {cell(d)}" + ("" if d.ranked else " (not counted)")
+            css = f"m{j}" + ("" if d.ranked else " faint")
+            bars.append(Bar(name, x, max(abs(reach), 1), top + 3 + j * step, css, label))
     ticks = [(centre + k / SPAN * half, f"{2**k:g}x") for k in range(-int(SPAN), int(SPAN) + 1, 2)]
-    return RatioChart(rows, bars, ticks, centre, width, TOP + len(modules) * ROW + 10)
+    legend = [(f"m{j}", LABELS[name]) for j, name in enumerate(metrics)]
+    return RatioChart(rows, bars, legend, ticks, centre, width, TOP + len(modules) * ROW + 10)
+
+
+@dataclass
+class MetricCell:
+    text: str
+    ranked: bool  # counts in the module's change (else shown muted)
+    title: str  # tooltip: the spread of run_s, why it does not count
+
+
+@dataclass
+class MetricsRow:
+    name: str
+    a: str
+    b: str
+    change: str
+    cells: list[MetricCell]
+
+
+@dataclass
+class MetricsSection:
+    """What the report's metrics section shows (templates/metrics.html.j2)."""
+
+    diff: MetricsDiff
+    labels: list[str]
+    rows: list[MetricsRow]
+    chart: RatioChart | None
+
+
+def _cell(d: MetricDelta | None) -> MetricCell:
+    if d is None:
+        return MetricCell("-", False, "")
+    spread = "; ".join(f"{side}: {s}" for side, s in (("A", d.spread_a), ("B", d.spread_b)) if s)
+    why = "" if d.ranked else "not counted in the change (below its floor, or the calls of A and B overlap)"
+    return MetricCell(cell(d), d.ranked, "; ".join(x for x in (spread, why) if x))
+
+
+def metrics_section(diff: MetricsDiff) -> MetricsSection:
+    names = _metrics(diff)
+    rows = [
+        MetricsRow(m.name, m.a, m.b, f"{m.change:.3g}x" if m.change > 1 else "-", [_cell(m.get(n)) for n in names])
+        for m in diff.modules
+    ]
+    return MetricsSection(diff, [LABELS[n] for n in names], rows, ratio_chart(diff))

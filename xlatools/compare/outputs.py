@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import math
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from xlatools.compare.layers import ExecutionDelta, OutputDelta, OutputsDiff
 from xlatools.hlo.dump_names import DumpKind, parse_dump_name
@@ -45,15 +47,18 @@ def snapshots(index: DumpIndex, module: Module) -> tuple[str, list[Path]]:
     return RECORDED, sorted(recorded, key=lambda p: int(p.name[len(stem) : -3]))
 
 
-def _values(array_) -> memoryview | None:
-    """The elements of an hloproto.Array as Python numbers (complex: real and imaginary in turn)."""
+def _values(array_) -> Sequence[complex] | None:
+    """The elements of an hloproto.Array as Python numbers (read in place, but complex ones: made in a list)."""
     if array_.dtype == "bfloat16":
         widened = array("I", (h << 16 for h in memoryview(array_.data).cast("H")))
         return memoryview(widened.tobytes()).cast("f")
     fmt = _FORMATS.get(array_.storage[1:])
     if fmt is None or array_.dtype.startswith("float8"):
         return None
-    return memoryview(array_.data).cast(fmt)
+    view = cast("Sequence[float]", memoryview(array_.data).cast(fmt))  # type: ignore[call-overload]  # struct codes
+    if array_.dtype.startswith("complex"):  # real and imaginary parts in turn
+        return [complex(r, i) for r, i in zip(view[0::2], view[1::2])]
+    return view
 
 
 def _digest(arrays) -> str:
@@ -75,9 +80,6 @@ def _output(index: int, a, b) -> OutputDelta:
     if values_a is None or values_b is None or elements > MAX_ELEMENTS:
         why = "too many elements to count" if elements > MAX_ELEMENTS else f"{a.dtype}: compared by bytes"
         return OutputDelta(index, a.dtype, list(a.shape), elements, None, note=why)
-    if a.dtype.startswith("complex"):  # real and imaginary parts in turn: one element each pair
-        values_a = [complex(r, i) for r, i in zip(values_a[0::2], values_a[1::2])]
-        values_b = [complex(r, i) for r, i in zip(values_b[0::2], values_b[1::2])]
     differ = nan_only = 0
     worst = 0.0
     for x, y in zip(values_a, values_b):
