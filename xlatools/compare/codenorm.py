@@ -101,9 +101,7 @@ def normalise(text: str, which: str) -> Normalised:
 
 def same_shape(a: str, b: str) -> bool:
     """The same instructions in any order once value names and numbers are masked (see the module's docstring)."""
-    return Counter(_NAMES.sub("#", line) for line in a.splitlines()) == Counter(
-        _NAMES.sub("#", line) for line in b.splitlines()
-    )
+    return Counter(_NAMES.sub("#", a).splitlines()) == Counter(_NAMES.sub("#", b).splitlines())
 
 
 def numerics_flags(text: str, which: str) -> Counter[str]:

@@ -52,6 +52,12 @@ class ModuleView:
     speed: str | None
     notes: list[str]
 
+    @property
+    def worst(self) -> CheckRow | None:
+        """The failed check with the most elements that differ (the table's summary of the module)."""
+        failed = [c for c in self.checks if not c.ok]
+        return max(failed, key=lambda c: int(c.differ.split("/")[0]), default=None)
+
 
 @dataclass
 class ReplayView:

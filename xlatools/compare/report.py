@@ -47,6 +47,8 @@ class SideReport:
     logs: list[LogView]
     notes: list[str] = field(default_factory=list)
     replay: ReplayView | None = None  # a replay bundle's own results (its section replaces the module table)
+    metrics: list[tuple[str, ...]] = field(default_factory=list)  # what the run measured per module: header, rows
+    metrics_notes: list[str] = field(default_factory=list)  # the mode, each process's peak RSS and CPU
 
 
 def _summary(side: Side) -> list[tuple[str, Leaf]]:
@@ -130,7 +132,13 @@ def side_report(side: Side) -> SideReport:
     elif replay is None:
         notes.append("no XLA dump in this bundle")
     logs = bundle_logs(side.bundle) + (replay.logs if replay else [])
-    return SideReport(side.label, describe_side_title(side), _summary(side), rows, charts, logs, notes, replay)
+    report = SideReport(side.label, describe_side_title(side), _summary(side), rows, charts, logs, notes, replay)
+    if isinstance(side.manifest, RunManifest) and side.manifest.metrics is not None:
+        from xlatools.run.metrics_view import module_rows, process_lines
+
+        report.metrics = module_rows(side.manifest.metrics)
+        report.metrics_notes = process_lines(side.manifest.metrics)
+    return report
 
 
 def describe_side_title(side: Side) -> str:
@@ -150,7 +158,7 @@ def diff_charts(diff: BundleDiff) -> dict[int, Chart]:
 
 
 def breakable(value: object):  # -> markupsafe.Markup (jinja2's), imported with it
-    """A long value (a command, flags, a path) that may wrap only after `/`, `=`, `,` and `:` and at spaces:
+    """A long value (a command, flags, a path) that may wrap only after `=`, `,`, `:`, before `/` and at spaces:
     each piece stays whole (`.nw`), so `--xla_dump_to=` never splits after its `--` and no word splits inside."""
     import re
 
@@ -162,7 +170,7 @@ def breakable(value: object):  # -> markupsafe.Markup (jinja2's), imported with 
         if not word or word.isspace():
             out.append(" " if word else "")
             continue
-        pieces = [p for p in re.split(r"(?<=[/=,:])", word) if p]
+        pieces = [p for p in re.split(r"(?<=[=,:])|(?<=.)(?=/)", word) if p]  # after = , : and before a /
         out.append("<wbr>".join(f'<span class="nw">{escape(p)}</span>' for p in pieces))
     return Markup("".join(out))
 

@@ -23,6 +23,10 @@ class Where:
     headline: str
 
 
+def _modules(count: int) -> str:
+    return f"{count} module{'' if count == 1 else 's'}"
+
+
 def _label(m: ModuleDiff) -> str:
     return f"{m.b.id:04d} {m.b.name}" if m.a.id != m.b.id else f"{m.a.id:04d} {m.a.name}"
 
@@ -44,7 +48,7 @@ def layers(diff: BundleDiff) -> list[Layer]:
     code = Layer("emitted code", len(emitted), [_label(m) for m in emitted if m.emitted and m.emitted.differs])
     shape_only = [_label(m) for m in emitted if m.emitted and m.emitted.shape_only]
     if shape_only:
-        code.note = f"{len(shape_only)} only in operands, names or order ({_names(shape_only)})"
+        code.note = f"{_modules(len(shape_only))}: only operands, names or order differ ({_names(shape_only)})"
     if mods and not emitted:
         code.note = "not dumped (jaxlib 0.10+ writes LLVM IR with every text dump; --preset dump:llvm adds more)"
     out = Layer("outputs", len(outputs), [_label(m) for m in outputs if m.outputs and m.outputs.differs])
@@ -69,17 +73,18 @@ def where(diff: BundleDiff) -> Where:
     if diff.a.dump_dir is None or diff.b.dump_dir is None:
         return Where(found, "no XLA dump on both sides: only the run level was compared")
     if given.differ:
-        return Where(found, f"the input HLO differs in {len(given.differ)} modules ({_names(given.differ)})")
+        return Where(found, f"the input HLO differs in {_modules(len(given.differ))} ({_names(given.differ)})")
     if optimised.differ:
         return Where(
-            found, f"the optimised HLO differs in {len(optimised.differ)} modules ({_names(optimised.differ)})"
+            found, f"the optimised HLO differs in {_modules(len(optimised.differ))} ({_names(optimised.differ)})"
         )
     if optimised.compared:
-        same, only = f"the optimised HLO of all {optimised.compared} modules is the same", "only "
+        every = "the 1 module" if optimised.compared == 1 else f"all {optimised.compared} modules"
+        same, only = f"the optimised HLO of {every} is the same", "only "
     else:
         same, only = "no optimised HLO text to compare (run with --preset hlo)", ""
     outputs = (
-        f"; the outputs of {len(out.differ)} modules differ" + (f", {out.note}" if out.note else "")
+        f"; the outputs of {_modules(len(out.differ))} differ" + (f", {out.note}" if out.note else "")
         if out.differ
         else "; the recorded outputs are the same"
         if out.compared
@@ -90,12 +95,16 @@ def where(diff: BundleDiff) -> Where:
         flags = _flags(diff, real)
         return Where(
             found,
-            f"{same}: A and B differ {only}in the emitted code, of {len(real)} modules ({_names(real)})"
+            f"{same}: A and B differ {only}in the emitted code, of {_modules(len(real))} ({_names(real)})"
             + (f", {flags}" if flags else "")
             + outputs,
         )
     if code.differ:
-        return Where(found, f"{same}; the emitted code differs only in operands, names or order ({code.note}){outputs}")
+        return Where(
+            found,
+            f"{same}; the emitted code of {_modules(len(code.differ))} ({_names(code.differ)}) differs only in "
+            f"operands, names or order (nondeterministic code generation, or a changed constant){outputs}",
+        )
     if out.differ:
         code_too = ", and so is their emitted code" if code.compared else ""
         return Where(found, f"{same}{code_too}{outputs}")
