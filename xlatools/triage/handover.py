@@ -6,9 +6,39 @@ file showed the mismatch against the last good release. Otherwise the reduce sta
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable, Protocol, TypeVar
 
 from xlatools.errors import TextNotTheRunsModule
 from xlatools.records.triage import ReduceFound, TriageState
+
+
+class _Stage(Protocol):
+    state: TriageState
+
+
+C = TypeVar("C", bound=_Stage)
+
+
+def handing_over(stage: Callable[[C], str]) -> Callable[[C], str]:
+    """The reduce stage; where reduce refuses a module whose HLO text does not reproduce, the hand-over instead."""
+
+    def run(ctx: C) -> str:
+        try:
+            return stage(ctx)
+        except TextNotTheRunsModule as refused:
+            return hand_over(ctx.state, refused)
+
+    return run
+
+
+def unless_handed_over(stage: Callable[[C], str]) -> Callable[[C], str]:
+    """The isolate stage, skipped after a hand-over (skip_isolation)."""
+
+    def run(ctx: C) -> str:
+        skip_isolation(ctx.state.reduce)
+        return stage(ctx)
+
+    return run
 
 
 def _replayed_from(state: TriageState, stablehlo: str) -> str | None:
