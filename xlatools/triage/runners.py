@@ -23,6 +23,7 @@ from xlatools.records.triage import (
     SideRun,
     TriageState,
 )
+from xlatools.triage.handover import handing_over, unless_handed_over
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
 from xlatools.vocab import BisectStatus, Platform, StageStatus, TriageStage
@@ -327,6 +328,7 @@ def isolate(ctx: Context) -> str:
         module=which,
         first_mismatch=seen.first_mismatch,
         first_mismatch_in_context=seen.first_mismatch_in_context,
+        form=seen.form,
     )
     if seen.first_mismatch:
         return f"{which}: {seen.first_mismatch.name} = {seen.first_mismatch.opcode} mismatches on its own"
@@ -343,6 +345,6 @@ RUNNERS = {
     TriageStage.DUMPS: dumps,
     TriageStage.DIFF: diff,
     TriageStage.PASSES: passes,
-    TriageStage.REDUCE: reduce,
-    TriageStage.ISOLATE: isolate,
+    TriageStage.REDUCE: handing_over(reduce),  # where its HLO text does not reproduce: the StableHLO (handover.py)
+    TriageStage.ISOLATE: unless_handed_over(isolate),
 }
