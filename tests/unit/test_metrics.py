@@ -92,7 +92,7 @@ def test_bisect_rule_judges_builtin_metrics(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({}))
     assert Rule(metric="temp_bytes", threshold=50e6).judge(record, tmp_path) == (
         "bad",
-        "temp_bytes = 8e+07 (above 5e+07)",
+        "temp_bytes = 8e+07 (above 5e+07; 1 run, spread not measured)",
     )
     assert Rule(metric="run_s:jit_f", threshold=0.01).judge(record, tmp_path)[0] == "good"
     skipped = Rule(metric="run_s:jit_g", threshold=0.01).judge(record, tmp_path)

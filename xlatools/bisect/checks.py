@@ -24,7 +24,9 @@ from xlatools.vocab import ExitCodeMode, Platform, ReproOutcome, Status, StepOut
 
 if TYPE_CHECKING:
     from xlatools.cluster.spec import ClusterSpec
+    from xlatools.bisect.metric_test import MetricTest
     from xlatools.console import Reporter
+    from xlatools.records.run import RunManifest
     from xlatools.run.program import Program
 
 CANNOT_RUN = "cannot run here"  # a skip whose reason starts so: this machine, not the candidate, is the problem
@@ -77,7 +79,7 @@ class TestOptions:
     cluster: ClusterSpec | None = None  # --executor slurm: each step's run is a Slurm job (xlatools/cluster)
 
 
-def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTest:
+def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTest | MetricTest:
     """The Test the options describe (a program run, or a repro pack), checked before anything runs."""
     if opts.replay is not None:
         if opts.cluster is not None:
@@ -86,6 +88,8 @@ def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTes
             )
         if opts.program or opts.module:
             raise UsageError("--replay PACK and a program (-- prog.py) are two tests; give one")
+        if opts.rule.metric is not None:
+            raise UsageError("--metric measures a program run; a repro pack replay has no metrics", hint="-- prog.py")
         test = ReplayTest(Path(opts.replay).resolve())
         test.validate()
         return test
@@ -96,8 +100,10 @@ def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTes
         )
     from xlatools.run.program import parse_program
 
+    from xlatools.bisect.metric_test import wrap
+
     opts.rule.validate()
-    return ProgramTest(parse_program(opts.program, opts.module, list(opts.args), opts.cwd), opts, reporter)
+    return wrap(ProgramTest(parse_program(opts.program, opts.module, list(opts.args), opts.cwd), opts, reporter))
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,8 @@ class ProgramTest:
             timeout=o.timeout,
         )
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
+    def execute(self, step: StepEnv, out_root: Path, name: str) -> tuple[RunManifest, float]:
+        """One run of the program in `step` (a run bundle under `out_root`): its record and the seconds it took."""
         import os
 
         from xlatools.records.run import ProfileRun
@@ -171,12 +178,15 @@ class ProgramTest:
             exit_code_mode=ExitCodeMode.PROGRAM,
             cluster=o.cluster,
         ).record
-        run_s = time.monotonic() - t0
         if record.status == Status.INTERRUPTED:
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")
         if record.slurm is not None and record.slurm.killed_by_slurm:  # the executor, not the candidate: never good/bad
             raise SkipStep(record.slurm.killed_by_slurm, record.bundle)
-        judged = o.rule.judge(record, Path(record.bundle))
+        return record, time.monotonic() - t0
+
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
+        record, run_s = self.execute(step, out_root, name)
+        judged = self.opts.rule.judge(record, Path(record.bundle))
         return StepVerdict(
             judged.outcome,
             judged.reason,

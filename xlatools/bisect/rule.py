@@ -53,8 +53,16 @@ class Rule(RuleSpec):
             from xlatools.run.metrics import parse_metric
 
             parse_metric(self.metric)  # `run_s:` or a module on a process metric: exit 2 before any step
-        if (self.metric is None) != (self.threshold is None):
-            raise UsageError("--metric and --threshold go together", hint="e.g. --metric step_time_s --threshold 0.5")
+        if self.threshold is not None and self.metric is None:
+            raise UsageError("--threshold goes with --metric", hint="e.g. --metric run_s --threshold 0.5")
+        noise_aware = self.metric is not None and self.threshold is None
+        for option, value, least in (("--repeat", self.repeat, 3), ("--max-runs", self.max_runs, 1)):
+            if value is not None and not noise_aware:
+                raise UsageError(
+                    f"{option} goes with --metric NAME without --threshold (runs measured against the two ends)"
+                )
+            if value is not None and not least <= value <= 100:
+                raise UsageError(f"{option} {value}: must be {least} to 100")
         if self.match is not None and self.metric is not None:
             raise UsageError("--match and --metric cannot be combined; pick one test")
 
@@ -103,18 +111,19 @@ class Rule(RuleSpec):
         return None
 
     def _judge_metric(self, metric: str, code: int | None, manifest: RunManifest, bundle: Path) -> Judgement:
-        """A built-in metric (run/metrics.py: measured by xlatools) or the program's own (its metrics.json)."""
-        from xlatools.run.metrics import metric_samples
+        """--threshold: one run's value (bisect/samples.threshold_value: xlatools' own metric as run/metrics.py
+        reduces it, or the program's) against it."""
+        from xlatools.bisect.samples import MetricMissing, threshold_value
 
-        samples = metric_samples(manifest, metric, bundle=bundle)
-        if samples.value is None:
-            return Judgement(StepOutcome.SKIP, f"no metric {metric} (exit {code}): {samples.missing}")
-        value = samples.value
+        try:
+            value = threshold_value(manifest, bundle, metric, not self.higher_is_better)
+        except MetricMissing as exc:
+            return Judgement(StepOutcome.SKIP, f"no metric {metric} (exit {code}): {exc.reason}")
         worse = value < self.threshold if self.higher_is_better else value > self.threshold
         side = "below" if self.higher_is_better else "above"
         return Judgement(
             StepOutcome.BAD if worse else StepOutcome.GOOD,
-            f"{metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
+            f"{metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g}; 1 run, spread not measured)",
         )
 
 

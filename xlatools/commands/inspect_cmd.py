@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import JsonOption, ProcessOption, followed_run
+from xlatools.commands.options import JsonOption, OldModuleFlag, ProcessOption, followed_run
 
 
 def inspect(
@@ -19,9 +19,9 @@ def inspect(
     module: Optional[str] = typer.Option(
         None,
         "--module",
-        "-m",
         help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence.",
     ),
+    old_m: OldModuleFlag = None,
     as_json: JsonOption = False,
     process: ProcessOption = None,
 ) -> None:

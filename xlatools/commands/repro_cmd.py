@@ -8,6 +8,7 @@ from typing import List
 import typer
 
 from xlatools.commands.options import (
+    OldModuleFlag,
     InputsOption,
     JsonOption,
     NondeterministicOption,
@@ -56,8 +57,9 @@ def pack(
     ),
     output: Path = typer.Option(Path("repro.tar.gz"), "--output", "-o", help="The pack to write."),
     module: List[str] = typer.Option(
-        [], "--module", "-m", help="Module id or name (repeatable; default: the program's own modules)."
+        [], "--module", help="Module id or name (repeatable; default: the program's own modules)."
     ),
+    old_m: OldModuleFlag = None,
     include_all: bool = typer.Option(False, "--all", help="Also jax's helper modules."),
     source_from: SourceFormOption = SourceForm.AUTO,
     python: PythonOption = None,

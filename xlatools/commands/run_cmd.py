@@ -27,7 +27,8 @@ from xlatools.vocab import ExitCodeMode
 # What --json prints of the run manifest (the whole record is the bundle's manifest.json).
 JSON_KEYS = tuple(
     "status exit_code returncode signal program_outcome native_backtrace bundle duration_s program jax frontend"
-    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm metrics".split()
+    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm metrics"
+    " stuck".split()
 )
 
 
@@ -62,6 +63,11 @@ def run(
     metrics: bool = typer.Option(
         True, "--metrics/--no-metrics", help="Measure compile times, memory, call times and peak RSS (docs/metrics.md)."
     ),
+    stall: Optional[float] = typer.Option(
+        None,
+        "--stall",
+        help="End the run (exit 124) when no process printed anything or compiled or ran a module for this many seconds; every process's stacks are read first, as at --timeout (docs/hangs.md).",
+    ),
     explain_recompiles: bool = typer.Option(
         False,
         "--explain-recompiles",
@@ -95,8 +101,8 @@ def run(
     request = program_options.run_request(
         argv, cwd, dump=dump, quiet=quiet, processes=processes, devices_per_process=devices_per_process
     )
-    request.record_inputs = record_inputs
     request.measure_calls = parse_measure_calls(measure_calls) if metrics else None
+    request.record_inputs, request.stall = record_inputs, stall
     if explain_recompiles and not metrics:
         from xlatools.errors import UsageError
 

@@ -6,6 +6,7 @@ xlatools.records.replay; they are re-exported here for the replay capability's o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from xlatools.console import columns
 from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
@@ -220,6 +221,24 @@ NO_RESULT = (
     f"{NO_RESULT_START} (XLA records none for an execution whose outputs alias donated inputs), so the outputs "
     "were not checked: compare with --reference-python or --reference cpu"
 )
+# Why, in the table's few words, keyed by what the note says.
+_NO_RESULT_SHORT = (("never finished", "the run died first"), ("donated", "donated buffers"))
+
+
+def no_result_note(aliased: bool | None, run_death: str | None, references: bool) -> str:
+    """Why the snapshot holds no result, from what the bundle shows: the run died (an execution that never
+    finished writes none), the module donates its inputs (XLA records none when outputs alias them), or
+    neither is known. The advice to compare with a reference only when none was given."""
+    if run_death:
+        why = f"the run {run_death}: an execution that never finished leaves its arguments and no result"
+    elif aliased:
+        why = "its outputs alias donated inputs, and XLA records no result for such an execution"
+    elif aliased is False:
+        why = "XLA recorded none for this execution; the module donates nothing (no input/output alias)"
+    else:
+        why = "XLA records none for an execution whose outputs alias donated inputs, or one that never finished"
+    advice = "" if references else ": compare with --reference-python or --reference cpu"
+    return f"{NO_RESULT_START} ({why}), so the outputs were not checked against it{advice}"
 
 
 def _checks(module: ModuleRecord) -> str:
@@ -250,8 +269,12 @@ def _checks(module: ModuleRecord) -> str:
         ]
     elif check:
         parts.append(f"at full precision ({len(check.raised)} raised)")
-    if not parts and any(note.startswith(NO_RESULT_START) for note in module.notes):
-        parts.append("snapshot: no result recorded (donated buffers)")
+    if not parts and module.test is not None and module.test.failure:  # the references still ran: say how they ended
+        parts += [f"{run.label}: {run.failure or 'ok'}" for run in module.runs[1:]]
+    note = next((note for note in module.notes if note.startswith(NO_RESULT_START)), None)
+    if note is not None and not module.comparisons:
+        why = next((short for key, short in _NO_RESULT_SHORT if key in note), "none recorded")
+        parts.append(f"snapshot: no result ({why})")
     if any(note.startswith(NONFINITE_START) for note in module.notes):
         parts.append("NaN/Inf in outputs")
     return "; ".join(parts) or "-"
@@ -301,6 +324,21 @@ def describe_inputs(source: InputSource | None) -> str:
 
 
 def _inputs_lines(modules: list[ModuleRecord]) -> str:
-    """Every module's input source under the table: made-up inputs are never silent."""
+    """Every module's input source under the table: made-up inputs are never silent; and the form it was compiled
+    from (StableHLO, HLO text or proto), and whether that compiled the run's own module."""
     lines = [f"\ninputs: {m.label}: {describe_inputs(m.input_source)}" for m in modules if m.input_source]
-    return "".join(lines)
+    return "".join(lines) + "".join(f"\nform: {m.label}: {said}" for m in modules if (said := describe_form(m)))
+
+
+FORM_NAMES = {"mlir": "StableHLO", "text": "HLO text", "proto": "HLO proto"}
+
+
+def describe_form(module: ModuleRecord) -> str | None:
+    """`StableHLO (jax_ir1_jit_f_compile.mlir), the run's own module`: what the test compiled, for summaries."""
+    loaded = module.test.loaded_from if module.test else None
+    if loaded is None:
+        return None
+    said = f"{FORM_NAMES.get(loaded.kind, loaded.kind)} ({Path(loaded.path).name})"
+    if module.compiled_as_run is not None:
+        said += ", the run's own module" if module.compiled_as_run else ", not the run's module (see its notes)"
+    return said

@@ -1,10 +1,9 @@
 """`xlatools run`, end to end: inputs -> checked RunPlan -> bundle -> outcome.
 
-prepare() resolves everything and checks every flag against the target BEFORE the bundle
-exists, so bad input leaves no half-made bundle (it writes only the target probe's cache).
-execute_plan() runs the plan inside the one bundle lifecycle (bundle.bundle_session): the
-program starts as soon as the bundle exists, then the dumps are indexed and the final
-manifest and summary written.
+prepare() resolves everything and checks every flag against the target BEFORE the bundle exists, so bad input
+leaves no half-made bundle (it writes only the target probe's cache). execute_plan() runs the plan inside the one
+bundle lifecycle (bundle.bundle_session): the program starts as soon as the bundle exists, then the dumps are
+indexed and the final manifest and summary written.
 """
 
 from __future__ import annotations
@@ -215,6 +214,9 @@ def _launch(
     if echo_stdout_to_stderr:
         echo_out = echo_err
     heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
+    from xlatools.run.hang.capture import stuck_watch  # every process's stacks before a timeout stops it
+
+    watch = stuck_watch(plan.timeout, plan.stall, session.path, reporter, session.record)
     if cluster is not None:
         from xlatools.run.slurm_launch import execute_in_session
 
@@ -238,6 +240,7 @@ def _launch(
             on_start,
             heartbeat,
             reporter,
+            watch=watch,
         )
         return group.run, group
     from xlatools.run.hooks import program_env
@@ -256,6 +259,7 @@ def _launch(
         on_start=on_start,
         heartbeat=heartbeat,
         reporter=reporter,
+        watch=watch,
     )
     return result, None
 
@@ -281,6 +285,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
+    from xlatools.run.child_crash import name_crashes
     from xlatools.run.manifest import (
         dump_summary,
         finish_record,
@@ -318,7 +323,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.run.hooks import observed
 
     record.metrics = observed(plan, session.path, one_process=group is None)
-    _name_backtrace(record, session.path)
+    name_crashes(record, session.path, stderr_log)  # native-backtrace.txt, or a child's death in the log
     record.smoke = read_smoke_results(session.path / "smoke_results.json")
     reconcile_devices(record.jax, record.smoke)
     if group is not None:  # a multi-process run (run/group_record.py)
@@ -329,13 +334,3 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     atomic_write_text(session.path / "summary.txt", redact_text(summary_text(record, table)), durable=False)
     session.finish(result.status, exit_code=exit_code)
     return table
-
-
-def _name_backtrace(record: RunManifest, bundle_path: Path) -> None:
-    """A program that died by a fatal signal left native-backtrace.txt (debug.crash): the record names it."""
-    from xlatools.debug.crash import FILE, backtrace_note
-
-    note = backtrace_note(bundle_path)
-    if note:
-        record.native_backtrace = FILE
-        record.notes.append(note)

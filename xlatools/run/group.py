@@ -18,6 +18,7 @@ from xlatools.vocab import ProcessStatus, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
+    from xlatools.run.hang.capture import StuckWatch
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def execute_group(
     on_start: Callable | None = None,
     heartbeat: float | None = None,
     reporter: Reporter | None = None,
+    watch: StuckWatch | None = None,
 ) -> GroupResult:
     """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part."""
     specs = [
@@ -89,7 +91,7 @@ def execute_group(
         )
         for plan in plans
     ]
-    group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
+    group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S, watch=watch)
     first = plans[group.first].id if group.first is not None else None
     processes = [
         ProcessResult(

@@ -39,9 +39,13 @@ class RunInfo:
     duration_s: float | None = None
     warnings: list[str] = field(default_factory=list)
     metrics: RunMetrics | None = None  # what xlatools measured (docs/metrics.md)
+    crash: list[str] = field(default_factory=list)  # run/stopped.py: the signal and where, when it crashed
+    stuck: list[str] = field(default_factory=list)  # where every process was, when it was stopped stuck
 
     @classmethod
     def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
+        from xlatools.run.stopped import crash_lines, stuck_lines
+
         jax = record.jax
         return cls(
             bundle=str(bundle),
@@ -61,6 +65,8 @@ class RunInfo:
             duration_s=record.duration_s,
             warnings=list(record.warnings or []),
             metrics=record.metrics,
+            crash=crash_lines(bundle, record),
+            stuck=stuck_lines(record),
         )
 
     def lines(self) -> list[str]:
@@ -78,6 +84,8 @@ class RunInfo:
             f"presets:   {', '.join(self.presets) or '-'}",
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
             *(f"warning:   {warning}" for warning in self.warnings),
+            *self.crash,
+            *self.stuck,
         ]
 
 

@@ -55,7 +55,26 @@ def _changes(env: dict[str, str], base: dict[str, str]) -> tuple[dict[str, str],
 def plan_tasks(
     plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, folder: str
 ) -> list[TaskSpec]:
-    """One TaskSpec per process of the (bundle-bound) plan (pure)."""
+    """One TaskSpec per process of the (bundle-bound) plan (pure but for finding pystack)."""
+    tasks = _tasks(plan, run_env, caller_env, spec, folder)
+    if plan.timeout is None and plan.stall is None:
+        return tasks
+    from dataclasses import replace
+
+    from xlatools.run.hang.capture import FOLDER, pystack_argv
+    from xlatools.run.hang.observer import OBSERVER
+
+    bundle = Path(folder).parent
+    logs = [log for task in tasks for log in (task.stdout, task.stderr)] + [str(bundle / OBSERVER)]
+    return [
+        replace(t, stall=plan.stall, stacks=str(bundle / FOLDER / f"p{i}"), pystack=pystack_argv(), progress=logs)
+        for i, t in enumerate(tasks)
+    ]
+
+
+def _tasks(
+    plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, folder: str
+) -> list[TaskSpec]:
     if not plan.processes:
         env, unset = _changes(run_env, caller_env)
         return [
@@ -95,6 +114,8 @@ def prepare_job(
     folder = bundle / JOB_FOLDER
     folder.mkdir(exist_ok=True)
     tasks = plan_tasks(plan, run_env, caller_env, spec, str(folder))
+    if tasks and tasks[0].stacks:
+        Path(tasks[0].stacks).parent.mkdir(exist_ok=True)
     job = plan_job(spec, plan.name, str(folder), len(tasks), plan.python, plan.cwd)
     shutil.copy2(Path(__file__).parent.parent / "cluster" / SHIM, folder / SHIM)
     (folder / SCRIPT).write_text(job.script)
@@ -195,6 +216,7 @@ def execute_in_session(
     )
     if session.record.slurm.killed_by_slurm:
         session.record.notes.append(session.record.slurm.killed_by_slurm)
+    _read_task_stacks(plan, session, reporter)
     first = plan.processes[0] if plan.processes else None
     logs = (
         (Path(first.stdout), Path(first.stderr))
@@ -285,3 +307,32 @@ def _process_status(exit_: TaskExit | None, run: Status) -> ProcessStatus:
     if exit_.timed_out:
         return ProcessStatus.TIMEOUT
     return ProcessStatus.OK if exit_.returncode == 0 else ProcessStatus.FAILED
+
+
+def _read_task_stacks(plan: RunPlan, session, reporter: Reporter) -> None:
+    """Tasks that task.py stopped at their timeout (or --stall) read their stacks first: the run's `stuck`."""
+    from xlatools.run.hang.capture import FOLDER, from_task_files
+
+    exits = _exits(
+        [TaskSpec([], {}, [], "", "", f"{session.path / JOB_FOLDER}/p{i}.exit") for i in range(_count(plan))]
+    )
+    stuck = [(i, e) for i, e in enumerate(exits) if e is not None and e.timed_out and e.pid is not None]
+    if not stuck:
+        return
+    stalled = any(e.stalled for _, e in stuck)
+    trigger = "stall" if stalled else "timeout"
+    reason = f"no progress for {plan.stall:g} s (--stall)" if stalled else f"timeout after {plan.timeout:g} s"
+    many = len(exits) > 1
+    found = from_task_files(
+        session.path,
+        [(i if many else None, e.pid, str(session.path / FOLDER / f"p{i}")) for i, e in stuck],  # type: ignore[misc]
+        trigger,
+        f"{reason} (read on the node by each task)",
+    )
+    session.record.stuck = found
+    session.record.notes.append(f"{found.reason}: {found.summary} (stacks: {FOLDER}/summary.txt)")
+    reporter.warn(f"stuck: {found.summary} ({FOLDER}/summary.txt)")
+
+
+def _count(plan: RunPlan) -> int:
+    return len(plan.processes) or 1
