@@ -144,7 +144,7 @@ def test_flags_folder_and_process_index(lab, case):
     if case == "xla_flags":
         other = lab.run("flags", python, "--xla-flag", "--xla_cpu_enable_fast_math=false")
     elif case == "folder":
-        other = lab.run("folder", python, cache=lab.work / "another-cache")
+        other = lab.run("folder", python, cache=lab.work / "another-cache", args=("--log-key",))
     else:
         other = lab.run("two", python, "--processes", "2")
     report = lab.explain(base, other)
@@ -154,6 +154,7 @@ def test_flags_folder_and_process_index(lab, case):
         assert cause["part"] == "XLA flags" and "added --xla_cpu_enable_fast_math=false" in cause["detail"]
     elif case == "folder":
         assert "cache directory" in {c["part"] for c in step[0]["causes"]}
+        _parts_are_what_jax_logs(other)
     else:
         [miss] = step[:1]  # process 0 hits: run A wrote it; process 1 has other devices and never writes
         assert miss["process"] == 1
@@ -163,6 +164,20 @@ def test_flags_folder_and_process_index(lab, case):
         second = manifest(other)["metrics"]
         whys = {w for f in second["functions"] if f.get("process") == 1 for w in f["not_cached_why"]}
         assert any("jax writes cache entries from process 0 only" in w for w in whys)
+
+
+def _parts_are_what_jax_logs(bundle: Path) -> None:
+    """Each key part xlatools recorded of the first compile of `step` has the hash jax's DEBUG log printed."""
+    import re
+
+    from xlatools.run.compile_events import read_compile_logs
+
+    [log] = read_compile_logs(bundle)
+    [step] = [f for f in log.functions if f.name == "step"]
+    recorded = {p.name: p.sha256 for p in step.compiles[0].cache.parts}
+    logged = re.findall(r"get_cache_key hash of serialized (.+?): ([0-9a-f]{64})", (bundle / "stderr.log").read_text())
+    parts = [dict(logged[i : i + len(recorded)]) for i in range(0, len(logged), len(recorded))]
+    assert len(recorded) == 8 and recorded in parts  # one compile's parts, as jax logged them
 
 
 @pytest.fixture
