@@ -110,12 +110,15 @@ def run_captured(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     grace: float = 1.0,
+    sweep: bool = True,
 ) -> subprocess.CompletedProcess:
     """`subprocess.run(argv, capture_output=True, text=True, timeout=...)` for a child that may start
     children of its own (a target interpreter, its probe): the child gets its own session, and on a
     timeout, Ctrl-C or SIGTERM its whole tree is stopped before the exception goes on; whatever it left
     running when it ended (a daemon that left the session too) is stopped as well, found by a marker
-    in its environment. Nothing is left behind. Raises subprocess.TimeoutExpired like run."""
+    in its environment. Nothing is left behind. Raises subprocess.TimeoutExpired like run.
+    `sweep=False`: no search for what left the session once it ended (a tool polled often, that starts no
+    daemons: the search reads every process's environment); its tree is still stopped on a timeout."""
     import secrets
 
     token = secrets.token_hex(8)
@@ -141,7 +144,7 @@ def run_captured(
             pass
         raise
     finally:
-        for pid in marked(token):  # left behind: nothing of a probe outlives it
+        for pid in marked(token) if sweep else ():  # left behind: nothing of a probe outlives it
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 # The local run's coordinator (127.0.0.1, a port chosen here): on a cluster jax takes it from SLURM_*.
 LOCAL_ONLY = ("JAX_COORDINATOR_ADDRESS", "JAX_COORDINATOR_BIND_ADDRESS")
+# Past --timeout, the time a task takes to stop its program (SIGTERM, 5 s, SIGKILL) and write its exit file.
+TIMEOUT_GRACE = 10.0
 
 
 def slurm_coordinator(plan: RunPlan, spec: ClusterSpec) -> tuple[RunPlan, str]:
@@ -141,8 +143,23 @@ def execute_job(
     on_start(None)
     if on_submit is not None:
         on_submit(record)
+    # --timeout ends the run wherever the job is (queued, stuck, listed in a state no one knows): each task stops
+    # its program at the timeout itself; past it and the time that takes, the job is cancelled.
+    deadline = t0 + plan.timeout + TIMEOUT_GRACE if plan.timeout else None
+    ran_out = False
     try:
-        info = slurm.wait(job_id, lambda: all(e is not None for e in _exits(tasks)))
+        waited = slurm.wait(job_id, lambda: all(e is not None for e in _exits(tasks)), deadline=deadline)
+        info = waited.info
+        if waited.deadline_passed:
+            ran_out = True
+            slurm.cancel([job_id])
+            info = slurm.wait_gone(job_id, limit=5)
+            record.notes.append(
+                f"--timeout {plan.timeout:g} s ran out while Slurm listed job {job_id} as "
+                f"{waited.listed_as or 'gone'}: xlatools cancelled it"
+            )
+        elif waited.note():
+            record.notes.append(str(waited.note()))
     except BaseException as exc:  # Ctrl-C, SIGTERM: the job goes with us
         slurm.cancel([job_id])
         record.cancelled_by_xlatools, record.state = True, "CANCELLED"
@@ -152,14 +169,14 @@ def execute_job(
         info = slurm.wait_gone(job_id)
     _forget(job.folder)
     exits = _exits(tasks)
-    info, stepd = _settled(info, exits, Path(job.folder) / "job.out")
+    info, stepd = (info, None) if ran_out else _settled(info, exits, Path(job.folder) / "job.out")
     record.state, record.reason, record.exit_code, record.nodes = info.state, info.reason, info.exit_code, info.nodes
     record.partition = info.partition or record.partition
     firsts = [e.started for e in exits if e]
     record.started_s = round(min(firsts) - submitted_at, 3) if firsts else None
     record.cancelled_by_xlatools = slurm.was_cancelled(job_id)
     duration = round(time.monotonic() - t0, 3)
-    status = _status(record, exits, stepd)
+    status = Status.TIMEOUT if ran_out and not all(e is not None for e in exits) else _status(record, exits, stepd)
     codes = [e.returncode if e else None for e in exits]
     failed = [i for i, c in enumerate(codes) if c not in (0, None)]
     first = min(failed, key=lambda i: exits[i].finished or 0.0) if failed else None  # type: ignore[union-attr]
@@ -195,6 +212,7 @@ def execute_in_session(
     )
     if session.record.slurm.killed_by_slurm:
         session.record.notes.append(session.record.slurm.killed_by_slurm)
+    session.record.notes += session.record.slurm.notes
     first = plan.processes[0] if plan.processes else None
     logs = (
         (Path(first.stdout), Path(first.stderr))
