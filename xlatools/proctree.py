@@ -90,7 +90,10 @@ MARK = "XLATOOLS_TREE"  # in a run_captured child's environment, and so in every
 
 def marked(token: str) -> list[int]:
     """Live processes whose environment carries MARK=token (our own processes are readable):
-    the child's descendants, those that left its session and were adopted by init included."""
+    the child's descendants, those that left its session and were adopted by init included. On Linux read
+    from /proc (no psutil import: every run ends with this search)."""
+    if os.path.isdir("/proc/self/task"):
+        return _marked_in_proc(f"{MARK}={token}".encode())
     import psutil
 
     found = []
@@ -101,6 +104,39 @@ def marked(token: str) -> list[int]:
         except psutil.Error:  # gone, or another user's
             continue
     return found
+
+
+def _marked_in_proc(needle: bytes) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if needle not in handle.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[-1].split()[:1] == [b"Z"]:
+                    continue  # a zombie: gone, only not reaped
+        except OSError:  # gone, or another user's
+            continue
+        found.append(int(entry))
+    return found
+
+
+def end_marked(token: str) -> None:
+    """SIGKILL every live process carrying MARK=token (`marker()`): what children started with it left running
+    once they ended, daemons in sessions of their own included."""
+    for pid in marked(token):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def marker() -> str:
+    """A fresh token for MARK: put `{MARK: token}` in the environment of children whose leftovers `end_marked` ends."""
+    return os.urandom(8).hex()  # as secrets.token_hex(8), without that module's imports on the run path
 
 
 def run_captured(
@@ -119,9 +155,7 @@ def run_captured(
     in its environment. Nothing is left behind. Raises subprocess.TimeoutExpired like run.
     `sweep=False`: no search for what left the session once it ended (a tool polled often, that starts no
     daemons: the search reads every process's environment); its tree is still stopped on a timeout."""
-    import secrets
-
-    token = secrets.token_hex(8)
+    token = marker()
     env = {**(os.environ if env is None else env), MARK: token}
     proc = subprocess.Popen(
         argv,
@@ -144,11 +178,8 @@ def run_captured(
             pass
         raise
     finally:
-        for pid in marked(token) if sweep else ():  # left behind: nothing of a probe outlives it
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        if sweep:
+            end_marked(token)  # left behind: nothing of a probe outlives it
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
@@ -170,3 +201,4 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+

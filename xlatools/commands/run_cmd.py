@@ -76,6 +76,9 @@ def run(
         from xlatools.cluster.slurm import require
 
         require()  # no Slurm here: exit 3 before anything is probed
+    from xlatools.run.multiprocess import check_counts, process_limit
+
+    check_counts(processes, devices_per_process, process_limit(local=cluster is None))  # before any launch
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
     request = program_options.run_request(

@@ -65,7 +65,11 @@ class Evaluator:
             if plan.reference
             else []
         )
-        self.caller_env = caller_env
+        from xlatools.proctree import MARK, marker
+
+        # scripts get a marker: what they leave running (`sleep 300 &` in a session of its own) ends with the reduction
+        self.marker = marker()
+        self.caller_env = {**caller_env, MARK: self.marker}
         self.values = Values()
         self.cache: dict[str, Verdict] = {}
         self.counters = Counters()
@@ -76,7 +80,10 @@ class Evaluator:
             self._slots.put(slot)
 
     def close(self) -> None:
+        from xlatools.proctree import end_marked
+
         stop_all(self.tests + self.references)
+        end_marked(self.marker)
 
     def folder(self) -> Path:
         with self._lock:

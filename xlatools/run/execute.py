@@ -241,20 +241,26 @@ def _launch(
     from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
     from xlatools.run.process import execute
 
+    from xlatools.proctree import MARK, end_marked, marker
+
     env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
+    token = env[MARK] = marker()  # what the program leaves running (a daemon in a session of its own) ends with it
     logs = (session.path / "stdout.log", session.path / "stderr.log")
-    result = execute(
-        plan.argv,
-        env,
-        plan.cwd,
-        *logs,
-        plan.timeout,
-        echo_out,
-        echo_err,
-        on_start=on_start,
-        heartbeat=heartbeat,
-        reporter=reporter,
-    )
+    try:
+        result = execute(
+            plan.argv,
+            env,
+            plan.cwd,
+            *logs,
+            plan.timeout,
+            echo_out,
+            echo_err,
+            on_start=on_start,
+            heartbeat=heartbeat,
+            reporter=reporter,
+        )
+    finally:
+        end_marked(token)
     return result, None
 
 

@@ -77,7 +77,12 @@ def execute_group(
     heartbeat: float | None = None,
     reporter: Reporter | None = None,
 ) -> GroupResult:
-    """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part."""
+    """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part. What they
+    leave running when the group ends (a daemon in a session of its own) is stopped: found by a marker."""
+    from xlatools.proctree import MARK, end_marked, marker
+
+    token = marker()
+    run_env = {**run_env, MARK: token}
     specs = [
         Spec(
             plan.argv,
@@ -89,7 +94,10 @@ def execute_group(
         )
         for plan in plans
     ]
-    group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
+    try:
+        group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
+    finally:
+        end_marked(token)
     first = plans[group.first].id if group.first is not None else None
     processes = [
         ProcessResult(
