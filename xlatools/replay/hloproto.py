@@ -216,7 +216,16 @@ def read_snapshot(path: Path, literals: bool = True) -> Snapshot:
 
 
 def _read(path: Path) -> bytes:
+    """A protobuf file's bytes: only a regular file (a link to /dev/zero would never end, a FIFO blocks)."""
+    import os
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise UsageError(
+                f"{path}: not a regular file (a device, FIFO or folder, or a link to one): not read",
+                hint="give an XLA dump's .hlo.pb or *.snapshot.*.pb file itself (or remove this one from the bundle)",
+            )
         return Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read it: {exc.strerror}") from None
