@@ -261,6 +261,10 @@ def _launch(
         )
     finally:
         end_marked(token)
+        if "XLATOOLS_RECORD_DIR" in env:  # the recorder ran: none of its half-written files stays
+            from xlatools.run.recorder import remove_partial
+
+            remove_partial(session.path)
     return result, None
 
 

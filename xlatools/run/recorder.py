@@ -113,6 +113,15 @@ def adopt(bundle: Path, dump_root: Path | None) -> Recorded:
     return found
 
 
+def remove_partial(bundle: Path) -> None:
+    """The recorder's half-written files (`*.tmp`: the program was stopped, or the disk filled, mid-write)."""
+    for partial in (Path(bundle) / FOLDER).glob("*.tmp"):
+        try:
+            partial.unlink()
+        except OSError:
+            pass
+
+
 def recorded_snapshot(dump_root: Path, stem: str) -> Path | None:
     """The recorded snapshot of the dump module `stem` (module_NNNN.<name>), when its run recorded one."""
     folder = dump_root.parent / FOLDER
