@@ -134,6 +134,17 @@ def end_marked(token: str) -> None:
             pass
 
 
+@contextlib.contextmanager
+def leaving_nothing(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """`env` with a fresh marker for the children the block starts: whatever they leave running (a daemon in a
+    session of its own) is ended when the block ends, however it ends."""
+    token = marker()
+    try:
+        yield {**env, MARK: token}
+    finally:
+        end_marked(token)
+
+
 def marker() -> str:
     """A fresh token for MARK: put `{MARK: token}` in the environment of children whose leftovers `end_marked` ends."""
     return os.urandom(8).hex()  # as secrets.token_hex(8), without that module's imports on the run path

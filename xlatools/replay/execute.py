@@ -172,7 +172,7 @@ def execute_replay(
 
     caller_env = dict(os.environ if caller_env is None else caller_env)
     plan = prepared.plan
-    with bundle_session(out_root, replay_record(prepared, argv), name=plan.name) as session:
+    with bundle_session(out_root, replay_record(prepared, argv), name=plan.name, reporter=reporter) as session:
         record: ReplayManifest = session.record
         pool = ReplayPool(session.path / "workers", enabled=caller_env.get("XLATOOLS_REPLAY_WORKERS", "1") != "0")
         try:

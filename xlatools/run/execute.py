@@ -163,7 +163,9 @@ def execute_plan(
     from xlatools.run.manifest import finish_record, numerics_env, run_record
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
-    with bundle_session(out_root, RunManifest(), name=prepared.plan.name, write_running=False) as session:
+    with bundle_session(
+        out_root, RunManifest(), name=prepared.plan.name, write_running=False, reporter=reporter
+    ) as session:
         plan = prepared.plan.bind(session.path)
         record = run_record(plan, prepared.target, argv, prepared.flag_checks)
         record.numerics_env = numerics_env(plan.child_env(caller_env))  # replays and packs restore them
@@ -239,32 +241,17 @@ def _launch(
         )
         return group.run, group
     from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
+    from xlatools.proctree import leaving_nothing
     from xlatools.run.process import execute
-
-    from xlatools.proctree import MARK, end_marked, marker
+    from xlatools.run.recorder import no_partial_files
 
     env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
-    token = env[MARK] = marker()  # what the program leaves running (a daemon in a session of its own) ends with it
     logs = (session.path / "stdout.log", session.path / "stderr.log")
-    try:
+    # what the program leaves running (a daemon in a session of its own), or half-written, ends with it
+    with no_partial_files(session.path), leaving_nothing(env) as env:
         result = execute(
-            plan.argv,
-            env,
-            plan.cwd,
-            *logs,
-            plan.timeout,
-            echo_out,
-            echo_err,
-            on_start=on_start,
-            heartbeat=heartbeat,
-            reporter=reporter,
+            plan.argv, env, plan.cwd, *logs, plan.timeout, echo_out, echo_err, on_start, heartbeat, reporter
         )
-    finally:
-        end_marked(token)
-        if "XLATOOLS_RECORD_DIR" in env:  # the recorder ran: none of its half-written files stays
-            from xlatools.run.recorder import remove_partial
-
-            remove_partial(session.path)
     return result, None
 
 

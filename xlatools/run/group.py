@@ -79,25 +79,11 @@ def execute_group(
 ) -> GroupResult:
     """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part. What they
     leave running when the group ends (a daemon in a session of its own) is stopped: found by a marker."""
-    from xlatools.proctree import MARK, end_marked, marker
+    from xlatools.proctree import leaving_nothing
 
-    token = marker()
-    run_env = {**run_env, MARK: token}
-    specs = [
-        Spec(
-            plan.argv,
-            plan.child_env(run_env),
-            Path(plan.stdout),
-            Path(plan.stderr),
-            echo_out if plan.id == 0 else None,
-            echo_err if plan.id == 0 else None,
-        )
-        for plan in plans
-    ]
-    try:
+    with leaving_nothing(run_env) as env:
+        specs = _specs(plans, env, echo_out, echo_err)
         group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
-    finally:
-        end_marked(token)
     first = plans[group.first].id if group.first is not None else None
     processes = [
         ProcessResult(
@@ -110,3 +96,17 @@ def execute_group(
         group.status, chosen.returncode if chosen else None, group.duration, group.started, group.finished, group.error
     )
     return GroupResult(run, processes, first)
+
+
+def _specs(plans: list[ProcessPlan], run_env: dict[str, str], echo_out, echo_err) -> list[Spec]:
+    return [
+        Spec(
+            plan.argv,
+            plan.child_env(run_env),
+            Path(plan.stdout),
+            Path(plan.stderr),
+            echo_out if plan.id == 0 else None,
+            echo_err if plan.id == 0 else None,
+        )
+        for plan in plans
+    ]
