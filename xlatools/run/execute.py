@@ -82,6 +82,8 @@ def prepare(
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load(define_presets, f"profile {profile.name} (run.define_presets)")
+    where = {row.key: row.origin for row in profile.provenance}  # a preset it names that is unknown: file:line [key]
+    catalog.check_profile(profile.presets, profile.dump_preset if request.dump else None, where)
     request = settle_request(request, profile)
     request = replace(request, python=targets.resolve_python(request.python))
     platform = request.platform
