@@ -186,6 +186,16 @@ def _module(serialized: bytes, path: Path) -> HloModule:
     return HloModule(module.name, serialized, params)
 
 
+def holds_snapshot(path: Path) -> bool:
+    """The file's content is an HloSnapshot (a module and its arguments), whatever its name: for a `.pb` whose
+    name does not say (`*.snapshot.*.pb`), told apart from an HloProto or HloModuleProto by reading it."""
+    try:
+        read_snapshot(path, literals=False)
+    except UsageError:
+        return False
+    return not is_unoptimized(path)
+
+
 def is_unoptimized(path: Path) -> bool:
     """`*.hlo_unoptimized_snapshot.pb` (--xla_dump_hlo_unoptimized_snapshots): the module before
     optimisation and each partition's arguments, no result. Any other snapshot holds the optimised module."""
