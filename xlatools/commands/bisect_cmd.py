@@ -62,7 +62,7 @@ OUT = typer.Option(
     Path("artifacts/bisect"), "--out", help="Root of bisect folders (one per bisection, found again on re-run)."
 )
 CONFIRM = typer.Option(
-    0, "--confirm", min=0, help="Re-run the two boundary steps N more times; disagreement is reported."
+    0, "--confirm", min=0, max=100, help="Re-run the two boundary steps N more times; disagreement is reported."
 )
 FRESH = typer.Option(False, "--fresh", help="Start over: move the recorded bisection aside (kept as <folder>.<time>).")
 
@@ -184,6 +184,7 @@ def releases(
         "--jobs",
         "-j",
         min=1,
+        max=64,
         help="Test K candidates at once (K-ary search; installs in parallel; the same answer, any K continues a bisection).",
     ),
     profile: Optional[str] = CLUSTER_PROFILE,
@@ -303,7 +304,7 @@ def commits(
     source: Path = typer.Option(Path("."), "--source", help="The JAX source tree to build."),
     local: bool = typer.Option(False, "--local", help="Build with bazel on this host instead of a container."),
     python: PythonOption = None,
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, max=100_000, help="bazel --jobs."),
     test=None,
     reporter=None,
     out: Path = OUT,

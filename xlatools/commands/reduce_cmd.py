@@ -71,7 +71,7 @@ def reduce(
         None, "--max-time", help="Stop reducing after this many seconds (the best so far is the result)."
     ),
     rechecks: int = typer.Option(
-        3, "--rechecks", min=1, help="Re-run the oracle on the result this many times (flaky: exit 1)."
+        3, "--rechecks", min=1, max=100, help="Re-run the oracle on the result this many times (flaky: exit 1)."
     ),
     strategy: StrategyOption = ReduceStrategy.FULL,
     fresh: bool = typer.Option(False, "--fresh", help="Forget the saved state of this reduction and start over."),
