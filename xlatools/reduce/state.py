@@ -135,8 +135,12 @@ class StateStore:
         record = workers[0].replay(
             job_spec(request, Materials({"kind": "text", "path": str(path)}), run, folder / "run", None),
             folder / "run",
-            plan.request.timeout,
+            evaluator.timeout(),
         )
+        if evaluator.out_of_time():  # cut by --max-time: no values, and no verdict that they cannot be had
+            from xlatools.reduce.evaluate import OutOfTime
+
+            raise OutOfTime
         outputs = folder / "run" / "outputs.npz"
         if record.failure or not outputs.is_file() or len(record.outputs) != len(names):
             return False
