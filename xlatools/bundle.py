@@ -21,6 +21,7 @@ happened, through the disk-full reserve when it must. One failure policy for eve
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -262,9 +263,9 @@ class BundleSession(Generic[Record]):
                 f" ({exc.filename})" if exc.filename else ""
             )
             self.record_failure(Status.ERROR, EXIT_MISSING, reason)
-            return EnvironmentMissing(
-                f"{reason}; {where}", hint="free some space (or pick another --out) and run again"
-            )
+            error = EnvironmentMissing(f"{reason}; {where}", hint="free some space (or pick another --out) and run again")
+            error.disk_full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            return error
         if isinstance(exc, XlaToolsError):
             self.record_failure(_STATUS_OF_EXIT.get(exc.exit_code, Status.ERROR), exc.exit_code, exc.message)
             return None

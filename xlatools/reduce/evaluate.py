@@ -188,7 +188,19 @@ class Evaluator:
             self._slots.put(slot)
 
     def compose_inputs(self, worker: Worker, cand: Candidate, out: Path) -> Path:
-        return worker.compose([self.values.source(s) for s in cand.input_sources()], out)
+        """The candidate's arguments, picked from the original ones and the recorded values (the state's files)."""
+        from xlatools.replay.workers import WorkerRefused
+
+        try:
+            return worker.compose([self.values.source(s) for s in cand.input_sources()], out)
+        except (WorkerRefused, KeyError, ValueError, IndexError) as exc:  # a state that names what is not there
+            from xlatools.errors import UsageError
+
+            state = self.work.parent / "state.json"
+            raise UsageError(
+                f"{state}: the reduce state names arguments or values that cannot be read ({exc})",
+                hint=f"remove {state.parent} (or run with --fresh) to start this reduction over",
+            ) from None
 
     def run_oracle(self, slot: int, cand: Candidate, path: Path, literals: bool = False) -> Verdict:
         from xlatools.replay.jobs import Materials, job_spec

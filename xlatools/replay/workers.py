@@ -34,6 +34,10 @@ class WorkerDied(Exception):
         self.returncode, self.timed_out = returncode, timed_out
 
 
+class WorkerRefused(Exception):
+    """The worker answered a request with an error (a file it was given is missing or not what it should be)."""
+
+
 @dataclass(frozen=True)
 class ParseAnswer:
     ok: bool
@@ -121,7 +125,10 @@ class Worker:
             code = self.proc.wait()
             self.proc = None
             raise WorkerDied(code) from None
-        return self._read(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        reply = self._read(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if "error" in reply:
+            raise WorkerRefused(str(reply["error"]))
+        return reply
 
     def parse(self, paths: list[Path]) -> list[ParseAnswer]:
         """Each HLO text file through this jaxlib's HLO parser (no compile, no run)."""
