@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlatools.errors import EXIT_FAILED, EXIT_MISSING
+from xlatools.errors import EXIT_FAILED, EXIT_MISSING, Interrupted
 from xlatools.records.triage import (
     DiffFound,
     DumpsFound,
@@ -26,7 +26,7 @@ from xlatools.records.triage import (
 )
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
-from xlatools.vocab import BisectStatus, Platform, ReplayOutcome, StageStatus, TriageStage
+from xlatools.vocab import BisectStatus, Platform, ReplayOutcome, StageStatus, Status, TriageStage
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
@@ -126,6 +126,8 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
         exit_code_mode=ExitCodeMode.PROGRAM,
         cluster=opts.cluster,
     ).record  # --executor slurm: the dumping runs are jobs too
+    if record.status == Status.INTERRUPTED:  # Ctrl-C reached the program: the stage stops here, pending
+        raise Interrupted(f"interrupted during the dumping run of jax {version} ({record.bundle})")
     return SideRun(version=version, python=prepared.plan.python, bundle=str(record.bundle), exit_code=record.exit_code)
 
 
