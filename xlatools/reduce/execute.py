@@ -60,14 +60,25 @@ class Outcome:
         return any(v.interesting is not True for v in self.rechecks)
 
 
-def prepare(request: ReduceRequest) -> PreparedReduce:
+def prepare(request: ReduceRequest, unpack_into: Path | None = None) -> PreparedReduce:
+    """The plan, with its interpreters probed. A repro pack as the source is unpacked under `unpack_into`
+    (reduce/pack_source.py), its settings taken under the request's."""
+    from xlatools.reduce.pack_source import is_pack, open_pack
     from xlatools.replay.execute import check_flags
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
-    kind, modules = resolve(
-        request.source, [request.module] if request.module else [], include_all=bool(request.module)
-    )
+    if is_pack(request.source):
+        if unpack_into is None:
+            raise UsageError(
+                f"{request.source}: a repro pack cannot be reduced here", hint="reduce it with `xlatools reduce`"
+            )
+        request, modules = open_pack(request, unpack_into)
+        kind = "pack"
+    else:
+        kind, modules = resolve(
+            request.source, [request.module] if request.module else [], include_all=bool(request.module)
+        )
     plan = plan_reduce(request, modules, kind)
     found: dict[str, ProbedInterpreter] = {}
     for run in [plan.test] + ([plan.reference] if plan.reference else []):
@@ -211,7 +222,9 @@ class Reduction:
                 if isinstance(exc, OSError):  # a full disk, the state folder gone from under us: not our bug
                     from xlatools.fsutil import write_failure
 
-                    raise write_failure(exc, f"cannot write the reduce state in {store.folder}: {exc.strerror}") from None
+                    raise write_failure(
+                        exc, f"cannot write the reduce state in {store.folder}: {exc.strerror}"
+                    ) from None
                 raise
             try:
                 yield cls(prepared, evaluator, store, original, best, verdict, reporter, started)
