@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 GRACE_SECONDS = 3.0
 
@@ -158,6 +158,8 @@ def run_captured(
     cwd: str | None = None,
     grace: float = 1.0,
     sweep: bool = True,
+    alive: Callable[[], bool] | None = None,
+    alive_within: float | None = None,
 ) -> subprocess.CompletedProcess:
     """`subprocess.run(argv, capture_output=True, text=True, timeout=...)` for a child that may start
     children of its own (a target interpreter, its probe): the child gets its own session, and on a
@@ -165,7 +167,10 @@ def run_captured(
     running when it ended (a daemon that left the session too) is stopped as well, found by a marker
     in its environment. Nothing is left behind. Raises subprocess.TimeoutExpired like run.
     `sweep=False`: no search for what left the session once it ended (a tool polled often, that starts no
-    daemons: the search reads every process's environment); its tree is still stopped on a timeout."""
+    daemons: the search reads every process's environment); its tree is still stopped on a timeout.
+    `alive`: a sign of life the child gives early (a file it writes first); without it after `alive_within`
+    seconds the child is stopped as on a timeout (TimeoutExpired with that timeout): one that never starts
+    is not waited for the whole `timeout`."""
     token = marker()
     env = {**(os.environ if env is None else env), MARK: token}
     proc = subprocess.Popen(
@@ -180,7 +185,7 @@ def run_captured(
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = _communicate(proc, timeout, alive, alive_within)
     except BaseException:
         end_tree(proc, grace)
         try:
@@ -192,6 +197,25 @@ def run_captured(
         if sweep:
             end_marked(token)  # left behind: nothing of a probe outlives it
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _communicate(
+    proc: subprocess.Popen, timeout: float | None, alive: Callable[[], bool] | None, within: float | None
+) -> tuple[str, str]:
+    if alive is None or within is None or (timeout is not None and within >= timeout):
+        return proc.communicate(timeout=timeout)
+    started = time.monotonic()
+    while True:  # retrying communicate() after its timeout loses no output
+        try:
+            return proc.communicate(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            waited = time.monotonic() - started
+            if waited >= within and not alive():
+                raise subprocess.TimeoutExpired(proc.args, within) from None
+            if timeout is not None and waited >= timeout:
+                raise subprocess.TimeoutExpired(proc.args, timeout) from None
+            if waited >= within:  # alive: the rest of the wait in one call
+                return proc.communicate(timeout=None if timeout is None else max(0.0, timeout - waited))
 
 
 @contextlib.contextmanager
