@@ -263,7 +263,9 @@ class BundleSession(Generic[Record]):
                 f" ({exc.filename})" if exc.filename else ""
             )
             self.record_failure(Status.ERROR, EXIT_MISSING, reason)
-            error = EnvironmentMissing(f"{reason}; {where}", hint="free some space (or pick another --out) and run again")
+            error = EnvironmentMissing(
+                f"{reason}; {where}", hint="free some space (or pick another --out) and run again"
+            )
             error.disk_full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
             return error
         if isinstance(exc, XlaToolsError):
@@ -303,6 +305,6 @@ def bundle_session(
                 raise replacement from None
             raise
         finally:
-            blocked = bundle.blocked_latest() if reporter is not None and session.finished else None
-            if blocked:
+            blocked = bundle.blocked_latest() if session.finished else None
+            if blocked and reporter is not None:
                 reporter.warn(blocked)

@@ -47,9 +47,7 @@ def _show_job(state: str, reason: str = "None") -> str:
     )
 
 
-def fake_slurm(
-    sbatch: str = SBATCH_RUNS, squeue: str = "", show_job: str = _show_job("COMPLETED"), srun: str = SRUN
-):
+def fake_slurm(sbatch: str = SBATCH_RUNS, squeue: str = "", show_job: str = _show_job("COMPLETED"), srun: str = SRUN):
     """Slurm's commands in {dir}/bin (the case puts it first on PATH): `squeue` prints `squeue` (a state, or a
     script of its own), `scontrol show job` what `show_job` prints."""
 
@@ -162,7 +160,9 @@ def says(*texts: str):
 
 def no_temp_files(folder: str):
     def check(run: Run, result) -> list[str]:
-        left = [str(p.relative_to(run.dir)) for p in run.path(folder).rglob("*.tmp")] if run.path(folder).exists() else []
+        left = (
+            [str(p.relative_to(run.dir)) for p in run.path(folder).rglob("*.tmp")] if run.path(folder).exists() else []
+        )
         return [f"temporary files left: {left[:4]}"] if left else []
 
     return check
@@ -178,7 +178,9 @@ def dump_in_bundle(out: str):
         bundle = run.path(out) / "latest"
         dumped = list((bundle / "xla_dump").glob("module_*")) if bundle.exists() else []
         stray = [p.name for p in run.dir.iterdir() if p.name.startswith("out") and p.name != out]
-        return ([] if dumped else ["the bundle holds no dump files"]) + ([f"dumped elsewhere: {stray}"] if stray else [])
+        return ([] if dumped else ["the bundle holds no dump files"]) + (
+            [f"dumped elsewhere: {stray}"] if stray else []
+        )
 
     return check
 
