@@ -68,7 +68,9 @@ WAITING = {
     "POWER_UP_NODE",
     "UPDATE_DB",
 }
-LINGER = 5.0  # seconds a job whose tasks have all ended may stay listed (COMPLETING, epilogs) before the wait ends
+# Seconds a job whose tasks have all ended may stay listed in a known state before the wait ends: a job Slurm
+# ends at its time limit stays COMPLETING for up to KillWait (30 s by default) and reads FAILED before TIMEOUT.
+LINGER = 60.0
 KILLED_WHY = {
     "TIMEOUT": "Slurm's time limit",
     "NODE_FAIL": "node failure",
