@@ -195,7 +195,9 @@ def _answer_cases() -> list[Case]:
         def setup(run: Run) -> None:
             import subprocess
 
-            subprocess.run([*run.ctx.cli, *argv], cwd=run.dir, env=run.env, capture_output=True, timeout=120)
+            subprocess.run(
+                [*run.ctx.cli, *map(run.fmt, argv)], cwd=run.dir, env=run.env, capture_output=True, timeout=120
+            )
 
         return setup
 

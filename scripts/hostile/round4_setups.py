@@ -92,7 +92,8 @@ def release_env(version: str, python: str, python_version: str = "3.11"):
     def setup(run: Run) -> None:
         env = run.path(f".cache-xlatools/envs/jax-{version}-py{python_version}-cpu")
         (env / "bin").mkdir(parents=True, exist_ok=True)
-        (env / "bin" / "python").symlink_to(run.fmt(python))
+        (env / "bin" / "python").write_text(f'#!/bin/sh\nexec "{run.fmt(python)}" "$@"\n')  # its own venv
+        (env / "bin" / "python").chmod(0o755)
         (env / "xlatools-env.json").write_text(json.dumps({"name": env.name, "created": "2026-01-01T00:00:00Z"}))
 
     return setup

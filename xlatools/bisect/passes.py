@@ -153,10 +153,10 @@ def run_passes(state: State, python: str, test: Test, module: str | None, confir
     def body() -> None:
         outcome = oracle.ask(BASELINE, "all passes enabled", "baseline")
         base = oracle.runs(BASELINE)[0]
-        index = index_dump(Path(base.bundle) / "xla_dump")
-        if module:
-            index.find(module)  # a module the run does not have: said now, whatever the baseline's verdict
+        if module and base.bundle:  # a module the run does not have: said now, whatever the baseline's verdict
+            index_dump(Path(base.bundle) / "xla_dump").find(module)
         check_baseline(outcome, base.reason)
+        index = index_dump(Path(base.bundle) / "xla_dump")
         passes = passes_from_dump(index, module)
         if not passes:
             raise NoReduction(
