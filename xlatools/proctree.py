@@ -135,12 +135,26 @@ def end_marked(token: str) -> None:
 
 
 @contextlib.contextmanager
-def leaving_nothing(env: dict[str, str]) -> Iterator[dict[str, str]]:
-    """`env` with a fresh marker for the children the block starts: whatever they leave running (a daemon in a
-    session of its own) is ended when the block ends, however it ends."""
+def leaving_nothing(env: dict[str, str]) -> Iterator[tuple[dict[str, str], Callable[[object], None]]]:
+    """(`env` with a fresh marker for the children the block starts, `watch`): whatever they leave running (a
+    daemon in a session of its own) is ended when the block ends, however it ends. `watch(popen or popens)`
+    (a runner's on_start) ends it as soon as all of them have exited, so that a daemon holding their pipes
+    does not keep the runner waiting on them."""
+    import threading
+
     token = marker()
+
+    def after(procs: list[subprocess.Popen]) -> None:
+        for proc in procs:
+            proc.wait()  # Popen.wait may be called from several threads
+        end_marked(token)
+
+    def watch(started: object) -> None:
+        procs = list(started) if isinstance(started, (list, tuple)) else [started]
+        threading.Thread(target=after, args=(procs,), daemon=True).start()
+
     try:
-        yield {**env, MARK: token}
+        yield {**env, MARK: token}, watch
     finally:
         end_marked(token)
 

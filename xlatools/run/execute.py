@@ -250,9 +250,14 @@ def _launch(
     env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
     logs = (session.path / "stdout.log", session.path / "stderr.log")
     # what the program leaves running (a daemon in a session of its own), or half-written, ends with it
-    with no_partial_files(session.path), leaving_nothing(env) as env:
+    with no_partial_files(session.path), leaving_nothing(env) as (env, watch):
+
+        def started(proc) -> None:
+            on_start(proc)
+            watch(proc)
+
         result = execute(
-            plan.argv, env, plan.cwd, *logs, plan.timeout, echo_out, echo_err, on_start, heartbeat, reporter
+            plan.argv, env, plan.cwd, *logs, plan.timeout, echo_out, echo_err, started, heartbeat, reporter
         )
     return result, None
 

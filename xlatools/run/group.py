@@ -81,9 +81,15 @@ def execute_group(
     leave running when the group ends (a daemon in a session of its own) is stopped: found by a marker."""
     from xlatools.proctree import leaving_nothing
 
-    with leaving_nothing(run_env) as env:
+    with leaving_nothing(run_env) as (env, watch):
+
+        def started(procs) -> None:
+            if on_start is not None:
+                on_start(procs)
+            watch(procs)
+
         specs = _specs(plans, env, echo_out, echo_err)
-        group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
+        group = run_processes(specs, cwd, timeout, started, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
     first = plans[group.first].id if group.first is not None else None
     processes = [
         ProcessResult(
