@@ -70,11 +70,7 @@ class Evaluator:
             if plan.reference
             else []
         )
-        from xlatools.proctree import MARK, marker
-
-        # scripts get a marker: what they leave running (`sleep 300 &` in a session of its own) ends with the reduction
-        self.marker = marker()
-        self.caller_env = {**caller_env, MARK: self.marker}
+        self.caller_env = caller_env
         self.values = Values()
         self.deadline: float | None = None  # time.monotonic() at which the search stops (--max-time); None: none
         self.cache: dict[str, Verdict] = {}
@@ -98,10 +94,7 @@ class Evaluator:
         return left if limit is None else min(limit, left)
 
     def close(self) -> None:
-        from xlatools.proctree import end_marked
-
         stop_all(self.tests + self.references)
-        end_marked(self.marker)
 
     def folder(self) -> Path:
         with self._lock:
