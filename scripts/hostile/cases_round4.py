@@ -238,7 +238,7 @@ def _answer_cases() -> list[Case]:
              mention=("xla_gpu_cuda_data_dir",), timeout=120),
         Case("answers", "bisect-passes-module-nosuch",
              ["bisect", "passes", "--module", "nosuch", "--out", "bis", "--", "{ok}"], frozenset({2}),
-             mention=("nosuch",), timeout=90),
+             mention=("no module 'nosuch'",), forbid=("nothing to bisect",), timeout=90),
         Case("answers", "run-dump-out-with-quotes", ["run", "{prog}", "--dump", "--out", 'out "q" dir'],
              frozenset({0}), timeout=120, check=dump_in_bundle('out "q" dir')),
         Case("answers", "debug-setup-a-name-twice", setup_argv(), frozenset({0}), _duplicated_launch,
