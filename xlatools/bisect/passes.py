@@ -153,7 +153,7 @@ def run_passes(state: State, python: str, test: Test, module: str | None, confir
     def body() -> None:
         outcome = oracle.ask(BASELINE, "all passes enabled", "baseline")
         base = oracle.runs(BASELINE)[0]
-        if module and base.bundle:  # a module the run does not have: said now, whatever the baseline's verdict
+        if module and base.bundle and outcome != StepOutcome.SKIP:  # a module the run does not have: said first
             index_dump(Path(base.bundle) / "xla_dump").find(module)
         check_baseline(outcome, base.reason)
         index = index_dump(Path(base.bundle) / "xla_dump")
