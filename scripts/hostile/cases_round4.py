@@ -126,7 +126,7 @@ def _hang_cases() -> list[Case]:
         Case("hangs", "replay-recorded-snapshot-fifo", ["replay", "b", "--out", "out"], frozenset({2}),
              _recorded("fifo"), mention=("snapshot",), timeout=90),
         Case("hangs", "reduce-max-time-inside-a-round",
-             ["reduce", "m.txt", "--script", "{dir}/slow.sh", "--out", "out", "--max-time", "5", "--rechecks", "1"],
+             ["reduce", "m.txt", "--script", "{dir}/slow.sh", "--out", "out", "--max-time", "40", "--rechecks", "1"],
              frozenset({0}), _both(_module_of(300), _script("slow.sh", SLOW_ON_CANDIDATES)), timeout=240),
         Case("hangs", "doctor-python-hangs-without-a-probe-limit", ["doctor", "--python", "{hang_python}"],
              frozenset({1, 3}), cold_cache=True, mention=("hang_python",), timeout=150, max_seconds=90),
