@@ -135,11 +135,13 @@ def end_marked(token: str) -> None:
 
 
 @contextlib.contextmanager
-def leaving_nothing(env: dict[str, str]) -> Iterator[tuple[dict[str, str], Callable[[object], None]]]:
-    """(`env` with a fresh marker for the children the block starts, `watch`): whatever they leave running (a
-    daemon in a session of its own) is ended when the block ends, however it ends. `watch(popen or popens)`
-    (a runner's on_start) ends it as soon as all of them have exited, so that a daemon holding their pipes
-    does not keep the runner waiting on them."""
+def leaving_nothing(
+    env: dict[str, str], on_start: Callable | None = None
+) -> Iterator[tuple[dict[str, str], Callable[[object], None]]]:
+    """(`env` with a fresh marker for the children the block starts, `started`): whatever they leave running
+    (a daemon in a session of its own) is ended when the block ends, however it ends. `started(popen or
+    popens)`, a runner's on_start (it calls `on_start` first), ends it as soon as all of them have exited,
+    so that a daemon holding their pipes does not keep the runner waiting on them."""
     import threading
 
     token = marker()
@@ -149,12 +151,14 @@ def leaving_nothing(env: dict[str, str]) -> Iterator[tuple[dict[str, str], Calla
             proc.wait()  # Popen.wait may be called from several threads
         end_marked(token)
 
-    def watch(started: object) -> None:
-        procs = list(started) if isinstance(started, (list, tuple)) else [started]
+    def started(popens: object) -> None:
+        if on_start is not None:
+            on_start(popens)
+        procs = list(popens) if isinstance(popens, (list, tuple)) else [popens]
         threading.Thread(target=after, args=(procs,), daemon=True).start()
 
     try:
-        yield {**env, MARK: token}, watch
+        yield {**env, MARK: token}, started
     finally:
         end_marked(token)
 

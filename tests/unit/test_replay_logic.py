@@ -143,13 +143,18 @@ def test_outcome_and_exit_codes():
 
 
 def _module(outcome="mismatch", fingerprint="f" * 64, outputs=("d1",), phase="compare", message=None):
+    """A module as a replay records it: a mismatch is the test's comparison with its snapshot, failed."""
+    test = RunRecord(label="test", python="/py", phase=phase, signal=None, message=message)
+    if outcome in ("ok", "mismatch"):
+        test.comparisons = [Comparison(against="snapshot", ok=outcome == "ok", mismatches=int(outcome != "ok"))]
     return ModuleRecord(
         name="jit_fn",
         id=0,
         outcome=outcome,
+        failed_run="test" if outcome != "ok" else None,
         fingerprint=fingerprint,
         outputs=[OutputDigest(shape=[], dtype="float32", sha256=d) for d in outputs],
-        runs=[RunRecord(label="test", python="/py", phase=phase, signal=None, message=message)],
+        runs=[test],
     )
 
 
@@ -163,7 +168,9 @@ def test_verdicts():
     expected = [_expected()]
     assert verdict(expected, [_module()]).outcome == "reproduced"
     other = verdict(expected, [_module(outcome="ok")])
-    assert other.outcome == "not-reproduced" and "outcome ok, expected mismatch" in other.differences[0]
+    assert (
+        other.outcome == "not-reproduced" and "jit_fn: ok, expected mismatch against snapshot" in other.differences[0]
+    )
     moved = _module(fingerprint="e" * 64)
     assert verdict(expected, [moved], "class").outcome == "reproduced"  # differences listed, not decisive
     assert verdict(expected, [moved], "class").differences

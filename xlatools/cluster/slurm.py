@@ -71,6 +71,8 @@ WAITING = {
 # Seconds a job whose tasks have all ended may stay listed in a known state before the wait ends: a job Slurm
 # ends at its time limit stays COMPLETING for up to KillWait (30 s by default) and reads FAILED before TIMEOUT.
 LINGER = 60.0
+# Past --timeout, the time a task takes to stop its program (SIGTERM, 5 s, SIGKILL) and write its exit file.
+TIMEOUT_GRACE = 10.0
 KILLED_WHY = {
     "TIMEOUT": "Slurm's time limit",
     "NODE_FAIL": "node failure",
@@ -229,10 +231,16 @@ class Waited:
     info: JobInfo
     listed_as: str | None = None
     deadline_passed: bool = False
+    timeout: float | None = None  # the run's --timeout, when it ended the wait
 
     def note(self) -> str | None:
         """What the manifest says of a job that was still listed when the wait ended."""
-        if self.listed_as is None or self.deadline_passed:
+        if self.deadline_passed:
+            return (
+                f"--timeout {self.timeout:g} s ran out while Slurm listed job {self.info.job_id} as "
+                f"{self.listed_as or 'gone'}: xlatools cancelled it"
+            )
+        if self.listed_as is None:
             return None
         if self.listed_as not in WAITING:
             return (
@@ -270,6 +278,18 @@ def wait(job_id: str, finished: Callable[[], bool], poll: float = 1.0, deadline:
     with _LOCK:
         _ACTIVE.discard(job_id)
     return Waited(info, state)
+
+
+def wait_bounded(job_id: str, finished: Callable[[], bool], timeout: float | None, since: float) -> Waited:
+    """wait() under a run's --timeout: each task stops its program at the timeout itself; TIMEOUT_GRACE past it
+    (from `since`, time.monotonic() at submission) the job is cancelled wherever it is (queued, stuck, listed in
+    any state)."""
+    deadline = since + timeout + TIMEOUT_GRACE if timeout else None
+    waited = wait(job_id, finished, deadline=deadline)
+    if not waited.deadline_passed:
+        return waited
+    cancel([job_id])
+    return Waited(wait_gone(job_id, limit=5), waited.listed_as, True, timeout)
 
 
 def wait_gone(job_id: str, limit: float = 30.0) -> JobInfo:

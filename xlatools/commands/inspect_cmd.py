@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import JsonOption, ProcessOption, followed_run
+from xlatools.commands.options import JsonOption, OldModuleFlag, ProcessOption, followed_run
 
 
 def inspect(
@@ -19,9 +19,9 @@ def inspect(
     module: Optional[str] = typer.Option(
         None,
         "--module",
-        "-m",
         help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence.",
     ),
+    old_m: OldModuleFlag = None,
     as_json: JsonOption = False,
     process: ProcessOption = None,
 ) -> None:
@@ -40,6 +40,7 @@ def inspect(
             typer.echo(json.dumps({"run": to_json(run), "root": None, "modules": [], "note": note}, indent=2))
         else:
             typer.echo("\n".join(run.lines()))
+            _show_metrics(run)
             console.info(note)
         return
     choice = choose_dump(path, process)  # of a multi-process run: one process's dump
@@ -65,6 +66,7 @@ def _show_listing(run, choice, index, path: Path, as_json: bool) -> None:
         return
     if run is not None:
         typer.echo("\n".join(run.lines() + lines) + "\n")
+        _show_metrics(run)
     else:
         console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
     if choice.note:
@@ -78,6 +80,18 @@ def _show_listing(run, choice, index, path: Path, as_json: bool) -> None:
     if index.modules:
         typer.echo(modules_table(index))
     console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
+
+
+def _show_metrics(run) -> None:
+    """The run's metrics (docs/metrics.md): how they were measured, each process, each compiled module."""
+    from xlatools import console
+    from xlatools.run.metrics_view import module_rows, process_lines
+
+    if run.metrics is None:
+        return
+    typer.echo("\n".join(process_lines(run.metrics)))
+    if run.metrics.modules:
+        typer.echo(console.columns(module_rows(run.metrics)) + "\n")
 
 
 def _show_module(run, root: Path, index, module: str, as_json: bool) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from xlatools.commands.options import (
+    OldModuleFlag,
     AtolOption,
     DisablePassOption,
     DryRunOption,
@@ -41,7 +42,8 @@ StrategyOption = Annotated[
 
 def reduce(
     source: Path = typer.Argument(..., help="A run bundle, a dump folder, HLO text/proto, a snapshot or a repro pack."),
-    module: Optional[str] = typer.Option(None, "--module", "-m", help="Module id or name (when SOURCE holds several)."),
+    module: Optional[str] = typer.Option(None, "--module", help="Module id or name (when SOURCE holds several)."),
+    old_m: OldModuleFlag = None,
     python: PythonOption = None,
     reference: ReferenceOption = [],
     reference_python: ReferencePythonOption = [],

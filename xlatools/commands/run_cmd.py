@@ -27,7 +27,8 @@ from xlatools.vocab import ExitCodeMode
 # What --json prints of the run manifest (the whole record is the bundle's manifest.json).
 JSON_KEYS = tuple(
     "status exit_code returncode signal program_outcome native_backtrace bundle duration_s program jax frontend"
-    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm".split()
+    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm metrics"
+    " stuck".split()
 )
 
 
@@ -54,6 +55,19 @@ def run(
         "--record-inputs",
         help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none.",
     ),
+    measure_calls: Optional[str] = typer.Option(
+        None,
+        "--measure-calls",
+        help="Synchronise and time the first N calls of each compiled module (default 20; 0: none; all: every call, jax's fast path off); see docs/metrics.md.",
+    ),
+    metrics: bool = typer.Option(
+        True, "--metrics/--no-metrics", help="Measure compile times, memory, call times and peak RSS (docs/metrics.md)."
+    ),
+    stall: Optional[float] = typer.Option(
+        None,
+        "--stall",
+        help="End the run (exit 124) when no process printed anything or compiled or ran a module for this many seconds; every process's stacks are read first, as at --timeout (docs/hangs.md).",
+    ),
     executor: ExecutorOption = None,
     partition: PartitionOption = None,
     account: AccountOption = None,
@@ -69,6 +83,7 @@ def run(
     from xlatools.cluster.spec import resolve
     from xlatools.console import Reporter
     from xlatools.run.execute import execute_plan, prepare, profile_run
+    from xlatools.run.observer import parse_measure_calls
 
     argv = invocation().argv
     cluster = resolve(executor_choice(executor, partition, account, time_limit, sbatch_option), program_options.profile)
@@ -85,6 +100,8 @@ def run(
         argv, cwd, dump=dump, quiet=quiet, processes=processes, devices_per_process=devices_per_process
     )
     request.record_inputs = record_inputs
+    request.measure_calls = parse_measure_calls(measure_calls) if metrics else None
+    request.record_inputs, request.stall = record_inputs, stall
     profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)

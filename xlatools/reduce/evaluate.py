@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from xlatools.records.reduce import Counters, RecordedValue, Verdict
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.hlo_text import print_module
-from xlatools.reduce.oracle import judge_error, judge_outputs, run_script
+from xlatools.reduce.oracle import judge_crash, judge_error, judge_outputs, run_script
 from xlatools.reduce.plan import ReducePlan
 from xlatools.replay.workers import Worker, make_worker, stop_all
 from xlatools.vocab import Interest, OracleKind, PrecisionMode, ReplayOutcome
@@ -224,6 +224,8 @@ class Evaluator:
         test = test_worker.replay(job, folder / "test", timeout)
         if spec.kind == OracleKind.ERROR:
             return judge_error(spec, test)
+        if spec.kind == OracleKind.CRASH:
+            return judge_crash(spec, test)
         reference = None
         if spec.kind == OracleKind.MISMATCH and not test.failure:
             ref_spec = job_spec(request, materials, self.plan.reference, folder / "reference", folder / "test")

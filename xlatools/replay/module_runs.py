@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from xlatools.records.replay import ModuleRecord
 from xlatools.replay.plan import ReplayPlan
-from xlatools.replay.outcome import NO_RESULT, finish_module
+from xlatools.replay.outcome import finish_module, no_result_note
 from xlatools.replay.sources import ModuleSource
 from xlatools.replay.workers import ReplayPool
 from xlatools.vocab import PrecisionMode, SourceForm
@@ -80,7 +80,8 @@ def replay_module(
         and materials.snapshot_result is None
         and not is_unoptimized(source.snapshot)
     ):
-        record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
+        references = any(run.role != "test" for run in plan.runs)
+        record.notes.append(no_result_note(_aliased(source), _run_death(source.snapshot), references))
     second_run(prepared, materials, finish_module(record), folder, caller_env, reporter)
     return _no_verdict_unless_as_run(finish_module(record))
 
@@ -188,3 +189,37 @@ def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
             "--reference-python)"
         )
     return record
+
+
+def _aliased(source: ModuleSource) -> bool | None:
+    """Whether the module's outputs alias its inputs (donation), from its HloModule line; None: no text."""
+    if source.text is None:
+        return None
+    try:
+        with open(source.text, errors="replace") as handle:
+            return "input_output_alias=" in handle.readline()
+    except OSError:
+        return None
+
+
+def _run_death(snapshot: Path | None) -> str | None:
+    """`died by SIGSEGV`, `was stopped at its timeout`: how the run that wrote `snapshot` ended, when that
+    explains a missing result (its manifest, one or two folders above the dump); None otherwise."""
+    from xlatools.errors import XlaToolsError
+    from xlatools.records import read_bundle
+    from xlatools.records.run import RUN_KINDS, RunManifest
+
+    if snapshot is None:
+        return None
+    for bundle in list(Path(snapshot).parents)[1:3]:
+        if (bundle / "manifest.json").is_file():
+            try:
+                record = read_bundle(bundle, kinds=RUN_KINDS)
+            except (XlaToolsError, OSError):
+                return None
+            if isinstance(record, RunManifest) and record.signal:
+                return f"died by {record.signal}"
+            if isinstance(record, RunManifest) and str(record.status) in ("timeout", "interrupted"):
+                return f"was stopped ({record.status})"
+            return None
+    return None

@@ -18,6 +18,7 @@ from xlatools.vocab import ProcessStatus, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
+    from xlatools.run.hang.capture import StuckWatch
 
 
 @dataclass(frozen=True)
@@ -76,20 +77,15 @@ def execute_group(
     on_start: Callable | None = None,
     heartbeat: float | None = None,
     reporter: Reporter | None = None,
+    watch: StuckWatch | None = None,
 ) -> GroupResult:
     """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part. What they
     leave running when the group ends (a daemon in a session of its own) is stopped: found by a marker."""
     from xlatools.proctree import leaving_nothing
 
-    with leaving_nothing(run_env) as (env, watch):
-
-        def started(procs) -> None:
-            if on_start is not None:
-                on_start(procs)
-            watch(procs)
-
+    with leaving_nothing(run_env, on_start) as (env, started):
         specs = _specs(plans, env, echo_out, echo_err)
-        group = run_processes(specs, cwd, timeout, started, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S)
+        group = run_processes(specs, cwd, timeout, started, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S, watch=watch)
     first = plans[group.first].id if group.first is not None else None
     processes = [
         ProcessResult(

@@ -1,10 +1,9 @@
 """Plan a run: program + presets + profile + CLI switches -> RunPlan.
 
-No processes, no writes (program.parse_program only checks that a script exists);
-`xlatools run --dry-run` prints the same RunPlan that execute.py runs. Paths
-inside the bundle are written `{bundle}/...` and bound once the bundle exists.
-Environment precedence is env.Layer's: the caller's environment < presets (in
-the order given) < the profile's `run:` section < command line < xlatools.
+No processes, no writes (program.parse_program only checks that a script exists); `xlatools run --dry-run` prints
+the same RunPlan that execute.py runs. Paths inside the bundle are written `{bundle}/...` and bound once the bundle
+exists. Environment precedence is env.Layer's: the caller's environment < presets (in the order given) < the
+profile's `run:` section < command line < xlatools.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.records.metrics import DEFAULT_MEASURE_CALLS
 from xlatools.records.run import ProfileRun
 from xlatools.run.env import MAX_VLOG, EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
@@ -52,6 +52,8 @@ class RunRequest:
     processes: int | None = None  # None: 1, or 2 for smoke:multiprocess (run/multiprocess.py)
     devices_per_process: int = 1
     record_inputs: bool = False  # record each module's arguments and results (run/recorder.py)
+    measure_calls: int | None = DEFAULT_MEASURE_CALLS  # calls timed per executable (run/observer.py); None: no metrics
+    stall: float | None = None  # stop (as a timeout) when nothing moved this long; stacks first (run/hang/)
 
 
 @dataclass
@@ -79,6 +81,8 @@ class RunPlan:
     tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
     record_inputs: bool = False  # asked for; run/recorder.py also records where snapshots are asked and not written
+    measure_calls: int | None = DEFAULT_MEASURE_CALLS  # the observer's budget (run/observer.py); None: not observed
+    stall: float | None = None  # --stall: no output and no observer event this long ends the run (run/hang/)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -287,8 +291,9 @@ def plan_run(
     if "PYTHONFAULTHANDLER" not in caller_env:  # a crash leaves a Python stack in stderr.log
         env.set("PYTHONFAULTHANDLER", "1", Source(Layer.XLATOOLS, "xlatools (crash stacks in stderr.log)"))
     argv, copy_files = _program_argv(request, env, on_gpu or platform == Platform.GPU)
-    if request.timeout is not None and request.timeout <= 0:
-        raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
+    for option, seconds in (("--timeout", request.timeout), ("--stall", request.stall)):
+        if seconds is not None and seconds <= 0:
+            raise UsageError(f"{option} {seconds:g}: must be more than 0 seconds", hint=f"e.g. {option} 300")
     changes, flags = env.changes(), env.flags.final()
     processes = plan_group(
         request.processes,
@@ -325,6 +330,8 @@ def plan_run(
         tf_xla_flag_sources=env.tf_flags.sources(),
         processes=processes,
         record_inputs=request.record_inputs,
+        measure_calls=request.measure_calls if frontend == "jax" else None,
+        stall=request.stall,
     )
 
 

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 # The local run's coordinator (127.0.0.1, a port chosen here): on a cluster jax takes it from SLURM_*.
 LOCAL_ONLY = ("JAX_COORDINATOR_ADDRESS", "JAX_COORDINATOR_BIND_ADDRESS")
-# Past --timeout, the time a task takes to stop its program (SIGTERM, 5 s, SIGKILL) and write its exit file.
-TIMEOUT_GRACE = 10.0
 
 
 def slurm_coordinator(plan: RunPlan, spec: ClusterSpec) -> tuple[RunPlan, str]:
@@ -57,7 +55,26 @@ def _changes(env: dict[str, str], base: dict[str, str]) -> tuple[dict[str, str],
 def plan_tasks(
     plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, folder: str
 ) -> list[TaskSpec]:
-    """One TaskSpec per process of the (bundle-bound) plan (pure)."""
+    """One TaskSpec per process of the (bundle-bound) plan (pure but for finding pystack)."""
+    tasks = _tasks(plan, run_env, caller_env, spec, folder)
+    if plan.timeout is None and plan.stall is None:
+        return tasks
+    from dataclasses import replace
+
+    from xlatools.run.hang.capture import FOLDER, pystack_argv
+    from xlatools.run.hang.observer import OBSERVER
+
+    bundle = Path(folder).parent
+    logs = [log for task in tasks for log in (task.stdout, task.stderr)] + [str(bundle / OBSERVER)]
+    return [
+        replace(t, stall=plan.stall, stacks=str(bundle / FOLDER / f"p{i}"), pystack=pystack_argv(), progress=logs)
+        for i, t in enumerate(tasks)
+    ]
+
+
+def _tasks(
+    plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, folder: str
+) -> list[TaskSpec]:
     if not plan.processes:
         env, unset = _changes(run_env, caller_env)
         return [
@@ -97,6 +114,8 @@ def prepare_job(
     folder = bundle / JOB_FOLDER
     folder.mkdir(exist_ok=True)
     tasks = plan_tasks(plan, run_env, caller_env, spec, str(folder))
+    if tasks and tasks[0].stacks:
+        Path(tasks[0].stacks).parent.mkdir(exist_ok=True)
     job = plan_job(spec, plan.name, str(folder), len(tasks), plan.python, plan.cwd)
     shutil.copy2(Path(__file__).parent.parent / "cluster" / SHIM, folder / SHIM)
     (folder / SCRIPT).write_text(job.script)
@@ -143,23 +162,11 @@ def execute_job(
     on_start(None)
     if on_submit is not None:
         on_submit(record)
-    # --timeout ends the run wherever the job is (queued, stuck, listed in a state no one knows): each task stops
-    # its program at the timeout itself; past it and the time that takes, the job is cancelled.
-    deadline = t0 + plan.timeout + TIMEOUT_GRACE if plan.timeout else None
     ran_out = False
-    try:
-        waited = slurm.wait(job_id, lambda: all(e is not None for e in _exits(tasks)), deadline=deadline)
-        info = waited.info
-        if waited.deadline_passed:
-            ran_out = True
-            slurm.cancel([job_id])
-            info = slurm.wait_gone(job_id, limit=5)
-            record.notes.append(
-                f"--timeout {plan.timeout:g} s ran out while Slurm listed job {job_id} as "
-                f"{waited.listed_as or 'gone'}: xlatools cancelled it"
-            )
-        elif waited.note():
-            record.notes.append(str(waited.note()))
+    try:  # --timeout ends the run wherever the job is (queued, stuck, listed in a state no one knows)
+        waited = slurm.wait_bounded(job_id, lambda: all(e is not None for e in _exits(tasks)), plan.timeout, t0)
+        info, ran_out = waited.info, waited.deadline_passed
+        record.notes += [str(waited.note())] if waited.note() else []
     except BaseException as exc:  # Ctrl-C, SIGTERM: the job goes with us
         slurm.cancel([job_id])
         record.cancelled_by_xlatools, record.state = True, "CANCELLED"
@@ -213,6 +220,7 @@ def execute_in_session(
     if session.record.slurm.killed_by_slurm:
         session.record.notes.append(session.record.slurm.killed_by_slurm)
     session.record.notes += session.record.slurm.notes
+    _read_task_stacks(plan, session, reporter)
     first = plan.processes[0] if plan.processes else None
     logs = (
         (Path(first.stdout), Path(first.stderr))
@@ -303,3 +311,32 @@ def _process_status(exit_: TaskExit | None, run: Status) -> ProcessStatus:
     if exit_.timed_out:
         return ProcessStatus.TIMEOUT
     return ProcessStatus.OK if exit_.returncode == 0 else ProcessStatus.FAILED
+
+
+def _read_task_stacks(plan: RunPlan, session, reporter: Reporter) -> None:
+    """Tasks that task.py stopped at their timeout (or --stall) read their stacks first: the run's `stuck`."""
+    from xlatools.run.hang.capture import FOLDER, from_task_files
+
+    exits = _exits(
+        [TaskSpec([], {}, [], "", "", f"{session.path / JOB_FOLDER}/p{i}.exit") for i in range(_count(plan))]
+    )
+    stuck = [(i, e) for i, e in enumerate(exits) if e is not None and e.timed_out and e.pid is not None]
+    if not stuck:
+        return
+    stalled = any(e.stalled for _, e in stuck)
+    trigger = "stall" if stalled else "timeout"
+    reason = f"no progress for {plan.stall:g} s (--stall)" if stalled else f"timeout after {plan.timeout:g} s"
+    many = len(exits) > 1
+    found = from_task_files(
+        session.path,
+        [(i if many else None, e.pid, str(session.path / FOLDER / f"p{i}")) for i, e in stuck],  # type: ignore[misc]
+        trigger,
+        f"{reason} (read on the node by each task)",
+    )
+    session.record.stuck = found
+    session.record.notes.append(f"{found.reason}: {found.summary} (stacks: {FOLDER}/summary.txt)")
+    reporter.warn(f"stuck: {found.summary} ({FOLDER}/summary.txt)")
+
+
+def _count(plan: RunPlan) -> int:
+    return len(plan.processes) or 1

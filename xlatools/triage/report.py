@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -33,6 +34,9 @@ def _title(state: TriageState, program: str) -> str:
     )
     what = "a wrong result" if state.reduce or (state.diff and state.diff.module) else "a regression"
     verdict = f"jaxlib {good} is right"
+    crash = state.diff.crash if state.diff else None
+    if crash is not None:
+        what, verdict = f"a crash ({crash.what().split(': ', 1)[0]})", f"jaxlib {good} runs it"
     if state.diff and state.diff.precision_only:
         what, verdict = "a precision difference, not a miscompile,", f"jaxlib {good} agrees at full precision"
     where = {"cpu": ["CPU"], "gpu": ["GPU"]}.get(str(state.spec.platform), [])  # auto: whatever the runs found
@@ -107,12 +111,42 @@ def _diff_lines(f: DiffFound, root: Path) -> list[str]:
         + ", ".join(f"{m.name} {m.outcome}" for m in f.modules)
         + (f"; **{f.module_label}**: {f.mismatch}" if f.module_label else "")
     )
+    if f.crash is not None:
+        lines += _crash_lines(f, root)
     if f.precision_only:
         lines.append(
             f"- **Not a miscompile**: {', '.join(f.precision_only)} differ from the last good release only "
             "by precision: with their dots and convolutions at full precision the two agree (on a GPU, "
             "TF32 and like modes). Nothing to reduce or isolate."
         )
+    return lines
+
+
+def _crash_lines(f: DiffFound, root: Path) -> list[str]:
+    """What crashed, in which module, and where: the crashing thread's top frames, the whole backtrace linked."""
+    crash = f.crash
+    assert crash is not None
+    lines = [
+        f"- **Crash**: module `{f.module_name}` dies by {crash.what()} on the first bad release; the last good "
+        f"release runs the same module on the same inputs ({crash.reference})"
+        + (
+            f"; every thread's native frames: {_link(crash.backtrace, root, 'native-backtrace.txt')}"
+            if crash.backtrace
+            else ""
+        )
+    ]
+    if crash.signal and crash.message:
+        lines.append(f"- It said: `{crash.message}`")
+    if crash.frames:
+        lines += [
+            "",
+            "  Top native frames of the crashing thread:",
+            "",
+            "  ```",
+            *(f"  {x}" for x in crash.frames),
+            "  ```",
+            "",
+        ]
     return lines
 
 
@@ -140,6 +174,15 @@ def _demoted(markdown: str) -> list[str]:
     return lines
 
 
+def _reduce_section(state: TriageState, root: Path, reduce_issue: str) -> list[str]:
+    """The reduce bundle's own ISSUE.md as a section; its links (relative to that bundle) made relative to here."""
+    body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
+    if state.reduce:
+        here = os.path.relpath(state.reduce.bundle, root)
+        body = re.sub(r"\]\((?![a-z]+:|/)([^)]+)\)", lambda m: f"]({here}/{m.group(1)})", body)
+    return ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
+
+
 def render(state: TriageState, program: str, command: list[str], reduce_issue: str | None) -> str:
     """ISSUE.md. `reduce_issue`: the reduce bundle's own ISSUE.md (minimal HLO, inputs, expected vs actual)."""
     root = Path(state.folder or ".")
@@ -165,8 +208,7 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
     if open_stages:
         out += ["Stages not done say why above; run the same command again to retry them.", ""]
     if reduce_issue:
-        body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
-        out += ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
+        out += _reduce_section(state, root, reduce_issue)
     out += [
         "## Reproduce",
         "",
@@ -190,8 +232,10 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
             "--reference-python",
             d.last_good.python,
         ]
+        crash = state.diff.crash if state.diff else None
+        said = f"jax {d.first_bad.version} dies by {crash.what()}" if crash else "exit 1: they differ"
         out += [
-            f"The minimal module, jax {d.first_bad.version} against jax {d.last_good.version} (exit 1: they differ):",
+            f"The minimal module, jax {d.first_bad.version} against jax {d.last_good.version} ({said}):",
             "",
             "```sh",
             " ".join(shlex.quote(a) for a in replay),
