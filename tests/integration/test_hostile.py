@@ -5,7 +5,7 @@ The whole harness (about 1,000 cases) runs by hand: `python -m scripts.hostile`.
 
 Cost: about 30 s of fixtures (two real runs with dumps, a repro pack, a bisect state, a reduction, a
 triage folder) and 1-2 s a case; round 4's sixteen take 1-12 s each (a replay worker stopped until its
-8 s --timeout, Slurm stand-ins on PATH, a reduction's damaged state), 54 s together measured on 2 shared cores.
+8 s --timeout, Slurm stand-ins on PATH, a reduction's damaged state), 54-68 s together on 2 shared cores.
 """
 
 from __future__ import annotations
