@@ -99,6 +99,16 @@ class EnvironmentMissing(XlaToolsError):
     exit_code = EXIT_MISSING
 
 
+class TextNotTheRunsModule(EnvironmentMissing):
+    """reduce and isolate edit HLO text; a module whose text compiles another module than the run's cannot be
+    reduced or isolated (the difference is lost in the text). `stablehlo`: the module's StableHLO file, which
+    compiles the run's own module (the smallest form that still reproduces), when the dump has one."""
+
+    def __init__(self, message: str, *, stablehlo: str | None = None, differs: str = "", hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.stablehlo, self.differs = stablehlo, differs  # differs: how the text's compiled module is not the run's
+
+
 class Interrupted(XlaToolsError):
     exit_code = EXIT_INTERRUPTED
 

@@ -167,6 +167,7 @@ class IsolationSummary:
     first_mismatch: IsolatedInstruction | None = None
     # When no instruction mismatches alone: the first whose value, computed from the module's inputs, does.
     first_mismatch_in_context: IsolatedInstruction | None = None
+    form: str | None = field(default=None, metadata=OMIT_NONE)  # what the module was read from: `HLO text (FILE)`
 
 
 @dataclass(kw_only=True)

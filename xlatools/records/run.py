@@ -151,6 +151,9 @@ class DumpModuleSummary:
     origin: str | None = None
     pass_steps: int = 0
     file_count: int = 0
+    # The module's StableHLO (what jax handed XLA; replay's first form), relative to the dump: module_NNNN.<name>/
+    # module.mlir, or ../jax_ir/jax_ir<N>_<name>_compile.mlir (run/jax_ir.py)
+    stablehlo: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

@@ -135,6 +135,9 @@ class ReduceFound:
     flaky: bool = False
     issue: str | None = None  # the reduce bundle's ISSUE.md
     reduced: str | None = None  # reduced.hlo.txt
+    # Not reduced (its HLO text no longer reproduces): the smallest form that does, the module's StableHLO; and why
+    handed_over: str | None = field(default=None, metadata=OMIT_NONE)
+    note: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -144,6 +147,7 @@ class IsolateFound:
     module: str  # which module was isolated (the reduced one, or the module that differs)
     first_mismatch: IsolatedInstruction | None = None
     first_mismatch_in_context: IsolatedInstruction | None = None
+    form: str | None = field(default=None, metadata=OMIT_NONE)  # what the module was read from: `HLO text (FILE)`
 
 
 @dataclass(kw_only=True)

@@ -100,7 +100,7 @@ def _original(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> tuple[str
     from xlatools.vocab import ReplayOutcome, SourceForm
 
     request = plan.request
-    materials = prepare_materials(plan.module, SourceForm.AUTO, folder, literals=request.inputs is None)
+    materials = prepare_materials(plan.module, SourceForm.AUTO, folder, literals=request.inputs is None, hlo_first=True)
     replay = ReplayRequest(
         source=request.source,
         python=request.python,

@@ -83,7 +83,7 @@ def replay_module(
         references = any(run.role != "test" for run in plan.runs)
         record.notes.append(no_result_note(_aliased(source), _run_death(source.snapshot), references))
     second_run(prepared, materials, finish_module(record), folder, caller_env, reporter)
-    return _no_verdict_unless_as_run(finish_module(record))
+    return _no_verdict_unless_as_run(finish_module(record), source)
 
 
 def _test_as_run(
@@ -106,7 +106,7 @@ def _test_as_run(
     same = (
         request.as_run is not False and plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
     )
-    files = run_files(source.text or source.proto) if same else RunFiles()
+    files = run_files(source.run_stem) if same else RunFiles()
     forms = materials.forms() if request.source_from == SourceForm.AUTO and files.optimized else [materials]
     first, tried = None, list[str]()
     for index, form in enumerate(forms):
@@ -170,7 +170,7 @@ def _say_inputs(plan: ReplayPlan, source: ModuleSource, materials, record: Modul
         )
 
 
-def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
+def _no_verdict_unless_as_run(record: ModuleRecord, source: ModuleSource) -> ModuleRecord:
     """A snapshot's result comes from the run's compiled module: when the replay compiled another, comparing with
     it says nothing about the module (cannot run, exit 3), only about xlatools' replay."""
     from xlatools.vocab import ReplayOutcome
@@ -185,10 +185,24 @@ def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
         record.outcome, record.failed_run = ReplayOutcome.CANNOT_RUN, "test"
         record.notes.append(
             "the snapshot's result was computed by the run's module, which this replay did not "
-            "compile: its mismatch is not a verdict (replay the module's StableHLO, or compare with "
-            "--reference-python)"
+            f"compile: its mismatch is not a verdict ({stablehlo_advice(record, source)})"
         )
     return record
+
+
+def stablehlo_advice(record: ModuleRecord, source: ModuleSource) -> str:
+    """What to replay instead of a form that does not compile the run's module: the module's StableHLO file, or how
+    to get one (every dumping run keeps it), or a reference where its StableHLO does not do it either."""
+    loaded = record.test.loaded_from if record.test else None
+    if source.mlir is None:
+        return (
+            "this dump holds no StableHLO of the module, which compiles the run's own module: run the program "
+            "again with `xlatools run --preset dump:snapshots` (every dumping run keeps it, in jax_ir/ or "
+            "module_NNNN.<name>/module.mlir) and replay that bundle, or compare with --reference-python"
+        )
+    if loaded is not None and loaded.kind == "mlir":
+        return "its StableHLO does not compile the run's module either: compare with --reference-python"
+    return f"replay the module's StableHLO: `xlatools replay {source.mlir}`, or compare with --reference-python"
 
 
 def _aliased(source: ModuleSource) -> bool | None:

@@ -6,6 +6,7 @@ xlatools.records.replay; they are re-exported here for the replay capability's o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from xlatools.console import columns
 from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
@@ -323,6 +324,21 @@ def describe_inputs(source: InputSource | None) -> str:
 
 
 def _inputs_lines(modules: list[ModuleRecord]) -> str:
-    """Every module's input source under the table: made-up inputs are never silent."""
+    """Every module's input source under the table: made-up inputs are never silent; and the form it was compiled
+    from (StableHLO, HLO text or proto), and whether that compiled the run's own module."""
     lines = [f"\ninputs: {m.label}: {describe_inputs(m.input_source)}" for m in modules if m.input_source]
-    return "".join(lines)
+    return "".join(lines) + "".join(f"\nform: {m.label}: {said}" for m in modules if (said := describe_form(m)))
+
+
+FORM_NAMES = {"mlir": "StableHLO", "text": "HLO text", "proto": "HLO proto"}
+
+
+def describe_form(module: ModuleRecord) -> str | None:
+    """`StableHLO (jax_ir1_jit_f_compile.mlir), the run's own module`: what the test compiled, for summaries."""
+    loaded = module.test.loaded_from if module.test else None
+    if loaded is None:
+        return None
+    said = f"{FORM_NAMES.get(loaded.kind, loaded.kind)} ({Path(loaded.path).name})"
+    if module.compiled_as_run is not None:
+        said += ", the run's own module" if module.compiled_as_run else ", not the run's module (see its notes)"
+    return said

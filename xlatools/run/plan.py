@@ -18,14 +18,14 @@ from xlatools.records.metrics import DEFAULT_MEASURE_CALLS
 from xlatools.records.run import ProfileRun
 from xlatools.run.env import MAX_VLOG, EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
-from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
+from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, platform_env
+from xlatools.run.dumping import dump_into_bundle
 from xlatools.run.multiprocess import ProcessPlan, plan_group
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.program import SMOKE_DIR, Program
 from xlatools.vocab import Platform
 
 BUNDLE = "{bundle}"
-DUMP_DIR = f"{BUNDLE}/xla_dump"
 SMOKE_HOST_DEVICES = 4  # CPU devices for `collectives`, via --xla_force_host_platform_device_count
 _LOG_VARS = ("TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE")
 
@@ -220,25 +220,6 @@ def _unhide_vlog(env: EnvBuilder, notes: list[str]) -> None:
         env.set("TF_CPP_MIN_LOG_LEVEL", "0", Source(Layer.XLATOOLS, "needed for VLOG/vmodule output"))
 
 
-def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[str], frontend: str) -> str | None:
-    """Dumps always go into the bundle, and a dumping run must compile (no cache hits)."""
-    dumping = any(name.startswith("xla_dump") for name in env.flags.flags if name != "xla_dump_to")
-    if not dumping and "xla_dump_to" not in env.flags.flags:
-        return None
-    old = env.flags.flags.get("xla_dump_to")
-    if old is not None:
-        notes.append(f"{old[0]} (from {old[1]}) replaced: dumps go into the bundle")
-    env.flags.add([f"--xla_dump_to={DUMP_DIR}"], Source(Layer.XLATOOLS, "xlatools (bundle)"))
-    dumping_run = Source(Layer.XLATOOLS, "xlatools (dumping run)")
-    env.set("JAX_ENABLE_COMPILATION_CACHE", "false", dumping_run)
-    if caller_env.get("JAX_COMPILATION_CACHE_DIR") or "JAX_COMPILATION_CACHE_DIR" in env.values:
-        env.set("JAX_COMPILATION_CACHE_DIR", None, dumping_run)
-    for name, value in dumping_env(frontend).items():
-        env.set(name, value, dumping_run)
-    notes.append("persistent compilation cache disabled (a cache hit compiles nothing, so dumps nothing)")
-    return DUMP_DIR
-
-
 def _program_argv(request: RunRequest, env: EnvBuilder, on_gpu: bool) -> tuple[list[str], list[str]]:
     """The program's argv and the files to copy into the bundle. Only CPU runs get CPU devices made up."""
     program, python = request.program, request.python
@@ -284,7 +265,7 @@ def plan_run(
     presets = _choose_presets(request, profile, catalog, jaxlib)
     _add_layers(env, request, profile, presets)
     _unhide_vlog(env, notes)
-    dump_dir = _dump_into_bundle(env, caller_env, notes, frontend)
+    dump_dir = dump_into_bundle(env, caller_env, notes, frontend, jaxlib)
     platform = Platform(request.platform or Platform.AUTO)
     for name, value in platform_env(frontend, platform, gpu_platform).items():
         env.set(name, value, Source(Layer.COMMAND_LINE, f"--platform {platform}"))

@@ -84,7 +84,10 @@ def _findings(state: TriageState, root: Path) -> list[str]:
             + f"; bisection: {_link(p.folder, root)}"
             + "".join(f"; {_link(d, root, Path(d).name)}" for d in p.diffs)
         )
-    if state.reduce:
+    if state.reduce and state.reduce.handed_over:
+        r = state.reduce
+        out.append(f"- Minimal module: {r.note} ({_link(r.handed_over, root, Path(r.handed_over).name)})")
+    elif state.reduce:
         r = state.reduce
         out.append(
             f"- Minimal module: {r.instructions_before} -> {r.instructions_after} instructions in "
@@ -162,7 +165,8 @@ def _isolate_line(i: IsolateFound, root: Path) -> str:
         from xlatools.reduce.isolate import NO_SINGLE
 
         what = NO_SINGLE
-    return f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')})"
+    form = f"; read from its {i.form}" if i.form else ""
+    return f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')}{form})"
 
 
 def _demoted(markdown: str) -> list[str]:
@@ -172,6 +176,24 @@ def _demoted(markdown: str) -> list[str]:
         fenced = fenced != line.startswith("```")
         lines.append("#" + line if line.startswith("#") and not fenced else line)
     return lines
+
+
+def _handed_over_command(state: TriageState, root: Path) -> list[str]:
+    """The replay of the module reduce could not reduce, as its StableHLO (with the run's inputs: the file is tied
+    to its module's snapshot), against the last good release."""
+    if not (state.reduce and state.reduce.handed_over and state.dumps):
+        return []
+    d = state.dumps
+    replay = ["xlatools", "replay", os.path.relpath(state.reduce.handed_over, root), "--python", d.first_bad.python]
+    return [
+        f"The module (its StableHLO, with the run's inputs), jax {d.first_bad.version} against jax "
+        f"{d.last_good.version} (exit 1: they differ):",
+        "",
+        "```sh",
+        " ".join(shlex.quote(a) for a in [*replay, "--reference-python", d.last_good.python]),
+        "```",
+        "",
+    ]
 
 
 def _reduce_section(state: TriageState, root: Path, reduce_issue: str) -> list[str]:
@@ -219,6 +241,7 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
         "```",
         "",
     ]
+    out += _handed_over_command(state, root)
     if state.reduce and state.reduce.reduced and state.dumps:
         d, bundle = state.dumps, Path(state.reduce.bundle)
         replay = [

@@ -23,9 +23,10 @@ from xlatools.records.triage import (
     SideRun,
     TriageState,
 )
+from xlatools.triage.handover import handing_over, unless_handed_over
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
-from xlatools.vocab import BisectStatus, Platform, StageStatus, Status, TriageStage
+from xlatools.vocab import BisectStatus, ExitCodeMode, Platform, StageStatus, Status, TriageStage
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
@@ -97,7 +98,6 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
     from xlatools.records.run import ProfileRun
     from xlatools.run.execute import execute_plan, prepare
     from xlatools.run.plan import RunRequest
-    from xlatools.vocab import ExitCodeMode
 
     opts = ctx.request.test
     request = RunRequest(
@@ -111,8 +111,7 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
         timeout=opts.timeout,
         name=name,
     )
-    caller_env = dict(os.environ)
-    prepared = prepare(request, ProfileRun(), {}, caller_env, Path(opts.cwd), ctx.reporter)
+    prepared = prepare(request, ProfileRun(), {}, (caller_env := dict(os.environ)), Path(opts.cwd), ctx.reporter)
     record = execute_plan(
         prepared,
         ctx.folder / "runs",
@@ -329,6 +328,7 @@ def isolate(ctx: Context) -> str:
         module=which,
         first_mismatch=seen.first_mismatch,
         first_mismatch_in_context=seen.first_mismatch_in_context,
+        form=seen.form,
     )
     if seen.first_mismatch:
         return f"{which}: {seen.first_mismatch.name} = {seen.first_mismatch.opcode} mismatches on its own"
@@ -345,6 +345,6 @@ RUNNERS = {
     TriageStage.DUMPS: dumps,
     TriageStage.DIFF: diff,
     TriageStage.PASSES: passes,
-    TriageStage.REDUCE: reduce,
-    TriageStage.ISOLATE: isolate,
+    TriageStage.REDUCE: handing_over(reduce),  # where its HLO text does not reproduce: the StableHLO (handover.py)
+    TriageStage.ISOLATE: unless_handed_over(isolate),
 }
