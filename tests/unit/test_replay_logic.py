@@ -272,3 +272,19 @@ def test_snapshot_with_unconvertible_literals_reads_without_them(tmp_path):
         read_snapshot(path)
     assert "--inputs random" in caught.value.hint
     assert read_snapshot(path, literals=False).module.name == "m"
+
+
+def test_a_snapshot_is_told_from_a_module_proto_by_content_where_the_name_does_not_say(tmp_path):
+    pytest.importorskip("google.protobuf")
+    from xlatools.replay.hloproto import schema
+    from xlatools.replay.sources import file_kind
+
+    module = schema()["HloModuleProto"](name="m", computations=[b"opaque"])
+    snapshot = schema()["HloSnapshot"]()
+    snapshot.hlo.hlo_module = module.SerializeToString()
+    (tmp_path / "renamed.pb").write_bytes(snapshot.SerializeToString())
+    (tmp_path / "module.pb").write_bytes(module.SerializeToString())
+    (tmp_path / "zeros.pb").symlink_to("/dev/zero")  # never read: not a regular file
+    assert file_kind(tmp_path / "renamed.pb") == "snapshot"
+    assert file_kind(tmp_path / "module.pb") == "proto"
+    assert file_kind(tmp_path / "zeros.pb") == "proto"

@@ -58,7 +58,7 @@ def replay(
     atol: AtolOption = 1e-3,
     rtol: RtolOption = 1e-3,
     iterations: int = typer.Option(
-        1, "--iterations", "-n", help="Run the compiled module N times (timings: min/median)."
+        1, "--iterations", "-n", max=10_000_000, help="Run the compiled module N times (timings: min/median)."
     ),
     xla_flag: XlaFlagOption = [],
     disable_pass: DisablePassOption = [],

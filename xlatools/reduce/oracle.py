@@ -138,9 +138,11 @@ def run_script(
     env = {**env, "XLATOOLS_REDUCE_HLO": str(module)}
     if inputs is not None:
         env["XLATOOLS_REDUCE_INPUTS"] = str(inputs)
-    result = execute(
-        argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout, None, None
-    )
+    from xlatools.proctree import leaving_nothing
+
+    logs = (folder / "script.stdout.log", folder / "script.stderr.log")
+    with leaving_nothing(env) as (env, ended):  # what the script leaves running (`setsid sleep 300 &`) ends with it
+        result = execute(argv, env, str(folder), *logs, timeout, None, None, on_start=ended)
     for log in ("script.stdout.log", "script.stderr.log"):  # one per candidate: a loud script must not fill the disk
         keep_ends(folder / log)
     if result.status == Status.INTERRUPTED:

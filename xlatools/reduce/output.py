@@ -225,7 +225,9 @@ def execute_reduce(
     from xlatools.fsutil import atomic_write_text
 
     with Reduction.start(prepared, out_root, reporter, fresh, caller_env) as reduction:
-        with bundle_session(out_root, reduce_record(prepared, argv), name=prepared.plan.name) as session:
+        with bundle_session(
+            out_root, reduce_record(prepared, argv), name=prepared.plan.name, reporter=reporter
+        ) as session:
             try:
                 outcome = reduction.run()
             except (KeyboardInterrupt, Interrupted):  # the session records it; the state stays for a re-run

@@ -19,7 +19,7 @@ from typing import Literal
 from xlatools.errors import UsageError
 from xlatools.hlo.dump_names import SNAPSHOT_KINDS, DumpKind, parse_dump_name, read_bare_name
 from xlatools.replay.helper_modules import is_helper
-from xlatools.replay.hloproto import is_unoptimized
+from xlatools.replay.hloproto import holds_snapshot, is_unoptimized
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
 __all__ = ["ModuleSource", "is_helper", "resolve"]
@@ -91,7 +91,9 @@ def file_kind(path: Path) -> Kind:
     if name.endswith(".mlir"):
         return "mlir"
     if name.endswith(".pb"):
-        return "snapshot" if read_bare_name(name)[1] in SNAPSHOT_KINDS else "proto"
+        if read_bare_name(name)[1] in SNAPSHOT_KINDS:
+            return "snapshot"
+        return "snapshot" if holds_snapshot(path) else "proto"  # the name does not say: the content does
     return "text"
 
 
@@ -106,7 +108,10 @@ def from_file(path: Path) -> ModuleSource:
     dump = parse_dump_name(f"{path.parent.name}/{path.name}" if in_folder else path.name)
     if dump is None:
         stem = path.parent.name if in_folder else read_bare_name(path.name)[0]
-        return ModuleSource(name=stem or path.name, id=None, **{kind: path})
+        bare = ModuleSource(name=stem or path.name, id=None, **{kind: path})
+        if kind == "snapshot" and stem and not is_unoptimized(path):  # a snapshot by content: its own siblings
+            _pair_with_siblings(bare, path.parent, stem)
+        return bare
     folder = path.parent.parent if in_folder else path.parent
     source = ModuleSource(name=dump.module_name, id=dump.module_id, stem=folder / dump.stem, **{kind: path})
     if kind == "snapshot" and not is_unoptimized(path):
