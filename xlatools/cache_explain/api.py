@@ -74,7 +74,7 @@ def _side(path: Path, name: str) -> tuple[Side, str]:
         why = "; ".join(record.metrics.notes) or "its observer left no events"
         raise EnvironmentMissing(
             f"{path}: cannot explain run {name}: its traces were not recorded ({why})",
-            hint="run it again with a jax the observer can hook (0.4.30 or newer)",
+            hint="run it again with a jax the observer can hook (tried: 0.4.26, 0.4.30, 0.10.2, 0.12)",
         )
     versions = ", ".join(sorted({f"{log.jax} (jaxlib {log.jaxlib})" for log in logs if log.jax}))
     return Side(name=name, logs=logs, hlo=_hlo_reader(bundle), entry_exists=_entry_exists), versions

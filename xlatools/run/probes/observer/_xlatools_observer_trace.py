@@ -33,10 +33,11 @@ settings = {"explain": False, "record": True, "printed": 0}
 class Function:
     """One jitted Python function (by its code's place), its function objects, traces and compiles."""
 
-    __slots__ = ("f", "name", "internal", "objects", "compiles", "last", "calls", "modules")
+    __slots__ = ("f", "name", "internal", "objects", "made", "compiles", "last", "calls", "modules")
 
     def __init__(self, f, name, internal):
-        self.f, self.name, self.internal, self.objects, self.compiles, self.last = f, name, internal, [], 0, None
+        self.f, self.name, self.internal, self.compiles, self.last = f, name, internal, 0, None
+        self.objects, self.made = {}, 0  # number -> weak reference of the function objects alive, how many seen
         self.calls = set()  # the calls that compiled (one call under jax.grad compiles two modules)
         bare = _NAME.sub("_", name)  # its module's name as jax makes it: jit_f; jit__lambda_ (0.4.x), jit__lambda
         self.modules = {api + "_" + bare for api in ("jit", "pmap")}
@@ -73,16 +74,19 @@ def function_of(fun):
 
 
 def _object_number(function, fun):
-    """Which function object of this code place `fun` is (1, 2, ...): jax keeps one trace cache per object."""
-    for number, ref in enumerate(function.objects, 1):
+    """Which function object of this code place `fun` is (1, 2, ...: jax caches traces per object; gone ones go)."""
+    for number, ref in list(function.objects.items()):
         if ref() is fun:
             return number
+        if ref() is None:
+            del function.objects[number]
     try:
         ref = weakref.ref(fun)
     except TypeError:
         return 0
-    function.objects.append(ref)
-    return len(function.objects)
+    function.made += 1
+    function.objects[function.made] = ref
+    return function.made
 
 
 def _outside_program(path):
