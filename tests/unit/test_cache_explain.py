@@ -101,7 +101,7 @@ def test_recompiles_without_a_new_trace_or_with_a_new_function_object():
 def test_a_miss_under_the_same_key_says_why_run_a_did_not_write_it():
     trace = [Trace(number=1, function_object=1, signature=[_x()])]
     written = _outcome("k1", written=False)
-    written.reason, written.why = "min_compile_time", "below the minimum compile time: XLA took 0.1 s < 1.0 s"
+    written.reason, written.why = "min_compile_time", "below the minimum compile time: XLA took 0.1 s < 1 s"
     a = _side("A", _function(Compile(module=1, name="jit_f", trace=1, cache=written), traces=trace))
     b = _side("B", _function(Compile(module=1, name="jit_f", trace=1, cache=_outcome("k1")), traces=trace))
     [miss], notes = explain_misses(a, b)

@@ -244,7 +244,7 @@ def _not_written(current, minimum):
         return "host_callbacks", "the module uses host callbacks (jax.debug.print, callbacks): jax does not cache it"
     took = current.get("jax_compile_s")
     if isinstance(took, (int, float)) and isinstance(minimum, (int, float)) and took < minimum:
-        return "min_compile_time", "below the minimum compile time: XLA took %.3f s < %s s (%s)" % (
+        return "min_compile_time", "below the minimum compile time: XLA took %.3f s < %g s (%s)" % (
             took,
             minimum,
             "jax_persistent_cache_min_compile_time_secs",
