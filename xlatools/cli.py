@@ -272,7 +272,7 @@ def _main(args: list[str]) -> int:
 
 
 def entry() -> None:
-    """The `xlatools` program (console script and `python -m xlatools`): main(), then out without
+    """The `xlatools` program (started by xlatools/__main__.py, which holds interrupts first): main(), then out without
     the interpreter's teardown, which frees every loaded module one by one (~10 ms per start,
     measured). By then everything of ours is written and closed, our threads are joined and
     nothing of ours waits for atexit; only the standard streams need a flush."""

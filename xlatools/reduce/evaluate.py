@@ -120,14 +120,15 @@ class Evaluator:
         """`work` over `items`, --jobs at a time. Ctrl-C and SIGTERM reach the main thread only, while the slots'
         scripts and workers run in sessions of their own: they are stopped here, or the pool would wait for them."""
         from xlatools.replay.workers import stop_all
-        from xlatools.run.process import interrupt_running
+        from xlatools.run.process import stopping_runs
 
         pool = ThreadPoolExecutor(max_workers=self.plan.request.jobs)
         try:
             return list(pool.map(work, items))
         except BaseException:
-            interrupt_running()
-            stop_all(self.tests + self.references, retire=True)
+            with stopping_runs():  # a slot that starts its script now is stopped too
+                stop_all(self.tests + self.references, retire=True)
+                pool.shutdown(wait=True, cancel_futures=True)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -49,8 +49,10 @@ class Worker:
     retired: bool = False  # stopped for good (Ctrl-C): a slot thread still running must not start it again
 
     def start(self) -> None:
+        from xlatools.proctree import held_interrupts
+
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as err:
+        with open(self.log, "ab") as err, held_interrupts():  # started and kept as one step: stop() ends it
             self.proc = subprocess.Popen(
                 [self.run.python, str(WORKER)],
                 env=self.env,
