@@ -69,6 +69,7 @@ class Evaluator:
         self.values = Values()
         self.cache: dict[str, Verdict] = {}
         self.counters = Counters()
+        self.skipped: list[str] = []  # why the oracle could not judge a candidate, one line each (this invocation)
         self._next = 0
         self._lock = threading.Lock()
         self._slots: Queue[int] = Queue()
@@ -107,6 +108,8 @@ class Evaluator:
             results = self._in_slots(lambda item: self._on_slot(cands[item[0]], item[1]), runnable)
             for (index, path), verdict in zip(runnable, results):
                 verdicts[index] = verdict
+                if verdict.interest == Interest.SKIP:
+                    self.skipped.append(verdict.reason[:300])
                 if not verdict.interesting:
                     shutil.rmtree(path.parent, ignore_errors=True)
         out = []
