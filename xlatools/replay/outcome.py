@@ -9,7 +9,7 @@ import re
 
 from xlatools.console import columns
 from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
-from xlatools.records.replay import InputSource, ModuleRecord, RunRecord
+from xlatools.records.replay import Comparison, InputSource, ModuleRecord, RunRecord
 from xlatools.vocab import ReplayOutcome
 
 __all__ = [
@@ -127,14 +127,26 @@ def precision_only(modules: list[ModuleRecord]) -> list[str]:
 
 
 def mismatch_figures(module: ModuleRecord) -> str:
-    """`8/8 elements differ (max abs error 0.5, 0 NaN mismatches)`: the first comparison that failed."""
+    """`8/8 elements differ (max abs error 0.5)`: the first comparison that failed (see `difference`)."""
     failed = next((c for c in module.comparisons if not c.ok), None)
     if failed is None:
         return "outputs differ"
-    return (
-        f"{failed.mismatches}/{failed.elements} elements differ (max abs error {failed.max_abs_error:.3g}, "
-        f"{failed.nan_mismatches} NaN mismatches)"
-    )
+    return difference(failed)
+
+
+def difference(c: Comparison, noun: str = " elements") -> str:
+    """How a failed comparison differs, in words that never read as no error: `3/8 elements differ (max abs error
+    0.5)`, `8/8 elements differ (8 NaN on one side only)` (a NaN against a number has no error figure),
+    `2/8 elements differ (2 integer or infinite values unequal)`."""
+    parts = []
+    others = c.mismatches - c.nan_mismatches
+    if others and c.max_abs_error > 0:
+        parts.append(f"max abs error {c.max_abs_error:.3g}")
+    elif others:
+        parts.append(f"{others} integer or infinite value{'s' if others != 1 else ''} unequal")
+    if c.nan_mismatches:
+        parts.append(f"{c.nan_mismatches} NaN on one side only")
+    return f"{c.mismatches}/{c.elements}{noun} differ" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def exit_code(outcomes: list[ReplayOutcome]) -> int:
@@ -169,7 +181,7 @@ def _checks(module: ModuleRecord) -> str:
         elif c.message is not None:
             parts.append(f"{c.against}: {c.message}")
         else:
-            parts.append(f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})")
+            parts.append(f"{c.against}: {difference(c, '')}")
     check = module.precision
     if check and check.verdict is not None:
         highest = (
