@@ -133,6 +133,9 @@ def _new_app(lazy: bool = False) -> typer.Typer:
 def build_app(only: str | None = None, lazy: bool = False) -> typer.Typer:
     """The CLI with every command, with just `only` (the one a command line invokes), or, `lazy`,
     with none built until one is asked for (`xlatools --help` lists them from COMMANDS)."""
+    from xlatools.commands import helptext
+
+    helptext.install()  # help lines that can be copied: no break inside `--xla-flag=...`
     app = _new_app(lazy)
     app.callback()(_root)
     if not lazy:
