@@ -62,6 +62,7 @@ class Outcome:
 
 def prepare(request: ReduceRequest) -> PreparedReduce:
     from xlatools.replay.execute import check_flags
+    from xlatools.replay.plan import label_references
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
@@ -79,6 +80,9 @@ def prepare(request: ReduceRequest) -> PreparedReduce:
                 f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})"
             )
         check_flags(target, run.xla_flags, run.flag_sources)
+    label_references(
+        [plan.test, *([plan.reference] if plan.reference else [])], {p: t.jax for p, t in found.items() if t.jax}
+    )
     return PreparedReduce(plan, found)
 
 

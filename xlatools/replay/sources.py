@@ -9,7 +9,6 @@ after_optimizations text does not recompile (its layouts are final), so it is re
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -17,111 +16,9 @@ from typing import Literal
 from xlatools.errors import UsageError
 from xlatools.hlo.dump_names import SNAPSHOT_KINDS, DumpKind, parse_dump_name, read_bare_name
 from xlatools.replay.hloproto import is_unoptimized
+from xlatools.run.frontend_names import HELPER_PRIMITIVES, is_helper  # noqa: F401  (replay's and compare's rule)
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
-# jax compiles these small modules for its own helpers (jnp.arange -> jit_iota, astype, where, ...).
-HELPER_PRIMITIVES = frozenset(
-    {
-        "iota",
-        "convert_element_type",
-        "broadcast_in_dim",
-        "_where",
-        "where",
-        "reshape",
-        "squeeze",
-        "expand_dims",
-        "concatenate",
-        "transpose",
-        "_multi_slice",
-        "dynamic_slice",
-        "dynamic_update_slice",
-        "clip",
-        "_reduce_sum",
-        "_reduce_max",
-        "_reduce_min",
-        "select_n",
-        "pad",
-        "_pad",
-        "full",
-        "_full",
-        "zeros_like",
-        "ones_like",
-        "copy",
-        "astype",
-        "_convert_element_type",
-        "integer_pow",
-        "_rem",
-        "remainder",
-        "_unstack",
-        "_split",
-        "split",
-        "_cumulative_reduction",
-        "cumsum",
-        "sort",
-        "argsort",
-        "gather",
-        "_gather",
-        "scatter",
-        "_scatter_impl",
-        # jax.random and jnp constructors called outside jit (model initialisation, data): jax's code, not the program's
-        "_threefry_seed",
-        "_threefry_split",
-        "_threefry_fold_in",
-        "_threefry_random_bits",
-        "_random_bits",
-        "_uniform",
-        "_normal",
-        "_truncated_normal",
-        "_bernoulli",
-        "_randint",
-        "_gamma",
-        "_random_split",
-        "_random_fold_in",
-        "random_seed",
-        "random_bits",
-        "random_split",
-        "random_fold_in",
-        "random_wrap",
-        "random_unwrap",
-        "_linspace",
-        "_arange",
-        "_eye",
-        "_tri",
-        # one primitive run eagerly (outside any jit: a model's init, an optimiser's state) is compiled as jit_<primitive>
-        "add",
-        "sub",
-        "subtract",
-        "multiply",
-        "mul",
-        "true_divide",
-        "divide",
-        "div",
-        "sqrt",
-        "rsqrt",
-        "exp",
-        "log",
-        "tanh",
-        "relu",
-        "dot_general",
-        "matmul",
-        "equal",
-        "not_equal",
-        "less",
-        "greater",
-        "bitwise_or",
-        "bitwise_and",
-        "unstack",
-        "negative",
-        "neg",
-        "abs",
-        "maximum",
-        "minimum",
-        "square",
-        "power",
-        "pow",
-        "stage",  # lax.stage: a host value lifted into jax (newer jax, e.g. jnp.asarray)
-    }
-)
 
 
 @dataclass
@@ -149,11 +46,6 @@ class ModuleSource:
             for k, v in (("text", self.text), ("proto", self.proto), ("snapshot", self.snapshot), ("mlir", self.mlir))
             if v is not None
         }
-
-
-def is_helper(name: str) -> bool:
-    base = re.sub(r"^(jit|pmap|xla_computation)_", "", name)
-    return base in HELPER_PRIMITIVES
 
 
 def check_hlo_text(path: Path) -> None:
@@ -188,7 +80,7 @@ def file_kind(path: Path) -> Kind:
     return "text"
 
 
-def from_file(path: Path) -> ModuleSource:
+def from_file(path: Path, execution: int | None = None) -> ModuleSource:
     kind = file_kind(path)
     if kind == "text":
         check_hlo_text(path)
@@ -201,15 +93,35 @@ def from_file(path: Path) -> ModuleSource:
     if kind == "snapshot" and not is_unoptimized(path):
         _pair_with_siblings(source, path.parent, dump.stem)
     elif kind in ("text", "proto"):  # a file replayed alone uses its sibling snapshot's arguments and result
-        source.snapshot = sibling_snapshot(path.parent, dump.stem)
+        source.snapshot = sibling_snapshot(path.parent, dump.stem, execution, source.label)
     return source
 
 
-def sibling_snapshot(folder: Path, stem: str) -> Path | None:
-    """The snapshot the same dump wrote of the module's first execution (its arguments and result), if any:
-    a dumped file replayed alone runs on what the run ran, not on made-up inputs."""
-    found = [p for p in folder.glob(f"{stem}.snapshot.*.pb") if p.is_file() and not is_unoptimized(p)]
-    return min(found, key=lambda p: (p.stat().st_mtime_ns, p.name)) if found else None
+def sibling_snapshot(folder: Path, stem: str, execution: int | None = None, label: str = "") -> Path | None:
+    """The snapshot the same dump wrote of the module's first execution (or of `execution`: --snapshot), its
+    arguments and result, if any: a dumped file replayed alone runs on what the run ran, not on made-up inputs."""
+    found = [p.name for p in folder.glob(f"{stem}.snapshot.*.pb") if p.is_file() and not is_unoptimized(p)]
+    chosen = pick_execution(by_execution(folder, found), execution, label or stem)
+    return folder / chosen if chosen else None
+
+
+def by_execution(folder: Path, names: list[str]) -> list[str]:
+    """Snapshot files in the order of the executions they recorded: XLA writes one per execution, named by a
+    run id (not a count), so the oldest file is the first execution."""
+    return sorted(names, key=lambda name: ((folder / name).stat().st_mtime_ns, name))
+
+
+def pick_execution(snapshots: list[str], execution: int | None, label: str) -> str | None:
+    """The snapshot of execution `execution` (0 the first, -1 the last; None: the first, when there is one)."""
+    if execution is None:
+        return snapshots[0] if snapshots else None
+    if not -len(snapshots) <= execution < len(snapshots):
+        held = f"snapshots of executions 0 to {len(snapshots) - 1}" if snapshots else "no snapshot"
+        raise UsageError(
+            f"--snapshot {execution}: module {label} has {held}",
+            hint="pick one of those (-1: the last) or the module with --module; dump with --preset dump:snapshots",
+        )
+    return snapshots[execution]
 
 
 def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
@@ -235,7 +147,7 @@ def helpers_left_out(source: Path, process: int | None = None) -> list[str]:
     return [f"{m.id:04d} {m.name}" for m in sorted(index.modules.values(), key=lambda m: m.id) if is_helper(m.name)]
 
 
-def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:
+def from_dump(root: Path, refs: list[str], include_all: bool, execution: int | None = None) -> list[ModuleSource]:
     from xlatools.run.dumps import index_dump
 
     index = index_dump(root)
@@ -245,7 +157,7 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
         chosen = [m for m in sorted(index.modules.values(), key=lambda m: m.id) if include_all or not is_helper(m.name)]
     sources = []
     for module in chosen:
-        source = _module_source(root, module)
+        source = _module_source(root, module, execution)
         if (
             source.text is None
             and source.proto is None
@@ -267,18 +179,17 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
     return sources
 
 
-def _module_source(root: Path, module) -> ModuleSource:
-    """A dumped module's files, as a replay reads them: text, proto, the first execution's snapshot, module.mlir."""
+def _module_source(root: Path, module, execution: int | None = None) -> ModuleSource:
+    """A dumped module's files, as a replay reads them: text, proto, the first execution's snapshot (or that of
+    `execution`), module.mlir."""
     from xlatools.run.recorder import recorded_snapshot
 
     files = set(module.files)
     named = {f: found for f in files if (found := parse_dump_name(f, module_name=module.name)) is not None}
     before = named.get(module.before_file or "")
     proto = f"{before.stem}.before_optimizations.hlo.pb" if before else None
-    # One snapshot per execution, named by a run id: the oldest file is the first execution.
-    snapshots = sorted(
-        (f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
-        key=lambda f: ((root / f).stat().st_mtime_ns, f),
+    snapshots = by_execution(
+        root, [f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")]
     )
     # Without XLA's: the arguments and results the run recorded itself (run/recorder.py), then the
     # arguments (and, alone, the module) of an unoptimised snapshot.
@@ -298,16 +209,24 @@ def _module_source(root: Path, module) -> ModuleSource:
         id=module.id,
         text=root / module.before_file if module.before_file else None,
         proto=root / proto if proto and proto in files else None,
-        snapshot=root / snapshots[0] if snapshots else recorded,
+        snapshot=_chosen(root, snapshots, recorded, execution, f"{module.id:04d} {module.name}"),
         mlir=root / mlir if mlir else None,
     )
 
 
+def _chosen(root: Path, snapshots: list[str], recorded: Path | None, execution: int | None, label: str) -> Path | None:
+    """The execution's snapshot; what the run recorded itself (one execution) when XLA wrote none."""
+    if recorded is not None and not snapshots and execution in (None, 0, -1):
+        return recorded
+    chosen = pick_execution(snapshots, execution, label)
+    return root / chosen if chosen else None
+
+
 def resolve(
-    source: Path, refs: list[str], include_all: bool, process: int | None = None
+    source: Path, refs: list[str], include_all: bool, process: int | None = None, execution: int | None = None
 ) -> tuple[str, list[ModuleSource]]:
     """("file" | "dump" | "bundle", modules) for SOURCE; of a multi-process run, the modules of one
-    process's dump (`process`, default 0; run/process_dumps.py)."""
+    process's dump (`process`, default 0; run/process_dumps.py); `execution`: whose snapshot (--snapshot)."""
     from xlatools.run.process_dumps import choose_dump
 
     path = Path(os.path.abspath(Path(source).expanduser()))  # the target runs in another directory
@@ -316,12 +235,16 @@ def resolve(
             raise UsageError(
                 f"{'--module' if refs else '--process'} picks from a bundle or dump folder, not a single file"
             )
-        return "file", [from_file(path)]
+        if execution is not None and file_kind(path) not in ("text", "proto"):
+            raise UsageError(
+                f"--snapshot {execution}: picks among the snapshots beside HLO text or proto, not {path.name}"
+            )
+        return "file", [from_file(path, execution)]
     if path.exists() and not path.is_dir():  # a FIFO or a device: never opened (a FIFO would block)
         raise UsageError(
             f"{path}: not a regular file or a folder",
             hint="give a run bundle, a dump folder, HLO text/proto, a snapshot or a repro pack",
         )
     choice = choose_dump(path, process)
-    modules = from_dump(choice.root, refs, include_all)
+    modules = from_dump(choice.root, refs, include_all, execution)
     return ("bundle" if choice.root != path else "dump"), modules

@@ -148,7 +148,8 @@ def test_standin_pack_and_reduce_keep_the_rule(replay, new_python, standin, tmp_
         "--json",
     )
     assert packed.returncode == 0, packed.stdout + packed.stderr
-    assert json.loads(packed.stdout)["expected"] == {"40360 jit_conv_general_dilated": "precision (reference-python-1)"}
+    [expected] = json.loads(packed.stdout)["expected"].items()
+    assert expected[0] == "40360 jit_conv_general_dilated" and expected[1].startswith("precision (reference-jax-0.")
     again = replay(
         "repro", "run", "conv.tar.gz", "--python", standin, "--reference-python", new_python, "--out", "run", "--json"
     )
