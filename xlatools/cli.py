@@ -216,11 +216,20 @@ _PATH_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EIS
 
 
 def _main(args: list[str]) -> int:
+    _State.interrupted = None
+    code = _command(args)
+    if _State.interrupted and code != EXIT_INTERRUPTED:
+        # Python drops what a handler raises inside a finalizer: the command went on, but it was interrupted
+        sys.stderr.write(f"\ninterrupted ({_State.interrupted})\n")
+        return EXIT_INTERRUPTED  # no JSON error: the command may have printed its own document
+    return code
+
+
+def _command(args: list[str]) -> int:
     from xlatools.commands.options import Invocation
 
     click_exc = typer_click_exceptions()
     name = invoked_command(args)
-    _State.interrupted = None
     try:
         app = build_app(name) if name else build_app(lazy=True)
         # Commands read their command line from the click context (options.invocation), never sys.argv.
