@@ -215,16 +215,16 @@ def _deliver(signum: int, handler, frame) -> None:
 def sigterm_as_interrupt() -> Iterator[None]:
     """CI cancels jobs with SIGTERM: raise KeyboardInterrupt, so clean-up runs exactly as for Ctrl-C.
 
-    Outside the main thread signals cannot be handled; there it does nothing."""
+    Outside the main thread signals cannot be handled; there it does nothing. A SIGTERM handler of Python's
+    own is kept (cli.main's raises KeyboardInterrupt and notes the signal; `held_interrupts` holds it)."""
 
     def handler(signum, frame):
         raise KeyboardInterrupt
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
+    if threading.current_thread() is not threading.main_thread() or callable(signal.getsignal(signal.SIGTERM)):
         yield
         return
+    previous = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
