@@ -53,7 +53,7 @@ ALLOWED = {
     "doctor": {"run", "builder", "pin", "profiles", "remote", "debug", "cluster"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles", "cluster"},
     "reduce": {"run", "replay", "bisect", "debug"},  # debug.crash: the reduced module's native backtrace
-    "triage": {"run", "replay", "compare", "bisect", "reduce"},
+    "triage": {"run", "replay", "compare", "bisect", "reduce", "debug"},  # debug.crash: a crash's top frames
 }
 SHARED_MAY_USE = {"bazelrc": {"profiles"}, "debuginfo": {"profiles"}}  # they render or check a profile
 MAX_MODULE_LINES = 350

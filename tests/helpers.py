@@ -56,6 +56,18 @@ def run_cli(
     )
 
 
+def release_python(version: str, cache: Path) -> str:
+    """The interpreter of jax/jaxlib `version`'s release environment under `cache`, made as `bisect releases` makes
+    it (one uv install the first time, reused afterwards; CI keeps the cache in XLATOOLS_TEST_BISECT_CACHE)."""
+    from xlatools.bisect.envs import ensure, find_uv, release_env
+
+    require("uv", find_uv() is not None, "pip install uv (release environments are made with it)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XLATOOLS_CACHE_DIR", str(cache))
+        python, _, _ = ensure(release_env(version, f"{sys.version_info.major}.{sys.version_info.minor}"))
+    return str(python)
+
+
 def sigint_default() -> None:
     """preexec_fn for a child that a test interrupts with SIGINT.
 

@@ -73,6 +73,8 @@ class XlaToolsError(Exception):
     # True when the command already printed its --json result, which says what failed: then
     # cli.main prints no JSON error after it (stdout stays one JSON document).
     reported_json = False
+    # True for a write that failed for want of space (a full disk, a quota): work files the command made can go.
+    disk_full = False
 
     def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):
         super().__init__(message)
@@ -95,6 +97,16 @@ class EnvironmentMissing(XlaToolsError):
     """A tool, engine or interpreter we need is not there: xlatools cannot run."""
 
     exit_code = EXIT_MISSING
+
+
+class TextNotTheRunsModule(EnvironmentMissing):
+    """reduce and isolate edit HLO text; a module whose text compiles another module than the run's cannot be
+    reduced or isolated (the difference is lost in the text). `stablehlo`: the module's StableHLO file, which
+    compiles the run's own module (the smallest form that still reproduces), when the dump has one."""
+
+    def __init__(self, message: str, *, stablehlo: str | None = None, differs: str = "", hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.stablehlo, self.differs = stablehlo, differs  # differs: how the text's compiled module is not the run's
 
 
 class Interrupted(XlaToolsError):

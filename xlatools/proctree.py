@@ -103,7 +103,10 @@ MARK = "XLATOOLS_TREE"  # in a run_captured child's environment, and so in every
 
 def marked(token: str) -> list[int]:
     """Live processes whose environment carries MARK=token (our own processes are readable):
-    the child's descendants, those that left its session and were adopted by init included."""
+    the child's descendants, those that left its session and were adopted by init included. On Linux read
+    from /proc (no psutil import: every run ends with this search)."""
+    if os.path.isdir("/proc/self/task"):
+        return _marked_in_proc(f"{MARK}={token}".encode())
     import psutil
 
     found = []
@@ -116,6 +119,68 @@ def marked(token: str) -> list[int]:
     return found
 
 
+def _marked_in_proc(needle: bytes) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if needle not in handle.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[-1].split()[:1] == [b"Z"]:
+                    continue  # a zombie: gone, only not reaped
+        except OSError:  # gone, or another user's
+            continue
+        found.append(int(entry))
+    return found
+
+
+def end_marked(token: str) -> None:
+    """SIGKILL every live process carrying MARK=token (`marker()`): what children started with it left running
+    once they ended, daemons in sessions of their own included."""
+    for pid in marked(token):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@contextlib.contextmanager
+def leaving_nothing(
+    env: dict[str, str], on_start: Callable | None = None
+) -> Iterator[tuple[dict[str, str], Callable[[object], None]]]:
+    """(`env` with a fresh marker for the children the block starts, `started`): whatever they leave running
+    (a daemon in a session of its own) is ended when the block ends, however it ends. `started(popen or
+    popens)`, a runner's on_start (it calls `on_start` first), ends it as soon as all of them have exited,
+    so that a daemon holding their pipes does not keep the runner waiting on them."""
+    import threading
+
+    token = marker()
+
+    def after(procs: list[subprocess.Popen]) -> None:
+        for proc in procs:
+            proc.wait()  # Popen.wait may be called from several threads
+        end_marked(token)
+
+    def started(popens: object) -> None:
+        if on_start is not None:
+            on_start(popens)
+        procs = list(popens) if isinstance(popens, (list, tuple)) else [popens]
+        threading.Thread(target=after, args=(procs,), daemon=True).start()
+
+    try:
+        yield {**env, MARK: token}, started
+    finally:
+        end_marked(token)
+
+
+def marker() -> str:
+    """A fresh token for MARK: put `{MARK: token}` in the environment of children whose leftovers `end_marked` ends."""
+    return os.urandom(8).hex()  # as secrets.token_hex(8), without that module's imports on the run path
+
+
 def run_captured(
     argv: list[str],
     *,
@@ -123,15 +188,21 @@ def run_captured(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     grace: float = 1.0,
+    sweep: bool = True,
+    alive: Callable[[], bool] | None = None,
+    alive_within: float | None = None,
 ) -> subprocess.CompletedProcess:
     """`subprocess.run(argv, capture_output=True, text=True, timeout=...)` for a child that may start
     children of its own (a target interpreter, its probe): the child gets its own session, and on a
     timeout, Ctrl-C or SIGTERM its whole tree is stopped before the exception goes on; whatever it left
     running when it ended (a daemon that left the session too) is stopped as well, found by a marker
-    in its environment. Nothing is left behind. Raises subprocess.TimeoutExpired like run."""
-    import secrets
-
-    token = secrets.token_hex(8)
+    in its environment. Nothing is left behind. Raises subprocess.TimeoutExpired like run.
+    `sweep=False`: no search for what left the session once it ended (a tool polled often, that starts no
+    daemons: the search reads every process's environment); its tree is still stopped on a timeout.
+    `alive`: a sign of life the child gives early (a file it writes first); without it after `alive_within`
+    seconds the child is stopped as on a timeout (TimeoutExpired with that timeout): one that never starts
+    is not waited for the whole `timeout`."""
+    token = marker()
     env = {**(os.environ if env is None else env), MARK: token}
     proc = None
     try:
@@ -147,7 +218,7 @@ def run_captured(
                 cwd=cwd,
                 start_new_session=True,
             )
-        out, err = proc.communicate(timeout=timeout)
+        out, err = _communicate(proc, timeout, alive, alive_within)
     except BaseException:
         if proc is not None:
             end_tree(proc, grace)
@@ -157,11 +228,8 @@ def run_captured(
                 pass
         raise
     finally:
-        for pid in marked(token):  # left behind: nothing of a probe outlives it
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        if sweep:
+            end_marked(token)  # left behind: nothing of a probe outlives it
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
@@ -209,6 +277,25 @@ def _deliver(signum: int, handler, frame) -> None:
     elif handler == signal.SIG_DFL:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
+
+
+def _communicate(
+    proc: subprocess.Popen, timeout: float | None, alive: Callable[[], bool] | None, within: float | None
+) -> tuple[str, str]:
+    if alive is None or within is None or (timeout is not None and within >= timeout):
+        return proc.communicate(timeout=timeout)
+    started = time.monotonic()
+    while True:  # retrying communicate() after its timeout loses no output
+        try:
+            return proc.communicate(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            waited = time.monotonic() - started
+            if waited >= within and not alive():
+                raise subprocess.TimeoutExpired(proc.args, within) from None
+            if timeout is not None and waited >= timeout:
+                raise subprocess.TimeoutExpired(proc.args, timeout) from None
+            if waited >= within:  # alive: the rest of the wait in one call
+                return proc.communicate(timeout=None if timeout is None else max(0.0, timeout - waited))
 
 
 @contextlib.contextmanager

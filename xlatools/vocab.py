@@ -88,6 +88,7 @@ class OracleKind(StrEnum):
     RECORDED = "recorded"  # the test's outputs differ from the result a snapshot recorded
     ERROR = "error"  # the test fails with a message matching --error
     SCRIPT = "script"  # --script exits 1-127 (git bisect run's convention)
+    CRASH = "crash"  # the test dies as the original did: the same signal (or compiler error) in the same phase
 
 
 class Interest(StrEnum):

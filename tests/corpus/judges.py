@@ -240,7 +240,11 @@ def judge_pack_same(program: Program, pack: Call, run: Call | None):
         return refused
     seconds = pack.seconds + (run.seconds if run else 0.0)
     expected = pack.json().get("expected") or {}
-    tool = [f"{k}: {v}" for k, v in (expected.items() if isinstance(expected, dict) else []) if v in FAILURES]
+    tool = [
+        f"{k}: {v}"
+        for k, v in (expected.items() if isinstance(expected, dict) else [])
+        if str(v).split(" ")[0] in FAILURES
+    ]
     if pack.rc != 0 or run is None:
         return _cell("tool-failure", seconds, "pack: " + pack.tail())
     if tool:

@@ -25,6 +25,28 @@ def jax_python() -> str:
     return sys.executable
 
 
+@pytest.fixture(scope="session")
+def miscompile_python() -> str:
+    return interpreter_from_env(
+        "XLATOOLS_MISCOMPILE_JAX_PYTHON",
+        "miscompile_jax",
+        "a Python with jax/jaxlib 0.6.2 (its CPU exp of a constant NaN is wrong, jax-ml/jax#29537)",
+        "scripts/make-jax-venv.sh PATH 0.6.2",
+    )
+
+
+@pytest.fixture(scope="session")
+def fixed_python(tmp_path_factory) -> str:
+    """jax/jaxlib 0.6.1, the release before 0.6.2's float64 miscompile (jax-ml/jax#29537): the good interpreter of
+    the real-case pairs (bad: reproduced, good: not). A release environment of the bisect tests' cache."""
+    import os
+
+    from tests.helpers import release_python
+
+    kept = os.environ.get("XLATOOLS_TEST_BISECT_CACHE")
+    return release_python("0.6.1", Path(kept) if kept else tmp_path_factory.mktemp("bisect-cache"))
+
+
 @pytest.fixture
 def old_jax_python() -> str:
     return interpreter_from_env(

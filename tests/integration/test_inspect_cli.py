@@ -29,7 +29,8 @@ if __name__ == "__main__":
 
 
 def _stages(rows: list[str]) -> list[list[str]]:
-    return [row.split() for row in rows if " jit_layer " in f" {row} "]
+    """The dump table's rows of jit_layer (they start with the module id; the metrics table's with #N)."""
+    return [row.split() for row in rows if " jit_layer " in f" {row} " and row.split()[0].isdigit()]
 
 
 def test_inspect_shows_the_run_and_where_each_module_came_from(xl, tmp_path):

@@ -39,6 +39,11 @@ def test_default_dump_preset_on_old_jaxlib(xl, tmp_path, old_jax_python):
     assert data["dump"]["layout"] == "flat"
     ids = [m["id"] for m in data["dump"]["modules"]]
     assert ids == list(range(len(ids)))  # 0.4.30 numbers modules contiguously
+    # each module's StableHLO: jax's (JAX_DUMP_IR_TO=<bundle>/jax_ir, set by the dumping run), tied to it
+    tied = {m["name"]: m.get("stablehlo") or "" for m in data["dump"]["modules"]}
+    assert all(f.startswith("../jax_ir/jax_ir") and f.endswith(f"_{name}_compile.mlir") for name, f in tied.items()), (
+        tied
+    )
 
 
 def test_default_dump_preset_on_jaxlib_0_12(xl, tmp_path, new_jax_python):
@@ -53,6 +58,9 @@ def test_default_dump_preset_on_jaxlib_0_12(xl, tmp_path, new_jax_python):
     assert modules and all(m["id"] % 2 == 0 for m in modules)  # even ids, as on 0.10.x
     assert all({"before_optimizations", "after_optimizations", "module_folder"} <= set(m["stages"]) for m in modules)
     assert all(m["instructions_before"] and m["instructions_after"] for m in modules)
+    # each module's StableHLO is XLA's own module.mlir: the run leaves JAX_DUMP_IR_TO alone
+    assert all(m["stablehlo"] == f"module_{m['id']:04d}.{m['name']}/module.mlir" for m in modules)
+    assert not (tmp_path / "artifacts" / "latest" / "jax_ir").exists()
     inspected = xl("inspect", "artifacts/latest", "--json")
     assert inspected.returncode == 0, inspected.stderr
     assert {m["origin"] for m in json.loads(inspected.stdout)["modules"]} == {"jax"}

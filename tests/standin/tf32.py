@@ -4,9 +4,10 @@ A GPU (Ampere and newer) runs an f32 dot or convolution whose operand precision 
 in HLO text) or HIGH, or whose algorithm= names TF32, with its operands rounded to TF32 (8 exponent
 bits, 10 mantissa bits) and f32 accumulation. The CPU computes every f32 dot in f32, so the `precision`
 verdict has no real case on this machine. `interpreter(real, folder)` writes an interpreter that is
-`real` with one difference: the replay target script (xlatools/replay/probes) compiles HLO text with
-an HLO `reduce-precision(x), exponent_bits=8, mantissa_bits=10` inserted before each f32 operand of
-such an instruction (round to nearest even, as TF32 conversion does). The text the target reports
+`real` with one difference: the replay target script (xlatools/replay/probes) compiles HLO text (and
+StableHLO, as the HLO text it converts to) with an HLO `reduce-precision(x), exponent_bits=8,
+mantissa_bits=10` inserted before each f32 operand of such an instruction (round to nearest even, as
+TF32 conversion does). The text the target reports
 (module.txt) stays the one it was given, so replay raises and compares that module, as on a GPU.
 
 Written for the stand-in only, with xlatools.hlo.grammar (stdlib only; it runs in the target).

@@ -92,7 +92,10 @@ def test_rule_judges_exit_match_and_metric(tmp_path):
     for bad_rule in (
         Rule(match="("),
         Rule(match_in="dump:"),
-        Rule(metric="x"),
+        Rule(threshold=1.0),
+        Rule(metric="x", threshold=1.0, repeat=5),  # --repeat belongs to the noise-aware test
+        Rule(metric="x", repeat=2),
+        Rule(metric="x", max_runs=0),
         Rule(match="a", metric="x", threshold=1),
     ):
         with pytest.raises(UsageError):

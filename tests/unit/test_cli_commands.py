@@ -49,3 +49,25 @@ def test_help_lines_can_be_copied(capsys, monkeypatch):
             assert not broken, (path, columns, broken)
             if path == ["run"] and columns == "100":  # narrower, the help column is shorter than the example
                 assert "--xla-flag=--xla_dump_hlo_pass_re=.*" in page
+
+
+def test_m_is_a_python_module_and_an_hlo_module_is_module_only(capsys, tmp_path):
+    """-m was --module's short form in the commands that read dumps: now it says which option to use (exit 2),
+    never taken for a Python module there; the help shows --module alone."""
+    for argv in (
+        ["inspect", str(tmp_path), "-m", "jit_f"],
+        ["replay", str(tmp_path), "-m", "jit_f"],
+        ["reduce", str(tmp_path), "-m", "jit_f"],
+        ["diff", str(tmp_path), str(tmp_path), "-m", "jit_f"],
+        ["report", str(tmp_path), "-m", "jit_f"],
+        ["repro", "pack", str(tmp_path), "-m", "jit_f"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "-m names a Python module" in err and "use --module jit_f" in err and "Traceback" not in err, argv
+        assert main([*argv[: argv.index("-m")], "--help"]) == 0
+        shown = capsys.readouterr().out
+        assert "--module" in shown and " -m" not in shown, argv
+    assert main(["bisect", "passes", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())  # the help wraps lines
+    assert "Run a Python module (python -m MODULE)" in shown and "Not -m, which names a Python module" in shown

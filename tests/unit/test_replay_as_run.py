@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from xlatools.replay.as_run import difference, read_debug_options, run_files
+from xlatools.replay.sources import ModuleSource
 
 RUN = """HloModule jit_f, entry_computation_layout={(f32[3,1,1]{2,1,0})->f32[3,1,1]{2,1,0}}, allow_spmd_sharding_propagation_to_parameters={true}, allow_spmd_sharding_propagation_to_output={true}
 
@@ -47,10 +48,12 @@ def test_run_files_and_debug_options(tmp_path):
     (tmp_path / "module_0003.jit_f.debug_options").write_text(
         'xla_cpu_enable_fast_min_max: false\nxla_dump_to: "/tmp/d"\nxla_cpu_max_isa: "AVX2"\nnested {\n'
     )
-    files = run_files(before)
+    files = run_files(ModuleSource(name="jit_f", id=3, text=before).run_stem)  # the stem the text names
     assert files.optimized.name == "module_0003.jit_f.cpu_after_optimizations.txt"
     assert read_debug_options(files.debug_options) == {
         "xla_cpu_enable_fast_min_max": "false",
         "xla_cpu_max_isa": "AVX2",
     }
-    assert run_files(tmp_path / "other.txt").optimized is None and read_debug_options(None) == {}
+    assert run_files(tmp_path / "module_0003.jit_f") == files  # a module.mlir or jax IR file's module: its stem
+    assert run_files(ModuleSource(name="o", id=None, text=tmp_path / "other.txt").run_stem).optimized is None
+    assert run_files(None).optimized is None and read_debug_options(None) == {}

@@ -143,13 +143,18 @@ def test_outcome_and_exit_codes():
 
 
 def _module(outcome="mismatch", fingerprint="f" * 64, outputs=("d1",), phase="compare", message=None):
+    """A module as a replay records it: a mismatch is the test's comparison with its snapshot, failed."""
+    test = RunRecord(label="test", python="/py", phase=phase, signal=None, message=message)
+    if outcome in ("ok", "mismatch"):
+        test.comparisons = [Comparison(against="snapshot", ok=outcome == "ok", mismatches=int(outcome != "ok"))]
     return ModuleRecord(
         name="jit_fn",
         id=0,
         outcome=outcome,
+        failed_run="test" if outcome != "ok" else None,
         fingerprint=fingerprint,
         outputs=[OutputDigest(shape=[], dtype="float32", sha256=d) for d in outputs],
-        runs=[RunRecord(label="test", python="/py", phase=phase, signal=None, message=message)],
+        runs=[test],
     )
 
 
@@ -163,7 +168,9 @@ def test_verdicts():
     expected = [_expected()]
     assert verdict(expected, [_module()]).outcome == "reproduced"
     other = verdict(expected, [_module(outcome="ok")])
-    assert other.outcome == "not-reproduced" and "outcome ok, expected mismatch" in other.differences[0]
+    assert (
+        other.outcome == "not-reproduced" and "jit_fn: ok, expected mismatch against snapshot" in other.differences[0]
+    )
     moved = _module(fingerprint="e" * 64)
     assert verdict(expected, [moved], "class").outcome == "reproduced"  # differences listed, not decisive
     assert verdict(expected, [moved], "class").differences
@@ -312,3 +319,19 @@ def test_snapshots_are_ordered_by_execution_and_picked_by_index(tmp_path):
         pick_execution(ordered, 3, "0001 m")
     with pytest.raises(UsageError, match="has no snapshot"):
         pick_execution([], 0, "0001 m")
+
+
+def test_a_snapshot_is_told_from_a_module_proto_by_content_where_the_name_does_not_say(tmp_path):
+    pytest.importorskip("google.protobuf")
+    from xlatools.replay.hloproto import schema
+    from xlatools.replay.sources import file_kind
+
+    module = schema()["HloModuleProto"](name="m", computations=[b"opaque"])
+    snapshot = schema()["HloSnapshot"]()
+    snapshot.hlo.hlo_module = module.SerializeToString()
+    (tmp_path / "renamed.pb").write_bytes(snapshot.SerializeToString())
+    (tmp_path / "module.pb").write_bytes(module.SerializeToString())
+    (tmp_path / "zeros.pb").symlink_to("/dev/zero")  # never read: not a regular file
+    assert file_kind(tmp_path / "renamed.pb") == "snapshot"
+    assert file_kind(tmp_path / "module.pb") == "proto"
+    assert file_kind(tmp_path / "zeros.pb") == "proto"

@@ -24,7 +24,9 @@ from xlatools.vocab import ExitCodeMode, Platform, ReproOutcome, Status, StepOut
 
 if TYPE_CHECKING:
     from xlatools.cluster.spec import ClusterSpec
+    from xlatools.bisect.metric_test import MetricTest
     from xlatools.console import Reporter
+    from xlatools.records.run import RunManifest
     from xlatools.run.program import Program
 
 CANNOT_RUN = "cannot run here"  # a skip whose reason starts so: this machine, not the candidate, is the problem
@@ -77,7 +79,7 @@ class TestOptions:
     cluster: ClusterSpec | None = None  # --executor slurm: each step's run is a Slurm job (xlatools/cluster)
 
 
-def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTest:
+def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTest | MetricTest:
     """The Test the options describe (a program run, or a repro pack), checked before anything runs."""
     if opts.replay is not None:
         if opts.cluster is not None:
@@ -86,6 +88,8 @@ def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTes
             )
         if opts.program or opts.module:
             raise UsageError("--replay PACK and a program (-- prog.py) are two tests; give one")
+        if opts.rule.metric is not None:
+            raise UsageError("--metric measures a program run; a repro pack replay has no metrics", hint="-- prog.py")
         test = ReplayTest(Path(opts.replay).resolve())
         test.validate()
         return test
@@ -96,8 +100,10 @@ def build_test(opts: TestOptions, reporter: Reporter) -> ProgramTest | ReplayTes
         )
     from xlatools.run.program import parse_program
 
+    from xlatools.bisect.metric_test import wrap
+
     opts.rule.validate()
-    return ProgramTest(parse_program(opts.program, opts.module, list(opts.args), opts.cwd), opts, reporter)
+    return wrap(ProgramTest(parse_program(opts.program, opts.module, list(opts.args), opts.cwd), opts, reporter))
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,8 @@ class ProgramTest:
             timeout=o.timeout,
         )
 
-    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
+    def execute(self, step: StepEnv, out_root: Path, name: str) -> tuple[RunManifest, float]:
+        """One run of the program in `step` (a run bundle under `out_root`): its record and the seconds it took."""
         import os
 
         from xlatools.records.run import ProfileRun
@@ -171,12 +178,15 @@ class ProgramTest:
             exit_code_mode=ExitCodeMode.PROGRAM,
             cluster=o.cluster,
         ).record
-        run_s = time.monotonic() - t0
         if record.status == Status.INTERRUPTED:
             raise Interrupted(f"interrupted during step {name}; run the same command again to continue")
         if record.slurm is not None and record.slurm.killed_by_slurm:  # the executor, not the candidate: never good/bad
             raise SkipStep(record.slurm.killed_by_slurm, record.bundle)
-        judged = o.rule.judge(record, Path(record.bundle))
+        return record, time.monotonic() - t0
+
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
+        record, run_s = self.execute(step, out_root, name)
+        judged = self.opts.rule.judge(record, Path(record.bundle))
         return StepVerdict(
             judged.outcome,
             judged.reason,
@@ -185,6 +195,15 @@ class ProgramTest:
             run_s,
             StepDetail(exit_code=record.exit_code, jax=record.jax.jax, jaxlib=record.jax.jaxlib),
         )
+
+
+# A pack a bisection can use judges each step by the pack alone: a good run's recorded results, replayed by the bad
+# jaxlib, make one whose expected outcome is the mismatch against them (a good step matches them, a bad one not).
+GOLDEN_PACK = (
+    "make the pack from a run of a good jaxlib that dumped snapshots (`xlatools run PROG --python GOOD --preset "
+    "dump:hlo --preset dump:snapshots`), replayed by the bad one: `xlatools repro pack artifacts/latest "
+    "--python BAD -o PACK` expects the mismatch against the good run's recorded results"
+)
 
 
 @dataclass(frozen=True)
@@ -213,17 +232,16 @@ class ReplayTest:
             index = read_index(extract(self.pack, Path(folder) / "pack"), self.pack)
         from xlatools.replay.repro_verdict import nothing_to_reproduce
 
-        healthy = nothing_to_reproduce(index.modules)
-        if healthy:  # every step would be "reproduced": the expected outcome is ok
-            raise UsageError(
-                f"--replay {self.pack}: {healthy}", hint="bisect with a pack whose modules fail (or mismatch)"
-            )
+        healthy = nothing_to_reproduce(index.modules, index.oracle)
+        if healthy:  # every step would be "not reproduced": nothing tells good from bad
+            raise UsageError(f"--replay {self.pack}: {healthy}", hint=GOLDEN_PACK)
         if index.reference_pythons:
-            jaxlibs = ", ".join(r.jaxlib for r in index.reference_pythons)
+            jaxlibs = ", ".join(str(r.jaxlib) for r in index.reference_pythons)
             raise UsageError(
-                f"--replay {self.pack}: the pack compares with reference interpreter(s) (jaxlib {jaxlibs}); "
-                "a bisection replays it in each step's interpreter against its expected outcome only",
-                hint="make the pack without --reference-python (`xlatools repro pack BUNDLE -o PACK`)",
+                f"--replay {self.pack}: the pack's outcomes are judged against reference interpreter(s) (jaxlib "
+                f"{jaxlibs}), which a bisection step does not have: it replays the pack in the step's interpreter "
+                "alone",
+                hint=GOLDEN_PACK,
             )
 
     def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:

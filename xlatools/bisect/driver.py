@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from xlatools.bisect import anchors
 from xlatools.bisect.checks import SkipStep, StepEnv, Test
 from xlatools.bisect.engine import (
     BisectResult,
@@ -87,7 +88,7 @@ def make_step(state: State, source: Source, test: Test, progress: Progress, para
 
 def where(state: State) -> str:
     """For ordered searches: how many untested candidates are left between the known good and bad."""
-    if state.kind == "passes" or not state.candidates:
+    if state.kind in ("passes", "flags", "timeline") or not state.candidates:
         return ""
     index = {c.key: i for i, c in enumerate(state.candidates)}
     first = {index[s.key]: s.outcome for s in state.steps if s.attempt == 0 and s.key in index}
@@ -150,9 +151,11 @@ def run_ordered(
         return bisect_kary(keys, labels, oracle, parallel, jobs, confirm)
 
     def body() -> None:
+        anchors.start(state, oracle, source, test, progress, jobs)  # --metric without --threshold: the ends first
         result = search()
         found.append(result)
         state.result = ordered_result(state, result)
+        anchors.finish(state, oracle, source, test, result, progress)
         state.status = BisectStatus.DONE
         state.message = None
         _links(state)

@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 from xlatools import search
 from xlatools.errors import UsageError, XlaToolsError
 from xlatools.records.bisect import StepDetail, StepRecord
+from xlatools.records.bisect_metric import MetricRuns
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import StepOutcome
 
@@ -52,6 +53,7 @@ class StepVerdict:
     run_s: float = 0.0
     detail: StepDetail | None = None
     bazel_processes: BazelProcesses | None = None  # the candidate was built: how bazel ran its actions
+    metric: MetricRuns | None = None  # a noise-aware metric test: every run's value
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", StepOutcome(self.outcome))  # a plain "good" from a test's step too
@@ -107,6 +109,7 @@ class Oracle:
             finished=self.clock(),
             detail=verdict.detail,
             bazel_processes=verdict.bazel_processes,
+            metric=verdict.metric,
         )
         self.steps.append(record)
         self.on_record(record)

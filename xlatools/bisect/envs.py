@@ -64,10 +64,16 @@ def release_requirements(version: str, platform: str = "cpu") -> tuple[str, ...]
     return tuple(reqs)
 
 
-def release_env(version: str, python_version: str, platform: str = "cpu") -> EnvSpec:
-    return EnvSpec(
-        f"jax-{version}-py{python_version}-{platform}", python_version, release_requirements(version, platform)
-    )
+def release_env(version: str, python_version: str, platform: str = "cpu", extras: tuple[str, ...] = ()) -> EnvSpec:
+    """The environment of jax `version`; `extras` (the program's own packages, --with / --requirements) are resolved
+    with it (uv picks the newest version of each that accepts this jax unless pinned) and name an environment of
+    their own."""
+    name = f"jax-{version}-py{python_version}-{platform}"
+    if extras:
+        import hashlib
+
+        name += "-with-" + hashlib.sha256("\n".join(sorted(extras)).encode()).hexdigest()[:10]
+    return EnvSpec(name, python_version, (*release_requirements(version, platform), *extras))
 
 
 def envs_root() -> Path:

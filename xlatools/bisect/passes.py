@@ -1,45 +1,86 @@
-"""Which HLO pass makes the difference: delta debugging over `--xla_disable_hlo_passes`.
+"""Which HLO passes make the difference: delta debugging over `--xla_disable_hlo_passes`.
 
 1. Baseline: the test runs once with a per-pass dump (`--xla_dump_hlo_pass_re=.*`); it must be bad.
-   The passes that changed a module (per-pass dump files) are the candidates, in pipeline order.
-2. Disabling all of them must turn bad into good (else the difference lies elsewhere: lowering,
-   LLVM, runtime). When that disable set breaks compilation (skip), each pass is tried alone.
-3. ddmin finds a 1-minimal set whose disabling turns bad into good (several passes that only fail
-   together are found too). A set that breaks compilation is a skip: never good.
-Result: the pass names, their pipelines, and the HLO before/after each culprit in the bad run.
+   The passes that changed a module (per-pass dump files) are the candidates, in pipeline order, less
+   those left enabled: the ones the backend's compilation needs (bisect/pass_rules.py) and
+   `--exclude-pass`; `--include-pass` adds a pass (or puts a needed one back).
+2. The search (bisect/pass_search.py): disable them all, leave enabled whatever breaks the program,
+   add passes that take over, then a prefix search for a 1-minimal set whose disabling turns bad into
+   good (bisect/pass_run.py drives it through the recorded steps).
+   A step with passes disabled that crashes, or fails otherwise than the test's bad, is a skip.
+Result: the pass names, their pipelines, what was left enabled or added and why, and the HLO
+before/after each culprit.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from xlatools.bisect.checks import CANNOT_RUN, StepEnv
-from xlatools.bisect.engine import EndpointProblem, NoReduction, ddmin
-from xlatools.errors import EnvironmentMissing
-from xlatools.records.bisect import BisectAnswer, Candidate, CandidateRef, ConfirmRuns, CulpritHlo, PassFound
+from xlatools.bisect.engine import EndpointProblem, StepVerdict
+from xlatools.bisect.pass_rules import Baseline, baseline_of, judge_disabled
+from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.records.bisect import CulpritHlo, PassFound
 from xlatools.run.dumps import DumpIndex, Module, PassStep
-from xlatools.vocab import BisectStatus, StepOutcome
+from xlatools.vocab import StepOutcome
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import Test
-    from xlatools.bisect.driver import Progress
-    from xlatools.bisect.state import State
+    from xlatools.bisect.rule import Rule
 
 BASELINE = "baseline"
+DUMPED = "dump:"  # a key so prefixed runs its set of disabled passes with a per-pass dump
 MARKERS = ("pipeline-start", "pipeline-end")
+DISABLE = "--xla_disable_hlo_passes="
 
 
-@dataclass(frozen=True)
+@dataclass
 class PassSource:
+    """Flags of a step: the baseline dumps every pass; a key is the comma-joined set of passes to disable
+    (with a per-pass dump when it is in `dump_keys` or prefixed DUMPED)."""
+
     python: str
+    dump_keys: set[str] = field(default_factory=set)
 
     def prepare(self, key: str, label: str) -> StepEnv:
         if key == BASELINE:
             return StepEnv(self.python, ("--xla_dump_hlo_pass_re=.*",), dump=True)
-        return StepEnv(self.python, (f"--xla_disable_hlo_passes={key}",))
+        passes = key.removeprefix(DUMPED)
+        if key.startswith(DUMPED) or key in self.dump_keys:
+            return StepEnv(self.python, (f"{DISABLE}{passes}", "--xla_dump_hlo_pass_re=.*"), dump=True)
+        return StepEnv(self.python, (f"{DISABLE}{passes}",))
+
+
+@dataclass(frozen=True)
+class DisabledPassesTest:
+    """The test, with steps that disable passes judged by pass_rules.judge_disabled: a crash, or any failure
+    that is not the test's bad, is a skip (the set broke the program), never bad."""
+
+    test: Test
+    rule: Rule
+    baseline: Callable[[], Baseline]  # what the test's bad looked like in the baseline
+
+    def describe(self):
+        return self.test.describe()
+
+    def check(self, step: StepEnv, out_root: Path, name: str) -> StepVerdict:
+        verdict = self.test.check(step, out_root, name)
+        if not any(flag.startswith(DISABLE) for flag in step.xla_flags):
+            return verdict
+        return judge_disabled(verdict, self.rule, self.baseline())
+
+
+def check_pass_names(option: str, names: list[str]) -> None:
+    """--exclude-pass / --include-pass: one pass name each (no comma: the XLA flag is a comma list)."""
+    for name in names:
+        if not name.strip() or "," in name or name != name.strip():
+            raise UsageError(
+                f"{option} {name!r}: not a pass name",
+                hint=f"one pass a time, e.g. {option} copy-insertion (repeat the option for more)",
+            )
 
 
 def _pass_steps(module: Module) -> list[PassStep]:
@@ -98,31 +139,6 @@ def culprit_hlo(index: DumpIndex, culprits: list[str], folder: Path, module: str
     return found
 
 
-def minimal_disable_set(passes: list[str], ask) -> tuple[tuple[str, ...], str]:
-    """ddmin over `passes` with `ask(subset) -> outcome` (good = disabling it fixes the test).
-    Returns the set and how it was found."""
-
-    def interesting(subset: tuple[str, ...]) -> bool | None:
-        outcome = ask(subset)
-        return None if outcome == StepOutcome.SKIP else outcome == StepOutcome.GOOD
-
-    everything = interesting(tuple(passes))
-    if everything is True:
-        return ddmin(passes, interesting), "ddmin"
-    if everything is False:
-        raise NoReduction(
-            f"disabling all {len(passes)} passes that changed the module ({', '.join(passes)}) still leaves the "
-            "test bad: the difference is not made by one of these HLO passes (look at lowering, codegen or runtime)"
-        )
-    for name in passes:  # disabling everything broke compilation: one at a time
-        if interesting((name,)) is True:
-            return (name,), "one at a time (disabling all of them broke compilation)"
-    raise NoReduction(
-        "disabling all the passes breaks compilation and no single pass turns the test good",
-        hint="narrow the candidates with --module, or test pairs by hand with --xla-flag",
-    )
-
-
 def check_baseline(outcome: StepOutcome, reason: str) -> None:
     if outcome == StepOutcome.GOOD:
         raise EndpointProblem(
@@ -137,66 +153,29 @@ def check_baseline(outcome: StepOutcome, reason: str) -> None:
         raise EndpointProblem(f"the baseline run could not be judged: {reason}", hint="check the test on its own first")
 
 
-def _label(subset: tuple[str, ...]) -> str:
-    text = ",".join(subset)
-    return f"disable {len(subset)}: {text if len(text) <= 60 else text[:57] + '...'}"
+def recorded_baseline(steps) -> Baseline:
+    """The recorded baseline's exit status and XLA error (nothing yet: an empty Baseline)."""
+    first = next((s for s in steps if s.key == BASELINE and s.attempt == 0), None)
+    if first is None:
+        return Baseline()
+    return baseline_of(first.detail.exit_code if first.detail else None, first.bundle)
 
 
-def run_passes(state: State, python: str, test: Test, module: str | None, confirm: int, progress: Progress) -> None:
-    """Baseline, candidates from its dump, ddmin, confirm re-runs, culprit HLO; result into `state`."""
-    from xlatools.bisect.driver import attach_diff, first_bundle, guarded, oracle_for
-    from xlatools.bisect.state import point_link
+def dumped_passes(bundle: str | None, module: str | None) -> list[PassFound]:
+    """The passes that changed a module in a step's per-pass dump ([] without one)."""
     from xlatools.run.dumps import index_dump
 
-    oracle = oracle_for(state, PassSource(python), test, progress)
+    root = Path(bundle or "") / "xla_dump"
+    if not bundle or not root.is_dir():
+        return []
+    index = index_dump(root)
+    if module:
+        try:
+            index.find(module)
+        except UsageError:  # the module was not compiled in that run
+            return []
+    return passes_from_dump(index, module)
 
-    def body() -> None:
-        outcome = oracle.ask(BASELINE, "all passes enabled", "baseline")
-        base = oracle.runs(BASELINE)[0]
-        check_baseline(outcome, base.reason)
-        index = index_dump(Path(base.bundle) / "xla_dump")
-        passes = passes_from_dump(index, module)
-        if not passes:
-            raise NoReduction(
-                f"the per-pass dump of {base.bundle} shows no pass that changed "
-                f"{'module ' + module if module else 'any module'}"
-            )
-        state.candidates = [Candidate(key=p.name, label=p.name) for p in passes]
-        progress(f"{len(passes)} passes changed the module(s): {', '.join(p.name for p in passes)}")
-        culprits, how = minimal_disable_set(
-            [p.name for p in passes], lambda s: oracle.ask(",".join(s), _label(s), "ddmin")
-        )
-        key = ",".join(culprits)
-        for attempt in range(1, confirm + 1):
-            oracle.ask(BASELINE, "all passes enabled", "confirm", attempt)
-            oracle.ask(key, _label(culprits), "confirm", attempt)
-        seen = ConfirmRuns(
-            first_bad=[r.outcome for r in oracle.runs(BASELINE)[: confirm + 1]],
-            last_good=[r.outcome for r in oracle.runs(key)[: confirm + 1]],
-        )
-        chosen = [p for p in passes if p.name in culprits]
-        hlo = culprit_hlo(index, list(culprits), state.folder, module)
-        lines = [f"culprit pass{'es' if len(chosen) > 1 else ''} ({how}):"]
-        lines += [f"  {p.name}  (pipeline {', '.join(p.pipelines)}; modules {', '.join(p.modules)})" for p in chosen]
-        lines += [
-            f"  HLO {h.module}: before {Path(h.before).name}\n        after  {Path(h.after).name}\n"
-            f"        diff   {h.diff} ({h.lines_changed} lines)"
-            for h in hlo
-        ]
-        state.result = BisectAnswer(
-            last_good=CandidateRef(key=key, label=f"disable {key}", bundle=first_bundle(state, key)),
-            first_bad=CandidateRef(key=BASELINE, label="all passes enabled", bundle=base.bundle),
-            confirm=seen,
-            flaky=any(o != StepOutcome.BAD for o in seen.first_bad)
-            or any(o != StepOutcome.GOOD for o in seen.last_good),
-            passes=chosen,
-            how=how,
-            hlo=hlo,
-            report_lines=lines,
-        )
-        state.status, state.message = BisectStatus.DONE, None
-        point_link(state.folder, "first-bad", base.bundle)
-        point_link(state.folder, "last-good", first_bundle(state, key))
-        attach_diff(state)
 
-    guarded(state, body)
+def dump_platform(index: DumpIndex) -> str | None:
+    return next((m.platform for m in sorted(index.modules.values(), key=lambda m: m.id) if m.platform), None)

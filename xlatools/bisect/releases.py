@@ -156,11 +156,13 @@ class ReleaseSource:
     python_version: str
     platform: str = "cpu"
     log: Callable[[str], None] | None = None  # progress lines while an environment is made
+    extras: tuple[str, ...] = ()  # the program's own packages (--with / --requirements)
 
     def prepare(self, key: str, label: str) -> StepEnv:
-        spec = release_env(key, self.python_version, self.platform)
+        spec = release_env(key, self.python_version, self.platform, self.extras)
         try:
             python, seconds, made = ensure(spec, self.log)
         except InstallFailed as exc:
-            raise SkipStep(f"install failed: {exc.reason}", install_s=exc.seconds) from None
+            what = f" with {' '.join(self.extras)}" if self.extras else ""
+            raise SkipStep(f"install failed{what}: {exc.reason}", install_s=exc.seconds) from None
         return StepEnv(str(python), install_s=seconds, note="installed" if made else "cached environment")

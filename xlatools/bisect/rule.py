@@ -1,9 +1,9 @@
 """How a program test's finished run becomes good, bad or skip: the `Rule` (exit status, a regex on the
-output or a dump file, a metric the program writes) and the files its regex searches."""
+output or a dump file, a metric: xlatools' own, run/metrics.py, or one the program writes) and the files its
+regex searches."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -49,8 +49,20 @@ class Rule(RuleSpec):
             raise UsageError(
                 f"--match-in {self.match_in!r}", hint="use output or dump:PART (e.g. dump:after_optimizations)"
             )
-        if (self.metric is None) != (self.threshold is None):
-            raise UsageError("--metric and --threshold go together", hint="e.g. --metric step_time_s --threshold 0.5")
+        if self.metric is not None:
+            from xlatools.run.metrics import parse_metric
+
+            parse_metric(self.metric)  # `run_s:` or a module on a process metric: exit 2 before any step
+        if self.threshold is not None and self.metric is None:
+            raise UsageError("--threshold goes with --metric", hint="e.g. --metric run_s --threshold 0.5")
+        noise_aware = self.metric is not None and self.threshold is None
+        for option, value, least in (("--repeat", self.repeat, 3), ("--max-runs", self.max_runs, 1)):
+            if value is not None and not noise_aware:
+                raise UsageError(
+                    f"{option} goes with --metric NAME without --threshold (runs measured against the two ends)"
+                )
+            if value is not None and not least <= value <= 100:
+                raise UsageError(f"{option} {value}: must be {least} to 100")
         if self.match is not None and self.metric is not None:
             raise UsageError("--match and --metric cannot be combined; pick one test")
 
@@ -65,7 +77,7 @@ class Rule(RuleSpec):
         if code in self.skip_exit:
             return Judgement(StepOutcome.SKIP, f"exit {code} means skip")
         if self.metric is not None:
-            return self._judge_metric(code, bundle)
+            return self._judge_metric(self.metric, code, manifest, bundle)
         if self.match is not None:
             found = _search(self.match, self.match_in, bundle, self.hlo_module)
             unasked = self._unasked_failure(code)
@@ -98,18 +110,20 @@ class Rule(RuleSpec):
             return f"the program {what}, which the test did not ask about ({named}): skip"
         return None
 
-    def _judge_metric(self, code: int | None, bundle: Path) -> Judgement:
+    def _judge_metric(self, metric: str, code: int | None, manifest: RunManifest, bundle: Path) -> Judgement:
+        """--threshold: one run's value (bisect/samples.threshold_value: xlatools' own metric as run/metrics.py
+        reduces it, or the program's) against it."""
+        from xlatools.bisect.samples import MetricMissing, threshold_value
+
         try:
-            value = float(json.loads((bundle / "metrics.json").read_text())[self.metric])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            return Judgement(
-                StepOutcome.SKIP, f"no metric {self.metric} in metrics.json (exit {code}; {type(exc).__name__})"
-            )
+            value = threshold_value(manifest, bundle, metric, not self.higher_is_better)
+        except MetricMissing as exc:
+            return Judgement(StepOutcome.SKIP, f"no metric {metric} (exit {code}): {exc.reason}")
         worse = value < self.threshold if self.higher_is_better else value > self.threshold
         side = "below" if self.higher_is_better else "above"
         return Judgement(
             StepOutcome.BAD if worse else StepOutcome.GOOD,
-            f"{self.metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g})",
+            f"{metric} = {value:g} ({'' if worse else 'not '}{side} {self.threshold:g}; 1 run, spread not measured)",
         )
 
 

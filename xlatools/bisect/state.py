@@ -89,11 +89,21 @@ def load(folder: Path) -> State | None:
     return state
 
 
+def set_aside(folder: Path) -> Path:
+    """Move a bisect folder out of the way (kept as <folder>.<UTC time>); where it went."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    kept = folder.with_name(f"{folder.name}.{stamp}")
+    n = 1
+    while os.path.lexists(kept):  # twice in one second
+        kept, n = folder.with_name(f"{folder.name}.{stamp}.{n}"), n + 1
+    os.replace(folder, kept)
+    return kept
+
+
 def open_state(folder: Path, kind: str, spec: BisectSpec, fresh: bool) -> State | None:
     """The existing state for this spec (None if there is none); `fresh` moves the old folder aside first."""
     if fresh and folder.exists():
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        os.replace(folder, folder.with_name(f"{folder.name}.{stamp}"))
+        set_aside(folder)
         return None
     state = load(folder)
     if state is not None and (state.kind != kind or spec_json(state.spec) != spec_json(spec)):

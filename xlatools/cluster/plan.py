@@ -9,7 +9,7 @@ scheduler's own files (the batch script's output) go to the job folder too.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xlatools.cluster.spec import ClusterSpec
 
@@ -94,6 +94,12 @@ class TaskSpec:
     stderr: str
     exit_file: str
     timeout: float | None = None
+    # A stuck task (run/hang/): before task.py stops it at its timeout, or when no log of any task grew for
+    # `stall` seconds, it reads its program's stacks with `pystack` into `stacks`.locals.txt / .native.txt.
+    stall: float | None = None
+    stacks: str | None = None
+    pystack: list[str] | None = None
+    progress: list[str] = field(default_factory=list)  # every task's logs and the observer's folder
 
 
 @dataclass(frozen=True)
@@ -106,3 +112,5 @@ class TaskExit:
     started: float = 0.0  # time.time() on the node
     finished: float = 0.0
     node: str = ""
+    stalled: bool = False  # stopped because nothing moved for --stall seconds (timed_out is true too)
+    pid: int | None = None  # the program's pid on the node (its stacks' files name it)

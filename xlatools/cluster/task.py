@@ -31,6 +31,64 @@ def _kill(proc):
         pass
 
 
+def _progress(paths):
+    """The newest change of any of `paths` (files, or folders whose files count), time.time()."""
+    newest = 0.0
+    for path in paths:
+        try:
+            names = [os.path.join(path, n) for n in os.listdir(path)] if os.path.isdir(path) else [path]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                newest = max(newest, os.stat(name).st_mtime)
+            except OSError:
+                continue
+    return newest
+
+
+def _cpu(pid):
+    """CPU seconds of `pid` so far (0 when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _stacks(task, pid):
+    """The program's stacks before it is stopped: pystack's reports into `stacks`.locals.txt / .native.txt
+    (xlatools reads them after the job); each read bounded; nothing when there is no pystack."""
+    argv, prefix = task.get("pystack"), task.get("stacks")
+    if not argv or not prefix:
+        return
+    for mode, suffix in (("--locals", "locals"), ("--native-all", "native")):
+        try:
+            done = subprocess.run(
+                [*argv, "remote", "--no-color", mode, str(pid)], capture_output=True, text=True, timeout=60
+            )
+            text = done.stdout + ("" if done.returncode == 0 else "\n#error pystack: " + " ".join(done.stderr.split()))
+        except (OSError, subprocess.SubprocessError) as exc:
+            text = f"#error cannot run pystack: {exc}"
+        with open(f"{prefix}.{suffix}.txt", "w") as handle:
+            handle.write(text)
+    with open(f"{prefix}.read", "w"):
+        pass
+
+
+def _after_peers(tasks, limit=120.0):
+    """Wait (at most `limit` s) until every task has read its stacks or ended."""
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if all(
+            not t.get("stacks") or os.path.exists(t["stacks"] + ".read") or os.path.exists(t["exit_file"])
+            for t in tasks
+        ):
+            return
+        time.sleep(0.1)
+
+
 def main():
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks.json")) as handle:
         job = json.load(handle)
@@ -46,13 +104,24 @@ def main():
             task["argv"], env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
         )
     deadline = started + task["timeout"] if task.get("timeout") else None
-    timed_out = False
+    timed_out = stalled = False
+    moved, checked, cpu = started, started, 0.0
+    busy = [t["stacks"] + ".busy" for t in job["tasks"] if t.get("stacks")]  # every task's: a peer at work moves
     while proc.poll() is None:
         if _stop:
             _kill(proc)
             break
-        if deadline is not None and time.time() > deadline:
+        now = time.time()
+        if task.get("stall") and now - checked >= 1:
+            cpu, used = _cpu(proc.pid), cpu
+            if cpu - used > 0.01 * (now - checked):  # at work (importing, compiling): progress, as run/hang/ says
+                open(task["stacks"] + ".busy", "w").close()
+            moved, checked = max(moved, _progress((task.get("progress") or []) + busy)), now
+            stalled = now - moved >= task["stall"]
+        if stalled or (deadline is not None and now > deadline):
             timed_out = True
+            _stacks(task, proc.pid)
+            _after_peers(job["tasks"])  # a peer stopped first would let this one fail, not show where it was
             _kill(proc)
             break
         time.sleep(0.05)
@@ -64,6 +133,8 @@ def main():
         "started": started,
         "finished": time.time(),
         "node": os.uname().nodename,
+        "stalled": stalled,
+        "pid": proc.pid,
     }
     temp = task["exit_file"] + ".tmp"
     with open(temp, "w") as handle:

@@ -7,169 +7,27 @@ from typing import List, Optional
 
 import typer
 
-from xlatools.commands.options import (
-    AccountOption,
-    DryRunOption,
-    ExecutorOption,
-    JsonOption,
-    PartitionOption,
-    PlatformOption,
-    ProfileOption,
-    PythonOption,
-    QuietOption,
-    SbatchOption,
-    TimeLimitOption,
-    TimeoutOption,
-    XlaFlagOption,
-    executor_choice,
+from xlatools.commands.bisect_more_cmd import flags, timeline
+from xlatools.commands.bisect_options import (
+    CLUSTER_PROFILE,
+    CONFIRM,
+    FRESH,
+    GOOD_PYTHON,
+    OUT,
+    REQUIREMENTS,
+    WITH,
+    program_requirements,
+    with_test_options,
 )
+from xlatools.commands.options import DryRunOption, JsonOption, ProfileOption, PythonOption
+from xlatools.commands.bisect_output import finish as _finish
+from xlatools.commands.bisect_output import print_pass_plan as _print_pass_plan
+from xlatools.commands.bisect_output import print_plan as _print_plan
 
 app = typer.Typer(
-    help="Find the first bad jax release, XLA/JAX commit or HLO pass (resumable; see docs/bisect.md).",
+    help="Find the first bad jax release, XLA/JAX commit or HLO pass; measure every release; find the switch that recovers (resumable; see docs/bisect.md).",
     no_args_is_help=True,
 )
-
-# The test options, shared by the three commands.
-PROGRAM = typer.Argument(None, help="The test program (after --): exit 0 = good, else bad (see --bad-exit, --match).")
-ARGS = typer.Argument(None, help="Arguments for the program.")
-MODULE = typer.Option(None, "-m", help="Run a module (python -m MODULE) as the test.")
-REPLAY = typer.Option(
-    None,
-    "--replay",
-    help="A repro pack (made by `xlatools repro pack`; one that records a failure): reproduced = bad, not reproduced = good.",
-)
-BAD_EXIT = typer.Option(
-    [], "--bad-exit", help="Only these exit codes mean bad (repeatable); other non-zero codes are skip."
-)
-SKIP_EXIT = typer.Option(
-    [125], "--skip-exit", help="Exit codes that mean 'cannot test' (default 125, as git bisect run)."
-)
-MATCH = typer.Option(None, "--match", help="Bad when this regex is found (in the output, or see --match-in).")
-MATCH_IN = typer.Option(
-    "output",
-    "--match-in",
-    help="Where --match looks: output, or dump:PART (dump files whose name holds PART, e.g. dump:after_optimizations).",
-)
-METRIC = typer.Option(None, "--metric", help="Read NAME from the JSON the program writes to $XLATOOLS_METRICS_FILE.")
-THRESHOLD = typer.Option(
-    None, "--threshold", help="With --metric: bad when the value is above it (below with --higher-is-better)."
-)
-HIGHER = typer.Option(False, "--higher-is-better", help="With --metric: lower values are the regression.")
-PRESET = typer.Option([], "--preset", help="A run preset for every step (repeatable).")
-ENV = typer.Option([], "--env", help="K=V for the program (repeatable).")
-# Not the bundles' --out: a bisection's folder under it is found again when the same command runs again.
-OUT = typer.Option(
-    Path("artifacts/bisect"), "--out", help="Root of bisect folders (one per bisection, found again on re-run)."
-)
-CONFIRM = typer.Option(
-    0, "--confirm", min=0, help="Re-run the two boundary steps N more times; disagreement is reported."
-)
-FRESH = typer.Option(False, "--fresh", help="Start over: move the recorded bisection aside (kept as <folder>.<time>).")
-
-
-# (name, annotation, default) of the test options, appended to each command's own parameters.
-_TEST_OPTIONS = [
-    ("program", Optional[str], PROGRAM),
-    ("args", Optional[List[str]], ARGS),
-    ("module", Optional[str], MODULE),
-    ("replay", Optional[Path], REPLAY),
-    ("bad_exit", List[int], BAD_EXIT),
-    ("skip_exit", List[int], SKIP_EXIT),
-    ("match", Optional[str], MATCH),
-    ("match_in", str, MATCH_IN),
-    ("metric", Optional[str], METRIC),
-    ("threshold", Optional[float], THRESHOLD),
-    ("higher_is_better", bool, HIGHER),
-    ("preset", List[str], PRESET),
-    ("xla_flag", XlaFlagOption, []),
-    ("env", List[str], ENV),
-    ("timeout", TimeoutOption, None),
-    ("platform", PlatformOption, None),
-    ("quiet", QuietOption, None),
-    ("executor", ExecutorOption, None),
-    ("partition", PartitionOption, None),
-    ("account", AccountOption, None),
-    ("time_limit", TimeLimitOption, None),
-    ("sbatch_option", SbatchOption, []),
-]
-CLUSTER_PROFILE = typer.Option(
-    None,
-    "--profile",
-    "-p",
-    help="A profile whose cluster: section says where steps run "
-    "(--executor and the sbatch settings; see docs/cluster.md).",
-)
-
-
-def with_test_options(command):
-    """Give `command(test=TestOptions, reporter=Reporter, ...)` the shared test options (and --quiet) as CLI
-    parameters (typer reads the signature), so the three commands declare them once."""
-    import functools
-    import inspect
-    import typing
-
-    hints = typing.get_type_hints(command, include_extras=True)  # the shared options are Annotated types
-    own = [
-        p.replace(annotation=hints[p.name])
-        for p in inspect.signature(command).parameters.values()
-        if p.name not in ("test", "reporter")
-    ]
-    shared = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
-        for name, kind, default in _TEST_OPTIONS
-    ]
-
-    @functools.wraps(command)
-    def wrapper(**values):
-        from xlatools.bisect.checks import TestOptions
-        from xlatools.bisect.rule import Rule
-        from xlatools.console import Reporter
-
-        v = {name: values.pop(name) for name, _, _ in _TEST_OPTIONS}
-        rule = Rule(
-            bad_exit=tuple(v["bad_exit"]),
-            skip_exit=tuple(v["skip_exit"]),
-            match=v["match"],
-            match_in=v["match_in"],
-            metric=v["metric"],
-            threshold=v["threshold"],
-            higher_is_better=v["higher_is_better"],
-        )
-        test = TestOptions(
-            program=v["program"],
-            args=tuple(v["args"] or ()),
-            module=v["module"],
-            replay=v["replay"],
-            rule=rule,
-            presets=tuple(v["preset"]),
-            xla_flags=tuple(v["xla_flag"]),
-            env=tuple(v["env"]),
-            platform=v["platform"],
-            timeout=v["timeout"],
-            cwd=Path.cwd(),
-            cluster=_cluster(
-                executor_choice(v["executor"], v["partition"], v["account"], v["time_limit"], v["sbatch_option"]),
-                values.get("profile"),
-                values.get("dry_run", False),
-            ),
-        )
-        return command(test=test, reporter=Reporter(quiet=bool(v["quiet"])), **values)
-
-    wrapper.__signature__ = inspect.Signature([*(p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own), *shared])
-    wrapper.__annotations__ = {**{p.name: p.annotation for p in own}, **{n: k for n, k, _ in _TEST_OPTIONS}}
-    return wrapper
-
-
-def _cluster(choice, profile: str | None, dry_run: bool):
-    """--executor and the profile's cluster: section; with slurm, Slurm checks the settings first (sbatch --test-only)."""
-    from xlatools.cluster.spec import resolve
-
-    cluster = resolve(choice, profile)
-    if cluster is not None and not dry_run:
-        from xlatools.cluster.slurm import preflight
-
-        preflight(cluster, 1)
-    return cluster
 
 
 @app.command("releases")
@@ -184,9 +42,12 @@ def releases(
         "--jobs",
         "-j",
         min=1,
+        max=64,
         help="Test K candidates at once (K-ary search; installs in parallel; the same answer, any K continues a bisection).",
     ),
     profile: Optional[str] = CLUSTER_PROFILE,
+    with_: List[str] = WITH,
+    requirements: List[Path] = REQUIREMENTS,
     test=None,
     reporter=None,
     out: Path = OUT,
@@ -210,59 +71,11 @@ def releases(
         confirm=confirm,
         fresh=fresh,
         jobs=jobs,
+        requirements=program_requirements(with_, requirements),
     )
     if dry_run:
         return _print_plan(plan_releases(request, reporter), as_json, test.cluster)
     _finish(bisect_releases(request, reporter), as_json)
-
-
-def _print_plan(plan, as_json: bool, cluster=None) -> None:
-    import json
-
-    from xlatools.records import to_json
-
-    if as_json:
-        typer.echo(json.dumps(to_json(plan), indent=2))
-        return
-    for row in plan.candidates:
-        extra = (
-            f"  {' '.join(row.requirements)}{'  (cached)' if row.cached else ''}"
-            if row.requirements is not None
-            else ""
-        )
-        typer.echo(f"{row.label}{extra}")
-    for version in plan.excluded:
-        typer.echo(f"(jax {version}: no jaxlib of that version for this Python; not a candidate)")
-    test = getattr(plan.test, "program", None) or getattr(plan.test, "pack", None)
-    typer.echo(f"{len(plan.candidates)} candidates; at most {plan.ideal_steps} steps without skips; test: {test}")
-    if cluster is not None:
-        from xlatools.cluster.plan import JOB_FOLDER, plan_job
-
-        job = plan_job(
-            cluster, "stepNN-<candidate>", f"<step bundle>/{JOB_FOLDER}", 1, "<step python>", str(Path.cwd())
-        )
-        typer.echo(f"each step a Slurm job ({cluster.describe()}; from {cluster.source}):")
-        typer.echo("\n".join(job.lines()))
-
-
-def _finish(state, as_json: bool) -> None:
-    import json
-
-    from xlatools.bisect.driver import render, summary
-    from xlatools.console import append_job_summary
-    from xlatools.errors import EXIT_FAILED, EXIT_OK
-    from xlatools.records import to_json
-
-    text = render(state)
-    append_job_summary(f"### xlatools bisect\n\n```\n{text.rstrip()}\n```\n")
-    if as_json:
-        typer.echo(
-            json.dumps({**to_json(state), "folder": str(state.folder), "summary": to_json(summary(state))}, indent=2)
-        )
-    else:
-        typer.echo(text)
-    # An answer whose boundary steps disagreed under --confirm is not one to act on.
-    raise typer.Exit(EXIT_FAILED if state.result is not None and state.result.flaky else EXIT_OK)
 
 
 @app.command("passes")
@@ -270,8 +83,20 @@ def _finish(state, as_json: bool) -> None:
 def passes(
     python: PythonOption = None,
     module_filter: Optional[str] = typer.Option(
-        None, "--module", help="Take candidate passes from this HLO module only (name or id)."
+        None,
+        "--module",
+        help="Take candidate passes from this HLO module only (name or id). Not -m, which names a Python module.",
     ),
+    exclude_pass: List[str] = typer.Option(
+        [], "--exclude-pass", help="Never disable this pass (repeatable); it stays enabled in every step."
+    ),
+    include_pass: List[str] = typer.Option(
+        [],
+        "--include-pass",
+        help="Make this pass a candidate (repeatable): one the dump did not show, or one the backend needs "
+        "(left enabled by default, e.g. copy-insertion).",
+    ),
+    good_python: Optional[str] = GOOD_PYTHON,
     profile: Optional[str] = CLUSTER_PROFILE,
     test=None,
     reporter=None,
@@ -279,13 +104,28 @@ def passes(
     confirm: int = CONFIRM,
     fresh: bool = FRESH,
     as_json: JsonOption = False,
+    dry_run: DryRunOption = False,
 ) -> None:
     """Find the smallest set of HLO passes whose disabling (--xla_disable_hlo_passes) turns the test good.
 
-    --json: the state and summary."""
-    from xlatools.bisect.api import PassRequest, bisect_passes
+    Passes the backend needs (copy-insertion) and --exclude-pass stay enabled; a step whose disabled passes
+    crash the program is a skip, and the passes it needs stay enabled too.
+    --json: the state and summary (with --dry-run: the candidates and the plan)."""
+    from xlatools.bisect.api import PassRequest, bisect_passes, plan_passes
 
-    request = PassRequest(test=test, python=python, module=module_filter, out=out, confirm=confirm, fresh=fresh)
+    request = PassRequest(
+        test=test,
+        python=python,
+        module=module_filter,
+        out=out,
+        confirm=confirm,
+        fresh=fresh,
+        exclude=tuple(exclude_pass),
+        include=tuple(include_pass),
+        good_python=good_python,
+    )
+    if dry_run:
+        return _print_pass_plan(plan_passes(request, reporter), as_json)
     _finish(bisect_passes(request, reporter), as_json)
 
 
@@ -303,7 +143,7 @@ def commits(
     source: Path = typer.Option(Path("."), "--source", help="The JAX source tree to build."),
     local: bool = typer.Option(False, "--local", help="Build with bazel on this host instead of a container."),
     python: PythonOption = None,
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, help="bazel --jobs."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, max=100_000, help="bazel --jobs."),
     test=None,
     reporter=None,
     out: Path = OUT,
@@ -338,3 +178,7 @@ def commits(
     if dry_run:
         return _print_plan(plan_commits(request, reporter), as_json, test.cluster)
     _finish(bisect_commits(request, reporter), as_json)
+
+
+app.command("timeline")(timeline)
+app.command("flags")(flags)

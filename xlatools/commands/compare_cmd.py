@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from xlatools.commands.options import JsonOption, ProcessOption
+from xlatools.commands.options import JsonOption, OldModuleFlag, ProcessOption
 
 
 def diff(
@@ -16,8 +16,9 @@ def diff(
     ),
     b: Path = typer.Argument(..., help="Bundle B, or an XLA dump folder."),
     module: List[str] = typer.Option(
-        [], "--module", "-m", help="Only these modules (name or id; repeatable); shows their aligned passes and diffs."
+        [], "--module", help="Only these modules (name or id; repeatable); shows their aligned passes and diffs."
     ),
+    old_m: OldModuleFlag = None,
     as_json: JsonOption = False,
     html: Optional[Path] = typer.Option(None, "--html", help="Also write the HTML report of A and B to this file."),
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs (default: the first 200 lines of each)."),
@@ -54,8 +55,9 @@ def report(
     full: bool = typer.Option(False, "--full", help="Unbounded text diffs in the diff section."),
     process: ProcessOption = None,
     module: List[str] = typer.Option(
-        [], "--module", "-m", help="With two bundles: only these modules in the diff (name or id; repeatable)."
+        [], "--module", help="With two bundles: only these modules in the diff (name or id; repeatable)."
     ),
+    old_m: OldModuleFlag = None,
 ) -> None:
     """Write one self-contained HTML report: run summary, modules, pass timelines, logs, and the diff of two bundles."""
     from xlatools import console

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from xlatools.commands.options import JsonOption, ProcessOption, followed_run
+from xlatools.commands.options import JsonOption, OldModuleFlag, ProcessOption, followed_run
 
 
 def inspect(
@@ -19,7 +19,6 @@ def inspect(
     module: Optional[str] = typer.Option(
         None,
         "--module",
-        "-m",
         help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence.",
     ),
     include_all: bool = typer.Option(
@@ -27,6 +26,7 @@ def inspect(
         "--all",
         help="Also list jax's helper modules (jit_iota, jit_convert_element_type, ...), as replay --all.",
     ),
+    old_m: OldModuleFlag = None,
     as_json: JsonOption = False,
     process: ProcessOption = None,
 ) -> None:
@@ -45,6 +45,7 @@ def inspect(
             typer.echo(json.dumps({"run": to_json(run), "root": None, "modules": [], "note": note}, indent=2))
         else:
             typer.echo("\n".join(run.lines()))
+            _show_metrics(run)
             console.info(note)
         return
     choice = choose_dump(path, process)  # of a multi-process run: one process's dump
@@ -59,11 +60,11 @@ def inspect(
 
 def _show_listing(run, choice, index, path: Path, as_json: bool, include_all: bool) -> None:
     """The run and every module of its dump (one process's, for a multi-process run); jax's helper modules only
-    with --all (replay's rule: run/frontend_names.is_helper)."""
+    with --all (replay's rule: replay/helper_modules.is_helper)."""
     from xlatools import console
     from xlatools.records import to_json
     from xlatools.run.dumps import modules_table
-    from xlatools.run.frontend_names import is_helper
+    from xlatools.replay.helper_modules import is_helper
 
     root = choice.root
     group, lines = _processes(choice)
@@ -77,6 +78,7 @@ def _show_listing(run, choice, index, path: Path, as_json: bool, include_all: bo
         return
     if run is not None:
         typer.echo("\n".join(run.lines() + lines) + "\n")
+        _show_metrics(run)
     else:
         console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
     if choice.note:
@@ -92,6 +94,18 @@ def _show_listing(run, choice, index, path: Path, as_json: bool, include_all: bo
     if left_out:
         console.info(f"left out as jax helper modules: {', '.join(left_out)} (list them with --all)")
     console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
+
+
+def _show_metrics(run) -> None:
+    """The run's metrics (docs/metrics.md): how they were measured, each process, each compiled module."""
+    from xlatools import console
+    from xlatools.run.metrics_view import module_rows, process_lines
+
+    if run.metrics is None:
+        return
+    typer.echo("\n".join(process_lines(run.metrics)))
+    if run.metrics.modules:
+        typer.echo(console.columns(module_rows(run.metrics)) + "\n")
 
 
 def _show_module(run, root: Path, index, module: str, as_json: bool) -> None:

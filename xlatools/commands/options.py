@@ -58,9 +58,14 @@ def invocation() -> Invocation:
     return obj if isinstance(obj, Invocation) else Invocation()
 
 
+MAX_SECONDS = 365 * 24 * 3600  # a year: any wait the tools take a limit for is bounded by it
+
+
 def _seconds(value: Optional[float]) -> Optional[float]:
-    if value is not None and (math.isnan(value) or math.isinf(value) or value <= 0):
-        raise typer.BadParameter(f"{value:g}: expected a number of seconds more than 0 (e.g. 600)")
+    if value is not None and (math.isnan(value) or math.isinf(value) or value <= 0 or value > MAX_SECONDS):
+        raise typer.BadParameter(
+            f"{value:g}: expected a number of seconds more than 0 and at most {MAX_SECONDS} (a year), e.g. 600"
+        )
     return value
 
 
@@ -175,6 +180,28 @@ ProcessOption = Annotated[
         "BUNDLE/xla_dump/pN names one too.",
     ),
 ]
+
+
+def _old_module_flag(value):
+    """`-m` once named an HLO module here; it means a Python module now (run, debug, bisect), so it is refused
+    with the option to use instead, never taken for something else."""
+    if value is None or value == []:
+        return value
+    from xlatools.errors import UsageError
+
+    given = value[0] if isinstance(value, list) else value
+    raise UsageError(
+        f"-m {given}: -m names a Python module (as in `python -m`, for run, debug and bisect); "
+        "an HLO module is chosen with --module",
+        hint=f"use --module {given}",
+    )
+
+
+# The old short form of --module (an HLO module) in inspect, replay, reduce, diff, report and repro pack: hidden,
+# it only says to use --module (typer would answer "No such option: -m").
+OldModuleFlag = Annotated[Optional[List[str]], typer.Option("-m", hidden=True, callback=_old_module_flag)]
+
+
 # Where the work runs (xlatools/cluster): run, bisect. A profile's cluster: section gives the defaults.
 ExecutorOption = Annotated[
     Optional[str],

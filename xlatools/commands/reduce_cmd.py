@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from xlatools.commands.options import (
+    OldModuleFlag,
     AtolOption,
     DisablePassOption,
     DryRunOption,
@@ -41,7 +42,8 @@ StrategyOption = Annotated[
 
 def reduce(
     source: Path = typer.Argument(..., help="A run bundle, a dump folder, HLO text/proto, a snapshot or a repro pack."),
-    module: Optional[str] = typer.Option(None, "--module", "-m", help="Module id or name (when SOURCE holds several)."),
+    module: Optional[str] = typer.Option(None, "--module", help="Module id or name (when SOURCE holds several)."),
+    old_m: OldModuleFlag = None,
     python: PythonOption = None,
     reference: ReferenceOption = [],
     reference_python: ReferencePythonOption = [],
@@ -71,7 +73,7 @@ def reduce(
         None, "--max-time", help="Stop reducing after this many seconds (the best so far is the result)."
     ),
     rechecks: int = typer.Option(
-        3, "--rechecks", min=1, help="Re-run the oracle on the result this many times (flaky: exit 1)."
+        3, "--rechecks", min=1, max=100, help="Re-run the oracle on the result this many times (flaky: exit 1)."
     ),
     strategy: StrategyOption = ReduceStrategy.FULL,
     fresh: bool = typer.Option(False, "--fresh", help="Forget the saved state of this reduction and start over."),
@@ -89,6 +91,7 @@ def reduce(
     Exit: 0 reduced, 1 the result is flaky, 2 bad input (also: the input is not interesting),
     3 environment missing, 130 interrupted (run the same command again to continue)."""
     import json
+    import os
 
     from xlatools.console import Reporter
     from xlatools.records import to_json
@@ -120,10 +123,14 @@ def reduce(
         name=name,
         precision=precision,
     )
-    prepared = prepare(request)
-    if dry_run:
-        typer.echo(json.dumps(to_json(prepared.plan.record()), indent=2) if as_json else _plan_text(prepared.plan))
+    if dry_run:  # a pack is unpacked where nothing stays
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="xlatools-reduce-") as scratch:
+            plan = prepare(request, Path(scratch)).plan
+            typer.echo(json.dumps(to_json(plan.record()), indent=2) if as_json else _plan_text(plan))
         return
+    prepared = prepare(request, Path(os.path.abspath(out)) / ".reduce-state")
     from xlatools.reduce.output import execute_reduce
 
     reporter = Reporter(quiet=bool(quiet))

@@ -113,7 +113,7 @@ COMMANDS: dict[str, Entry] = {
         "bisect_cmd",
         "app",
         "group",
-        "Find the first bad jax release, XLA/JAX commit or HLO pass (resumable; see docs/bisect.md).",
+        "Find the first bad jax release, XLA/JAX commit or HLO pass; measure every release; find the switch that recovers (resumable; see docs/bisect.md).",
     ),
     "cache": Entry(
         "cache_cmd",

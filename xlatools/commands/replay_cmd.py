@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from xlatools.commands.options import (
+    OldModuleFlag,
     AtolOption,
     DisablePassOption,
     DryRunOption,
@@ -39,9 +40,9 @@ def replay(
     module: List[str] = typer.Option(
         [],
         "--module",
-        "-m",
         help="Module id or name of a bundle/dump (repeatable; default: the program's own modules).",
     ),
+    old_m: OldModuleFlag = None,
     include_all: bool = typer.Option(
         False, "--all", help="Also replay jax's helper modules (jit_iota, jit_convert_element_type, ...)."
     ),
@@ -63,7 +64,7 @@ def replay(
     atol: AtolOption = 1e-3,
     rtol: RtolOption = 1e-3,
     iterations: int = typer.Option(
-        1, "--iterations", "-n", help="Run the compiled module N times (timings: min/median)."
+        1, "--iterations", "-n", max=10_000_000, help="Run the compiled module N times (timings: min/median)."
     ),
     xla_flag: XlaFlagOption = [],
     disable_pass: DisablePassOption = [],

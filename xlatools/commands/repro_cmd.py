@@ -8,6 +8,7 @@ from typing import List
 import typer
 
 from xlatools.commands.options import (
+    OldModuleFlag,
     InputsOption,
     JsonOption,
     NondeterministicOption,
@@ -27,13 +28,38 @@ from xlatools.vocab import PackMatch, Platform, PrecisionMode, SourceForm
 app = typer.Typer(help="Portable repro packs: pack a bundle's modules, replay a pack anywhere.", no_args_is_help=True)
 
 
+# `repro pack`'s options that set what a replay bundle's pack would otherwise carry: parameter -> request field.
+CARRIED_OPTIONS = {
+    "python": "python",
+    "module": "modules",
+    "include_all": "include_all",
+    "source_from": "source_from",
+    "inputs": "inputs",
+    "seed": "seed",
+    "reference": "references",
+    "reference_python": "reference_pythons",
+    "atol": "atol",
+    "rtol": "rtol",
+    "xla_flag": "xla_flags",
+    "disable_pass": "disable_passes",
+    "no_opt": "no_opt",
+    "platform": "platform",
+    "nondeterministic": "deterministic",
+    "precision": "precision",
+}
+
+
 @app.command("pack")
 def pack(
-    bundle: Path = typer.Argument(..., help="A run bundle (or an XLA dump folder)."),
+    ctx: typer.Context,
+    bundle: Path = typer.Argument(
+        ..., help="A run bundle (or an XLA dump folder), or a replay bundle: its replay, made portable."
+    ),
     output: Path = typer.Option(Path("repro.tar.gz"), "--output", "-o", help="The pack to write."),
     module: List[str] = typer.Option(
-        [], "--module", "-m", help="Module id or name (repeatable; default: the program's own modules)."
+        [], "--module", help="Module id or name (repeatable; default: the program's own modules)."
     ),
+    old_m: OldModuleFlag = None,
     include_all: bool = typer.Option(False, "--all", help="Also jax's helper modules."),
     source_from: SourceFormOption = SourceForm.AUTO,
     python: PythonOption = None,
@@ -59,16 +85,19 @@ def pack(
     """Write a deterministic, self-contained repro pack (modules, snapshot, program, flags, versions, expected outcome).
 
     The expected outcome is recorded by a replay into a bundle under --out, in --python (default:
-    the run's interpreter when it still exists here, else this one)."""
+    the run's interpreter when it still exists here, else this one). Of a replay bundle, the pack carries
+    that replay: its modules, interpreter, flags, tolerances, inputs and references (options given here win)."""
     import os
 
     from xlatools.console import Reporter
+    from xlatools.replay.pack_replay import replay_of
     from xlatools.replay.plan import ReplayRequest
     from xlatools.replay.repro import build_pack, run_of
     from xlatools.run.target import resolve_python
 
-    bundle = followed_run(bundle)
-    if python is None:
+    replayed = replay_of(bundle)
+    bundle = followed_run(bundle) if replayed is None else bundle
+    if python is None and replayed is None:
         run = run_of(bundle)
         recorded = run.interpreter.python if run else None
         python = recorded if recorded and os.path.exists(recorded) else None
@@ -93,8 +122,19 @@ def pack(
         precision=precision,
     )
     reporter = Reporter()
-    made = build_pack(request, output, out, invocation().argv, reporter)
-    _print_pack(made, as_json, reporter)
+    changes: list[str] = []
+    if replayed is not None:
+        from xlatools.replay.pack_replay import carry_replay, outcome_changes
+
+        given = {f for name, f in CARRIED_OPTIONS.items() if _on_command_line(ctx, name)}
+        request, notes = carry_replay(replayed, bundle, request, given)
+        for note in notes:
+            reporter.info(f"note: {note}")
+        made = build_pack(request, output, out, invocation().argv, reporter)
+        changes = outcome_changes(replayed, made.index.modules)
+    else:
+        made = build_pack(request, output, out, invocation().argv, reporter)
+    _print_pack(made, as_json, reporter, changes)
 
 
 @app.command("run")
@@ -145,17 +185,24 @@ def run(
     raise typer.Exit(result.exit_code)
 
 
-def _print_pack(made, as_json: bool, reporter) -> None:
+def _on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Was option `name` given on the command line (not its default)? By the source's name: typer ships its own
+    copy of click's ParameterSource."""
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", None) == "COMMANDLINE"
+
+
+def _print_pack(made, as_json: bool, reporter, changes: list[str]) -> None:
     """The pack written: its path and each module's expected outcome (and what was left out)."""
     import json
 
-    from xlatools.replay.repro_verdict import nothing_to_reproduce
+    from xlatools.replay.repro import reference_names
+    from xlatools.replay.repro_verdict import describe, nothing_to_reproduce
 
-    # Keyed by id and name: one program may compile several modules of one name.
-    outcomes = {
-        m.label: str(m.outcome) + (f" ({m.failed_run})" if m.failed_run not in (None, "test") else "")
-        for m in made.index.modules
-    }
+    # Keyed by id and name: one program may compile several modules of one name. Each outcome says what it was
+    # judged against (`mismatch against reference-python-1 (jaxlib 0.6.1)`): `repro run` reproduces it only so.
+    names = reference_names(made.index)
+    outcomes = {m.label: describe(m, names) for m in made.index.modules}
     left_out = {m.label: m.why for m in made.index.left_out}
     if as_json:
         typer.echo(
@@ -165,6 +212,7 @@ def _print_pack(made, as_json: bool, reporter) -> None:
                     "replay_bundle": made.replayed.record.bundle,
                     "expected": outcomes,
                     "left_out": left_out,
+                    "not_as_replayed": changes,
                 },
                 indent=2,
             )
@@ -173,9 +221,18 @@ def _print_pack(made, as_json: bool, reporter) -> None:
         reporter.info(made.replayed.table)
         for label, why in left_out.items():
             reporter.warn(f"left out of the pack: {label}: {why}")
+        for change in changes:
+            reporter.warn(f"not as replayed: {change}")
         if nothing_to_reproduce(made.index.modules):
+            referenced = made.index.reference_pythons or made.index.replay.references
             reporter.warn(
                 "every module ran ok: this pack records no failure, so `repro run` will answer "
                 "nothing-to-reproduce (exit 5)"
+                + (
+                    " (its modules match the reference(s) it compares with)"
+                    if referenced
+                    else "; to make a pack that can answer, pack again with --reference-python PY (a jaxlib that "
+                    "computes it right) or --reference cpu (a GPU run against the CPU)"
+                )
             )
         reporter.result(f"\npack: {made.path}  (expected: {', '.join(f'{k} {v}' for k, v in outcomes.items())})")

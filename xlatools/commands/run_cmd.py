@@ -27,7 +27,8 @@ from xlatools.vocab import ExitCodeMode
 # What --json prints of the run manifest (the whole record is the bundle's manifest.json).
 JSON_KEYS = tuple(
     "status exit_code returncode signal program_outcome native_backtrace bundle duration_s program jax frontend"
-    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm".split()
+    " presets xla_flags dump smoke notes warnings archive processes first_failed coordinator slurm metrics"
+    " stuck".split()
 )
 
 
@@ -54,6 +55,19 @@ def run(
         "--record-inputs",
         help="Record each executed module's arguments and results (replay reads them as snapshots); automatic where snapshots are asked of a GPU, which writes none.",
     ),
+    measure_calls: Optional[str] = typer.Option(
+        None,
+        "--measure-calls",
+        help="Synchronise and time the first N calls of each compiled module (default 20; 0: none; all: every call, jax's fast path off); see docs/metrics.md.",
+    ),
+    metrics: bool = typer.Option(
+        True, "--metrics/--no-metrics", help="Measure compile times, memory, call times and peak RSS (docs/metrics.md)."
+    ),
+    stall: Optional[float] = typer.Option(
+        None,
+        "--stall",
+        help="End the run (exit 124) when no process printed anything or compiled or ran a module for this many seconds; every process's stacks are read first, as at --timeout (docs/hangs.md).",
+    ),
     executor: ExecutorOption = None,
     partition: PartitionOption = None,
     account: AccountOption = None,
@@ -69,6 +83,7 @@ def run(
     from xlatools.cluster.spec import resolve
     from xlatools.console import Reporter
     from xlatools.run.execute import execute_plan, prepare, profile_run
+    from xlatools.run.observer import parse_measure_calls
 
     argv = invocation().argv
     cluster = resolve(executor_choice(executor, partition, account, time_limit, sbatch_option), program_options.profile)
@@ -76,12 +91,17 @@ def run(
         from xlatools.cluster.slurm import require
 
         require()  # no Slurm here: exit 3 before anything is probed
+    from xlatools.run.multiprocess import check_counts, process_limit
+
+    check_counts(processes, devices_per_process, process_limit(local=cluster is None))  # before any launch
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
     request = program_options.run_request(
         argv, cwd, dump=dump, quiet=quiet, processes=processes, devices_per_process=devices_per_process
     )
     request.record_inputs = record_inputs
+    request.measure_calls = parse_measure_calls(measure_calls) if metrics else None
+    request.record_inputs, request.stall = record_inputs, stall
     profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
@@ -216,9 +236,10 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
     for process in record.processes or []:
         first = "  (failed first)" if process.first_failure else ""
         reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
+    slurm = [record.slurm.killed_by_slurm, *record.slurm.notes] if record.slurm else []
     for note in record.notes:
-        # the ones that explain an outcome
-        if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):
+        # the ones that explain an outcome (a Slurm job's: its state and reason when Slurm ended it)
+        if note.startswith(("vmodule pattern", "native backtrace", "the program died in")) or note in slurm:
             reporter.result(f"note: {note}")
     for warning in record.warnings or []:
         reporter.warn(warning)

@@ -7,7 +7,7 @@ from typing import Annotated, List
 
 import typer
 
-from xlatools.commands.bisect_cmd import with_test_options
+from xlatools.commands.bisect_options import REQUIREMENTS, WITH, program_requirements, with_test_options
 from xlatools.commands.options import AtolOption, DryRunOption, EnumChoice, JsonOption, RtolOption, invocation
 from xlatools.vocab import TriageStage
 
@@ -40,6 +40,8 @@ def triage(
     fresh: bool = typer.Option(
         False, "--fresh", help="Start over: move the recorded triage aside (kept as <folder>.<time>)."
     ),
+    with_: List[str] = WITH,
+    requirements: List[Path] = REQUIREMENTS,
     test=None,
     reporter=None,
     as_json: JsonOption = False,
@@ -51,7 +53,10 @@ def triage(
     The program (after --) is the test, as for `xlatools bisect`: exit 0 good, else bad (--bad-exit,
     --match ...). Each stage is resumable (the same command continues) and skippable (--skip STAGE);
     one that cannot run says why and the others still report. Exit: 0 every stage done or skipped,
-    else the exit code of the first stage that is not (3 when it was blocked), 2 bad input, 130 interrupted."""
+    else the exit code of the first stage that is not (3 when it was blocked), 2 bad input, 130 interrupted.
+
+    With --metric NAME (a slowdown or a growth): the release bisection with the metric, the timeline of the
+    releases it measured, the switch that recovers, the module that grew most, and ISSUE.md (docs/triage.md)."""
     from xlatools.triage.plan import TriageRequest
 
     request = TriageRequest(
@@ -65,7 +70,10 @@ def triage(
         rtol=rtol,
         jobs=jobs,
         fresh=fresh,
+        requirements=program_requirements(with_, requirements),
     )
+    if dry_run and request.test.rule.metric is not None:
+        return _print_perf_plan(request, reporter, as_json)
     if dry_run:
         return _print_plan(request, reporter, as_json)
     from xlatools.console import append_job_summary
@@ -118,4 +126,23 @@ def _print_plan(request, reporter, as_json: bool) -> None:
             f"{number}. {planned.stage}: {planned.action}"
             + (f" ({planned.reason})" if planned.reason else "")
             + f": {work(planned.stage, request.good, request.bad)}"
+        )
+
+
+def _print_perf_plan(request, reporter, as_json: bool) -> None:
+    """--dry-run of triage --metric: its own stages (triage/perf.py)."""
+    import json
+
+    from xlatools.triage.perf import plan_perf
+
+    folder, rows = plan_perf(request, reporter)
+    if as_json:
+        typer.echo(json.dumps({"folder": str(folder), "stages": rows}, indent=2))
+        return
+    typer.echo(f"folder: {folder}")
+    for number, row in enumerate(rows, 1):
+        typer.echo(
+            f"{number}. {row['stage']}: {row['action']}"
+            + (f" ({row['reason']})" if row["reason"] else "")
+            + f": {row['work']}"
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xlatools.compare.emitted import diff_emitted
+from xlatools.compare.layers import MetricsDiff
 from xlatools.compare.model import BundleDiff, ModuleDiff, SideInfo
 from xlatools.compare.modules import (
     Fingerprints,
@@ -13,11 +15,13 @@ from xlatools.compare.modules import (
     module_refs,
     select_pairs,
 )
+from xlatools.compare.outputs import diff_outputs
 from xlatools.compare.passes import align_passes
 from xlatools.compare.rundiff import diff_runs
 from xlatools.compare.sides import Side, open_side
 from xlatools.compare.textdiff import DEFAULT_LIMIT, text_diff
 from xlatools.errors import UsageError
+from xlatools.records.run import RunManifest
 
 
 def side_info(side: Side) -> SideInfo:
@@ -54,7 +58,9 @@ def _module_diff(kind, ref_a, ref_b, a: Side, b: Side, prints: Fingerprints, ful
     if tuned and text is not None:
         text.title = "optimised HLO (canonical): only autotuned kernel configuration differs"
     passes = align_passes((a.index, module_a), (b.index, module_b), full, prints, same_output or tuned)
-    return ModuleDiff(kind, ref_a, ref_b, text, passes, tuned)
+    emitted = diff_emitted((a.index, module_a), (b.index, module_b), full)
+    outputs = diff_outputs((a.index, module_a), (b.index, module_b))
+    return ModuleDiff(kind, ref_a, ref_b, text, passes, tuned, emitted, outputs)
 
 
 def _autotuning_only(root_a: Path, file_a: str | None, root_b: Path, file_b: str | None) -> bool:
@@ -87,7 +93,19 @@ def diff_sides(
         pairs = select_pairs(pairs, list(modules))
         _check_wanted(list(modules), pairs, refs_a + refs_b)
     diffs = [_module_diff(kind, ra, rb, a, b, prints, full, limit) for kind, ra, rb in pairs]
-    return BundleDiff(side_info(a), side_info(b), diff_runs(a, b), diffs, only_a, only_b, notes)
+    result = BundleDiff(side_info(a), side_info(b), diff_runs(a, b), diffs, only_a, only_b, notes)
+    result.metrics = _metrics(a, b, {ra.id: rb.id for _, ra, rb in pairs})
+    return result
+
+
+def _metrics(a: Side, b: Side, dump_pairs: dict[int, int]) -> MetricsDiff | None:
+    """What both runs measured per module (None when a side is not a run, or measured nothing)."""
+    from xlatools.compare.metricsdiff import diff_metrics
+
+    metrics = [s.manifest.metrics for s in (a, b) if isinstance(s.manifest, RunManifest) and s.manifest.metrics]
+    if len(metrics) != 2:
+        return None
+    return diff_metrics(metrics[0], metrics[1], dump_pairs, (a.index, b.index))
 
 
 def _check_wanted(wanted: list[str], pairs, refs) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from xlatools.compare.layers import EmittedDiff, MetricsDiff, OutputsDiff
+from xlatools.compare.textdiff import TextDiff
 from xlatools.records.base import BundleRecord
 from xlatools.run.dump_stats import MemoryTotals
 
@@ -78,16 +80,6 @@ class PassRow:
 
 
 @dataclass
-class TextDiff:
-    """A unified diff of two canonical HLO texts, cut at `limit` lines unless full."""
-
-    title: str
-    lines: list[str]
-    truncated: bool
-    identical: bool
-
-
-@dataclass
 class Divergence:
     """The first aligned pass after which the two modules' canonical HLO differ."""
 
@@ -148,11 +140,29 @@ class ModuleDiff:
     passes: PassAlignment | None
     # The optimised modules differ only in what autotuning chose (kernel configs, a fusion's kind): no pass divergence.
     autotuning_only: bool = False
+    emitted: EmittedDiff | None = None  # LLVM IR, PTX, kernel MLIR, thunk sequences (None: neither side dumped any)
+    outputs: OutputsDiff | None = None  # recorded executions (None: a side recorded none)
 
     @property
     def optimised(self) -> str:
-        """same, differs, or `autotuning differs` (two compiles that differ only in kernel configuration)."""
+        """same, differs, `autotuning differs` (two compiles that differ only in kernel configuration), or `-`
+        (a side has no optimised HLO text: nothing was compared)."""
+        if not self.output_compared:
+            return "-"
         return "same" if self.same_output else "autotuning differs" if self.autotuning_only else "differs"
+
+    @property
+    def input(self) -> str:
+        return "-" if not self.input_compared else "same" if self.same_input else "differs"
+
+    @property
+    def input_compared(self) -> bool:
+        """Both sides dumped the module's HLO text before optimisation (a snapshots-only dump has none)."""
+        return self.a.digest_before is not None and self.b.digest_before is not None
+
+    @property
+    def output_compared(self) -> bool:
+        return self.a.digest_after is not None and self.b.digest_after is not None
 
     @property
     def same_input(self) -> bool:
@@ -188,12 +198,14 @@ class BundleDiff:
     only_a: list[ModuleRef]
     only_b: list[ModuleRef]
     notes: list[str] = field(default_factory=list)
+    metrics: MetricsDiff | None = None  # what the runs measured per module (None: a side has no metrics)
 
     @property
     def modules_differ(self) -> bool:
-        """True when a module is unmatched, or a matched pair differs in its optimised HLO beyond autotuning."""
+        """True when a module is unmatched, or a matched pair differs in its optimised HLO beyond autotuning
+        (pairs without optimised HLO text on both sides compare nothing there)."""
         return bool(self.only_a or self.only_b) or any(
-            not m.same_output and not m.autotuning_only for m in self.modules
+            m.output_compared and not m.same_output and not m.autotuning_only for m in self.modules
         )
 
     def first_divergence(self) -> tuple[ModuleDiff, Divergence] | None:
@@ -223,6 +235,10 @@ class BundleDiff:
             if module.passes and module.passes.divergence:
                 raw["passes"]["divergence"]["label"] = module.passes.divergence.label
         data["modules_differ"] = self.modules_differ
+        from xlatools.compare.where import where
+
+        found = where(self)
+        data["differs_in"] = {"headline": found.headline, "layers": [plain(layer) for layer in found.layers]}
         first = self.first_divergence()
         data["headline"] = (
             None

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import difflib
 
-from xlatools.compare.model import Divergence, PassAlignment, PassRow, StepInfo, TextDiff
+from xlatools.compare.model import Divergence, PassAlignment, PassRow, StepInfo
 from xlatools.compare.modules import Fingerprints, canonical_file
-from xlatools.compare.textdiff import text_diff
+from xlatools.compare.textdiff import TextDiff, text_diff
 from xlatools.run.dump_stats import hlo_file_stats
 from xlatools.run.dumps import DumpIndex, Module, pass_details
 

@@ -10,9 +10,14 @@ from xlatools.compare.logs import LogView, bundle_logs
 from xlatools.compare.model import BundleDiff, Leaf
 from xlatools.compare.passes import step_infos
 from xlatools.compare.sides import Side, open_side
-from xlatools.compare.text import describe_side, memory
+from xlatools.compare.metrics_view import amount, cell, metrics_section
+from xlatools.compare.text import describe_side, memory, shared_pass_note
+from xlatools.compare.where import where
 from xlatools.compare.modules import Fingerprints, fill_fingerprints, module_refs
+from xlatools.compare.replay_view import ReplayView, replay_view
+from xlatools.records.replay import ReplayManifest
 from xlatools.records.run import RunManifest
+from xlatools.run.dumps import DumpIndex
 
 MAX_CHARTS = 40  # per bundle; a dump with thousands of modules gets the first ones and a note
 
@@ -41,6 +46,9 @@ class SideReport:
     charts: list[Chart]
     logs: list[LogView]
     notes: list[str] = field(default_factory=list)
+    replay: ReplayView | None = None  # a replay bundle's own results (its section replaces the module table)
+    metrics: list[tuple[str, ...]] = field(default_factory=list)  # what the run measured per module: header, rows
+    metrics_notes: list[str] = field(default_factory=list)  # the mode, each process's peak RSS and CPU
 
 
 def _summary(side: Side) -> list[tuple[str, Leaf]]:
@@ -82,60 +90,55 @@ def _summary(side: Side) -> list[tuple[str, Leaf]]:
             ),
             ("dump of", side.process),
         ]
-    rows += _replay_rows(m)
     return [(k, v) for k, v in rows if v not in (None, "")]
 
 
-def _replay_rows(m) -> list[tuple[str, Leaf]]:
-    """A replay bundle: each module's verdict, and what full precision showed (replay/precision.py)."""
-    from xlatools.records.replay import ReplayManifest
-
-    if not isinstance(m, ReplayManifest):
-        return []
-    rows: list[tuple[str, Leaf]] = []
-    for module in m.modules:
-        check = module.precision
-        text = str(module.outcome)
-        if check is not None:
-            text += f" (--precision {check.mode}, atol {check.atol:g} rtol {check.rtol:g}): {check.note or check.rule}"
-        rows.append((f"module {module.label}", text))
-    return rows
+def _modules(index: DumpIndex, notes: list[str]) -> tuple[list[ModuleRow], list[Chart]]:
+    """The module table and the pass timelines of one dump (notes: what they leave out)."""
+    rows: list[ModuleRow] = []
+    refs = module_refs(index)
+    fill_fingerprints(refs, index, Fingerprints(), before=False, after=True)
+    for ref in refs:
+        module = index.modules[ref.id]
+        rows.append(
+            ModuleRow(
+                f"{ref.id:04d}",
+                ref.name,
+                ref.instructions_before,
+                ref.instructions_after,
+                ref.pass_steps,
+                len(module.files),
+                module.bytes,
+                memory(ref),
+                (ref.fingerprint_after or "")[:12],
+            )
+        )
+    with_steps = [index.modules[i] for i in sorted(index.modules) if index.modules[i].steps]
+    charts = [module_chart(f"{m.id:04d} {m.name}", step_infos(index, m)) for m in with_steps[:MAX_CHARTS]]
+    if len(with_steps) > MAX_CHARTS:
+        notes.append(f"pass timelines of the first {MAX_CHARTS} of {len(with_steps)} modules with per-pass dumps")
+    if not with_steps:
+        notes.append("no per-pass dumps (run with --preset dump:passes for pass timelines)")
+    return rows, charts
 
 
 def side_report(side: Side) -> SideReport:
-    index = side.index
     notes: list[str] = []
     rows: list[ModuleRow] = []
     charts: list[Chart] = []
-    if index is None:
+    replay = replay_view(side.manifest, side.bundle) if isinstance(side.manifest, ReplayManifest) else None
+    if side.index is not None:
+        rows, charts = _modules(side.index, notes)
+    elif replay is None:
         notes.append("no XLA dump in this bundle")
-    else:
-        refs = module_refs(index)
-        fill_fingerprints(refs, index, Fingerprints(), before=False, after=True)
-        for ref in refs:
-            module = index.modules[ref.id]
-            rows.append(
-                ModuleRow(
-                    f"{ref.id:04d}",
-                    ref.name,
-                    ref.instructions_before,
-                    ref.instructions_after,
-                    ref.pass_steps,
-                    len(module.files),
-                    module.bytes,
-                    memory(ref),
-                    (ref.fingerprint_after or "")[:12],
-                )
-            )
-        with_steps = [index.modules[i] for i in sorted(index.modules) if index.modules[i].steps]
-        for module in with_steps[:MAX_CHARTS]:
-            charts.append(module_chart(f"{module.id:04d} {module.name}", step_infos(index, module)))
-        if len(with_steps) > MAX_CHARTS:
-            notes.append(f"pass timelines of the first {MAX_CHARTS} of {len(with_steps)} modules with per-pass dumps")
-        if not with_steps:
-            notes.append("no per-pass dumps (run with --preset dump:passes for pass timelines)")
-    title = describe_side_title(side)
-    return SideReport(side.label, title, _summary(side), rows, charts, bundle_logs(side.bundle), notes)
+    logs = bundle_logs(side.bundle) + (replay.logs if replay else [])
+    report = SideReport(side.label, describe_side_title(side), _summary(side), rows, charts, logs, notes, replay)
+    if isinstance(side.manifest, RunManifest) and side.manifest.metrics is not None:
+        from xlatools.run.metrics_view import module_rows, process_lines
+
+        report.metrics = module_rows(side.manifest.metrics)
+        report.metrics_notes = process_lines(side.manifest.metrics)
+    return report
 
 
 def describe_side_title(side: Side) -> str:
@@ -154,6 +157,24 @@ def diff_charts(diff: BundleDiff) -> dict[int, Chart]:
     return out
 
 
+def breakable(value: object):  # -> markupsafe.Markup (jinja2's), imported with it
+    """A long value (a command, flags, a path) that may wrap only after `=`, `,`, `:`, before `/` and at spaces:
+    each piece stays whole (`.nw`), so `--xla_dump_to=` never splits after its `--` and no word splits inside."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    words = re.split(r"(\s+)", "" if value is None else str(value))
+    out = []
+    for word in words:
+        if not word or word.isspace():
+            out.append(" " if word else "")
+            continue
+        pieces = [p for p in re.split(r"(?<=[=,:])|(?<=.)(?=/)", word) if p]  # after = , : and before a /
+        out.append("<wbr>".join(f'<span class="nw">{escape(p)}</span>' for p in pieces))
+    return Markup("".join(out))
+
+
 def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
     import jinja2
 
@@ -164,10 +185,20 @@ def render(sides: list[SideReport], diff: BundleDiff | None) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["breakable"] = breakable
     template = env.get_template("report.html.j2")
     first = diff.first_divergence() if diff else None
     return template.render(
-        sides=sides, diff=diff, first=first, charts=diff_charts(diff) if diff else {}, describe_side=describe_side
+        sides=sides,
+        diff=diff,
+        first=first,
+        charts=diff_charts(diff) if diff else {},
+        describe_side=describe_side,
+        where=where(diff) if diff else None,
+        shared_pass_note=shared_pass_note(diff) if diff else None,
+        metrics=metrics_section(diff.metrics) if diff and diff.metrics and diff.metrics.modules else None,
+        amount=amount,
+        metric_cell=cell,
     )
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from xlatools.compare.model import BundleDiff, FieldChange, ModuleDiff, ModuleRef, PassAlignment, SideInfo
+from xlatools.compare.metrics_view import cell, metrics_lines
+from xlatools.compare.where import where
 from xlatools.console import columns
 from xlatools.records.run import RunManifest
 
 
 def _pair(a, b) -> str:
+    a, b = ("-" if v is None else v for v in (a, b))
     return str(a) if a == b else f"{a} -> {b}"
 
 
@@ -41,6 +44,12 @@ def memory(ref: ModuleRef) -> str:
     return str(ref.memory.allocated_bytes)
 
 
+def shared_pass_note(diff: BundleDiff) -> str | None:
+    """The one note every module's pass column would repeat ("no per-pass dumps ..."): said once instead."""
+    notes = {m.passes.note if m.passes else None for m in diff.modules}
+    return notes.pop() if len(notes) == 1 and diff.modules and diff.modules[0].passes else None
+
+
 def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
     rows = [
         (
@@ -50,17 +59,20 @@ def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
             "matched by",
             "input",
             "optimised",
+            "emitted code",
+            "outputs",
             "instr before",
             "instr after",
             "alloc bytes",
             "first diverging pass",
         )
     ]
+    shared = shared_pass_note(diff)
     for m in diff.modules:
         divergence = (
             m.passes.divergence.label
             if m.passes and m.passes.divergence
-            else (m.passes.note if m.passes and m.passes.note else "-")
+            else (m.passes.note if m.passes and m.passes.note and not shared else "-")
         )
         rows.append(
             (
@@ -68,8 +80,10 @@ def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
                 f"{m.b.id:04d}",
                 _pair(m.a.name, m.b.name),
                 m.match,
-                "same" if m.same_input else "differs",
+                m.input,
                 m.optimised,
+                m.emitted.short() if m.emitted else "-",
+                m.outputs.short() if m.outputs else "-",
                 _pair(m.a.instructions_before, m.b.instructions_before),
                 _pair(m.a.instructions_after, m.b.instructions_after),
                 _pair(memory(m.a), memory(m.b)),
@@ -77,6 +91,31 @@ def module_rows(diff: BundleDiff) -> list[tuple[str, ...]]:
             )
         )
     return rows
+
+
+def emitted_lines(m: ModuleDiff) -> list[str]:
+    """A module's emitted code and recorded outputs, for `diff --module`."""
+    out: list[str] = []
+    code = m.emitted
+    if code is not None:
+        out.append(f"emitted code: {code.summary()} ({', '.join(f'{k} {v}' for k, v in sorted(code.kinds.items()))})")
+        if code.normalised:
+            out.append(
+                "  normalised: " + "; ".join(f"{rule} ({n} files)" for rule, n in sorted(code.normalised.items()))
+            )
+        if code.flags_line():
+            out.append(f"  {code.flags_line()}")
+        out += [f"  {f.status}: {f.kind} {f.tail}" for f in code.changed]
+        for text in code.diffs:
+            out.append(f"--- {text.title}")
+            out += text.lines + (["... (cut; --full shows everything)"] if text.truncated else [])
+    if m.outputs is not None:
+        out.append(f"outputs ({m.outputs.source}): {m.outputs.summary()}")
+        for e in m.outputs.executions:
+            args = {True: "same arguments", False: "other arguments", None: "arguments not compared"}[e.same_arguments]
+            out.append(f"  execution {e.number}: {e.summary()}; {args}" + (f"; {e.note}" if e.note else ""))
+        out += [f"  note: {n}" for n in m.outputs.notes]
+    return out
 
 
 def pass_rows(passes: PassAlignment) -> list[str]:
@@ -123,7 +162,7 @@ def module_detail(m: ModuleDiff) -> list[str]:
     if m.text and not m.text.identical:
         out.append("--- optimised HLO, canonical")
         out += m.text.lines + (["... (cut; --full shows everything)"] if m.text.truncated else [])
-    return out
+    return out + emitted_lines(m)
 
 
 def render_text(diff: BundleDiff, detail: bool = False) -> str:
@@ -140,9 +179,15 @@ def render_text(diff: BundleDiff, detail: bool = False) -> str:
         out += ["  " + line for line in _table(module_rows(diff))]
     for side, refs in (("A", diff.only_a), ("B", diff.only_b)):
         out += [f"  only in {side}: {r.id:04d} {r.name}" for r in refs]
+    shared = shared_pass_note(diff)
+    if shared:
+        out.append(f"  passes: {shared}")
     first = diff.first_divergence()
     if first:
         out.append(f"first diverging pass: {first[0].a.name}: {first[1].label}")
+    out.append(f"where A and B differ: {where(diff).headline}")
+    if diff.metrics is not None and diff.metrics.modules:
+        out += metrics_lines(diff.metrics)
     if detail:
         for module in diff.modules:
             out += [""] + module_detail(module)
@@ -152,7 +197,7 @@ def render_text(diff: BundleDiff, detail: bool = False) -> str:
 
 def markdown_summary(diff: BundleDiff, report: str | None = None) -> str:
     """A short job-summary block: what was compared and where it differs."""
-    differing = [m for m in diff.modules if not m.same_output and not m.autotuning_only]
+    differing = [m for m in diff.modules if m.optimised == "differs"]
     tuned = len([m for m in diff.modules if m.autotuning_only])
     lines = [
         "### xlatools diff",
@@ -167,6 +212,11 @@ def markdown_summary(diff: BundleDiff, report: str | None = None) -> str:
     first = diff.first_divergence()
     if first:
         lines.append(f"- first diverging pass: `{first[0].a.name}`: `{first[1].label}`")
+    lines.append(f"- where A and B differ: {where(diff).headline}")
+    top = diff.metrics.modules[0] if diff.metrics and diff.metrics.modules else None
+    if top is not None and top.change > 1:
+        changed = ", ".join(f"{d.metric} {cell(d)}" for d in top.metrics if d.ranked and d.ratio != 1)
+        lines.append(f"- largest metric change: `{top.name}` {changed}")
     if report:
         lines.append(f"- report: `{report}`")
     return "\n".join(lines) + "\n"

@@ -1,14 +1,23 @@
-"""Bounded unified diffs of canonical HLO text."""
+"""Bounded unified diffs of canonical HLO text and normalised emitted code."""
 
 from __future__ import annotations
 
 import difflib
 import itertools
-
-from xlatools.compare.model import TextDiff
+from dataclasses import dataclass
 
 DEFAULT_LIMIT = 200  # diff lines shown unless --full
 INPUT_LIMIT = 20_000  # lines of each text fed to difflib unless --full (its cost grows with n*m)
+
+
+@dataclass
+class TextDiff:
+    """A unified diff of two texts (canonical HLO, normalised emitted code), cut at `limit` lines unless full."""
+
+    title: str
+    lines: list[str]
+    truncated: bool
+    identical: bool
 
 
 def text_diff(

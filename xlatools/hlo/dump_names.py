@@ -10,7 +10,8 @@ Names seen (jaxlib 0.4.30, 0.10.2, 0.12 on the CPU; 0.11.2 on an H200; TensorFlo
   GPU: .thunk_sequence[_after_thunk_passes].txt, .thunk_metadata.txt, .autotune_results.pbtxt,
        .gpu_target_config.pbtxt, .config.pbtxt, .before_config_assignment.txt, .after_spmd_partitioner.txt,
        [<kernel>.].ptx, [<kernel>.].ll, Triton [<kernel>.]ttir.txt
-  module_<id>.<name>/ (jaxlib >= 0.5): module.mlir, compile_options.{pb,textproto}, topology.{pb,textproto}
+  module_<id>.<name>/ (jaxlib >= 0.10.1): module.mlir, compile_options.{pb,textproto}, topology.{pb,textproto}
+      (jaxlib 0.8.0-0.10.0: <name>_<microseconds>/, no module id: run/jax_ir.py ties those)
   p<N>/...  a process's own dump folder of a multi-process run (run/process_dumps.py)
 Module names may hold dots (`jit_Model.apply`, TensorFlow's `a_inference_f_18__XlaMustCompile_..._.2`,
 torch_xla's `SyncTensorsGraph.5`): a name is taken up to the first point where the rest reads as a known

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Literal, Union
 
 from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE
+from xlatools.records.bisect_metric import FlagsResult, MetricAnswer, MetricRuns, TimelineResult
 from xlatools.records.build import BazelProcesses
 from xlatools.vocab import BisectStatus, Platform, StepOutcome
 
 SCHEMA = "xlatools.bisect/1"
-BisectKind = Literal["releases", "commits", "passes"]
+BisectKind = Literal["releases", "commits", "passes", "timeline", "flags"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +33,9 @@ class RuleSpec:
     higher_is_better: bool = False
     # bisect passes --module M: a dump match is looked for in M's files only
     hlo_module: str | None = field(default=None, metadata=OMIT_NONE)
+    # --metric without --threshold (noise-aware, bisect/noise.py): runs of each end, and the most runs of one step
+    repeat: int | None = field(default=None, metadata=OMIT_NONE)
+    max_runs: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -70,6 +74,7 @@ class ReleaseSpec:
     nightly: bool = False
     confirm: int = 0
     test: TestSpec
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
 
 
 @dataclass(kw_only=True)
@@ -79,6 +84,7 @@ class PassSpec:
     module: str | None = None
     confirm: int = 0
     test: TestSpec
+    good_python: str | None = field(default=None, metadata=OMIT_NONE)  # a noise-aware --metric's good anchor
 
 
 @dataclass(kw_only=True)
@@ -96,8 +102,34 @@ class CommitSpec:
     test: TestSpec
 
 
+@dataclass(kw_only=True)
+class TimelineSpec:
+    """`bisect timeline`: every release from `first` to `last` measured `repeat` times."""
+
+    kind: Literal["timeline"] = "timeline"
+    first: str
+    last: str
+    python_version: str
+    platform: str
+    repeat: int
+    test: TestSpec
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
+
+
+@dataclass(kw_only=True)
+class FlagsSpec:
+    """`bisect flags`: the switches of switches.yaml tried on one interpreter."""
+
+    kind: Literal["flags"] = "flags"
+    python: str
+    backend: str  # cpu or gpu
+    switches: list[str]  # the names tried (applicable, accepted by this jaxlib)
+    good_python: str | None = field(default=None, metadata=OMIT_NONE)  # a metric test's good reference
+    test: TestSpec
+
+
 # What was asked: the same command finds its folder again by it (bisect.state.spec_hash).
-BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec]
+BisectSpec = Union[ReleaseSpec, PassSpec, CommitSpec, TimelineSpec, FlagsSpec]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +159,7 @@ class StepRecord:
     n: int  # 1-based, in the order the steps ran
     key: str  # the candidate's key (a version, a commit, a set of passes)
     label: str
-    role: str  # "good end", "bad end", "search", "confirm", "baseline", "ddmin"
+    role: str  # "good end", "bad end", "search", "confirm"; passes: "baseline", "disable all", "needed", "took over"
     attempt: int  # 0 for the first run of this key, 1.. for --confirm re-runs
     outcome: StepOutcome
     reason: str = ""
@@ -139,6 +171,7 @@ class StepRecord:
     detail: StepDetail | None = None
     # bisect commits: how the step's build ran its actions (cache hits: the profile's caches are shared by every step)
     bazel_processes: BazelProcesses | None = field(default=None, metadata=OMIT_NONE)
+    metric: MetricRuns | None = field(default=None, metadata=OMIT_NONE)  # --metric: every run's value
 
 
 @dataclass(kw_only=True)
@@ -154,6 +187,15 @@ class PassFound:
     name: str
     pipelines: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class PassNote:
+    """bisect passes: a pass left enabled (the backend needs it, --exclude-pass, disabling it broke the program)
+    or one that became a candidate during the search, and why."""
+
+    name: str
+    why: str
 
 
 @dataclass(kw_only=True)
@@ -201,9 +243,34 @@ class BisectAnswer:
     flaky: bool = False  # the boundary steps disagreed on --confirm re-runs
     passes: list[PassFound] = field(default_factory=list)  # bisect passes: the culprits
     how: str | None = None  # bisect passes: how the culprit set was found
+    left_enabled: list[PassNote] = field(default_factory=list)  # bisect passes: never disabled, and why
+    added: list[PassNote] = field(default_factory=list)  # bisect passes: candidates found during the search
     hlo: list[CulpritHlo] = field(default_factory=list)
     report_lines: list[str] = field(default_factory=list)  # printed under the steps
     diff: DiffNote | None = None
+    metric: MetricAnswer | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(kw_only=True)
+class TestFile:
+    """A file the test is made of (its program, a module, a pack, a file an argument names) as it was when the
+    bisection started: a resumed bisection compares them (bisect/testfiles.py)."""
+
+    __test__ = False  # not a pytest class, despite the name
+    role: str  # program, module, pack, argument
+    path: str
+    sha256: str | None = None  # None: missing, unreadable or too large to hash (see note)
+    size: int | None = None
+    note: str | None = field(default=None, metadata=OMIT_NONE)
+
+
+@dataclass(kw_only=True)
+class PassOptions:
+    """bisect passes: what the search leaves enabled or adds, on top of what the spec asks. Not part of the
+    spec: steps are experiments (a set of disabled passes -> an outcome) that any of these reuse."""
+
+    exclude: list[str] = field(default_factory=list)  # --exclude-pass
+    include: list[str] = field(default_factory=list)  # --include-pass
 
 
 @dataclass(kw_only=True)
@@ -221,3 +288,8 @@ class BisectState:
     steps: list[StepRecord] = field(default_factory=list)
     result: BisectAnswer | None = None
     folder: Path | None = None  # the bisect folder (where it was when written)
+    timeline: TimelineResult | None = field(default=None, metadata=OMIT_NONE)  # bisect timeline
+    flags: FlagsResult | None = field(default=None, metadata=OMIT_NONE)  # bisect flags
+    # What the test was made of when the bisection started (None: written before xlatools recorded it).
+    test_files: list[TestFile] | None = field(default=None, metadata=OMIT_NONE)
+    pass_options: PassOptions | None = field(default=None, metadata=OMIT_NONE)  # bisect passes

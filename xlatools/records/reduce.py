@@ -42,8 +42,25 @@ class ReduceRequest:
     strategy: ReduceStrategy = ReduceStrategy.FULL
     culprit_pass: str | None = None  # named by `bisect passes`, for ISSUE.md
     name: str | None = None
+    crash: CrashSignature | None = field(default=None, metadata=OMIT_NONE)  # the crash oracle (triage gives it)
     # The mismatch oracle: auto = a difference only below full precision is not interesting (replay/precision.py).
     precision: PrecisionMode | None = field(default=None, metadata=OMIT_NONE)  # None: auto
+
+
+@dataclass(kw_only=True)
+class CrashSignature:
+    """How the original module died (the crash oracle keeps candidates that die the same way)."""
+
+    failure: ReplayOutcome = ReplayOutcome.CRASH  # crash (a signal), or compile-error / runtime-error
+    signal: str | None = None
+    phase: str | None = None  # compile | run
+    message: str | None = None  # a compiler error's telling line (the oracle looks for it)
+    frames: list[str] = field(default_factory=list)  # the original's top native frames, compared at the end
+
+    def describe(self) -> str:
+        doing = {"compile": "while compiling", "run": "while running"}.get(self.phase or "", "")
+        what = self.signal or (f"{self.failure} ({self.message})" if self.message else str(self.failure))
+        return f"the test dies by {what} {doing}".rstrip() + " (as the original module does)"
 
 
 @dataclass(kw_only=True)
@@ -53,6 +70,7 @@ class OracleSpec:
     script: str | None = None
     atol: float = DEFAULT_TOLERANCE
     rtol: float = DEFAULT_TOLERANCE
+    crash: CrashSignature | None = field(default=None, metadata=OMIT_NONE)  # the crash oracle's
 
     def describe(self) -> str:
         if self.kind == OracleKind.MISMATCH:
@@ -61,6 +79,8 @@ class OracleSpec:
             return f"the test's outputs differ from the snapshot's recorded result (atol {self.atol:g}, rtol {self.rtol:g})"
         if self.kind == OracleKind.ERROR:
             return f"the test fails with a message matching /{self.error_regex}/"
+        if self.kind == OracleKind.CRASH and self.crash is not None:
+            return self.crash.describe()
         return f"the script exits 1-127 (125: skip): {self.script}"
 
 
@@ -161,6 +181,8 @@ class ReduceResult:
     verdict: str = ""  # the last re-check's reason
     state: str | None = None  # the state folder (resume)
     files: dict[str, str] = field(default_factory=dict)  # reduced.hlo.txt, inputs.npz, ISSUE.md, ... -> path
+    # crash oracle: whether the reduced module dies in the same top frames as the original (None: not known)
+    same_frames: bool | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

@@ -20,6 +20,8 @@ from xlatools.records.replay_runs import (
     PrecisionCheck,
     RaisedInstruction,  # noqa: F401
     RunRecord,
+    RunSpeed,  # noqa: F401
+    SpeedComparison,
     Timings,  # noqa: F401
 )
 from xlatools.vocab import IsolationOutcome, Platform, PrecisionMode, ReplayOutcome, SourceForm
@@ -136,6 +138,8 @@ class ModuleRecord(Labelled):
     outputs: list[OutputDigest] = field(default_factory=list)
     comparisons: list[Comparison] = field(default_factory=list)
     precision: PrecisionCheck | None = field(default=None, metadata=OMIT_NONE)  # dots/convolutions below full precision
+    # Its execution time on the test's interpreter and each --reference-python's, the slower named (replay/speed.py).
+    speed: SpeedComparison | None = field(default=None, metadata=OMIT_NONE)
 
     @property
     def test(self) -> RunRecord | None:
@@ -165,6 +169,7 @@ class IsolationSummary:
     first_mismatch: IsolatedInstruction | None = None
     # When no instruction mismatches alone: the first whose value, computed from the module's inputs, does.
     first_mismatch_in_context: IsolatedInstruction | None = None
+    form: str | None = field(default=None, metadata=OMIT_NONE)  # what the module was read from: `HLO text (FILE)`
 
 
 @dataclass(kw_only=True)
@@ -231,6 +236,11 @@ class PackModule(Labelled):
     fingerprint: str | None = None
     outputs: list[str] = field(default_factory=list)  # output digests (sha256)
     files: dict[str, str] = field(default_factory=dict)  # form -> path inside the pack
+    # What the outcome was judged against (replay/outcome.judged_against): the comparisons that failed for a
+    # mismatch (`reference-python-1`, `snapshot`), all that judged for ok, the failed run for a failure.
+    # None: a pack older than it (its `failed_run` says as much as it knew).
+    against: list[str] | None = field(default=None, metadata=OMIT_NONE)
+    input_source: InputSource | None = field(default=None, metadata=OMIT_NONE)  # the inputs it was judged on
 
 
 @dataclass(kw_only=True)

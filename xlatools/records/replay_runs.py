@@ -63,6 +63,32 @@ class Timings:
 
 
 @dataclass(kw_only=True)
+class RunSpeed:
+    """One run's execution time in a speed comparison: which interpreter, how fast (seconds per execution)."""
+
+    label: str  # test, reference-python-N
+    python: str
+    jaxlib: str | None = None
+    min_s: float
+    median_s: float
+    count: int  # executions timed (--iterations)
+
+
+@dataclass(kw_only=True)
+class SpeedComparison:
+    """A module's execution time on the test's interpreter and on each --reference-python, and the slower one:
+    compared by the fastest execution of each (the steadiest figure on a loaded machine)."""
+
+    runs: list[RunSpeed] = field(default_factory=list)
+    slowest: str  # the label of the slowest run
+    fastest: str
+    ratio: float  # slowest min_s / fastest min_s
+    slower: str | None = None  # `slowest`, when the ratio is past the noise margin; None: about the same
+    margin: float = 1.1  # ratios up to this are "about the same"
+    note: str | None = field(default=None, metadata=OMIT_NONE)  # e.g. one execution each
+
+
+@dataclass(kw_only=True)
 class LoadedFrom:
     kind: str  # text, proto or mlir
     path: str

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from xlatools.records.base import KEYWORD_KEYS, OMIT_NONE, BundleRecord
 from xlatools.records.cluster import SlurmJobRecord
+from xlatools.records.metrics import RunMetrics
+from xlatools.records.hang import ChildCrash, StuckCapture
 from xlatools.vocab import Platform, ProcessStatus
 
 RUN_SCHEMA = "xlatools.run/1"
@@ -149,6 +151,9 @@ class DumpModuleSummary:
     origin: str | None = None
     pass_steps: int = 0
     file_count: int = 0
+    # The module's StableHLO (what jax handed XLA; replay's first form), relative to the dump: module_NNNN.<name>/
+    # module.mlir, or ../jax_ir/jax_ir<N>_<name>_compile.mlir (run/jax_ir.py)
+    stablehlo: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -228,6 +233,10 @@ class RunManifest(BundleRecord):
     program_outcome: str | None = None  # `exit 3`, `killed by SIGSEGV`
     # native-backtrace.txt (every thread's native frames, the Python traceback) when the program died by a fatal signal
     native_backtrace: str | None = field(default=None, metadata=OMIT_NONE)
+    # The run was stopped stuck (--timeout or --stall): every process's stacks and where each one was (run/hang/).
+    stuck: StuckCapture | None = field(default=None, metadata=OMIT_NONE)
+    # The program failed (no signal of its own) after a process it started died by a signal (run/child_crash.py).
+    child_crash: ChildCrash | None = field(default=None, metadata=OMIT_NONE)
     duration_s: float | None = None
     dump: DumpSummary | None = None
     smoke: SmokeReport | None = None
@@ -237,3 +246,5 @@ class RunManifest(BundleRecord):
     first_failed: int | None = None
     coordinator: str | None = None  # 127.0.0.1:PORT
     slurm: SlurmJobRecord | None = field(default=None, metadata=OMIT_NONE)  # ran as a Slurm job (--executor slurm)
+    # What xlatools measured (compile times, memory, timed calls, peak RSS): records/metrics.py, docs/metrics.md.
+    metrics: RunMetrics | None = field(default=None, metadata=OMIT_NONE)

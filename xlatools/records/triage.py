@@ -28,6 +28,7 @@ class TriageSpec:
     test: ProgramTestSpec
     atol: float
     rtol: float
+    requirements: list[str] | None = field(default=None, metadata=OMIT_NONE)  # --with / --requirements
 
 
 @dataclass(kw_only=True)
@@ -79,6 +80,26 @@ class ModuleVerdict:
 
 
 @dataclass(kw_only=True)
+class CrashFound:
+    """A module that dies on the first bad release and runs on the last good one: the finding of a crash
+    regression (a signal while running or compiling, or a compiler error such as a failed CHECK or INTERNAL)."""
+
+    failure: str  # crash | compile-error | runtime-error (replay's outcome of the test run)
+    phase: str | None = None  # compile | run | ...: where it died
+    signal: str | None = None  # SIGSEGV, SIGABRT, ...
+    message: str = ""  # the first line that says what happened
+    frames: list[str] = field(default_factory=list)  # the crashing thread's top native frames (symbolized)
+    backtrace: str | None = None  # native-backtrace.txt of the replay that crashed
+    reference: str = "ok"  # the last good release's outcome on the same module and inputs
+
+    def what(self) -> str:
+        """`SIGSEGV while running`, `compile-error while compiling: INTERNAL: ...`."""
+        doing = {"compile": "while compiling", "run": "while running"}.get(self.phase or "", f"during {self.phase}")
+        head = f"{self.signal} {doing}" if self.signal else f"{self.failure} {doing}"
+        return head + (f": {self.message}" if self.message and not self.signal else "")
+
+
+@dataclass(kw_only=True)
 class DiffFound:
     json: str  # diff.json of the two dumping runs
     report: str  # report.html
@@ -92,6 +113,8 @@ class DiffFound:
     mismatch: str | None = None  # how it mismatches
     # No module mismatches: these differ only by precision (None: not that finding).
     precision_only: list[str] | None = field(default=None, metadata=OMIT_NONE)
+    # The module (above) crashes on the first bad release and runs on the last good one (None: not a crash).
+    crash: CrashFound | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -112,6 +135,9 @@ class ReduceFound:
     flaky: bool = False
     issue: str | None = None  # the reduce bundle's ISSUE.md
     reduced: str | None = None  # reduced.hlo.txt
+    # Not reduced (its HLO text no longer reproduces): the smallest form that does, the module's StableHLO; and why
+    handed_over: str | None = field(default=None, metadata=OMIT_NONE)
+    note: str | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)
@@ -121,6 +147,7 @@ class IsolateFound:
     module: str  # which module was isolated (the reduced one, or the module that differs)
     first_mismatch: IsolatedInstruction | None = None
     first_mismatch_in_context: IsolatedInstruction | None = None
+    form: str | None = field(default=None, metadata=OMIT_NONE)  # what the module was read from: `HLO text (FILE)`
 
 
 @dataclass(kw_only=True)

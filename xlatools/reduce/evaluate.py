@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 from xlatools.records.reduce import Counters, RecordedValue, Verdict
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.hlo_text import print_module
-from xlatools.reduce.oracle import judge_error, judge_outputs, run_script
+from xlatools.reduce.oracle import judge_crash, judge_error, judge_outputs, run_script
 from xlatools.reduce.plan import ReducePlan
 from xlatools.replay.workers import Worker, make_worker, stop_all
 from xlatools.vocab import Interest, OracleKind, PrecisionMode, ReplayOutcome
@@ -47,6 +48,10 @@ class Values:
         return value.path, value.index
 
 
+class OutOfTime(Exception):
+    """--max-time ran out during the search: the batch being judged is dropped (none of its verdicts is kept)."""
+
+
 def candidate_key(cand: Candidate) -> str:
     from xlatools.run.hlo_canon import fingerprint
 
@@ -67,6 +72,7 @@ class Evaluator:
         )
         self.caller_env = caller_env
         self.values = Values()
+        self.deadline: float | None = None  # time.monotonic() at which the search stops (--max-time); None: none
         self.cache: dict[str, Verdict] = {}
         self.counters = Counters()
         self.skipped: list[str] = []  # why the oracle could not judge a candidate, one line each (this invocation)
@@ -75,6 +81,18 @@ class Evaluator:
         self._slots: Queue[int] = Queue()
         for slot in range(slots):
             self._slots.put(slot)
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def timeout(self) -> float | None:
+        """One replay's or script's limit: --timeout, and during the search what is left of --max-time (a call
+        the deadline cuts is stopped; evaluate() then drops its batch)."""
+        limit = self.plan.request.timeout
+        if self.deadline is None:
+            return limit
+        left = max(0.01, self.deadline - time.monotonic())
+        return left if limit is None else min(limit, left)
 
     def close(self) -> None:
         stop_all(self.tests + self.references)
@@ -91,7 +109,10 @@ class Evaluator:
         return path
 
     def evaluate(self, cands: list[Candidate]) -> list[Verdict]:
-        """Verdicts in the order of `cands` (cached ones without running anything)."""
+        """Verdicts in the order of `cands` (cached ones without running anything). Past the deadline: OutOfTime,
+        and nothing of this batch is cached (a verdict cut short by the deadline is no verdict)."""
+        if self.out_of_time():
+            raise OutOfTime
         self.counters.candidates += len(cands)
         verdicts: list[Verdict | None] = [None] * len(cands)
         keys = [candidate_key(c) for c in cands]
@@ -106,6 +127,8 @@ class Evaluator:
         if runnable:
             self.counters.oracle_calls += len(runnable)
             results = self._in_slots(lambda item: self._on_slot(cands[item[0]], item[1]), runnable)
+            if self.out_of_time():
+                raise OutOfTime
             for (index, path), verdict in zip(runnable, results):
                 verdicts[index] = verdict
                 if verdict.interest == Interest.SKIP:
@@ -162,14 +185,26 @@ class Evaluator:
             self._slots.put(slot)
 
     def compose_inputs(self, worker: Worker, cand: Candidate, out: Path) -> Path:
-        return worker.compose([self.values.source(s) for s in cand.input_sources()], out)
+        """The candidate's arguments, picked from the original ones and the recorded values (the state's files)."""
+        from xlatools.replay.workers import WorkerRefused
+
+        try:
+            return worker.compose([self.values.source(s) for s in cand.input_sources()], out)
+        except (WorkerRefused, KeyError, ValueError, IndexError) as exc:  # a state that names what is not there
+            from xlatools.errors import UsageError
+
+            state = self.work.parent / "state.json"
+            raise UsageError(
+                f"{state}: the reduce state names arguments or values that cannot be read ({exc})",
+                hint=f"remove {state.parent} (or run with --fresh) to start this reduction over",
+            ) from None
 
     def run_oracle(self, slot: int, cand: Candidate, path: Path, literals: bool = False) -> Verdict:
         from xlatools.replay.jobs import Materials, job_spec
         from xlatools.replay.plan import ReplayRequest
         from xlatools.replay.precision import mode_of
 
-        folder, spec, timeout = path.parent, self.plan.oracle, self.plan.request.timeout
+        folder, spec, timeout = path.parent, self.plan.oracle, self.timeout()
         test_worker = self.tests[slot]
         inputs = self.compose_inputs(test_worker, cand, folder / "inputs.npz")
         if spec.kind == OracleKind.SCRIPT:
@@ -193,6 +228,8 @@ class Evaluator:
         test = test_worker.replay(job, folder / "test", timeout)
         if spec.kind == OracleKind.ERROR:
             return judge_error(spec, test)
+        if spec.kind == OracleKind.CRASH:
+            return judge_crash(spec, test)
         reference = None
         if spec.kind == OracleKind.MISMATCH and not test.failure:
             ref_spec = job_spec(request, materials, self.plan.reference, folder / "reference", folder / "test")
@@ -229,7 +266,7 @@ class Evaluator:
             None,
             [{"label": "reference", "path": str(outputs)}],
         )
-        again = self.tests[slot].replay(job, folder / "test-highest", self.plan.request.timeout)
+        again = self.tests[slot].replay(job, folder / "test-highest", self.timeout())
         outcome, why = classify(reference.comparisons, again)
         if outcome == ReplayOutcome.PRECISION:
             return Verdict(

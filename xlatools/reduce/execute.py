@@ -10,6 +10,7 @@ re-check the result several times (flaky: exit 1) and hand back the Outcome it w
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from xlatools.errors import EnvironmentMissing, UsageError
+from xlatools.errors import EnvironmentMissing, UsageError, XlaToolsError
 from xlatools.records.reduce import Counters, RanWith, ReduceEnd, ReduceRequest, Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
@@ -60,15 +61,26 @@ class Outcome:
         return any(v.interesting is not True for v in self.rechecks)
 
 
-def prepare(request: ReduceRequest) -> PreparedReduce:
+def prepare(request: ReduceRequest, unpack_into: Path | None = None) -> PreparedReduce:
+    """The plan, with its interpreters probed. A repro pack as the source is unpacked under `unpack_into`
+    (reduce/pack_source.py), its settings taken under the request's."""
+    from xlatools.reduce.pack_source import is_pack, open_pack
     from xlatools.replay.execute import check_flags
     from xlatools.replay.plan import label_references
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
-    kind, modules = resolve(
-        request.source, [request.module] if request.module else [], include_all=bool(request.module)
-    )
+    if is_pack(request.source):
+        if unpack_into is None:
+            raise UsageError(
+                f"{request.source}: a repro pack cannot be reduced here", hint="reduce it with `xlatools reduce`"
+            )
+        request, modules = open_pack(request, unpack_into)
+        kind = "pack"
+    else:
+        kind, modules = resolve(
+            request.source, [request.module] if request.module else [], include_all=bool(request.module)
+        )
     plan = plan_reduce(request, modules, kind)
     found: dict[str, ProbedInterpreter] = {}
     for run in [plan.test] + ([plan.reference] if plan.reference else []):
@@ -93,7 +105,7 @@ def _original(plan: ReducePlan, evaluator: Evaluator, folder: Path) -> tuple[str
     from xlatools.vocab import ReplayOutcome, SourceForm
 
     request = plan.request
-    materials = prepare_materials(plan.module, SourceForm.AUTO, folder, literals=request.inputs is None)
+    materials = prepare_materials(plan.module, SourceForm.AUTO, folder, literals=request.inputs is None, hlo_first=True)
     replay = ReplayRequest(
         source=request.source,
         python=request.python,
@@ -201,18 +213,31 @@ class Reduction:
         A refused input (UsageError) leaves no state behind."""
         plan, started = prepared.plan, time.monotonic()
         store = StateStore.open(out_root, plan.name, _state_identity(plan), fresh)
+        ours = not store.resumed  # a state this command began: nothing earlier is lost with it
         gpu = prepared.targets[plan.test.python].gpu_platform()
         evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
         try:
             try:
                 original = original_candidate(plan, evaluator, store.folder / "source")
                 best, verdict = cls._first(plan, evaluator, store, original, reporter)
-            except (UsageError, EnvironmentMissing):
-                if not store.resumed:  # a refused input (or one xlatools cannot reduce) leaves nothing behind
+            except (UsageError, EnvironmentMissing, OSError) as exc:
+                if ours:  # a refused input (or one xlatools cannot reduce) leaves nothing behind
+                    shutil.rmtree(store.folder, ignore_errors=True)
+                    _remove_if_empty(store.folder.parent)
+                if isinstance(exc, OSError):  # a full disk, the state folder gone from under us: not our bug
+                    from xlatools.fsutil import write_failure
+
+                    raise write_failure(
+                        exc, f"cannot write the reduce state in {store.folder}: {exc.strerror}"
+                    ) from None
+                raise
+            try:
+                yield cls(prepared, evaluator, store, original, best, verdict, reporter, started)
+            except BaseException as exc:
+                if _disk_full(exc) and ours:  # its work files are what the disk lacks room for
                     shutil.rmtree(store.folder, ignore_errors=True)
                     _remove_if_empty(store.folder.parent)
                 raise
-            yield cls(prepared, evaluator, store, original, best, verdict, reporter, started)
         finally:
             evaluator.close()
 
@@ -277,6 +302,12 @@ class Reduction:
             else None,
             self.store.folder,
         )
+
+
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, XlaToolsError) and exc.disk_full
 
 
 def _remove_if_empty(folder: Path) -> None:

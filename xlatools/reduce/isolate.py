@@ -170,9 +170,44 @@ def run_isolation(
     evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
     try:
         start = original_candidate(plan, evaluator, store.folder / "source")
-        return isolate(plan, evaluator, start, lambda c, names: store.record_values(evaluator, c, names), reporter)
+        _check_text(plan, evaluator, start, store.folder / "source")
+        found = isolate(plan, evaluator, start, lambda c, names: store.record_values(evaluator, c, names), reporter)
+        found.form = loaded_form(store.folder / "source")
+        return found
     finally:
         evaluator.close()
+
+
+def _check_text(plan: ReducePlan, evaluator: Evaluator, start: Candidate, source: Path) -> None:
+    """Isolation edits the module's HLO text: where that text does not compile the run's module and does not show
+    the difference either, its instructions say nothing about the bug (TextNotTheRunsModule, naming the StableHLO)."""
+    from xlatools.reduce.agreement import not_the_runs_module, text_not_the_runs_module
+
+    differs = not_the_runs_module(plan, source)
+    if differs is None:
+        return
+    verdict = evaluator.evaluate([start])[0]
+    if verdict.interesting is not True:
+        raise text_not_the_runs_module(
+            plan,
+            f"cannot isolate module {plan.module.label}",
+            differs,
+            f"isolating its instructions (the whole text: {verdict.reason})",
+        )
+
+
+def loaded_form(source: Path) -> str:
+    """`HLO text (module_0001.jit_f.before_optimizations.txt)`: the form the isolated module was read from."""
+    import json
+
+    try:
+        loaded = json.loads((source / "test" / "result.json").read_text()).get("loaded_from") or {}
+    except (OSError, ValueError, AttributeError):
+        return "-"
+    from xlatools.replay.outcome import FORM_NAMES
+
+    kind = str(loaded.get("kind", "-"))
+    return f"{FORM_NAMES.get(kind, kind)} ({Path(str(loaded.get('path', '-'))).name})"
 
 
 @dataclass
@@ -221,7 +256,11 @@ class IsolationRun:
             atomic_write_json(bundle / ISOLATE_JSON, to_json(found))
             from xlatools.replay.outcome import describe_inputs
 
-            rendered = table(found) + f"\ninputs: {describe_inputs(self.prepared.plan.record().input_source)}"
+            rendered = (
+                table(found)
+                + f"\ninputs: {describe_inputs(self.prepared.plan.record().input_source)}"
+                + f"\nform: {found.form}"
+            )
             atomic_write_text(bundle / ISOLATE_TABLE, rendered + "\n")
             reporter.info(rendered)
             record.isolation = IsolationSummary(**{f.name: getattr(found, f.name) for f in fields(IsolationSummary)})

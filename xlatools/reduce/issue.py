@@ -30,6 +30,7 @@ class IssueFacts:
     reference_outputs_text: str
     rechecks: str
     native_frames: list[str] = field(default_factory=list)  # the top frames of native-backtrace.txt (a crash)
+    original_frames: list[str] = field(default_factory=list)  # crash oracle: the original module's top frames
     commands: list[tuple[str, str]] = field(default_factory=list)  # (what, command)
 
 
@@ -83,6 +84,7 @@ TITLES = {
     OracleKind.RECORDED: "result differs from the recorded one",
     OracleKind.ERROR: "compiler/runtime failure",
     OracleKind.SCRIPT: "check script fails",
+    OracleKind.CRASH: "crash",
 }
 
 
@@ -112,7 +114,8 @@ def render_issue(f: IssueFacts) -> str:
     if f.culprit_pass:
         out.append(f"- culprit pass named by `xlatools bisect passes`: `{f.culprit_pass}`")
     out += ["", "## Minimal HLO", "", *_code(f.reduced_hlo.rstrip()), "## Inputs", ""]
-    out += [*_code(f.inputs_text.rstrip() or "(no parameters)"), *_outcome(f), "## Reproduce", ""]
+    none = "(in inputs.npz: the failing run printed none)" if "parameter(" in f.reduced_hlo else "(no parameters)"
+    out += [*_code(f.inputs_text.rstrip() or none), *_outcome(f), "## Reproduce", ""]
     for what, command in f.commands:
         out += [f"{what}:", "", *_code(command, "```sh")]
     return "\n".join(out)
@@ -137,6 +140,13 @@ def _outcome(f: IssueFacts) -> list[str]:
     if f.native_frames:
         every = "every thread's: [native-backtrace.txt](native-backtrace.txt)"
         out += [f"Top native frames of the crashing thread ({every}):", "", "```", *f.native_frames, "```", ""]
+    if f.original_frames:
+        from xlatools.reduce.oracle import same_frames
+
+        same = {True: "the same top frames", False: "DIFFERENT top frames", None: "frames not known"}[
+            same_frames(f.original_frames, f.native_frames)
+        ]
+        out += [f"The original module died in ({same}):", "", "```", *f.original_frames[:8], "```", ""]
     return out
 
 

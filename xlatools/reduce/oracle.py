@@ -79,6 +79,24 @@ def judge_error(spec: OracleSpec, test: RunRecord, allow_load: bool = False) -> 
     )
 
 
+def judge_crash(spec: OracleSpec, test: RunRecord) -> Verdict:
+    """crash oracle: the test dies as the original did: the same signal (or, without one, the same kind of
+    compiler failure and its telling line) in the same phase. Any other end is not interesting: a candidate that
+    dies elsewhere or otherwise is another bug."""
+    crash = spec.crash
+    if crash is None:
+        raise ValueError("a crash oracle needs the original's crash")
+    if not test.failure:
+        return Verdict(interest=NOT_INTERESTING, reason="the test run succeeded")
+    seen = _seen(test)
+    same_kind = test.signal == crash.signal if crash.signal else test.failure == crash.failure
+    same_phase = crash.phase is None or test.phase == crash.phase
+    said = not crash.message or crash.signal or crash.message in "\n".join([test.message or "", *test.log_tail])
+    if test.phase != "load" and same_kind and same_phase and said:
+        return Verdict(interest=INTERESTING, reason=f"{_failed(test)} (as the original)", failure=seen)
+    return Verdict(interest=NOT_INTERESTING, reason=f"another failure: {_failed(test)}", failure=seen)
+
+
 def script_verdict(returncode: int | None, status: Status, timeout: float | None) -> Verdict:
     """git bisect run semantics: 0 not interesting, 125 skip, 1-127 interesting; others: the script is broken."""
     if status == Status.TIMEOUT:
@@ -117,11 +135,30 @@ def run_script(
     env = {**env, "XLATOOLS_REDUCE_HLO": str(module)}
     if inputs is not None:
         env["XLATOOLS_REDUCE_INPUTS"] = str(inputs)
-    result = execute(
-        argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout, None, None
-    )
+    from xlatools.proctree import leaving_nothing
+
+    logs = (folder / "script.stdout.log", folder / "script.stderr.log")
+    with leaving_nothing(env) as (env, ended):  # what the script leaves running (`setsid sleep 300 &`) ends with it
+        result = execute(argv, env, str(folder), *logs, timeout, None, None, on_start=ended)
     for log in ("script.stdout.log", "script.stderr.log"):  # one per candidate: a loud script must not fill the disk
         keep_ends(folder / log)
     if result.status == Status.INTERRUPTED:
         raise Interrupted("interrupted while the check script ran")
     return script_verdict(result.returncode, result.status, timeout)
+
+
+def same_frames(original: list[str], reduced: list[str], count: int = 3) -> bool | None:
+    """Whether the reduced module dies in the same functions (the first `count` named frames); None: unknown."""
+    a, b = [_function(f) for f in original[:count]], [_function(f) for f in reduced[:count]]
+    if not a or not b:
+        return None
+    return a == b
+
+
+def _function(frame: str) -> str:
+    """`#8 bool slinky::internal::can_fuse<...>(long, ...) () from libjax_common.so` -> `slinky::internal::can_fuse`."""
+    from xlatools.run.hang.stacks import short
+
+    text = re.sub(r"^#\d+\s+", "", frame)
+    text = re.sub(r"\s+(from|at)\s+\S+$", "", text)
+    return short(re.sub(r"\s*\(\)\s*$", "", text))

@@ -83,6 +83,7 @@ def _facts(outcome: Outcome, reduced: str, pack: Packed, frames: list[str]) -> I
         reference_outputs_text=_literals(recheck / "reference" / "literals.txt", "output"),
         rechecks=", ".join(v.interest for v in outcome.rechecks),
         native_frames=frames,
+        original_frames=plan.oracle.crash.frames if plan.oracle.crash else [],
         commands=commands(
             plan.test.xla_flags,
             plan.test.platform if plan.test.platform != "auto" else "cpu",
@@ -98,6 +99,7 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
     """Every result file into the bundle folder; the result the manifest and --json carry."""
     from xlatools.fsutil import atomic_write_json, atomic_write_text
     from xlatools.redact import redact_text
+    from xlatools.reduce.oracle import same_frames
 
     reduced = print_module(outcome.best.module, metadata=False)
     atomic_write_text(folder / "reduced.hlo.txt", reduced)
@@ -129,6 +131,7 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
         verdict=outcome.rechecks[-1].reason,
         state=str(outcome.state_folder),
         files={name: str(folder / name) for name in RESULT_FILES if (folder / name).is_file()},
+        same_frames=same_frames(facts.original_frames, facts.native_frames) if facts.original_frames else None,
     )
 
 
@@ -223,7 +226,9 @@ def execute_reduce(
     from xlatools.fsutil import atomic_write_text
 
     with Reduction.start(prepared, out_root, reporter, fresh, caller_env) as reduction:
-        with bundle_session(out_root, reduce_record(prepared, argv), name=prepared.plan.name) as session:
+        with bundle_session(
+            out_root, reduce_record(prepared, argv), name=prepared.plan.name, reporter=reporter
+        ) as session:
             try:
                 outcome = reduction.run()
             except (KeyboardInterrupt, Interrupted):  # the session records it; the state stays for a re-run

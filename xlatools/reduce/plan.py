@@ -66,9 +66,16 @@ def _planned(run: RunConfig) -> PlannedRun:
 
 
 def oracle_of(request: ReduceRequest, has_recorded_result: bool) -> OracleSpec:
-    chosen = [bool(request.references or request.reference_pythons), bool(request.error), bool(request.script)]
+    chosen = [
+        bool(request.references or request.reference_pythons),
+        bool(request.error),
+        bool(request.script),
+        request.crash is not None,
+    ]
     if sum(chosen) > 1:
         raise UsageError("give one oracle: --reference/--reference-python, --error or --script")
+    if request.crash is not None:
+        return OracleSpec(kind=OracleKind.CRASH, crash=request.crash)
     if request.error:
         try:
             re.compile(request.error)

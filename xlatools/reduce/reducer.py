@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from xlatools.records.reduce import ReduceEnd, Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
-from xlatools.reduce.evaluate import Evaluator
+from xlatools.reduce.evaluate import Evaluator, OutOfTime
 from xlatools.reduce.hlo_text import print_module
 from xlatools.reduce.state import StateStore
 from xlatools.reduce.strategies import PHASES
@@ -110,22 +110,31 @@ class Reducer:
         )
 
     def run(self, phases: tuple[str, ...]) -> None:
+        """Rounds of `phases` until one changes nothing or the deadline passes: every candidate's oracle call
+        then is bounded by what is left of it (evaluate.Evaluator.timeout)."""
         number = len(self.rounds)
-        while not self.out_of_time():
-            start_size = size(self.best)
-            for phase in phases:
-                if self.out_of_time():
+        self.evaluator.deadline = self.deadline
+        try:
+            while not self.out_of_time():
+                start_size = size(self.best)
+                for phase in phases:
+                    if self.out_of_time():
+                        break
+                    number += 1
+                    self._phase(number, phase)
+                if size(self.best) >= start_size:
                     break
-                number += 1
-                self._phase(number, phase)
-            if size(self.best) >= start_size:
-                break
+        finally:
+            self.evaluator.deadline = None  # the result's re-checks and pack are not cut
 
     def _phase(self, number: int, phase: str) -> None:
         counters = self.evaluator.counters
         record = Round(number=number, phase=phase, instructions_before=self.best.module.instruction_count())
         calls, tried, t0 = counters.oracle_calls, counters.candidates, time.monotonic()
-        PHASES[phase](self)
+        try:
+            PHASES[phase](self)
+        except OutOfTime:
+            pass  # the batch the deadline cut is dropped; the round ends with the best so far
         record.instructions_after = self.best.module.instruction_count()
         record.candidates, record.oracle_calls = counters.candidates - tried, counters.oracle_calls - calls
         record.seconds = round(time.monotonic() - t0, 3)

@@ -15,6 +15,7 @@ compiles reduce and fusions instead and computes the right answer the run did no
 from __future__ import annotations
 
 import difflib
+import glob
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,19 +38,13 @@ class RunFiles:
     debug_options: Path | None = None
 
 
-def run_files(before: Path | None) -> RunFiles:
-    """The run's files beside a module's before_optimizations text (or .hlo.pb) in the same dump folder."""
-    if before is None:
+def run_files(stem: Path | None) -> RunFiles:
+    """The run's files of the dump module at `stem` (`<dump>/module_NNNN.<name>`, ModuleSource.run_stem)."""
+    if stem is None:
         return RunFiles()
-    name = before.name
-    for suffix in (".before_optimizations.txt", ".before_optimizations.hlo.pb"):
-        if name.endswith(suffix):
-            stem = name[: -len(suffix)]
-            break
-    else:
-        return RunFiles()
-    after = sorted(p for p in before.parent.glob(f"{stem}.*after_optimizations.txt") if p.is_file())
-    options = before.parent / f"{stem}.debug_options"
+    pattern = f"{glob.escape(stem.name)}.*after_optimizations.txt"
+    after = sorted(p for p in stem.parent.glob(pattern) if p.is_file())
+    options = stem.parent / f"{stem.name}.debug_options"
     return RunFiles(after[0] if after else None, options if options.is_file() else None)
 
 
@@ -96,8 +91,19 @@ def compiled_lines(text: str) -> list[str]:
 
     # What GPU autotuning chooses (a kernel's configuration, a fusion's kind) differs between any two GPU compiles
     # (measured on an H200): a replay that chose other kernels still compiled the run's module.
-    lines = [without_autotuning(line) for line in canonical_hlo(text).splitlines()]
+    lines = [_short_operands(without_autotuning(line)) for line in canonical_hlo(text).splitlines()]
     return [_header(line) if line.startswith("HloModule") else line for line in lines if line.strip()]
+
+
+def _short_operands(line: str) -> str:
+    """An instruction with its operands as names only: jaxlib 0.4.x's to_string() prints each operand's shape
+    (`custom-call(f32[3]{0} v0)`) where the dump's text does not (`custom-call(v0)`)."""
+    from xlatools.hlo.grammar import LITERAL_OPCODES, parse_instruction
+
+    inst = parse_instruction(line)
+    if inst is None or inst.opcode in LITERAL_OPCODES or not inst.operands:
+        return line
+    return f"{'ROOT ' if inst.is_root else ''}{inst.name} = {inst.shape} {inst.opcode}({', '.join(inst.operands)}){inst.tail}"
 
 
 def difference(run_text: str, replay_text: str) -> str | None:
@@ -126,7 +132,7 @@ def dumped_by(source: Path) -> str | None:
     from xlatools.records.run import RunManifest
 
     path = Path(source)
-    for folder in (path, path.parent, path.parent.parent):
+    for folder in (path, *list(path.parents)[:3]):  # a bundle, its xla_dump/ or jax_ir/ (p<N>/ of a process), a file
         if not (folder / "manifest.json").is_file():
             continue
         try:

@@ -52,12 +52,14 @@ def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load()
-    return [
-        (flag, f"--dump {ref}")
-        for ref in presets
-        for flag in catalog.get(ref, kind="dump").xla_flags
-        if not flag.startswith("--xla_dump_to")
-    ]
+    flags = []
+    for ref in presets:
+        try:
+            preset = catalog.get(ref, kind="dump")  # a run preset (gpu:f32, log:...) is refused, never ignored
+        except UsageError as exc:
+            raise UsageError(f"--dump {ref}: {exc.message}", hint=exc.hint) from None
+        flags += [(flag, f"--dump {ref}") for flag in preset.xla_flags if not flag.startswith("--xla_dump_to")]
+    return flags
 
 
 def check_flags(target: ProbedInterpreter, flags: list[str], sources: dict[str, str]) -> dict[str, str]:
@@ -176,7 +178,7 @@ def execute_replay(
 
     caller_env = dict(os.environ if caller_env is None else caller_env)
     plan = prepared.plan
-    with bundle_session(out_root, replay_record(prepared, argv), name=plan.name) as session:
+    with bundle_session(out_root, replay_record(prepared, argv), name=plan.name, reporter=reporter) as session:
         record: ReplayManifest = session.record
         pool = ReplayPool(session.path / "workers", enabled=caller_env.get("XLATOOLS_REPLAY_WORKERS", "1") != "0")
         try:

@@ -50,7 +50,8 @@ def highest_materials(materials: Materials, folder: Path, record: ModuleRecord, 
     from xlatools.fsutil import atomic_write_text
     from xlatools.replay import precision
 
-    path = Path(materials.module["path"]) if materials.module.get("kind") == "text" else None
+    as_text = next((m.module for m in materials.forms() if m.module.get("kind") == "text"), None)  # StableHLO first
+    path = Path(as_text["path"]) if as_text else None
     if path is None:
         raise UsageError(
             f"--precision highest: module {record.label} is not read as text here",

@@ -66,8 +66,12 @@ def _arrays_npz(arrays, path: Path) -> ArraysFile:
     return ArraysFile(str(path), [a.minor_to_major for a in arrays])
 
 
-def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Path, literals: bool = True) -> Materials:
-    """Write what the target needs for `source` into `folder` (UsageError for unreadable files)."""
+def prepare_materials(
+    source: ModuleSource, source_from: SourceForm, folder: Path, literals: bool = True, hlo_first: bool = False
+) -> Materials:
+    """Write what the target needs for `source` into `folder` (UsageError for unreadable files). The module's
+    forms in the order a replay tries them: its StableHLO (what the run compiled), then its HLO text and proto;
+    `hlo_first`: the HLO forms first (reduce and isolate edit HLO text: the text is what they must reproduce)."""
     from xlatools.replay.hloproto import is_unoptimized, read_module_proto, read_snapshot
     from xlatools.replay.refusals import elides_constants, refuse_optimised_only
 
@@ -82,7 +86,7 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
         atomic_write_bytes(folder / "module.pb", read_module_proto(source.proto).serialized)
         candidates.append({"kind": "proto", "path": str(folder / "module.pb")})
     if source.mlir and "mlir" in forms:
-        candidates.append({"kind": "mlir", "path": str(source.mlir)})
+        candidates.insert(len(candidates) if hlo_first else 0, {"kind": "mlir", "path": str(source.mlir)})
     if snapshot and is_unoptimized(source.snapshot) and (source_from == SourceForm.SNAPSHOT or not candidates):
         atomic_write_bytes(folder / "snapshot-module.pb", snapshot.module.serialized)
         candidates.insert(0, {"kind": "proto", "path": str(folder / "snapshot-module.pb")})
@@ -99,7 +103,7 @@ def prepare_materials(source: ModuleSource, source_from: SourceForm, folder: Pat
     materials = Materials(
         candidates[0],
         candidates[1:],
-        compile_options=read_debug_options(run_files(source.text or source.proto).debug_options),
+        compile_options=read_debug_options(run_files(source.run_stem).debug_options),
     )
     if snapshot and literals:
         materials.snapshot_args = _arrays_npz(snapshot.arguments, folder / "snapshot-arguments.npz")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from xlatools.records.replay import ModuleRecord
 from xlatools.replay.plan import ReplayPlan
-from xlatools.replay.outcome import NO_RESULT, finish_module
+from xlatools.replay.outcome import finish_module, no_result_note
 from xlatools.replay.sources import ModuleSource
 from xlatools.replay.workers import ReplayPool
 from xlatools.vocab import PrecisionMode, SourceForm
@@ -80,9 +80,10 @@ def replay_module(
         and materials.snapshot_result is None
         and not is_unoptimized(source.snapshot)
     ):
-        record.notes.append(NO_RESULT)  # an unoptimised snapshot never holds one
+        references = any(run.role != "test" for run in plan.runs)
+        record.notes.append(no_result_note(_aliased(source), _run_death(source.snapshot), references))
     second_run(prepared, materials, finish_module(record), folder, caller_env, reporter)
-    return _no_verdict_unless_as_run(finish_module(record))
+    return _no_verdict_unless_as_run(finish_module(record), source)
 
 
 def _test_as_run(
@@ -105,7 +106,7 @@ def _test_as_run(
     same = (
         request.as_run is not False and plan_kind != "pack" and jaxlib is not None and dumped_by(plan_source) == jaxlib
     )
-    files = run_files(source.text or source.proto) if same else RunFiles()
+    files = run_files(source.run_stem) if same else RunFiles()
     forms = materials.forms() if request.source_from == SourceForm.AUTO and files.optimized else [materials]
     first, tried = None, list[str]()
     for index, form in enumerate(forms):
@@ -169,7 +170,7 @@ def _say_inputs(plan: ReplayPlan, source: ModuleSource, materials, record: Modul
         )
 
 
-def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
+def _no_verdict_unless_as_run(record: ModuleRecord, source: ModuleSource) -> ModuleRecord:
     """A snapshot's result comes from the run's compiled module: when the replay compiled another, comparing with
     it says nothing about the module (cannot run, exit 3), only about xlatools' replay."""
     from xlatools.vocab import ReplayOutcome
@@ -184,7 +185,55 @@ def _no_verdict_unless_as_run(record: ModuleRecord) -> ModuleRecord:
         record.outcome, record.failed_run = ReplayOutcome.CANNOT_RUN, "test"
         record.notes.append(
             "the snapshot's result was computed by the run's module, which this replay did not "
-            "compile: its mismatch is not a verdict (replay the module's StableHLO, or compare with "
-            "--reference-python)"
+            f"compile: its mismatch is not a verdict ({stablehlo_advice(record, source)})"
         )
     return record
+
+
+def stablehlo_advice(record: ModuleRecord, source: ModuleSource) -> str:
+    """What to replay instead of a form that does not compile the run's module: the module's StableHLO file, or how
+    to get one (every dumping run keeps it), or a reference where its StableHLO does not do it either."""
+    loaded = record.test.loaded_from if record.test else None
+    if source.mlir is None:
+        return (
+            "this dump holds no StableHLO of the module, which compiles the run's own module: run the program "
+            "again with `xlatools run --preset dump:snapshots` (every dumping run keeps it, in jax_ir/ or "
+            "module_NNNN.<name>/module.mlir) and replay that bundle, or compare with --reference-python"
+        )
+    if loaded is not None and loaded.kind == "mlir":
+        return "its StableHLO does not compile the run's module either: compare with --reference-python"
+    return f"replay the module's StableHLO: `xlatools replay {source.mlir}`, or compare with --reference-python"
+
+
+def _aliased(source: ModuleSource) -> bool | None:
+    """Whether the module's outputs alias its inputs (donation), from its HloModule line; None: no text."""
+    if source.text is None:
+        return None
+    try:
+        with open(source.text, errors="replace") as handle:
+            return "input_output_alias=" in handle.readline()
+    except OSError:
+        return None
+
+
+def _run_death(snapshot: Path | None) -> str | None:
+    """`died by SIGSEGV`, `was stopped at its timeout`: how the run that wrote `snapshot` ended, when that
+    explains a missing result (its manifest, one or two folders above the dump); None otherwise."""
+    from xlatools.errors import XlaToolsError
+    from xlatools.records import read_bundle
+    from xlatools.records.run import RUN_KINDS, RunManifest
+
+    if snapshot is None:
+        return None
+    for bundle in list(Path(snapshot).parents)[1:3]:
+        if (bundle / "manifest.json").is_file():
+            try:
+                record = read_bundle(bundle, kinds=RUN_KINDS)
+            except (XlaToolsError, OSError):
+                return None
+            if isinstance(record, RunManifest) and record.signal:
+                return f"died by {record.signal}"
+            if isinstance(record, RunManifest) and str(record.status) in ("timeout", "interrupted"):
+                return f"was stopped ({record.status})"
+            return None
+    return None

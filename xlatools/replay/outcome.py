@@ -6,6 +6,7 @@ xlatools.records.replay; they are re-exported here for the replay capability's o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from xlatools.console import columns
 from xlatools.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
@@ -14,6 +15,10 @@ from xlatools.vocab import ReplayOutcome
 
 __all__ = [
     "ModuleRecord",
+    "against_a_reference",
+    "judged_against",
+    "judging",
+    "listed_only",
     "RunRecord",
     "describe_inputs",
     "exit_code",
@@ -27,16 +32,49 @@ __all__ = [
 ]
 
 
+def judging(runs: list[RunRecord]) -> list[Comparison]:
+    """The comparisons a verdict rests on: the references' when a reference compared the module, else the test's
+    own (the snapshot's recorded result, or reduce's recorded values). A snapshot's result was computed by the run
+    under suspicion: beside a reference it is listed (`listed_only`), never the judge of whether a jaxlib is right."""
+    referenced = [c for run in runs[1:] for c in run.comparisons]
+    return referenced or [c for run in runs[:1] for c in run.comparisons]
+
+
+def listed_only(runs: list[RunRecord]) -> list[Comparison]:
+    """The comparisons shown but not judged by: the test's own, when a reference compared the module."""
+    judged = {id(c) for c in judging(runs)}
+    return [c for run in runs[:1] for c in run.comparisons if id(c) not in judged]
+
+
 def module_outcome(runs: list[RunRecord]) -> tuple[ReplayOutcome, str | None]:
-    """The first failure (the test's first, then the references'), else mismatch when any comparison
-    failed: (outcome, the label of the run it comes from)."""
+    """The first failure (the test's first, then the references'), else mismatch when a judging comparison
+    (`judging`) failed: (outcome, the label of the run it comes from)."""
     for run in runs:
         if run.failure:
             return ReplayOutcome(run.failure), run.label
+    failing = {id(c) for c in judging(runs) if not c.ok}
     for run in runs:
-        if any(not c.ok for c in run.comparisons):
+        if any(id(c) in failing for c in run.comparisons):
             return ReplayOutcome.MISMATCH, run.label
     return ReplayOutcome.OK, None
+
+
+def judged_against(module: ModuleRecord) -> list[str]:
+    """What a module's outcome was judged against: the comparisons that failed for `mismatch` and `precision`
+    (`snapshot`, `reference-python-1`, ...), every judging comparison for `ok` (none: nothing was compared), the
+    run that failed for a failure (`test`, `reference-cpu`, ...)."""
+    if module.outcome in (ReplayOutcome.MISMATCH, ReplayOutcome.PRECISION):
+        return [c.against for c in judging(module.runs) if not c.ok]
+    if module.outcome == ReplayOutcome.OK:
+        return [c.against for c in judging(module.runs)]
+    return [module.failed_run] if module.failed_run else []
+
+
+def against_a_reference(module: ModuleRecord) -> bool:
+    """A mismatch with a reference's outputs (never only with the snapshot the run recorded)."""
+    return module.outcome == ReplayOutcome.MISMATCH and any(
+        not c.ok for run in module.runs[1:] for c in run.comparisons
+    )
 
 
 def finish_module(module: ModuleRecord) -> ModuleRecord:
@@ -50,10 +88,34 @@ def finish_module(module: ModuleRecord) -> ModuleRecord:
     module.fingerprint = test.fingerprint if test else None
     module.outputs = list(test.outputs) if test else []
     module.comparisons = [c for run in module.runs for c in run.comparisons]
-    flagged = nonfinite_note(module)
-    if flagged and flagged not in module.notes:
-        module.notes.append(flagged)
+    for note in (nonfinite_note(module), listed_note(module)):
+        if note and note not in module.notes:
+            module.notes.append(note)
+    from xlatools.replay.speed import compare_speed
+
+    module.speed = compare_speed(
+        module
+    )  # its rough-comparison note stays in the record: a mismatch hunt has no use for it
     return module
+
+
+LISTED_START = "listed, not judged:"
+
+
+def listed_note(module: ModuleRecord) -> str | None:
+    """A note for each comparison that differs but does not judge (the snapshot beside a reference)."""
+    differing = [c for c in listed_only(module.runs) if not c.ok]
+    if not differing:
+        return None
+    shown = "; ".join(
+        f"against the {c.against} "
+        + (c.message or f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g})")
+        for c in differing
+    )
+    return (
+        f"{LISTED_START} {shown}; the snapshot holds what the run computed (the jaxlib under suspicion), so the "
+        "reference's comparison judges"
+    )
 
 
 NONFINITE_START = "outputs hold NaN/Inf"
@@ -127,25 +189,19 @@ def precision_only(modules: list[ModuleRecord]) -> list[str]:
 
 
 def mismatch_figures(module: ModuleRecord) -> str:
-    """`8/8 elements differ (max abs error 0.5)`: the first comparison that failed (see `difference`)."""
-    failed = next((c for c in module.comparisons if not c.ok), None)
-    if failed is None:
-        return "outputs differ"
-    return difference(failed)
+    """`8/8 elements differ (max abs error 0.5)`: the first judging comparison that failed (see `difference`)."""
+    failed = next((c for c in judging(module.runs) if not c.ok), None)
+    return difference(failed) if failed is not None else "outputs differ"
 
 
 def difference(c: Comparison, noun: str = " elements") -> str:
     """How a failed comparison differs, in words that never read as no error: `3/8 elements differ (max abs error
     0.5)`, `8/8 elements differ (8 NaN on one side only)` (a NaN against a number has no error figure),
     `2/8 elements differ (2 integer or infinite values unequal)`."""
-    parts = []
     others = c.mismatches - c.nan_mismatches
-    if others and c.max_abs_error > 0:
-        parts.append(f"max abs error {c.max_abs_error:.3g}")
-    elif others:
-        parts.append(f"{others} integer or infinite value{'s' if others != 1 else ''} unequal")
-    if c.nan_mismatches:
-        parts.append(f"{c.nan_mismatches} NaN on one side only")
+    unequal = f"{others} integer or infinite value{'s' if others != 1 else ''} unequal"
+    parts = [f"max abs error {c.max_abs_error:.3g}" if c.max_abs_error > 0 else unequal] if others else []
+    parts += [f"{c.nan_mismatches} NaN on one side only"] if c.nan_mismatches else []
     return f"{c.mismatches}/{c.elements}{noun} differ" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -171,17 +227,37 @@ NO_RESULT = (
     f"{NO_RESULT_START} (XLA records none for an execution whose outputs alias donated inputs), so the outputs "
     "were not checked: compare with --reference-python or --reference cpu"
 )
+# Why, in the table's few words, keyed by what the note says.
+_NO_RESULT_SHORT = (("never finished", "the run died first"), ("donated", "donated buffers"))
+
+
+def no_result_note(aliased: bool | None, run_death: str | None, references: bool) -> str:
+    """Why the snapshot holds no result, from what the bundle shows: the run died (an execution that never
+    finished writes none), the module donates its inputs (XLA records none when outputs alias them), or
+    neither is known. The advice to compare with a reference only when none was given."""
+    if run_death:
+        why = f"the run {run_death}: an execution that never finished leaves its arguments and no result"
+    elif aliased:
+        why = "its outputs alias donated inputs, and XLA records no result for such an execution"
+    elif aliased is False:
+        why = "XLA recorded none for this execution; the module donates nothing (no input/output alias)"
+    else:
+        why = "XLA records none for an execution whose outputs alias donated inputs, or one that never finished"
+    advice = "" if references else ": compare with --reference-python or --reference cpu"
+    return f"{NO_RESULT_START} ({why}), so the outputs were not checked against it{advice}"
 
 
 def _checks(module: ModuleRecord) -> str:
     parts = []
+    listed = {c.against for c in listed_only(module.runs)}  # by label: the table may be of a manifest read back
     for c in module.comparisons:
         if c.ok:
-            parts.append(f"{c.against}: ok (max abs {c.max_abs_error:.2g})")
+            part = f"{c.against}: ok (max abs {c.max_abs_error:.2g})"
         elif c.message is not None:
-            parts.append(f"{c.against}: {c.message}")
+            part = f"{c.against}: {c.message}"
         else:
-            parts.append(f"{c.against}: {difference(c, '')}")
+            part = f"{c.against}: {difference(c, '')}"
+        parts.append(part + (" (listed, not judged)" if c.against in listed else ""))
     check = module.precision
     if check and check.verdict is not None:
         highest = (
@@ -199,15 +275,32 @@ def _checks(module: ModuleRecord) -> str:
         ]
     elif check:
         parts.append(f"at full precision ({len(check.raised)} raised)")
-    if not parts and any(note.startswith(NO_RESULT_START) for note in module.notes):
-        parts.append("snapshot: no result recorded (donated buffers)")
+    if not parts and module.test is not None and module.test.failure:  # the references still ran: say how they ended
+        parts += [f"{run.label}: {run.failure or 'ok'}" for run in module.runs[1:]]
+    note = next((note for note in module.notes if note.startswith(NO_RESULT_START)), None)
+    if note is not None and not module.comparisons:
+        why = next((short for key, short in _NO_RESULT_SHORT if key in note), "none recorded")
+        parts.append(f"snapshot: no result ({why})")
     if any(note.startswith(NONFINITE_START) for note in module.notes):
         parts.append("NaN/Inf in outputs")
     return "; ".join(parts) or "-"
 
 
 def table(modules: list[ModuleRecord]) -> str:
-    rows = [("module", "outcome", "fingerprint", "compile s", "run s (min/median)", "checks")]
+    from xlatools.replay.speed import speed_cell
+
+    timed = any(m.speed for m in modules)  # test and --reference-python both timed: which one is slower
+    rows = [
+        (
+            "module",
+            "outcome",
+            "fingerprint",
+            "compile s",
+            "run s (min/median)",
+            *(("slower",) if timed else ()),
+            "checks",
+        )
+    ]
     for m in modules:
         test = m.test
         outcome = str(m.outcome) if m.failed_run in (None, "test") else f"{m.outcome} ({m.failed_run})"
@@ -221,6 +314,7 @@ def table(modules: list[ModuleRecord]) -> str:
                 (test.fingerprint or "-")[:12] if test else "-",
                 f"{test.compile_s:.3g}" if test and test.compile_s is not None else "-",
                 timing,
+                *((speed_cell(m),) if timed else ()),
                 _checks(m),
             )
         )
@@ -236,6 +330,21 @@ def describe_inputs(source: InputSource | None) -> str:
 
 
 def _inputs_lines(modules: list[ModuleRecord]) -> str:
-    """Every module's input source under the table: made-up inputs are never silent."""
+    """Every module's input source under the table: made-up inputs are never silent; and the form it was compiled
+    from (StableHLO, HLO text or proto), and whether that compiled the run's own module."""
     lines = [f"\ninputs: {m.label}: {describe_inputs(m.input_source)}" for m in modules if m.input_source]
-    return "".join(lines)
+    return "".join(lines) + "".join(f"\nform: {m.label}: {said}" for m in modules if (said := describe_form(m)))
+
+
+FORM_NAMES = {"mlir": "StableHLO", "text": "HLO text", "proto": "HLO proto"}
+
+
+def describe_form(module: ModuleRecord) -> str | None:
+    """`StableHLO (jax_ir1_jit_f_compile.mlir), the run's own module`: what the test compiled, for summaries."""
+    loaded = module.test.loaded_from if module.test else None
+    if loaded is None:
+        return None
+    said = f"{FORM_NAMES.get(loaded.kind, loaded.kind)} ({Path(loaded.path).name})"
+    if module.compiled_as_run is not None:
+        said += ", the run's own module" if module.compiled_as_run else ", not the run's module (see its notes)"
+    return said

@@ -73,7 +73,8 @@ def refuse_elided_text(source: ModuleSource, source_from: str) -> None:
             if sibling.is_file()
             else "dump the module as a proto (--preset dump:proto; dump:full includes it) and replay the .hlo.pb"
         )
-        + ", the module folder's module.mlir (jaxlib >= 0.5), or the dump folder / bundle",
+        + ", the module's StableHLO (module_NNNN.<name>/module.mlir, or jax_ir/ of a bundle), or the dump folder "
+        "/ bundle",
     )
 
 

@@ -31,6 +31,7 @@ from xlatools.records.replay import (
     PackIndex,
     PackReference,
     PackRun,
+    ReplayManifest,
 )
 from xlatools.records.run import RunManifest
 from xlatools.replay.execute import PreparedReplay, ReplayResult
@@ -201,6 +202,57 @@ def _request_of(index: PackIndex, archive: Path, python: str, references: list[s
     return request
 
 
+def reference_names(index: PackIndex) -> dict[str, str]:
+    """How a pack's reference labels are shown: `reference-python-1 (jaxlib 0.6.1)`."""
+    return {
+        f"reference-python-{n}": f"reference-python-{n} (jaxlib {r.jaxlib})"
+        for n, r in enumerate(index.reference_pythons, 1)
+        if r.jaxlib
+    }
+
+
+def other_references(index: PackIndex, request: ReplayRequest, prepared: PreparedReplay) -> str | None:
+    """Why the reference interpreters given are not the ones the pack's outcomes were judged against (another
+    jaxlib), or None: a mismatch against reference R is reproduced only by a mismatch against R."""
+    problems = [
+        f"reference-python-{n}: the pack's outcomes were judged against jaxlib {recorded.jaxlib}; {given} has "
+        f"jaxlib {prepared.targets[given].jaxlib}"
+        for n, (recorded, given) in enumerate(zip(index.reference_pythons, request.reference_pythons), 1)
+        if recorded.jaxlib and prepared.targets[given].jaxlib != recorded.jaxlib
+    ]
+    if not problems:
+        return None
+    return "; ".join(problems) + ": give --reference-python an interpreter with the jaxlib the pack names"
+
+
+def judged_otherwise(packed: PackedOptions, used: ReplayRequest | None) -> str | None:
+    """Why the replay was not judged as the pack's outcomes were (tolerances, precision rule, inputs), or None."""
+    if used is None:
+        return "the replay recorded no plan"
+    recorded = {
+        "atol": packed.atol,
+        "rtol": packed.rtol,
+        "precision": packed.precision or PrecisionMode.AS_COMPILED,
+        "seed": packed.seed,
+    }
+    differs = [f"{k} {getattr(used, k)} (the pack's: {v})" for k, v in recorded.items() if getattr(used, k) != v]
+    return f"replayed with {', '.join(differs)}: not judged as the pack was" if differs else None
+
+
+def _answer(index: PackIndex, replayed: ReplayManifest, match: PackMatch) -> ReproResult:
+    """The pack's expected outcomes against its replay here, judged as they were recorded."""
+    referenced = bool(index.reference_pythons or index.replay.references)
+    judged = judged_otherwise(index.replay, replayed.plan.request if replayed.plan else None)
+    result = (
+        ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=judged)
+        if judged
+        else verdict(index.modules, replayed.modules, match, reference_names(index), referenced)
+    )
+    result = healthy_answer(index.modules, result, index.oracle, referenced)
+    result.bundle = str(replayed.bundle)
+    return result
+
+
 def run_pack(
     pack_path: str | Path,
     python: str | None = None,
@@ -253,15 +305,15 @@ def run_pack(
                 outcome=ReproOutcome.CANNOT_RUN, reason=exc.message + (f" ({exc.hint})" if exc.hint else "")
             )
         wanted, have = index.versions.jaxlib if index.versions else None, prepared.targets[request.python].jaxlib
-        if same_jaxlib and wanted != have:
-            return ReproResult(
-                outcome=ReproOutcome.CANNOT_RUN, reason=f"the pack names jaxlib {wanted}; {request.python} has {have}"
-            )
+        refused = (
+            f"the pack names jaxlib {wanted}; {request.python} has {have}"
+            if same_jaxlib and wanted != have
+            else other_references(index, request, prepared)
+        )
+        if refused:
+            return ReproResult(outcome=ReproOutcome.CANNOT_RUN, reason=refused)
         replayed = execute_replay(prepared, out_root, argv or ["repro", "run", str(archive)], reporter or Reporter())
-        bundle = str(replayed.record.bundle)
-        shutil.move(str(unpacked), str(Path(bundle) / "pack"))
-        result = healthy_answer(index.modules, verdict(index.modules, replayed.record.modules, match), index.oracle)
-        result.bundle = bundle
-        return result
+        shutil.move(str(unpacked), str(Path(replayed.record.bundle or "") / "pack"))
+        return _answer(index, replayed.record, match)
     finally:
         shutil.rmtree(unpacked, ignore_errors=True)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_NOTHING_TO_REPRODUCE, EXIT_OK
-from xlatools.records.replay import ModuleRecord, PackModule
-from xlatools.replay.outcome import missing_kernel, tool_failure
+from xlatools.records.replay import InputSource, ModuleRecord, PackModule
+from xlatools.replay.outcome import describe_inputs, judged_against, missing_kernel, tool_failure
 from xlatools.vocab import PackMatch, ReplayOutcome, ReproOutcome
 
 EXIT_CODES = {
@@ -41,7 +41,7 @@ class ReproResult:
 
 
 def expected_of(module: ModuleRecord) -> PackModule:
-    """What a pack records of one replayed module."""
+    """What a pack records of one replayed module: its outcome and what it was judged against, on which inputs."""
     test = module.test
     return PackModule(
         name=module.name,
@@ -52,11 +52,67 @@ def expected_of(module: ModuleRecord) -> PackModule:
         signal=test.signal if test else None,
         fingerprint=module.fingerprint,
         outputs=[o.sha256 for o in module.outputs],
+        against=judged_against(module),
+        input_source=module.input_source,
     )
 
 
-def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> tuple[bool, list[str], str | None]:
-    """(same under `match`, differences, why it cannot run here or None)."""
+def evidence_of(module: PackModule) -> list[str]:
+    """What a module's outcome rests on (`PackModule.against`); for a pack older than it, what its `failed_run`
+    says: a mismatch of the test run was against the snapshot, else against the run named."""
+    if module.against is not None:
+        return list(module.against)
+    if module.outcome in (ReplayOutcome.MISMATCH, ReplayOutcome.PRECISION):
+        return ["snapshot"] if module.failed_run in (None, "test") else [module.failed_run]
+    return [module.failed_run] if module.failed_run else []
+
+
+def describe(module: PackModule, names: dict[str, str] | None = None) -> str:
+    """`mismatch against reference-python-1 (jaxlib 0.6.1)`, `crash SIGABRT in test`, `ok`: an outcome with
+    what it was judged against (`names`: a label's longer name, e.g. its jaxlib)."""
+    shown = ", ".join((names or {}).get(label, label) for label in evidence_of(module))
+    if module.outcome in (ReplayOutcome.MISMATCH, ReplayOutcome.PRECISION):
+        return f"{module.outcome} against {shown or 'nothing'}"
+    if module.outcome == ReplayOutcome.OK or not shown:
+        return str(module.outcome)
+    signal = f" {module.signal}" if module.outcome == ReplayOutcome.CRASH and module.signal else ""
+    return f"{module.outcome}{signal} in {shown}"
+
+
+def same_evidence(e: PackModule, got: PackModule) -> bool:
+    """Like with like: a mismatch against the same comparisons (a reference is never stood in for by the snapshot,
+    nor the other way round), a crash of the same run by the same signal, a failure of the same run."""
+    if got.outcome != e.outcome:
+        return False
+    if e.outcome in (ReplayOutcome.MISMATCH, ReplayOutcome.PRECISION):
+        return sorted(map(_kind, evidence_of(e))) == sorted(map(_kind, evidence_of(got)))
+    if e.outcome == ReplayOutcome.OK:
+        return True
+    if e.outcome == ReplayOutcome.CRASH and e.signal and got.signal != e.signal:
+        return False
+    return _kind(e.failed_run or "test") == _kind(got.failed_run or "test")
+
+
+def _kind(label: str) -> str:
+    """A comparison's label as evidence: a reference interpreter is one whatever it is called (`reference-python-1`
+    in packs made before references were named by their jax version, `reference-jax-0.6.1` since); which jaxlib
+    it must be is pack_index's check, made before the replay."""
+    return "reference-interpreter" if label.startswith(("reference-python-", "reference-jax-")) else label
+
+
+def _inputs(source: InputSource | None) -> tuple[str, int | None] | None:
+    """What makes two input sources the same inputs: the kind and seed (paths differ between machines; arguments
+    `recorded` by a run travel in a pack as its snapshot)."""
+    if source is None:
+        return None
+    return ("snapshot" if source.kind == "recorded" else source.kind), source.seed
+
+
+def _compare_module(
+    e: PackModule, g: ModuleRecord | None, match: PackMatch, names: dict[str, str], referenced: bool
+) -> tuple[bool, list[str], str | None]:
+    """(same under `match`, differences, why it cannot run here or None). `referenced`: the pack compares with a
+    reference interpreter (a snapshot then never judges)."""
     label = e.label
     if g is None:
         return False, [], f"{label}: was not replayed"
@@ -74,9 +130,28 @@ def _compare_module(e: PackModule, g: ModuleRecord | None, match: PackMatch) -> 
                 "of the jaxlib that made it)"
             ),
         )
+    if e.against is None and referenced and e.outcome == ReplayOutcome.MISMATCH and evidence_of(e) == ["snapshot"]:
+        return (
+            False,
+            [],
+            (
+                f"{label}: the pack expects a mismatch against the snapshot, which the run under suspicion computed, "
+                "though it compares with a reference (a pack made before outcomes recorded what they were judged "
+                "against): make the pack again with this xlatools"
+            ),
+        )
+    if e.input_source and _inputs(g.input_source) != _inputs(e.input_source):
+        return (
+            False,
+            [],
+            (
+                f"{label}: replayed on other inputs ({describe_inputs(g.input_source)}) than its expected outcome was "
+                f"judged on ({describe_inputs(e.input_source)})"
+            ),
+        )
     diffs, same = [], True
-    if got.outcome != e.outcome:
-        diffs.append(f"{label}: outcome {got.outcome}, expected {e.outcome}")
+    if not same_evidence(e, got):
+        diffs.append(f"{label}: {describe(got, names)}, expected {describe(e, names)}")
         same = False
     if e.fingerprint and got.fingerprint != e.fingerprint and _unsorted_fingerprint(g) != e.fingerprint:
         diffs.append(f"{label}: fingerprint {str(got.fingerprint)[:12]}, expected {e.fingerprint[:12]}")
@@ -103,16 +178,23 @@ def _unsorted_fingerprint(module: ModuleRecord) -> str | None:
         return None
 
 
-def nothing_to_reproduce(expected: list[PackModule], oracle: str | None = None) -> str | None:
+NO_FAILURE_FIX = (
+    "; to make a pack that can answer, pack the bundle again with --reference-python PY (an interpreter whose jaxlib "
+    "computes it right: the pack then expects the mismatch against it) or --reference cpu (a GPU run against the CPU)"
+)
+
+
+def nothing_to_reproduce(expected: list[PackModule], oracle: str | None = None, referenced: bool = False) -> str | None:
     """Why a pack has nothing to reproduce (every module it records ran ok: no mismatch, no error), or None.
-    `oracle`: the reduction's verdict the pack records, which its replay could not show."""
+    `oracle`: the reduction's verdict the pack records, which its replay could not show; `referenced`: the pack
+    compares with a reference (its modules matched it)."""
     if expected and all(m.outcome in (ReplayOutcome.OK, ReplayOutcome.PRECISION) for m in expected):
-        why = (
-            f"; the reduction that made it judged by {oracle}, which a pack cannot replay"
-            if oracle
-            else "; a pack of a failing run, of a mismatch against --reference cpu, or of a reduction has something "
-            "to reproduce"
-        )
+        if oracle:
+            why = f"; the reduction that made it judged by {oracle}, which a pack cannot replay"
+        elif referenced:
+            why = "; they matched the reference(s) the pack compares with"
+        else:
+            why = NO_FAILURE_FIX
         return (
             f"the pack records no failure: its {len(expected)} module(s) ran ok when it was made "
             f"({', '.join(m.label for m in expected)[:300]}){why}"
@@ -120,10 +202,12 @@ def nothing_to_reproduce(expected: list[PackModule], oracle: str | None = None) 
     return None
 
 
-def healthy_answer(expected: list[PackModule], result: ReproResult, oracle: str | None = None) -> ReproResult:
+def healthy_answer(
+    expected: list[PackModule], result: ReproResult, oracle: str | None = None, referenced: bool = False
+) -> ReproResult:
     """A pack that records no failure answers nothing-to-reproduce whatever the replay here gave (what it gave
     is said, and its differences listed); cannot-run stays cannot-run."""
-    healthy = nothing_to_reproduce(expected, oracle)
+    healthy = nothing_to_reproduce(expected, oracle, referenced)
     if not healthy or result.outcome == ReproOutcome.CANNOT_RUN:
         return result
     here = "the same outcome" if not result.differences else f"{len(result.differences)} difference(s), listed below"
@@ -136,14 +220,21 @@ def healthy_answer(expected: list[PackModule], result: ReproResult, oracle: str 
     )
 
 
-def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatch = PackMatch.CLASS) -> ReproResult:
-    """Pure: the pack's expected modules against a replay's modules."""
+def verdict(
+    expected: list[PackModule],
+    got: list[ModuleRecord],
+    match: PackMatch = PackMatch.CLASS,
+    names: dict[str, str] | None = None,
+    referenced: bool = False,
+) -> ReproResult:
+    """Pure: the pack's expected modules against a replay's modules. `names`: how to show a comparison's label
+    (a reference's jaxlib); `referenced`: the pack compares with a reference interpreter."""
     by_key = {(m.id, m.name): m for m in got}
     differences, cannot, differing = [], [], 0
     pairs = []
     for e in expected:
         replayed = by_key.get((e.id, e.name))
-        same, diffs, why = _compare_module(e, replayed, match)
+        same, diffs, why = _compare_module(e, replayed, match, names or {}, referenced)
         differences += diffs
         differing += not same
         if why:
@@ -153,17 +244,18 @@ def verdict(expected: list[PackModule], got: list[ModuleRecord], match: PackMatc
         return ReproResult(
             outcome=ReproOutcome.CANNOT_RUN, reason="; ".join(cannot), differences=differences, modules=pairs
         )
+    compared = f"compared: {match}; " + ", ".join(f"{e.label} {describe(e, names)}" for e in expected)[:600]
     if not differing:
         return ReproResult(
             outcome=ReproOutcome.REPRODUCED,
             differences=differences,
             modules=pairs,
-            reason=f"every module gave its expected outcome (compared: {match})",
+            reason=f"every module gave its expected outcome, judged as it was recorded ({compared})",
         )
     # The differences are listed once, beside the answer; the reason counts them.
     return ReproResult(
         outcome=ReproOutcome.NOT_REPRODUCED,
         differences=differences,
         modules=pairs,
-        reason=f"{differing} of {len(expected)} module(s) did not give their expected outcome (compared: {match})",
+        reason=f"{differing} of {len(expected)} module(s) did not give their expected outcome ({compared})",
     )

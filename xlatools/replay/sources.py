@@ -1,13 +1,16 @@
 """What to replay: SOURCE (a run bundle, a dump folder or one file) -> ModuleSource list.
 
-A module of a dump is replayed from its before_optimizations HLO (text, with the
-.hlo.pb as an alternative the target may load instead), with the arguments and
-the recorded result of its first execution snapshot when the dump has one.
+A module of a dump is replayed from its StableHLO (what jax handed XLA: module_NNNN.<name>/module.mlir, or
+the bundle's jax_ir/ file tied to it, run/jax_ir.py), its before_optimizations HLO text or its .hlo.pb
+(jobs.prepare_materials orders them), with the arguments and the recorded result of its first execution
+snapshot (or the arguments the run recorded itself) when there is one. One dumped file alone is its module:
+the same snapshot, and the run's files (the module's stem) for replay/as_run.py.
 after_optimizations text does not recompile (its layouts are final), so it is refused.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,10 +18,11 @@ from typing import Literal
 
 from xlatools.errors import UsageError
 from xlatools.hlo.dump_names import SNAPSHOT_KINDS, DumpKind, parse_dump_name, read_bare_name
-from xlatools.replay.hloproto import is_unoptimized
-from xlatools.run.frontend_names import HELPER_PRIMITIVES, is_helper  # noqa: F401  (replay's and compare's rule)
+from xlatools.replay.helper_modules import is_helper
+from xlatools.replay.hloproto import holds_snapshot, is_unoptimized
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
+__all__ = ["ModuleSource", "is_helper", "resolve"]
 
 
 @dataclass
@@ -28,7 +32,18 @@ class ModuleSource:
     text: Path | None = None
     proto: Path | None = None
     snapshot: Path | None = None
-    mlir: Path | None = None
+    mlir: Path | None = None  # its StableHLO: what jax handed XLA (module_NNNN.<name>/module.mlir or jax_ir/)
+    stem: Path | None = None  # <dump>/module_NNNN.<name>: where the run's files of the module are (replay/as_run.py)
+
+    @property
+    def run_stem(self) -> Path | None:
+        """The module's place in the dump it came from (its stem there), when known."""
+        if self.stem is not None:
+            return self.stem
+        for path, suffix in ((self.text, ".before_optimizations.txt"), (self.proto, ".before_optimizations.hlo.pb")):
+            if path is not None and path.name.endswith(suffix):
+                return path.with_name(path.name[: -len(suffix)])
+        return None
 
     @property
     def label(self) -> str:
@@ -76,7 +91,9 @@ def file_kind(path: Path) -> Kind:
     if name.endswith(".mlir"):
         return "mlir"
     if name.endswith(".pb"):
-        return "snapshot" if read_bare_name(name)[1] in SNAPSHOT_KINDS else "proto"
+        if read_bare_name(name)[1] in SNAPSHOT_KINDS:
+            return "snapshot"
+        return "snapshot" if holds_snapshot(path) else "proto"  # the name does not say: the content does
     return "text"
 
 
@@ -84,25 +101,61 @@ def from_file(path: Path, execution: int | None = None) -> ModuleSource:
     kind = file_kind(path)
     if kind == "text":
         check_hlo_text(path)
-    # jaxlib >= 0.5 dumps module_NNNN.<name>/module.mlir: the folder names the module
-    dump = parse_dump_name(f"{path.parent.name}/{path.name}" if path.name == "module.mlir" else path.name)
+    if (
+        kind == "mlir" and (tied := _tied_stablehlo(path, execution)) is not None
+    ):  # jax's, or jaxlib 0.8.0-0.10.0's XLA's
+        return tied
+    # jaxlib >= 0.10.1 dumps module_NNNN.<name>/module.mlir: the folder names the module
+    in_folder = path.name == "module.mlir"
+    dump = parse_dump_name(f"{path.parent.name}/{path.name}" if in_folder else path.name)
     if dump is None:
-        stem = path.parent.name if path.name == "module.mlir" else read_bare_name(path.name)[0]
-        return ModuleSource(name=stem or path.name, id=None, **{kind: path})
-    source = ModuleSource(name=dump.module_name, id=dump.module_id, **{kind: path})
+        stem = path.parent.name if in_folder else read_bare_name(path.name)[0]
+        bare = ModuleSource(name=stem or path.name, id=None, **{kind: path})
+        if kind == "snapshot" and stem and not is_unoptimized(path):  # a snapshot by content: its own siblings
+            _pair_with_siblings(bare, path.parent, stem)
+        return bare
+    folder = path.parent.parent if in_folder else path.parent
+    source = ModuleSource(name=dump.module_name, id=dump.module_id, stem=folder / dump.stem, **{kind: path})
     if kind == "snapshot" and not is_unoptimized(path):
         _pair_with_siblings(source, path.parent, dump.stem)
-    elif kind in ("text", "proto"):  # a file replayed alone uses its sibling snapshot's arguments and result
-        source.snapshot = sibling_snapshot(path.parent, dump.stem, execution, source.label)
+    elif kind in ("text", "proto", "mlir"):  # a file replayed alone uses its module's snapshot: arguments and result
+        source.snapshot = sibling_snapshot(folder, dump.stem, execution, source.label)
     return source
+
+
+def _tied_stablehlo(path: Path, execution: int | None) -> ModuleSource | None:
+    """A StableHLO file tied to a module of the dump beside it (run/jax_ir.py), as that module with this one form:
+    its snapshot (or recorded arguments) and the run's files go with it. None for a file tied to no module."""
+    from xlatools.run.dumps import index_dump
+    from xlatools.run.jax_ir import dump_root_of, is_xla_stablehlo, parse_jax_ir_name
+
+    if parse_jax_ir_name(path.name):
+        root = dump_root_of(path)
+    elif is_xla_stablehlo(f"{path.parent.name}/{path.name}"):
+        root = path.parent.parent
+    else:
+        return None  # module_NNNN.<name>/module.mlir names its module itself; another file names none
+    try:
+        index = index_dump(root) if root.is_dir() else None
+    except OSError:
+        return None
+    given = os.path.normpath(path)
+    for module in index.modules.values() if index else ():
+        if module.stablehlo and os.path.normpath(root / module.stablehlo) == given:
+            found = _module_source(root, module, execution)
+            return ModuleSource(name=found.name, id=found.id, mlir=path, snapshot=found.snapshot, stem=found.stem)
+    return None
 
 
 def sibling_snapshot(folder: Path, stem: str, execution: int | None = None, label: str = "") -> Path | None:
     """The snapshot the same dump wrote of the module's first execution (or of `execution`: --snapshot), its
-    arguments and result, if any: a dumped file replayed alone runs on what the run ran, not on made-up inputs."""
-    found = [p.name for p in folder.glob(f"{stem}.snapshot.*.pb") if p.is_file() and not is_unoptimized(p)]
-    chosen = pick_execution(by_execution(folder, found), execution, label or stem)
-    return folder / chosen if chosen else None
+    arguments and result, else the arguments and results the run recorded itself (run --record-inputs), if any: a
+    dumped file replayed alone runs on what the run ran, not on made-up inputs."""
+    from xlatools.run.recorder import recorded_snapshot
+
+    found = [p.name for p in folder.glob(f"{glob.escape(stem)}.snapshot.*.pb") if p.is_file() and not is_unoptimized(p)]
+    recorded = None if found else recorded_snapshot(folder, stem)
+    return _chosen(folder, by_execution(folder, found), recorded, execution, label or stem)
 
 
 def by_execution(folder: Path, names: list[str]) -> list[str]:
@@ -136,6 +189,18 @@ def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
     for kind, sibling in siblings.items():
         if sibling.is_file():
             setattr(source, kind, sibling)
+    if source.mlir is None and source.id is not None:  # the StableHLO tied to its module (jax_ir/), tried first
+        source.mlir = _stablehlo_of(folder, source.id)
+
+
+def _stablehlo_of(root: Path, module_id: int) -> Path | None:
+    from xlatools.run.dumps import index_dump
+
+    try:
+        module = index_dump(root).modules.get(module_id)
+    except OSError:
+        return None
+    return Path(os.path.normpath(root / module.stablehlo)) if module and module.stablehlo else None
 
 
 def helpers_left_out(source: Path, process: int | None = None) -> list[str]:
@@ -203,14 +268,17 @@ def _module_source(root: Path, module, execution: int | None = None) -> ModuleSo
             if n.kind is DumpKind.UNOPTIMIZED_SNAPSHOT and n.tail.startswith("execution_") and n.fmt == "pb"
         )
     )
-    mlir = next((f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None)  # jaxlib >= 0.5 folders
+    # XLA's module_NNNN.<name>/module.mlir (jaxlib >= 0.10.1), else jax's own tied to the module (run/jax_ir.py)
+    mlir = next((f for f, n in named.items() if n.kind is DumpKind.MODULE_MLIR), None) or module.stablehlo
+    stem = before.stem if before else next((n.stem for n in named.values()), None)
     return ModuleSource(
         name=module.name,
         id=module.id,
         text=root / module.before_file if module.before_file else None,
         proto=root / proto if proto and proto in files else None,
         snapshot=_chosen(root, snapshots, recorded, execution, f"{module.id:04d} {module.name}"),
-        mlir=root / mlir if mlir else None,
+        mlir=Path(os.path.normpath(root / mlir)) if mlir else None,
+        stem=root / Path(stem).name if stem else None,
     )
 
 

@@ -46,7 +46,8 @@ EXPECTED: dict[str, tuple[str, Callable[[DumpIndex], bool], str]] = {
 
 def missing_dump_kinds(flags: list[str], index: DumpIndex | None) -> list[str]:
     """One warning per requested dump kind that produced nothing, for a dump that holds modules (a dump
-    without any module says so on its own)."""
+    without any module says so on its own); and one for modules that jax's StableHLO files beside the dump
+    (jax_ir/) could not be tied to (run/jax_ir.py)."""
     if index is None or not index.modules:
         return []
     asked = {flag.split("=", 1)[0] for flag in flags if flag.partition("=")[2].lower() not in ("false", "0")}
@@ -54,4 +55,27 @@ def missing_dump_kinds(flags: list[str], index: DumpIndex | None) -> list[str]:
         f"{flag} was asked for and the dump holds no {what}: {todo}"
         for flag, (what, present, todo) in EXPECTED.items()
         if flag in asked and not present(index)
+    ] + untied_stablehlo(index)
+
+
+def untied_stablehlo(index: DumpIndex) -> list[str]:
+    """Where jax wrote its StableHLO beside the dump and some of its modules got none: a replay of those compiles
+    their HLO text, which may not be the module the run compiled. (Modules of names jax wrote nothing of were not
+    compiled through jax: left alone.)"""
+    from xlatools.run.jax_ir import jax_ir_folder, wrote, written_names
+
+    folder = jax_ir_folder(index.root)
+    if folder is None:
+        return []
+    names = written_names(folder)
+    untied = [m for m in index.sorted_modules() if m.stablehlo is None and wrote(names, m.name)]
+    if not untied:
+        return []
+    named = ", ".join(f"{m.id:04d} {m.name}" for m in untied[:5]) + (
+        f" (+{len(untied) - 5} more)" if len(untied) > 5 else ""
+    )
+    return [
+        f"jax_ir/ holds no StableHLO that can be tied to {len(untied)} module(s) ({named}): their files and the "
+        "dump's modules do not count alike (a module regex, a dump cut short?); a replay compiles their HLO text, "
+        "which may not be the run's own module (it says so)"
     ]

@@ -31,6 +31,7 @@ from xlatools.records.run import DumpModuleSummary, SourceRef
 from xlatools.run.dump_source import SourceLine, scan_before
 from xlatools.run.dump_stats import hlo_file_stats
 from xlatools.run.frontend_names import frontend_name
+from xlatools.run.jax_ir import stablehlo_files
 
 # A file's kind -> the stage a module's summary lists (kinds not named here list as themselves).
 _STAGES = {DumpKind.PASS_STEP: "passes", DumpKind.SNAPSHOT: "snapshots", DumpKind.UNOPTIMIZED_SNAPSHOT: "snapshots"}
@@ -78,6 +79,7 @@ class Module:
     short_name: str = ""  # the name a person reads: `f` for TensorFlow's a_inference_f_15__XlaMustCompile_...
     origin: str | None = None  # which frontend made it, when the name tells
     gpu_files: dict[str, list[str]] = field(default_factory=dict)  # GPU_FILES kind -> its files
+    stablehlo: str | None = None  # what jax handed XLA, relative to the dump (run/jax_ir.py)
 
     def __post_init__(self) -> None:
         if not self.short_name:
@@ -102,6 +104,7 @@ class Module:
             origin=self.origin,
             pass_steps=len(self.steps),
             file_count=len(self.files),
+            stablehlo=self.stablehlo,
         )
 
     def listing(self) -> "ModuleListing":
@@ -290,12 +293,16 @@ def index_dump(root: Path) -> DumpIndex:
             module.stages.add("module_folder")
             inner = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
             module.files += [p.relative_to(root).as_posix() for p in inner]
+            module.stablehlo = next((p.relative_to(root).as_posix() for p in inner if p.name == "module.mlir"), None)
             module.bytes += sum(p.stat().st_size for p in inner)
             continue
         rel = path.name
         module.files.append(rel)
         module.bytes += path.stat().st_size
         _classify(module, parse_dump_name(path.name, module_name=module.name) or first, rel)
+    untied = [(m.id, m.name) for m in modules.values() if m.stablehlo is None]
+    for module_id, rel in stablehlo_files(root, untied, other).items():
+        modules[module_id].stablehlo = rel
     for module in modules.values():
         module.steps.sort(key=lambda s: s.step)
         if module.before_file:

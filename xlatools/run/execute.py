@@ -1,10 +1,9 @@
 """`xlatools run`, end to end: inputs -> checked RunPlan -> bundle -> outcome.
 
-prepare() resolves everything and checks every flag against the target BEFORE the bundle
-exists, so bad input leaves no half-made bundle (it writes only the target probe's cache).
-execute_plan() runs the plan inside the one bundle lifecycle (bundle.bundle_session): the
-program starts as soon as the bundle exists, then the dumps are indexed and the final
-manifest and summary written.
+prepare() resolves everything and checks every flag against the target BEFORE the bundle exists, so bad input
+leaves no half-made bundle (it writes only the target probe's cache). execute_plan() runs the plan inside the one
+bundle lifecycle (bundle.bundle_session): the program starts as soon as the bundle exists, then the dumps are
+indexed and the final manifest and summary written.
 """
 
 from __future__ import annotations
@@ -82,6 +81,8 @@ def prepare(
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load(define_presets, f"profile {profile.name} (run.define_presets)")
+    where = {row.key: row.origin for row in profile.provenance}  # a preset it names that is unknown: file:line [key]
+    catalog.check_profile(profile.presets, profile.dump_preset if request.dump else None, where)
     request = settle_request(request, profile)
     request = replace(request, python=targets.resolve_python(request.python))
     platform = request.platform
@@ -163,7 +164,9 @@ def execute_plan(
     from xlatools.run.manifest import finish_record, numerics_env, run_record
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
-    with bundle_session(out_root, RunManifest(), name=prepared.plan.name, write_running=False) as session:
+    with bundle_session(
+        out_root, RunManifest(), name=prepared.plan.name, write_running=False, reporter=reporter
+    ) as session:
         plan = prepared.plan.bind(session.path)
         record = run_record(plan, prepared.target, argv, prepared.flag_checks)
         record.numerics_env = numerics_env(plan.child_env(caller_env))  # replays and packs restore them
@@ -215,6 +218,9 @@ def _launch(
     if echo_stdout_to_stderr:
         echo_out = echo_err
     heartbeat = HEARTBEAT_SECONDS if plan.quiet else None
+    from xlatools.run.hang.capture import stuck_watch  # every process's stacks before a timeout stops it
+
+    watch = stuck_watch(plan.timeout, plan.stall, session.path, reporter, session.record)
     if cluster is not None:
         from xlatools.run.slurm_launch import execute_in_session
 
@@ -226,9 +232,11 @@ def _launch(
             f"{len(plan.processes)} processes (coordinator {session.record.coordinator}); output of "
             "process 0 shown, every process's in pN.stdout.log / pN.stderr.log"
         )
+        from xlatools.run.hooks import observing
+
         group = execute_group(
             plan.processes,
-            plan.child_env(caller_env),
+            observing(plan, plan.child_env(caller_env), session.path),
             plan.cwd,
             plan.timeout,
             echo_out,
@@ -236,36 +244,32 @@ def _launch(
             on_start,
             heartbeat,
             reporter,
+            watch=watch,
         )
         return group.run, group
-    from xlatools.debug.crash import with_crash_capture  # native-backtrace.txt if it dies by a signal
+    from xlatools.proctree import leaving_nothing
+    from xlatools.run.hooks import program_env
     from xlatools.run.process import execute
+    from xlatools.run.recorder import no_partial_files
 
-    env = with_crash_capture(_recording(plan, prepared, plan.child_env(caller_env), session.path), session.path)
+    env = program_env(plan, prepared.target.backend, plan.child_env(caller_env), session.path)
     logs = (session.path / "stdout.log", session.path / "stderr.log")
-    result = execute(
-        plan.argv,
-        env,
-        plan.cwd,
-        *logs,
-        plan.timeout,
-        echo_out,
-        echo_err,
-        on_start=on_start,
-        heartbeat=heartbeat,
-        reporter=reporter,
-    )
+    # what the program leaves running (a daemon in a session of its own), or half-written, ends with it
+    with no_partial_files(session.path), leaving_nothing(env, on_start) as (env, started):
+        result = execute(
+            plan.argv,
+            env,
+            plan.cwd,
+            *logs,
+            plan.timeout,
+            echo_out,
+            echo_err,
+            on_start=started,
+            heartbeat=heartbeat,
+            reporter=reporter,
+            watch=watch,
+        )
     return result, None
-
-
-def _recording(plan: RunPlan, prepared: PreparedRun, env: dict[str, str], bundle: Path) -> dict[str, str]:
-    """The program's environment, with the argument recorder where it is wanted (run/recorder.py)."""
-    from xlatools.run.recorder import FOLDER, recorder_env, wanted
-
-    if plan.frontend != "jax" or not wanted(plan.record_inputs, plan.xla_flags, prepared.target.backend):
-        return env
-    (bundle / FOLDER).mkdir(exist_ok=True)
-    return recorder_env(env, bundle)
 
 
 def _load_the_end() -> None:
@@ -289,6 +293,7 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     from xlatools.fsutil import atomic_write_text
     from xlatools.redact import redact_text
     from xlatools.run.dumps import index_dump, modules_table
+    from xlatools.run.child_crash import name_crashes
     from xlatools.run.manifest import (
         dump_summary,
         finish_record,
@@ -323,7 +328,10 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     if result.status != Status.OK:
         record.notes += flag_fault_notes(stderr_log, plan.xla_flags)
     finish_record(record, result, exit_code)
-    _name_backtrace(record, session.path)
+    from xlatools.run.hooks import observed
+
+    record.metrics = observed(plan, session.path, one_process=group is None)
+    name_crashes(record, session.path, stderr_log)  # native-backtrace.txt, or a child's death in the log
     record.smoke = read_smoke_results(session.path / "smoke_results.json")
     reconcile_devices(record.jax, record.smoke)
     if group is not None:  # a multi-process run (run/group_record.py)
@@ -334,13 +342,3 @@ def _finish(plan: RunPlan, session, result: ProgramResult, exit_code: int, group
     atomic_write_text(session.path / "summary.txt", redact_text(summary_text(record, table)), durable=False)
     session.finish(result.status, exit_code=exit_code)
     return table
-
-
-def _name_backtrace(record: RunManifest, bundle_path: Path) -> None:
-    """A program that died by a fatal signal left native-backtrace.txt (debug.crash): the record names it."""
-    from xlatools.debug.crash import FILE, backtrace_note
-
-    note = backtrace_note(bundle_path)
-    if note:
-        record.native_backtrace = FILE
-        record.notes.append(note)

@@ -189,6 +189,10 @@ def summary_text(record: RunManifest, modules_table: str) -> str:
     ]
     lines += [f"note: {note}" for note in record.notes]
     lines += [f"warning: {warning}" for warning in record.warnings or []]
+    if record.metrics is not None:
+        from xlatools.run.metrics_view import process_lines
+
+        lines += [line.strip() for line in process_lines(record.metrics)]
     if modules_table:
         lines += ["", modules_table]
     return "\n".join(lines) + "\n"

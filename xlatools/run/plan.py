@@ -1,10 +1,9 @@
 """Plan a run: program + presets + profile + CLI switches -> RunPlan.
 
-No processes, no writes (program.parse_program only checks that a script exists);
-`xlatools run --dry-run` prints the same RunPlan that execute.py runs. Paths
-inside the bundle are written `{bundle}/...` and bound once the bundle exists.
-Environment precedence is env.Layer's: the caller's environment < presets (in
-the order given) < the profile's `run:` section < command line < xlatools.
+No processes, no writes (program.parse_program only checks that a script exists); `xlatools run --dry-run` prints
+the same RunPlan that execute.py runs. Paths inside the bundle are written `{bundle}/...` and bound once the bundle
+exists. Environment precedence is env.Layer's: the caller's environment < presets (in the order given) < the
+profile's `run:` section < command line < xlatools.
 """
 
 from __future__ import annotations
@@ -15,17 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from xlatools.errors import UsageError
+from xlatools.records.metrics import DEFAULT_MEASURE_CALLS
 from xlatools.records.run import ProfileRun
 from xlatools.run.env import MAX_VLOG, EnvBuilder, EnvChange, Layer, Override, Source, parse_vmodule, split_assignment
 from xlatools.run.flags import join_flags, validate_flag
-from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, dumping_env, platform_env
+from xlatools.run.frontends import TF_XLA_FLAGS, Frontend, platform_env
+from xlatools.run.dumping import dump_into_bundle
 from xlatools.run.multiprocess import ProcessPlan, plan_group
 from xlatools.run.presets.catalog import Catalog, Preset
 from xlatools.run.program import SMOKE_DIR, Program
 from xlatools.vocab import Platform
 
 BUNDLE = "{bundle}"
-DUMP_DIR = f"{BUNDLE}/xla_dump"
 SMOKE_HOST_DEVICES = 4  # CPU devices for `collectives`, via --xla_force_host_platform_device_count
 _LOG_VARS = ("TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE")
 
@@ -52,6 +52,8 @@ class RunRequest:
     processes: int | None = None  # None: 1, or 2 for smoke:multiprocess (run/multiprocess.py)
     devices_per_process: int = 1
     record_inputs: bool = False  # record each module's arguments and results (run/recorder.py)
+    measure_calls: int | None = DEFAULT_MEASURE_CALLS  # calls timed per executable (run/observer.py); None: no metrics
+    stall: float | None = None  # stop (as a timeout) when nothing moved this long; stacks first (run/hang/)
 
 
 @dataclass
@@ -79,6 +81,8 @@ class RunPlan:
     tf_xla_flag_sources: dict[str, str] = field(default_factory=dict)
     processes: list[ProcessPlan] = field(default_factory=list)  # empty: one process (argv, env above)
     record_inputs: bool = False  # asked for; run/recorder.py also records where snapshots are asked and not written
+    measure_calls: int | None = DEFAULT_MEASURE_CALLS  # the observer's budget (run/observer.py); None: not observed
+    stall: float | None = None  # --stall: no output and no observer event this long ends the run (run/hang/)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -216,25 +220,6 @@ def _unhide_vlog(env: EnvBuilder, notes: list[str]) -> None:
         env.set("TF_CPP_MIN_LOG_LEVEL", "0", Source(Layer.XLATOOLS, "needed for VLOG/vmodule output"))
 
 
-def _dump_into_bundle(env: EnvBuilder, caller_env: dict[str, str], notes: list[str], frontend: str) -> str | None:
-    """Dumps always go into the bundle, and a dumping run must compile (no cache hits)."""
-    dumping = any(name.startswith("xla_dump") for name in env.flags.flags if name != "xla_dump_to")
-    if not dumping and "xla_dump_to" not in env.flags.flags:
-        return None
-    old = env.flags.flags.get("xla_dump_to")
-    if old is not None:
-        notes.append(f"{old[0]} (from {old[1]}) replaced: dumps go into the bundle")
-    env.flags.add([f"--xla_dump_to={DUMP_DIR}"], Source(Layer.XLATOOLS, "xlatools (bundle)"))
-    dumping_run = Source(Layer.XLATOOLS, "xlatools (dumping run)")
-    env.set("JAX_ENABLE_COMPILATION_CACHE", "false", dumping_run)
-    if caller_env.get("JAX_COMPILATION_CACHE_DIR") or "JAX_COMPILATION_CACHE_DIR" in env.values:
-        env.set("JAX_COMPILATION_CACHE_DIR", None, dumping_run)
-    for name, value in dumping_env(frontend).items():
-        env.set(name, value, dumping_run)
-    notes.append("persistent compilation cache disabled (a cache hit compiles nothing, so dumps nothing)")
-    return DUMP_DIR
-
-
 def _program_argv(request: RunRequest, env: EnvBuilder, on_gpu: bool) -> tuple[list[str], list[str]]:
     """The program's argv and the files to copy into the bundle. Only CPU runs get CPU devices made up."""
     program, python = request.program, request.python
@@ -280,15 +265,16 @@ def plan_run(
     presets = _choose_presets(request, profile, catalog, jaxlib)
     _add_layers(env, request, profile, presets)
     _unhide_vlog(env, notes)
-    dump_dir = _dump_into_bundle(env, caller_env, notes, frontend)
+    dump_dir = dump_into_bundle(env, caller_env, notes, frontend, jaxlib)
     platform = Platform(request.platform or Platform.AUTO)
     for name, value in platform_env(frontend, platform, gpu_platform).items():
         env.set(name, value, Source(Layer.COMMAND_LINE, f"--platform {platform}"))
     if "PYTHONFAULTHANDLER" not in caller_env:  # a crash leaves a Python stack in stderr.log
         env.set("PYTHONFAULTHANDLER", "1", Source(Layer.XLATOOLS, "xlatools (crash stacks in stderr.log)"))
     argv, copy_files = _program_argv(request, env, on_gpu or platform == Platform.GPU)
-    if request.timeout is not None and request.timeout <= 0:
-        raise UsageError(f"--timeout {request.timeout:g}: must be more than 0 seconds")
+    for option, seconds in (("--timeout", request.timeout), ("--stall", request.stall)):
+        if seconds is not None and seconds <= 0:
+            raise UsageError(f"{option} {seconds:g}: must be more than 0 seconds", hint=f"e.g. {option} 300")
     changes, flags = env.changes(), env.flags.final()
     processes = plan_group(
         request.processes,
@@ -325,6 +311,8 @@ def plan_run(
         tf_xla_flag_sources=env.tf_flags.sources(),
         processes=processes,
         record_inputs=request.record_inputs,
+        measure_calls=request.measure_calls if frontend == "jax" else None,
+        stall=request.stall,
     )
 
 

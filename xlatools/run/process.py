@@ -34,6 +34,7 @@ from xlatools.vocab import ProcessStatus, Status
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
+    from xlatools.run.hang.capture import StuckWatch
 
 FATAL_QUIET_S = float(os.environ.get("XLATOOLS_FATAL_QUIET_S", "4"))  # multi-process runs: silent and idle this long
 
@@ -125,9 +126,11 @@ def run_processes(
     heartbeat: float | None = None,
     reporter: Reporter | None = None,
     fatal_quiet: float | None = None,
+    watch: StuckWatch | None = None,
 ) -> GroupRun:
     """Run every process of `specs` to its end, or until the group must stop (see the module docstring).
-    `on_start` gets the list of Popen objects once all started."""
+    `on_start` gets the list of Popen objects once all started; `watch` (run/hang/) reads every process's
+    stacks before a timeout stops them, and with its `stall` ends a run in which nothing moved that long."""
     from xlatools.bundle import utc_now
 
     started, t0, wake = utc_now(), time.monotonic(), threading.Event()
@@ -145,7 +148,7 @@ def run_processes(
                         procs.append(Child(spec, cwd, stack, wake))
                 if on_start is not None:
                     on_start([p.popen for p in procs])
-                status = _watch(procs, wake, t0, timeout, heartbeat, reporter, fatal_quiet)
+                status = _watch(procs, wake, t0, timeout, heartbeat, reporter, fatal_quiet, watch)
         except KeyboardInterrupt:
             status = Status.INTERRUPTED
             _stop(procs, ProcessStatus.INTERRUPTED)
@@ -172,13 +175,15 @@ def _watch(
     heartbeat: float | None,
     reporter: Reporter | None,
     fatal_quiet: float | None,
+    watch: StuckWatch | None = None,
 ) -> Status | None:
     """Wait until every process ended or the group must stop; the group's status when decided here."""
     deadline = t0 + timeout if timeout is not None else None
     next_beat = t0 + heartbeat if heartbeat and reporter is not None else None
     while True:
         now = time.monotonic()
-        waits = [t - now for t in (deadline, next_beat) if t is not None] + ([1.0] if fatal_quiet else [])
+        polls = [1.0] if fatal_quiet or (watch and watch.stall) else []
+        waits = [t - now for t in (deadline, next_beat) if t is not None] + polls
         wake.wait(max(0.0, min(waits)) if waits else None)
         wake.clear()
         for proc in sorted(
@@ -205,12 +210,32 @@ def _watch(
         if any(tee.error for p in procs for tee in p.tees):
             _stop(procs, ProcessStatus.ERROR)
             return Status.ERROR
-        if deadline is not None and now >= deadline:
+        if _stuck(procs, watch, now, deadline, t0):
             _stop(procs, ProcessStatus.TIMEOUT)
             return Status.TIMEOUT
         if next_beat is not None and now >= next_beat:
             reporter.heartbeat(f"running {now - t0:.0f} s; " + _progress(procs))
             next_beat = now + heartbeat
+
+
+def _stuck(procs: list[Child], watch: StuckWatch | None, now: float, deadline: float | None, t0: float) -> bool:
+    """The run must stop as a timeout: its deadline passed, or nothing moved for the watch's `stall` seconds
+    (no output, no observer event); the watch reads every process's stacks first."""
+    stall = watch.stall if watch is not None else None
+    if deadline is not None and now >= deadline:
+        trigger, reason = "timeout", f"timeout after {deadline - t0:g} s"
+    elif stall and watch is not None:
+        running = [p for p in procs if p.status is None]
+        moved = watch.moved([(p.popen.pid, max(t.last_output for t in p.tees)) for p in running], t0)
+        if now - moved < stall:
+            return False
+        trigger, reason = "stall", f"no progress for {now - moved:.0f} s (--stall {stall:g})"
+    else:
+        return False
+    if watch is not None:
+        alive = [(i if len(procs) > 1 else None, p.popen.pid) for i, p in enumerate(procs) if p.status is None]
+        watch.capture(alive, trigger, reason)
+    return True
 
 
 def _progress(procs: list[Child]) -> str:
@@ -280,6 +305,7 @@ def execute(
     on_start=None,
     heartbeat: float | None = None,
     reporter: Reporter | None = None,
+    watch: StuckWatch | None = None,
 ) -> ProgramResult:
     """Run `argv` to its end (or timeout / Ctrl-C / a failed log write) with its output logged: a group of one.
     `on_start` gets the Popen object; a heartbeat through `reporter` every `heartbeat` seconds."""
@@ -291,6 +317,7 @@ def execute(
         start,
         heartbeat,
         reporter,
+        watch=watch,
     )
     return ProgramResult(
         group.status, group.processes[0].returncode, group.duration, group.started, group.finished, group.error

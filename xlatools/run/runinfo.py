@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import cast
 
 from xlatools.records.base import MANIFEST
+from xlatools.records.metrics import RunMetrics
 from xlatools.records.run import RUN_KINDS, RunManifest
 
 
@@ -37,9 +38,14 @@ class RunInfo:
     xla_flags: list[str] = field(default_factory=list)
     duration_s: float | None = None
     warnings: list[str] = field(default_factory=list)
+    metrics: RunMetrics | None = None  # what xlatools measured (docs/metrics.md)
+    crash: list[str] = field(default_factory=list)  # run/stopped.py: the signal and where, when it crashed
+    stuck: list[str] = field(default_factory=list)  # where every process was, when it was stopped stuck
 
     @classmethod
     def from_manifest(cls, bundle: Path, record: RunManifest) -> "RunInfo":
+        from xlatools.run.stopped import crash_lines, stuck_lines
+
         jax = record.jax
         return cls(
             bundle=str(bundle),
@@ -58,6 +64,9 @@ class RunInfo:
             xla_flags=list(record.xla_flags),
             duration_s=record.duration_s,
             warnings=list(record.warnings or []),
+            metrics=record.metrics,
+            crash=crash_lines(bundle, record),
+            stuck=stuck_lines(record),
         )
 
     def lines(self) -> list[str]:
@@ -75,6 +84,8 @@ class RunInfo:
             f"presets:   {', '.join(self.presets) or '-'}",
             f"XLA_FLAGS: {' '.join(self.xla_flags) or '-'}",
             *(f"warning:   {warning}" for warning in self.warnings),
+            *self.crash,
+            *self.stuck,
         ]
 
 

@@ -58,7 +58,26 @@ def _changes(env: dict[str, str], base: dict[str, str]) -> tuple[dict[str, str],
 def plan_tasks(
     plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, folder: str
 ) -> list[TaskSpec]:
-    """One TaskSpec per process of the (bundle-bound) plan (pure)."""
+    """One TaskSpec per process of the (bundle-bound) plan (pure but for finding pystack)."""
+    tasks = _tasks(plan, run_env, caller_env, spec, folder)
+    if plan.timeout is None and plan.stall is None:
+        return tasks
+    from dataclasses import replace
+
+    from xlatools.run.hang.capture import FOLDER, pystack_argv
+    from xlatools.run.hang.observer import OBSERVER
+
+    bundle = Path(folder).parent
+    logs = [log for task in tasks for log in (task.stdout, task.stderr)] + [str(bundle / OBSERVER)]
+    return [
+        replace(t, stall=plan.stall, stacks=str(bundle / FOLDER / f"p{i}"), pystack=pystack_argv(), progress=logs)
+        for i, t in enumerate(tasks)
+    ]
+
+
+def _tasks(
+    plan: RunPlan, run_env: dict[str, str], caller_env: dict[str, str], spec: ClusterSpec, folder: str
+) -> list[TaskSpec]:
     if not plan.processes:
         env, unset = _changes(run_env, caller_env)
         return [
@@ -98,6 +117,8 @@ def prepare_job(
     folder = bundle / JOB_FOLDER
     folder.mkdir(exist_ok=True)
     tasks = plan_tasks(plan, run_env, caller_env, spec, str(folder))
+    if tasks and tasks[0].stacks:
+        Path(tasks[0].stacks).parent.mkdir(exist_ok=True)
     job = plan_job(spec, plan.name, str(folder), len(tasks), plan.python, plan.cwd)
     shutil.copy2(Path(__file__).parent.parent / "cluster" / SHIM, folder / SHIM)
     (folder / SCRIPT).write_text(job.script)
@@ -144,8 +165,11 @@ def execute_job(
     on_start(None)
     if on_submit is not None:
         on_submit(record)
-    try:
-        info = slurm.wait(job_id, lambda: all(e is not None for e in _exits(tasks)))
+    ran_out = False
+    try:  # --timeout ends the run wherever the job is (queued, stuck, listed in a state no one knows)
+        waited = slurm.wait_bounded(job_id, lambda: all(e is not None for e in _exits(tasks)), plan.timeout, t0)
+        info, ran_out = waited.info, waited.deadline_passed
+        record.notes += [str(waited.note())] if waited.note() else []
     except BaseException as exc:  # Ctrl-C, SIGTERM: the job goes with us
         slurm.cancel([job_id])
         record.cancelled_by_xlatools, record.state = True, "CANCELLED"
@@ -155,14 +179,14 @@ def execute_job(
         info = slurm.wait_gone(job_id)
     _forget(job.folder)
     exits = _exits(tasks)
-    info, stepd = _settled(info, exits, Path(job.folder) / "job.out")
+    info, stepd = (info, None) if ran_out else _settled(info, exits, Path(job.folder) / "job.out")
     record.state, record.reason, record.exit_code, record.nodes = info.state, info.reason, info.exit_code, info.nodes
     record.partition = info.partition or record.partition
     firsts = [e.started for e in exits if e]
     record.started_s = round(min(firsts) - submitted_at, 3) if firsts else None
     record.cancelled_by_xlatools = slurm.was_cancelled(job_id)
     duration = round(time.monotonic() - t0, 3)
-    status = _status(record, exits, stepd)
+    status = Status.TIMEOUT if ran_out and not all(e is not None for e in exits) else _status(record, exits, stepd)
     codes = [e.returncode if e else None for e in exits]
     failed = [i for i, c in enumerate(codes) if c not in (0, None)]
     first = min(failed, key=lambda i: exits[i].finished or 0.0) if failed else None  # type: ignore[union-attr]
@@ -198,6 +222,8 @@ def execute_in_session(
     )
     if session.record.slurm.killed_by_slurm:
         session.record.notes.append(session.record.slurm.killed_by_slurm)
+    session.record.notes += session.record.slurm.notes
+    _read_task_stacks(plan, session, reporter)
     first = plan.processes[0] if plan.processes else None
     logs = (
         (Path(first.stdout), Path(first.stderr))
@@ -288,3 +314,32 @@ def _process_status(exit_: TaskExit | None, run: Status) -> ProcessStatus:
     if exit_.timed_out:
         return ProcessStatus.TIMEOUT
     return ProcessStatus.OK if exit_.returncode == 0 else ProcessStatus.FAILED
+
+
+def _read_task_stacks(plan: RunPlan, session, reporter: Reporter) -> None:
+    """Tasks that task.py stopped at their timeout (or --stall) read their stacks first: the run's `stuck`."""
+    from xlatools.run.hang.capture import FOLDER, from_task_files
+
+    exits = _exits(
+        [TaskSpec([], {}, [], "", "", f"{session.path / JOB_FOLDER}/p{i}.exit") for i in range(_count(plan))]
+    )
+    stuck = [(i, e) for i, e in enumerate(exits) if e is not None and e.timed_out and e.pid is not None]
+    if not stuck:
+        return
+    stalled = any(e.stalled for _, e in stuck)
+    trigger = "stall" if stalled else "timeout"
+    reason = f"no progress for {plan.stall:g} s (--stall)" if stalled else f"timeout after {plan.timeout:g} s"
+    many = len(exits) > 1
+    found = from_task_files(
+        session.path,
+        [(i if many else None, e.pid, str(session.path / FOLDER / f"p{i}")) for i, e in stuck],  # type: ignore[misc]
+        trigger,
+        f"{reason} (read on the node by each task)",
+    )
+    session.record.stuck = found
+    session.record.notes.append(f"{found.reason}: {found.summary} (stacks: {FOLDER}/summary.txt)")
+    reporter.warn(f"stuck: {found.summary} ({FOLDER}/summary.txt)")
+
+
+def _count(plan: RunPlan) -> int:
+    return len(plan.processes) or 1

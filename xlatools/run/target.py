@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from xlatools.console import Reporter
 
 PROBES = Path(__file__).resolve().parent / "probes"
+# Seconds a probe has to write its first facts (standard library only, before any import of the frontend).
+START_LIMIT = 30.0
 
 
 @dataclass
@@ -192,18 +194,30 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
             # Dump flags alone send dumps to stdout, where TensorFlow 2.21's XLA segfaults with snapshots on:
             # a probe of flags must not fail for that, so the probe dumps into its own folder.
             env = {**env, "XLA_FLAGS": f"{flags} --xla_dump_to={os.path.join(tmp, 'dump')}"}
-        try:
+        limit = probe_timeout(timeout)
+        try:  # the probe writes its first facts at once (standard library only): none in START_LIMIT, it hangs
             proc = run_captured(
-                [python, str(PROBES / "target_info.py"), out, *args], cwd=tmp, env=env, timeout=probe_timeout(timeout)
+                [python, str(PROBES / "target_info.py"), out, *args],
+                cwd=tmp,
+                env=env,
+                timeout=limit,
+                alive=lambda: os.path.exists(out + ".alive"),
+                alive_within=min(START_LIMIT, limit),
             )
         except OSError as exc:
             raise UsageError(
                 f"--python {python}: cannot run it: {exc.strerror}", hint="give the path of a Python interpreter"
             ) from None
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as late:
+            what = (
+                f"took longer than {late.timeout:g} s"
+                if os.path.exists(out + ".alive")
+                else f"gave no sign of life in {late.timeout:g} s (it did not start)"
+            )
             raise EnvironmentMissing(
-                f"probing {python} took longer than {probe_timeout(timeout):g} s (stopped)",
-                hint="is its frontend importable there? (XLATOOLS_PROBE_TIMEOUT_S sets the limit)",
+                f"probing {python}: it {what}; stopped",
+                hint="is it a Python interpreter, and is its frontend importable there? "
+                "(XLATOOLS_PROBE_TIMEOUT_S sets the limit)",
             ) from None
         try:
             with open(out) as handle:

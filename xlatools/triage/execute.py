@@ -24,8 +24,12 @@ def _test(request: TriageRequest, reporter: Reporter) -> ProgramTest:
     from xlatools.bisect.checks import ProgramTest, build_test
     from xlatools.triage.plan import check_request
 
+    from xlatools.bisect.metric_test import MetricTest
+
     check_request(request)
     test = build_test(request.test, reporter)
+    if isinstance(test, MetricTest):  # triage --metric (noise-aware): the run is the same program
+        test = test.inner
     if not isinstance(test, ProgramTest):
         raise UsageError(
             "triage runs a program (after --), not a repro pack",
@@ -43,6 +47,7 @@ def spec_of(request: TriageRequest, test: ProgramTest) -> TriageSpec:
         test=test.describe(),
         atol=request.atol,
         rtol=request.rtol,
+        requirements=list(request.requirements) or None,
     )
 
 
@@ -102,6 +107,10 @@ def triage(request: TriageRequest, argv: list[str], reporter: Reporter) -> Triag
 
     test = _test(request, reporter)
     check_python_available(request.python_version)  # every stage makes release environments of it
+    if request.test.rule.metric is not None:  # a slowdown or a growth: its own stages (triage/perf.py)
+        from xlatools.triage.perf import perf_triage
+
+        return perf_triage(request, spec_of(request, test), argv, reporter)  # type: ignore[return-value]
     state = open_state(request.out, spec_of(request, test), request.fresh)
     reporter.step(f"triage of {test.program.label}: jax {request.good} (good) .. {request.bad} (bad) in {state.folder}")
     context = Context(request, state, test, reporter, argv)

@@ -41,6 +41,7 @@ class TriageRequest:
     rtol: float = DEFAULT_TOLERANCE
     jobs: int = 1  # candidates of the reduction run side by side
     fresh: bool = False
+    requirements: tuple[str, ...] = ()  # the program's own packages in every release environment (--with)
 
     @property
     def platform(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -18,6 +19,8 @@ def _link(path: str | None, root: Path, text: str | None = None) -> str:
     if not path:
         return "-"
     rel = os.path.relpath(path, root)
+    if not os.path.lexists(path):  # removed since (or never finished): named, not linked
+        return f"{text or rel} (no longer at {rel})"
     return f"[{text or rel}]({rel})"
 
 
@@ -31,6 +34,9 @@ def _title(state: TriageState, program: str) -> str:
     )
     what = "a wrong result" if state.reduce or (state.diff and state.diff.module) else "a regression"
     verdict = f"jaxlib {good} is right"
+    crash = state.diff.crash if state.diff else None
+    if crash is not None:
+        what, verdict = f"a crash ({crash.what().split(': ', 1)[0]})", f"jaxlib {good} runs it"
     if state.diff and state.diff.precision_only:
         what, verdict = "a precision difference, not a miscompile,", f"jaxlib {good} agrees at full precision"
     where = {"cpu": ["CPU"], "gpu": ["GPU"]}.get(str(state.spec.platform), [])  # auto: whatever the runs found
@@ -78,7 +84,10 @@ def _findings(state: TriageState, root: Path) -> list[str]:
             + f"; bisection: {_link(p.folder, root)}"
             + "".join(f"; {_link(d, root, Path(d).name)}" for d in p.diffs)
         )
-    if state.reduce:
+    if state.reduce and state.reduce.handed_over:
+        r = state.reduce
+        out.append(f"- Minimal module: {r.note} ({_link(r.handed_over, root, Path(r.handed_over).name)})")
+    elif state.reduce:
         r = state.reduce
         out.append(
             f"- Minimal module: {r.instructions_before} -> {r.instructions_after} instructions in "
@@ -105,12 +114,42 @@ def _diff_lines(f: DiffFound, root: Path) -> list[str]:
         + ", ".join(f"{m.name} {m.outcome}" for m in f.modules)
         + (f"; **{f.module_label}**: {f.mismatch}" if f.module_label else "")
     )
+    if f.crash is not None:
+        lines += _crash_lines(f, root)
     if f.precision_only:
         lines.append(
             f"- **Not a miscompile**: {', '.join(f.precision_only)} differ from the last good release only "
             "by precision: with their dots and convolutions at full precision the two agree (on a GPU, "
             "TF32 and like modes). Nothing to reduce or isolate."
         )
+    return lines
+
+
+def _crash_lines(f: DiffFound, root: Path) -> list[str]:
+    """What crashed, in which module, and where: the crashing thread's top frames, the whole backtrace linked."""
+    crash = f.crash
+    assert crash is not None
+    lines = [
+        f"- **Crash**: module `{f.module_name}` dies by {crash.what()} on the first bad release; the last good "
+        f"release runs the same module on the same inputs ({crash.reference})"
+        + (
+            f"; every thread's native frames: {_link(crash.backtrace, root, 'native-backtrace.txt')}"
+            if crash.backtrace
+            else ""
+        )
+    ]
+    if crash.signal and crash.message:
+        lines.append(f"- It said: `{crash.message}`")
+    if crash.frames:
+        lines += [
+            "",
+            "  Top native frames of the crashing thread:",
+            "",
+            "  ```",
+            *(f"  {x}" for x in crash.frames),
+            "  ```",
+            "",
+        ]
     return lines
 
 
@@ -126,7 +165,8 @@ def _isolate_line(i: IsolateFound, root: Path) -> str:
         from xlatools.reduce.isolate import NO_SINGLE
 
         what = NO_SINGLE
-    return f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')})"
+    form = f"; read from its {i.form}" if i.form else ""
+    return f"- Isolation of {i.module}: {what} ({_link(i.file, root, 'isolate.json')}{form})"
 
 
 def _demoted(markdown: str) -> list[str]:
@@ -136,6 +176,33 @@ def _demoted(markdown: str) -> list[str]:
         fenced = fenced != line.startswith("```")
         lines.append("#" + line if line.startswith("#") and not fenced else line)
     return lines
+
+
+def _handed_over_command(state: TriageState, root: Path) -> list[str]:
+    """The replay of the module reduce could not reduce, as its StableHLO (with the run's inputs: the file is tied
+    to its module's snapshot), against the last good release."""
+    if not (state.reduce and state.reduce.handed_over and state.dumps):
+        return []
+    d = state.dumps
+    replay = ["xlatools", "replay", os.path.relpath(state.reduce.handed_over, root), "--python", d.first_bad.python]
+    return [
+        f"The module (its StableHLO, with the run's inputs), jax {d.first_bad.version} against jax "
+        f"{d.last_good.version} (exit 1: they differ):",
+        "",
+        "```sh",
+        " ".join(shlex.quote(a) for a in [*replay, "--reference-python", d.last_good.python]),
+        "```",
+        "",
+    ]
+
+
+def _reduce_section(state: TriageState, root: Path, reduce_issue: str) -> list[str]:
+    """The reduce bundle's own ISSUE.md as a section; its links (relative to that bundle) made relative to here."""
+    body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
+    if state.reduce:
+        here = os.path.relpath(state.reduce.bundle, root)
+        body = re.sub(r"\]\((?![a-z]+:|/)([^)]+)\)", lambda m: f"]({here}/{m.group(1)})", body)
+    return ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
 
 
 def render(state: TriageState, program: str, command: list[str], reduce_issue: str | None) -> str:
@@ -163,8 +230,7 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
     if open_stages:
         out += ["Stages not done say why above; run the same command again to retry them.", ""]
     if reduce_issue:
-        body = reduce_issue.split("\n", 1)[1] if reduce_issue.startswith("# ") else reduce_issue
-        out += ["## The minimal module (`xlatools reduce`)", "", *_demoted(body.strip()), ""]
+        out += _reduce_section(state, root, reduce_issue)
     out += [
         "## Reproduce",
         "",
@@ -175,6 +241,7 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
         "```",
         "",
     ]
+    out += _handed_over_command(state, root)
     if state.reduce and state.reduce.reduced and state.dumps:
         d, bundle = state.dumps, Path(state.reduce.bundle)
         replay = [
@@ -188,8 +255,10 @@ def render(state: TriageState, program: str, command: list[str], reduce_issue: s
             "--reference-python",
             d.last_good.python,
         ]
+        crash = state.diff.crash if state.diff else None
+        said = f"jax {d.first_bad.version} dies by {crash.what()}" if crash else "exit 1: they differ"
         out += [
-            f"The minimal module, jax {d.first_bad.version} against jax {d.last_good.version} (exit 1: they differ):",
+            f"The minimal module, jax {d.first_bad.version} against jax {d.last_good.version} ({said}):",
             "",
             "```sh",
             " ".join(shlex.quote(a) for a in replay),

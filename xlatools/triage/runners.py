@@ -1,8 +1,7 @@
 """What each stage of a triage does: the capabilities that exist, chained (one function per stage).
 
-Every stage writes under the triage folder (bisect/, runs/, diff/, replay/, reduce/, isolate/) and
-leaves its finding in the state; each capability keeps its own resumable state there, so a stage
-that was interrupted continues where it stopped when it runs again.
+Every stage writes under the triage folder (bisect/, runs/, diff/, replay/, reduce/, isolate/) and leaves its finding
+in the state; each capability keeps its resumable state there, so an interrupted stage continues where it stopped.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlatools.errors import EXIT_FAILED, EXIT_MISSING
+from xlatools.errors import EXIT_FAILED, EXIT_MISSING, Interrupted
 from xlatools.records.triage import (
     DiffFound,
     DumpsFound,
@@ -24,9 +23,10 @@ from xlatools.records.triage import (
     SideRun,
     TriageState,
 )
+from xlatools.triage.handover import handing_over, unless_handed_over
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
-from xlatools.vocab import BisectStatus, Platform, ReplayOutcome, StageStatus, TriageStage
+from xlatools.vocab import BisectStatus, ExitCodeMode, Platform, StageStatus, Status, TriageStage
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
@@ -56,7 +56,7 @@ class Context:
         """The cached environment of jax `version` (made now when missing, as bisect releases makes them)."""
         from xlatools.bisect.envs import InstallFailed, ensure, release_env
 
-        spec = release_env(version, self.request.python_version, self.request.platform)
+        spec = release_env(version, self.request.python_version, self.request.platform, self.request.requirements)
         try:
             python, _, _ = ensure(spec, self.reporter.info)
         except InstallFailed as exc:
@@ -69,13 +69,11 @@ class Context:
 def releases(ctx: Context) -> str:
     from xlatools.bisect.api import ReleaseRequest, bisect_releases
 
+    r = ctx.request
     request = ReleaseRequest(
-        good=ctx.request.good,
-        bad=ctx.request.bad,
-        test=ctx.request.test,
-        python_version=ctx.request.python_version,
-        out=ctx.folder / "bisect",
-    )
+        good=r.good, bad=r.bad, test=r.test, python_version=r.python_version, out=ctx.folder / "bisect",
+        requirements=r.requirements,
+    )  # fmt: skip
     state = bisect_releases(request, ctx.reporter)
     answer = state.result
     if state.status != BisectStatus.DONE or answer is None:
@@ -100,7 +98,6 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
     from xlatools.records.run import ProfileRun
     from xlatools.run.execute import execute_plan, prepare
     from xlatools.run.plan import RunRequest
-    from xlatools.vocab import ExitCodeMode
 
     opts = ctx.request.test
     request = RunRequest(
@@ -114,8 +111,7 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
         timeout=opts.timeout,
         name=name,
     )
-    caller_env = dict(os.environ)
-    prepared = prepare(request, ProfileRun(), {}, caller_env, Path(opts.cwd), ctx.reporter)
+    prepared = prepare(request, ProfileRun(), {}, (caller_env := dict(os.environ)), Path(opts.cwd), ctx.reporter)
     record = execute_plan(
         prepared,
         ctx.folder / "runs",
@@ -126,6 +122,8 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
         exit_code_mode=ExitCodeMode.PROGRAM,
         cluster=opts.cluster,
     ).record  # --executor slurm: the dumping runs are jobs too
+    if record.status == Status.INTERRUPTED:  # Ctrl-C reached the program: the stage stops here, pending
+        raise Interrupted(f"interrupted during the dumping run of jax {version} ({record.bundle})")
     return SideRun(version=version, python=prepared.plan.python, bundle=str(record.bundle), exit_code=record.exit_code)
 
 
@@ -145,7 +143,7 @@ def diff(ctx: Context) -> str:
     """The two dumping runs compared, and first-bad's program modules replayed with last-good as the reference:
     the first that mismatches is the module the later stages work on."""
     from xlatools.compare.diff import write_diff
-    from xlatools.replay.outcome import mismatch_figures, precision_only
+    from xlatools.replay.outcome import against_a_reference, mismatch_figures, precision_only
 
     runs = ctx.state.dumps
     assert runs is not None
@@ -165,7 +163,8 @@ def diff(ctx: Context) -> str:
         for m in replayed.record.modules
     ]
     ctx.state.diff = found
-    wrong = next((m for m in replayed.record.modules if m.outcome == ReplayOutcome.MISMATCH), None)
+    # Against last good, never only against the snapshot first-bad's own run computed.
+    wrong = next((m for m in replayed.record.modules if against_a_reference(m)), None)
     counted = f"{sum(differs.values())} of {len(differs)} modules' optimised HLO differ"
     if wrong is None and (precision := precision_only(replayed.record.modules)):
         found.precision_only = precision
@@ -176,14 +175,10 @@ def diff(ctx: Context) -> str:
             f"{counted}; no module miscompiles: {', '.join(precision)} differ from jax {runs.last_good.version} "
             "only by precision (they agree with it at full precision)"
         )
-    if wrong is None:
-        outcomes = ", ".join(f"{m.label} {m.outcome}" for m in replayed.record.modules) or "no module replayed"
-        raise StageProblem(
-            StageStatus.CANNOT_RUN,
-            f"{counted}; no module of jax {runs.first_bad.version} mismatches "
-            f"against jax {runs.last_good.version} when replayed ({outcomes})",
-            EXIT_MISSING,
-        )
+    if wrong is None:  # a module that crashes on first bad and runs on last good is the finding (triage/crash.py)
+        from xlatools.triage.crash import diff_finding
+
+        return diff_finding(found, replayed.record.modules, counted, runs.last_good.version, runs.first_bad.version)
     found.module = str(wrong.id) if wrong.id is not None else wrong.name
     found.module_name, found.module_label = wrong.name, wrong.label
     found.mismatch = mismatch_figures(wrong)
@@ -211,10 +206,12 @@ def _replay_modules(ctx: Context, runs: DumpsFound):
 def passes(ctx: Context) -> str:
     from xlatools.bisect.api import PassRequest, bisect_passes
     from xlatools.bisect.engine import NoReduction
+    from xlatools.triage.crash import passes_test
 
     _, bad = ctx.ends()
     module = ctx.state.diff.module_name if ctx.state.diff else None  # only passes that changed it are candidates
-    request = PassRequest(test=ctx.request.test, python=ctx.python_of(bad), module=module, out=ctx.folder / "bisect")
+    test = passes_test(ctx.state, ctx.request.test)  # of a crash: bad = the same death, any other failure a skip
+    request = PassRequest(test=test, python=ctx.python_of(bad), module=module, out=ctx.folder / "bisect")
     try:
         state = bisect_passes(request, ctx.reporter)
     except NoReduction as exc:  # a finding: no HLO pass of these makes the difference
@@ -260,6 +257,10 @@ def reduce(ctx: Context) -> str:
     )
     if ctx.request.test.platform is not None:
         request = replace(request, platform=ctx.request.test.platform)
+    if found.crash is not None:
+        from xlatools.triage.crash import reduce_request
+
+        request = reduce_request(request, found.crash)
     done = execute_reduce(prepare(request), ctx.folder / "reduce", ctx.argv + ["(reduce)"], ctx.reporter)
     result = done.record.result
     assert result is not None
@@ -290,6 +291,10 @@ def isolate(ctx: Context) -> str:
 
     runs, found, reduced = ctx.state.dumps, ctx.state.diff, ctx.state.reduce
     assert runs is not None and found is not None
+    if found.crash is not None:
+        from xlatools.triage.crash import NOT_ISOLATED
+
+        return NOT_ISOLATED
     if reduced and reduced.reduced:
         source, modules, inputs = Path(reduced.reduced), [], str(Path(reduced.bundle) / "inputs.npz")
     else:
@@ -323,6 +328,7 @@ def isolate(ctx: Context) -> str:
         module=which,
         first_mismatch=seen.first_mismatch,
         first_mismatch_in_context=seen.first_mismatch_in_context,
+        form=seen.form,
     )
     if seen.first_mismatch:
         return f"{which}: {seen.first_mismatch.name} = {seen.first_mismatch.opcode} mismatches on its own"
@@ -339,6 +345,6 @@ RUNNERS = {
     TriageStage.DUMPS: dumps,
     TriageStage.DIFF: diff,
     TriageStage.PASSES: passes,
-    TriageStage.REDUCE: reduce,
-    TriageStage.ISOLATE: isolate,
+    TriageStage.REDUCE: handing_over(reduce),  # where its HLO text does not reproduce: the StableHLO (handover.py)
+    TriageStage.ISOLATE: unless_handed_over(isolate),
 }

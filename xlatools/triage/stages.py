@@ -31,9 +31,11 @@ ALWAYS = frozenset({TriageStage.REPORT})  # re-rendered from the findings on eve
 WORK = {  # what each stage runs, for --dry-run (`work(stage, good, bad)`) and the docs
     TriageStage.RELEASES: "bisect releases --good {good} --bad {bad} with the program as the test: last good, first bad",
     TriageStage.DUMPS: "run the program on last good and first bad with HLO text and snapshot dumps",
-    TriageStage.DIFF: "diff the two runs; replay first bad's modules with last good as the reference",
+    TriageStage.DIFF: "diff the two runs; replay first bad's modules with last good as the reference (a module that "
+    "mismatches, or one that crashes on first bad and runs on last good)",
     TriageStage.PASSES: "bisect passes on first bad (candidates: the passes that changed the module that differs)",
-    TriageStage.REDUCE: "reduce the module that differs (oracle: mismatch against last good)",
+    TriageStage.REDUCE: "reduce the module that differs (oracle: mismatch against last good; of a crash: the same "
+    "signal in the same phase)",
     TriageStage.ISOLATE: "replay --isolate: the reduced module (else the module that differs), instruction by instruction",
     TriageStage.REPORT: "ISSUE.md: every finding, linked, and the minimal module's report",
 }

@@ -26,7 +26,7 @@ def test_program_test_judges_a_real_run(tmp_path, monkeypatch, probe_cache):
         return test.check(StepEnv(sys.executable), tmp_path / "steps", "step")
 
     verdict = check(Rule(metric="step_s", threshold=0.5))
-    assert (verdict.outcome, verdict.reason) == ("bad", "step_s = 0.7 (above 0.5)")
+    assert (verdict.outcome, verdict.reason) == ("bad", "step_s = 0.7 (above 0.5; 1 run, spread not measured)")
     assert (Path(verdict.bundle) / "metrics.json").exists() and (Path(verdict.bundle) / "manifest.json").exists()
     assert check(Rule(metric="step_s", threshold=0.9)).outcome == "good"
     assert check(Rule(match=r"answer \d+")).outcome == "bad"

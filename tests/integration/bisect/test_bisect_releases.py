@@ -74,6 +74,19 @@ def test_real_release_bisection_names_the_first_bad_release(bx, tmp_path):
     listed = json.loads(bx("cache", "list", "--json").stdout)["environments"]
     assert {f"jax-{v}-py3.11-cpu" for v in ("0.4.28", "0.4.29", "0.4.30", "0.4.31")} <= {e["name"] for e in listed}
 
+    # The check changes (issue 37): the recorded verdicts judged the old one, so they are not reused; the old
+    # bisection is set aside and a fresh one starts (here stopped at once: the new check fails everywhere).
+    folder = Path(json.loads(fresh.stdout)["folder"])
+    write(tmp_path / "check.py", CHECK + "raise SystemExit('fails on every release now')\n")
+    edited = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--json", "--", "check.py")
+    assert edited.returncode == 2 and "'good' is not good" in edited.stderr, edited.stderr[-2000:]
+    warning = " ".join(edited.stderr.split())
+    assert f"the test changed since {folder.name} was recorded ({tmp_path / 'check.py'} (program): content" in warning
+    assert "differs): its 4 recorded steps judged the test as it was, so a fresh bisection starts" in warning
+    restarted = json.loads((folder / "bisect.json").read_text())
+    assert [s["key"] for s in restarted["steps"]] == [GOOD] and restarted["test_files"][0]["role"] == "program"
+    assert len(list(folder.parent.glob(f"{folder.name}.*"))) == 2  # set aside by --fresh, then by the change
+
 
 def _start(tmp_path: Path, bisect_cache: Path, program: str) -> subprocess.Popen:
     env = {"XLATOOLS_CACHE_DIR": str(bisect_cache), "JAX_PLATFORMS": "cpu", "NO_COLOR": "1"}

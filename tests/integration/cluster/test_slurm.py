@@ -327,3 +327,23 @@ def test_triage_runs_its_release_bisection_and_dumping_runs_as_jobs(slurm, bisec
     assert (state["releases"]["last_good"], state["releases"]["first_bad"]) == ("0.4.30", BAD)
     jobs = [manifest(Path(state["dumps"][side]["bundle"]))["slurm"] for side in ("last_good", "first_bad")]
     assert [j["state"] for j in jobs] == ["COMPLETED", "FAILED"]  # the dumping runs: exit 0 and 1, as jobs
+
+
+def test_a_stalled_slurm_job_reads_every_tasks_stacks_on_the_node(slurm, tmp_path):
+    from tests.integration.test_stuck_runs import STUCK
+
+    (tmp_path / "stuck.py").write_text(STUCK)
+    done = run_cli(
+        "run", "stuck.py", "--processes", "2", "--stall", "20", "--timeout", "300", "--executor", "slurm", "--json",
+        cwd=tmp_path, env=_env(slurm), timeout=400,
+    )  # fmt: skip
+    assert done.returncode == 124, done.stderr[-3000:]
+    data = json.loads(done.stdout)
+    stuck, bundle = data["stuck"], Path(data["bundle"])
+    assert stuck["trigger"] == "stall" and "read on the node" in stuck["reason"]
+    by_process = {p["process"]: p for p in stuck["processes"]}
+    assert "AllGather" in by_process[0]["collective"] and by_process[1]["state"] == "python"
+    assert stuck["odd"] == [by_process[1]["pid"]] and "next_batch" in stuck["summary"]
+    assert sorted(p.name for p in (bundle / "stacks").iterdir()) == ["p0.txt", "p1.txt", "summary.txt"]
+    shown = run_cli("inspect", str(bundle), env=_env(slurm))
+    assert "stuck:" in shown.stdout and "<- odd one out" in shown.stdout

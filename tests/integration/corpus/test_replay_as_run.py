@@ -1,8 +1,9 @@
 """A replay is the run's own module (issue 29 item 2), on a real flax program: the gradient of a multi-head
 attention block. On jaxlib 0.10.2 its dumped text (and proto) go through jaxlib's HLO -> StableHLO import and
 compile 274 instructions against the run's 279 (the softmax backward's multiply is folded differently), and differ
-from the snapshot; `module.mlir` compiles the run's module. `--from auto` must pick that form and agree with the
-snapshot bit for bit; `--from text` must say what differs, and its snapshot mismatch is no verdict (exit 3).
+from the snapshot; `module.mlir` (its StableHLO) compiles the run's module. `--from auto` must try that form first
+and agree with the snapshot bit for bit; `--from text` must say what differs, and its snapshot mismatch is no verdict
+(exit 3, naming the module.mlir to replay instead).
 Cost: one dumping run and two replays on the corpus venv (about 40 s, the flax import most of it).
 """
 
@@ -84,11 +85,12 @@ def test_auto_replays_the_runs_own_module_bit_for_bit(tmp_path, corpus_env):
     code, auto = replay()
     assert code == 0 and auto["outcome"] == "ok" and auto["compiled_as_run"] is True, auto
     assert [c["against"] for c in auto["comparisons"]] == ["snapshot"] and auto["comparisons"][0]["ok"]
-    assert auto["runs"][0]["loaded_from"]["kind"] == "mlir"
-    assert any("replayed from its mlir form" in n for n in auto["notes"]), auto["notes"]
+    assert auto["runs"][0]["loaded_from"]["kind"] == "mlir"  # its StableHLO, tried first
+    assert not any(n.startswith("from its ") for n in auto["notes"]), auto["notes"]  # and no other form was needed
     assert auto["runs"][0]["compile_options"] == {"xla_cpu_enable_fast_min_max": "false"}  # the run's .debug_options
 
     code, text = replay("--from", "text")
     assert code == 3 and text["outcome"] == "cannot-run" and text["compiled_as_run"] is False
     said = " ".join(text["notes"])
     assert "the replay compiled a different module than the run" in said and "not a verdict" in said
+    assert "replay the module's StableHLO: `xlatools replay " in said and "jit_grads/module.mlir`" in said, said

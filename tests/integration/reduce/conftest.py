@@ -7,19 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import bundles, interpreter_from_env, run_cli
+from tests.helpers import bundles, run_cli
 
 HERE = Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="session")
-def miscompile_python() -> str:
-    return interpreter_from_env(
-        "XLATOOLS_MISCOMPILE_JAX_PYTHON",
-        "miscompile_jax",
-        "a Python with jax/jaxlib 0.6.2 (its CPU exp of a constant NaN is wrong, jax-ml/jax#29537)",
-        "scripts/make-jax-venv.sh PATH 0.6.2",
-    )
 
 
 def _dump(tmp_path_factory, probe_cache, program: str, python: str) -> Path:

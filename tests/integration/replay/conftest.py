@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import bundles, require, run_cli
+from tests.integration.bisect.conftest import bisect_cache, bx  # noqa: F401  (fixtures: release environments)
 
 PROGRAM = """
 import sys

@@ -46,8 +46,9 @@ def test_replay_gives_the_programs_own_outputs(three_ways, dumped, how):
     for name, key in (("jit_fn", "fn"), ("jit_clean", "clean")):
         module = modules[name]
         assert module["outcome"] == "ok", module
-        # --from snapshot: its arguments and result, with the unoptimised module (the snapshot's own is optimised)
-        assert module["runs"][0]["loaded_from"]["kind"] == {"snapshot": "text"}.get(how, how)
+        # --from snapshot: its arguments and result, with the unoptimised module (the snapshot's own is optimised):
+        # its StableHLO first (module.mlir), as --from auto
+        assert module["runs"][0]["loaded_from"]["kind"] == {"snapshot": "mlir"}.get(how, how)
         assert [c["against"] for c in module["comparisons"]] == ["snapshot"] and module["comparisons"][0]["ok"]
         assert module["input_source"]["kind"] == "snapshot" and ".snapshot." in module["input_source"]["path"]
         with np.load(run_dir(module) / "outputs.npz") as out:

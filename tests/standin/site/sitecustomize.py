@@ -35,12 +35,14 @@ def _install(jaxcompat):
     load = jaxcompat.load
 
     def load_tf32(kind, payload):
-        if kind != "text":
+        if kind not in ("text", "mlir"):
             return load(kind, payload)
         standin = _standin()
-        rounded, count = standin.round_operands(payload)
-        given = load(kind, payload)[0]
-        computation, mlir, how = load(kind, rounded)
+        given, _, how = load(kind, payload)
+        # StableHLO (what a GPU compiles first, as the run did) is rounded as the HLO text it converts to
+        text = payload if kind == "text" else given.as_hlo_text(print_large_constants=True)
+        rounded, count = standin.round_operands(text)
+        computation, mlir, _ = load("text", rounded)
         return _Computation(computation, given), mlir, "%s; %s (%d operands)" % (how, standin.NOTE, count)
 
     jaxcompat.load = load_tf32

@@ -21,6 +21,23 @@
     (boxes[name] = boxes[name] || []).push([Math.round(rect.width), Math.round(rect.height)]);
   });
   document.documentElement.setAttribute("data-layout", JSON.stringify(boxes));
+  /* Words of table cells split across lines (a column too narrow for its word: `chan ge`, `--` then a flag):
+     each run of non-space characters in one text node must lie on one line. Pieces that `breakable` made are
+     text nodes of their own, so a wrap between them is allowed. */
+  var broken = [];
+  document.querySelectorAll("table td, table th").forEach(function (cell) {
+    var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node;
+    while ((node = walker.nextNode()) && broken.length < 20) {
+      var words = /\S+/g, found;
+      while ((found = words.exec(node.nodeValue)) && broken.length < 20) {
+        var range = document.createRange();
+        range.setStart(node, found.index);
+        range.setEnd(node, found.index + found[0].length);
+        if (range.getClientRects().length > 1) { broken.push(found[0]); }
+      }
+    }
+  });
+  document.documentElement.setAttribute("data-broken-words", JSON.stringify(broken));
   /* The page's own width: wider than the window means the page scrolls sideways. */
   document.documentElement.setAttribute("data-page-width", String(document.documentElement.scrollWidth));
   document.documentElement.setAttribute("data-ready", "1");

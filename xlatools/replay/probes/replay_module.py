@@ -51,7 +51,8 @@ class Job:
         write_atomic(self.path("phase"), name)
         inject = os.environ.get("XLATOOLS_REPLAY_INJECT_ABORT", "")  # lets tests prove crash handling on any jaxlib
         phase, _, module = inject.partition(":")  # PHASE, or PHASE:TEXT for modules whose file name has TEXT
-        if phase == name and module in os.path.basename(self.spec["module"]["path"]):
+        where = self.spec["module"]["path"].replace(os.sep, "/").split("/")[-2:]  # module_0000.jit_f/module.mlir
+        if phase == name and module in "/".join(where):
             os.abort()
 
     def load_module(self):
