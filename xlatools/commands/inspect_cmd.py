@@ -78,7 +78,7 @@ def _show_listing(run, choice, index, path: Path, as_json: bool, include_all: bo
         return
     if run is not None:
         typer.echo("\n".join(run.lines() + lines) + "\n")
-        _show_metrics(run)
+        _show_metrics(run, include_all)
     else:
         console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
     if choice.note:
@@ -96,16 +96,21 @@ def _show_listing(run, choice, index, path: Path, as_json: bool, include_all: bo
     console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
 
 
-def _show_metrics(run) -> None:
-    """The run's metrics (docs/metrics.md): how they were measured, each process, each compiled module."""
+def _show_metrics(run, include_all: bool = True) -> None:
+    """The run's metrics (docs/metrics.md): how they were measured, each process, each compiled module (jax's
+    helper modules only with --all, as in the dump's table)."""
+    from dataclasses import replace
+
     from xlatools import console
+    from xlatools.replay.helper_modules import is_helper
     from xlatools.run.metrics_view import module_rows, process_lines
 
     if run.metrics is None:
         return
     typer.echo("\n".join(process_lines(run.metrics)))
-    if run.metrics.modules:
-        typer.echo(console.columns(module_rows(run.metrics)) + "\n")
+    shown = [m for m in run.metrics.modules if include_all or not is_helper(m.name)]
+    if shown:
+        typer.echo(console.columns(module_rows(replace(run.metrics, modules=shown))) + "\n")
 
 
 def _show_module(run, root: Path, index, module: str, as_json: bool) -> None:
