@@ -234,13 +234,24 @@ class BundleSession(Generic[Record]):
     def record_failure(self, status: Status, exit_code: int, error: str) -> None:
         """Best effort after something went wrong: the final manifest through the reserve if the
         disk is full, and a bundle that never got a manifest is removed (it explains nothing)."""
+        from xlatools.proctree import held_interrupts
+
         self.finished = True
         record = self.record
         record.status, record.exit_code, record.error, record.finished = status, exit_code, error, utc_now()
+        again: KeyboardInterrupt | None = None
         try:
             record.files = self.bundle.file_index()
         except OSError:
             pass
+        except KeyboardInterrupt as exc:  # Ctrl-C again while hashing a large bundle: the manifest, without the index
+            again = exc
+        with held_interrupts():  # the manifest is written (or the bundle removed) whatever comes meanwhile
+            self._write_last_manifest(record)
+        if again is not None:
+            raise again
+
+    def _write_last_manifest(self, record: Record) -> None:
         for use_reserve in (False, True):
             try:
                 self.bundle.write_manifest(record, use_reserve=use_reserve)
@@ -284,27 +295,29 @@ def bundle_session(
     `write_running=False`: the body writes the running manifest itself (`session.save()`), e.g.
     right after the program starts, so that start is not delayed by it. `reporter` warns, at the end, when
     the `latest` link could not be pointed at the bundle (a folder or file of the user's stands there)."""
-    from xlatools.proctree import sigterm_as_interrupt
+    from xlatools.proctree import held_interrupts, sigterm_as_interrupt
 
-    bundle = Bundle.create(Path(os.path.abspath(out_root)), name, record.kind)
-    record.bundle = str(bundle.path)
-    record.started = record.started or utc_now()
-    session = BundleSession(bundle, record)
+    session: BundleSession[Record] | None = None
     with sigterm_as_interrupt():  # CI cancels with SIGTERM: finish the bundle as for Ctrl-C
         try:
+            with held_interrupts():  # made and kept as one step: an interrupt now ends it with its manifest
+                bundle = Bundle.create(Path(os.path.abspath(out_root)), name, record.kind)
+                record.bundle = str(bundle.path)
+                record.started = record.started or utc_now()
+                session = BundleSession(bundle, record)
             if write_running:
                 session.save()
             yield session
             if not session.finished:
                 session.finish(Status.OK)
         except BaseException as exc:
-            if session.finished:
-                raise  # the outcome is recorded; this is what the command reports
+            if session is None or session.finished:
+                raise  # no bundle yet, or the outcome is recorded; this is what the command reports
             replacement = session.fail(exc)
             if replacement is not None:
                 raise replacement from None
             raise
         finally:
-            blocked = bundle.blocked_latest() if session.finished else None
+            blocked = bundle.blocked_latest() if session is not None and session.finished else None
             if blocked and reporter is not None:
                 reporter.warn(blocked)

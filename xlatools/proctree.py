@@ -1,9 +1,15 @@
-"""Process trees: stop a child and everything it started, and treat SIGTERM like Ctrl-C.
+"""Process trees: stop a child and everything it started, treat SIGTERM like Ctrl-C, and hold both off
+while a child is started or stopped.
 
 Shared by runs (the program under test) and local builds (build.py, bazel client):
 a child runs in its own session, so its process group can be signalled whole;
 descendants that left the group are found by psutil (imported when first needed, never at
 start-up: a run that ends by itself never pays for it).
+
+A child in a session of its own does not get the terminal's Ctrl-C: whoever started it must stop it. So
+starting one and keeping its handle is one step that an interrupt cannot split (`held_interrupts`: the
+interrupt waits until the handle is kept, then stops the child as usual), and so is stopping a tree
+(`end_trees`: a second Ctrl-C does not leave it half stopped).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from typing import Callable, Iterator
 
@@ -70,7 +77,13 @@ def end_tree(proc: subprocess.Popen, grace: float = GRACE_SECONDS) -> None:
 
 
 def end_trees(procs: list[subprocess.Popen], grace: float = GRACE_SECONDS) -> None:
-    """end_tree for several children at once: one grace period for all of them, not one each."""
+    """end_tree for several children at once: one grace period for all of them, not one each.
+    Ctrl-C and SIGTERM wait until every tree is gone (at most `grace` seconds and the SIGKILLs), then go on."""
+    with held_interrupts():
+        _end_trees(procs, grace)
+
+
+def _end_trees(procs: list[subprocess.Popen], grace: float) -> None:
     trees = {proc.pid: descendants(proc.pid) for proc in procs}
     for proc in procs:
         signal_tree(proc.pid, trees[proc.pid], signal.SIGTERM)
@@ -191,30 +204,79 @@ def run_captured(
     is not waited for the whole `timeout`."""
     token = marker()
     env = {**(os.environ if env is None else env), MARK: token}
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    proc = None
     try:
+        with held_interrupts():  # started and kept as one step: an interrupt now stops it below
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         out, err = _communicate(proc, timeout, alive, alive_within)
     except BaseException:
-        end_tree(proc, grace)
-        try:
-            proc.communicate(timeout=grace)
-        except (subprocess.TimeoutExpired, ValueError, OSError):
-            pass
+        if proc is not None:
+            end_tree(proc, grace)
+            try:
+                proc.communicate(timeout=grace)
+            except (subprocess.TimeoutExpired, ValueError, OSError):
+                pass
         raise
     finally:
         if sweep:
             end_marked(token)  # left behind: nothing of a probe outlives it
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[None]:
+    """Ctrl-C and SIGTERM that arrive inside the block are noted, not raised, and handed to the handler they
+    would have reached (KeyboardInterrupt, as ever) once the block has ended: for the few steps that an interrupt
+    must not split (start a child and keep its handle; stop a tree). Blocks nest; the block must be short and
+    bounded. Outside the main thread (which gets no signals) and for an ignored signal it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[signal.Signals, Callable | int] = {}  # a handler, or SIG_DFL
+    noted: list[signal.Signals] = []
+    holding = [True]
+
+    def note(signum, frame):
+        if holding[0]:
+            noted.append(signum)
+        else:  # arrived while the block was being left: as if it had not been held
+            _deliver(signum, previous[signum], frame)
+
+    for sig in _HELD_SIGNALS:
+        current = signal.getsignal(sig)
+        if current is not None and current is not signal.SIG_IGN:  # None: set outside Python, left alone
+            previous[sig] = current
+            signal.signal(sig, note)
+    try:
+        yield
+    finally:
+        holding[0] = False
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if noted:
+            _deliver(noted[0], previous[noted[0]], None)
+
+
+def _deliver(signum: int, handler, frame) -> None:
+    """What `signum` would have done under `handler`: call it, or the default action (the process ends by it)."""
+    if callable(handler):
+        handler(signum, frame)
+    elif handler == signal.SIG_DFL:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
 
 def _communicate(
@@ -240,16 +302,16 @@ def _communicate(
 def sigterm_as_interrupt() -> Iterator[None]:
     """CI cancels jobs with SIGTERM: raise KeyboardInterrupt, so clean-up runs exactly as for Ctrl-C.
 
-    Outside the main thread signals cannot be handled; there it does nothing."""
+    Outside the main thread signals cannot be handled; there it does nothing. A SIGTERM handler of Python's
+    own is kept (cli.main's raises KeyboardInterrupt and notes the signal; `held_interrupts` holds it)."""
 
     def handler(signum, frame):
         raise KeyboardInterrupt
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
+    if threading.current_thread() is not threading.main_thread() or callable(signal.getsignal(signal.SIGTERM)):
         yield
         return
+    previous = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:

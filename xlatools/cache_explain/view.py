@@ -56,8 +56,9 @@ def _row(f: FunctionSummary) -> tuple[str, ...]:
     )
 
 
-def function_lines(metrics: RunMetrics, bundle: str | None = None) -> list[str]:
-    """What the table leaves out: why compiles were not cached, the recompile count and where to read more."""
+def function_lines(metrics: RunMetrics, bundle: str | None = None, internal: bool = False) -> list[str]:
+    """What the table leaves out: why compiles were not cached, the recompile count and where to read more
+    (`internal`: jax's own helpers are in the table)."""
     lines = []
     whys = {why for f in metrics.functions if not f.internal for why in f.not_cached_why}
     lines += [f"not cached: {why}" for why in sorted(whys)[:5]]
@@ -67,9 +68,9 @@ def function_lines(metrics: RunMetrics, bundle: str | None = None) -> list[str]:
             if metrics.recompiles == 0
             else f"recompiles: {metrics.recompiles} (why, part by part: xlatools explain-cache {bundle or 'BUNDLE'})"
         )
-    hidden = sum(f.internal for f in metrics.functions)
+    hidden = 0 if internal else sum(f.internal for f in metrics.functions)
     if hidden:
-        lines.append(f"({hidden} of jax's own helpers left out of the table: see metrics.functions in manifest.json)")
+        lines.append(f"({hidden} of jax's own helpers left out of the table: list them with --all)")
     return lines
 
 

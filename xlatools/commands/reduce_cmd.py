@@ -164,12 +164,26 @@ def _print_result(done, as_json: bool, reporter) -> None:
             f"{result.oracle_calls} oracle calls, {result.seconds:.1f} s"
             + (f" (stopped: {result.stopped})" if result.stopped else "")
         )
+        _print_end(result.ended, reporter)
         reporter.result(
             f"result: {result.verdict}" + ("  FLAKY: not interesting on every re-check" if result.flaky else "")
         )
         reporter.result(f"inputs: {_inputs(record)}")
         crash = ", native-backtrace.txt" if record.native_backtrace else ""
         reporter.result(f"bundle: {record.bundle}  (ISSUE.md, reduced.hlo.txt, inputs.npz, repro.tar.gz{crash})")
+
+
+def _print_end(ended, reporter) -> None:
+    """Why the reduction stopped where it did, and what would take it further."""
+    if ended is None:
+        return
+    reporter.result(f"stopped: {ended.reason}")
+    for line in ended.strategies:
+        reporter.result(f"  {line}")
+    for line in ended.not_judged:
+        reporter.result(f"  not judged: {line}")
+    for line in ended.further:
+        reporter.result(f"  further: {line}")
 
 
 def culprit_of(folder: Path) -> str:

@@ -159,6 +159,12 @@ def _print_dry_run(prepared, cluster, as_json: bool) -> None:
     from xlatools.records import to_json
     from xlatools.redact import redact
 
+    if cluster is not None and prepared.plan.processes:  # as the job runs it: jax's coordinator comes from Slurm
+        from dataclasses import replace
+
+        from xlatools.run.slurm_launch import slurm_coordinator
+
+        prepared = replace(prepared, plan=slurm_coordinator(prepared.plan, cluster)[0])
     if as_json:
         plan = redact(prepared.plan.to_json())
         checks = prepared.flag_checks

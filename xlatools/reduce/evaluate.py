@@ -75,6 +75,7 @@ class Evaluator:
         self.deadline: float | None = None  # time.monotonic() at which the search stops (--max-time); None: none
         self.cache: dict[str, Verdict] = {}
         self.counters = Counters()
+        self.skipped: list[str] = []  # why the oracle could not judge a candidate, one line each (this invocation)
         self._next = 0
         self._lock = threading.Lock()
         self._slots: Queue[int] = Queue()
@@ -130,6 +131,8 @@ class Evaluator:
                 raise OutOfTime
             for (index, path), verdict in zip(runnable, results):
                 verdicts[index] = verdict
+                if verdict.interest == Interest.SKIP:
+                    self.skipped.append(verdict.reason[:300])
                 if not verdict.interesting:
                     shutil.rmtree(path.parent, ignore_errors=True)
         out = []
@@ -143,14 +146,15 @@ class Evaluator:
         """`work` over `items`, --jobs at a time. Ctrl-C and SIGTERM reach the main thread only, while the slots'
         scripts and workers run in sessions of their own: they are stopped here, or the pool would wait for them."""
         from xlatools.replay.workers import stop_all
-        from xlatools.run.process import interrupt_running
+        from xlatools.run.process import stopping_runs
 
         pool = ThreadPoolExecutor(max_workers=self.plan.request.jobs)
         try:
             return list(pool.map(work, items))
         except BaseException:
-            interrupt_running()
-            stop_all(self.tests + self.references, retire=True)
+            with stopping_runs():  # a slot that starts its script now is stopped too
+                stop_all(self.tests + self.references, retire=True)
+                pool.shutdown(wait=True, cancel_futures=True)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

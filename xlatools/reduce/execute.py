@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from xlatools.errors import EnvironmentMissing, UsageError, XlaToolsError
-from xlatools.records.reduce import Counters, RanWith, ReduceRequest, Round, Verdict
+from xlatools.records.reduce import Counters, RanWith, ReduceEnd, ReduceRequest, Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.evaluate import Evaluator
@@ -51,6 +51,7 @@ class Outcome:
     counters: Counters
     seconds: float
     stopped: str | None  # "max-time" when the budget ran out
+    ended: ReduceEnd  # why it stopped there, and what would take it further
     test: RanWith
     reference: RanWith | None
     state_folder: Path
@@ -65,6 +66,7 @@ def prepare(request: ReduceRequest, unpack_into: Path | None = None) -> Prepared
     (reduce/pack_source.py), its settings taken under the request's."""
     from xlatools.reduce.pack_source import is_pack, open_pack
     from xlatools.replay.execute import check_flags
+    from xlatools.replay.plan import label_references
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
@@ -90,6 +92,9 @@ def prepare(request: ReduceRequest, unpack_into: Path | None = None) -> Prepared
                 f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})"
             )
         check_flags(target, run.xla_flags, run.flag_sources)
+    label_references(
+        [plan.test, *([plan.reference] if plan.reference else [])], {p: t.jax for p, t in found.items() if t.jax}
+    )
     return PreparedReduce(plan, found)
 
 
@@ -272,7 +277,8 @@ class Reduction:
         deadline = self.started + request.max_time if request.max_time else None
         reducer = Reducer(self.evaluator, self.best, self.verdict, self.store, self.reporter, deadline)
         reducer.rounds = list(self.store.state.rounds)
-        reducer.run(phases_for(request.strategy, plan.oracle.kind))
+        phases = phases_for(request.strategy, plan.oracle.kind)
+        reducer.run(phases)
         best = reducer.best
         final = edits.dce(Candidate(best.module, dict(best.inputs), list(best.outputs), best.note))
         self.reporter.step(f"re-checking the result {request.rechecks} time(s)")
@@ -289,6 +295,7 @@ class Reduction:
             self.evaluator.counters,
             round(time.monotonic() - self.started, 3),
             "max-time" if reducer.out_of_time() else None,
+            reducer.ended(phases, plan.oracle.kind),
             _ran_with(last / "test", plan.test, self.prepared.targets.get(plan.test.python)),
             _ran_with(last / "reference", plan.reference, self.prepared.targets.get(plan.reference.python))
             if plan.reference

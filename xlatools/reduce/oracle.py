@@ -53,12 +53,9 @@ def judge_outputs(spec: OracleSpec, test: RunRecord, reference: RunRecord | None
         )
     if c.message:
         return Verdict(interest=INTERESTING, reason=f"outputs differ: {c.message}", comparison=c)
-    return Verdict(
-        interest=INTERESTING,
-        comparison=c,
-        reason=f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g}, "
-        f"{c.nan_mismatches} NaN mismatches)",
-    )
+    from xlatools.replay.outcome import difference
+
+    return Verdict(interest=INTERESTING, comparison=c, reason=difference(c))
 
 
 def judge_error(spec: OracleSpec, test: RunRecord, allow_load: bool = False) -> Verdict:

@@ -125,6 +125,7 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
         unparsable=counters.unparsable,
         seconds=outcome.seconds,
         stopped=outcome.stopped,
+        ended=outcome.ended,
         flaky=outcome.flaky,
         rechecks=outcome.rechecks,
         verdict=outcome.rechecks[-1].reason,

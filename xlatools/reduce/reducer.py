@@ -12,13 +12,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlatools.records.reduce import Round, Verdict
+from xlatools.records.reduce import ReduceEnd, Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.evaluate import Evaluator, OutOfTime
 from xlatools.reduce.hlo_text import print_module
 from xlatools.reduce.state import StateStore
 from xlatools.reduce.strategies import PHASES
+from xlatools.vocab import OracleKind
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
@@ -91,6 +92,22 @@ class Reducer:
         if not self.ensure_values([name]):
             return None
         return self.store.splats.get(name)
+
+    def ended(self, phases: tuple[str, ...], oracle: OracleKind) -> ReduceEnd:
+        """Why `run(phases)` stopped where it did, and what would take it further."""
+        from xlatools.reduce.ending import explain_end
+
+        return explain_end(
+            phases,
+            self.rounds,
+            self.evaluator.counters,
+            oracle,
+            self.best,
+            out_of_time=self.out_of_time(),
+            max_time=self.evaluator.plan.request.max_time,
+            values_failed=self.values_failed,
+            skipped=self.evaluator.skipped,
+        )
 
     def run(self, phases: tuple[str, ...]) -> None:
         """Rounds of `phases` until one changes nothing or the deadline passes: every candidate's oracle call

@@ -55,8 +55,10 @@ class Worker:
     def start(self, timeout: float | None = None) -> None:
         """Start the process and wait for its hello: at most START_TIMEOUT, or `timeout` (a job's, which its
         worker's start counts against: a worker that never answers, stopped or stuck, is a timeout of that job)."""
+        from xlatools.proctree import held_interrupts
+
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as err:
+        with open(self.log, "ab") as err, held_interrupts():  # started and kept as one step: stop() ends it
             self.proc = subprocess.Popen(
                 [self.run.python, str(WORKER)],
                 env=self.env,

@@ -161,6 +161,13 @@ def settle_processes(asked: int | None, smoke_names: tuple[str, ...], frontend: 
     return count
 
 
+LOCAL_COORDINATOR = (
+    "coordinator 127.0.0.1:<free port> (jax.distributed.initialize reads JAX_COORDINATOR_ADDRESS; the program "
+    "passes JAX_NUM_PROCESSES and JAX_PROCESS_ID)"
+)  # a Slurm job's plan says SLURM_COORDINATOR instead (run/slurm_launch.py)
+SLURM_COORDINATOR = "coordinator from Slurm's variables (jax.distributed.initialize finds it on the job's first node)"
+
+
 def plan_processes(
     count: int,
     devices: int,
@@ -173,11 +180,7 @@ def plan_processes(
     (name -> value, None = removed); `xla_flags`: its XLA flags, before joining."""
     if devices < 1:
         raise UsageError(f"--devices-per-process {devices}: must be 1 or more")
-    notes = [
-        f"{count} processes, {devices} device{'s' if devices != 1 else ''} each; coordinator 127.0.0.1:<free port> "
-        "(jax.distributed.initialize reads JAX_COORDINATOR_ADDRESS; the program passes JAX_NUM_PROCESSES and "
-        "JAX_PROCESS_ID)"
-    ]
+    notes = [f"{count} processes, {devices} device{'s' if devices != 1 else ''} each; {LOCAL_COORDINATOR}"]
     proxy = _proxy_bypass(caller_env, env_values)
     if proxy:
         notes.append(

@@ -38,9 +38,12 @@ def slurm_coordinator(plan: RunPlan, spec: ClusterSpec) -> tuple[RunPlan, str]:
     GPUs per task), and what the manifest says of the coordinator."""
     from dataclasses import replace
 
+    from xlatools.run.multiprocess import LOCAL_COORDINATOR, SLURM_COORDINATOR
+
     drop = _dropped(spec)
     processes = [replace(p, env={k: v for k, v in p.env.items() if k not in drop}) for p in plan.processes]
-    return replace(plan, processes=processes), "from Slurm's variables (jax.distributed.initialize)"
+    notes = [note.replace(LOCAL_COORDINATOR, SLURM_COORDINATOR) for note in plan.notes]
+    return replace(plan, processes=processes, notes=notes), "from Slurm's variables (jax.distributed.initialize)"
 
 
 def _dropped(spec: ClusterSpec) -> tuple[str, ...]:

@@ -116,16 +116,17 @@ class ProbedInterpreter:
 
 
 def resolve_python(spec: str | None) -> str:
-    """Absolute path of the target interpreter. Symlinks are kept: a venv's python is a link."""
+    """Absolute path of the target interpreter, one spelling per interpreter (`one_spelling`): `.venv/bin/python`
+    and `python3` found on PATH in that venv are one target, probed and cached once."""
     if not spec:
-        return sys.executable
+        return one_spelling(sys.executable)
     path = Path(spec).expanduser()
     if os.sep not in spec and not path.exists():
         import shutil
 
         found = shutil.which(spec)
         if found:
-            return found
+            return one_spelling(found)
     if not path.exists():
         raise UsageError(
             f"--python {spec}: no such file", hint="give the path of a Python interpreter, e.g. ~/venvs/jax/bin/python"
@@ -139,7 +140,23 @@ def resolve_python(spec: str | None) -> str:
         )
     if not os.access(path, os.X_OK):
         raise UsageError(f"--python {spec}: not executable", hint="give the path of a Python interpreter")
-    return os.path.abspath(path)
+    return one_spelling(os.path.abspath(path))
+
+
+def one_spelling(python: str) -> str:
+    """The one path that stands for the interpreter at `python`. A venv's python, python3 and python3.X link to
+    one base interpreter, which runs with that venv's packages: its `bin/python` (or `bin/python3`) when that
+    leads to the same file; the link itself is kept (the file it leads to runs without the venv). Outside a
+    venv, the file the links lead to (`/usr/bin/python3` -> `/usr/bin/python3.11`)."""
+    path = Path(python)
+    if not (path.parent.parent / "pyvenv.cfg").is_file():
+        return os.path.realpath(path)
+    real = os.path.realpath(path)
+    for name in ("python", "python3"):
+        candidate = path.parent / name
+        if candidate.exists() and os.path.realpath(candidate) == real:
+            return str(candidate)
+    return python
 
 
 @dataclass
