@@ -230,6 +230,9 @@ def test_a_program_compiling_each_function_once_has_nothing_recompiled(lab):
     shown = lab.cli("inspect", str(bundle))
     assert "nothing recompiled" in shown.stdout and "not cached: the cache is off: no cache folder" in shown.stdout
     assert shown.stdout.index("stamp ") < shown.stdout.index("nothing recompiled")
+    assert "of jax's own helpers left out of the table: list them with --all" in shown.stdout
+    every = lab.cli("inspect", str(bundle), "--all")  # jax's primitive-dispatch helpers too
+    assert " [jax] " in every.stdout and "left out of the table" not in every.stdout
 
 
 def test_explain_cache_refuses_what_it_cannot_read(lab, tmp_path):
