@@ -50,6 +50,7 @@ ALLOWED = {
     "replay": {"run", "profiles", "debug"},
     "debug": {"profiles"},
     "compare": {"run", "replay"},
+    "cache_explain": {"run"},  # the observer's records of a run, its HLO canonical form
     "doctor": {"run", "builder", "pin", "profiles", "remote", "debug", "cluster"},
     "bisect": {"run", "replay", "compare", "builder", "pin", "profiles", "cluster"},
     "reduce": {"run", "replay", "bisect", "debug"},  # debug.crash: the reduced module's native backtrace

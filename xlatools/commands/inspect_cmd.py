@@ -46,6 +46,7 @@ def inspect(
         else:
             typer.echo("\n".join(run.lines()))
             _show_metrics(run)
+            _show_compiles(run, include_all)
             console.info(note)
         return
     choice = choose_dump(path, process)  # of a multi-process run: one process's dump
@@ -79,6 +80,7 @@ def _show_listing(run, choice, index, path: Path, as_json: bool, include_all: bo
     if run is not None:
         typer.echo("\n".join(run.lines() + lines) + "\n")
         _show_metrics(run, include_all)
+        _show_compiles(run, include_all)
     else:
         console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
     if choice.note:
@@ -111,6 +113,20 @@ def _show_metrics(run, include_all: bool = True) -> None:
     shown = [m for m in run.metrics.modules if include_all or not is_helper(m.name)]
     if shown:
         typer.echo(console.columns(module_rows(replace(run.metrics, modules=shown))) + "\n")
+
+
+def _show_compiles(run, include_all: bool = False) -> None:
+    """Each jitted function: traces, compiles, persistent-cache outcomes, worst first (docs/cache.md); jax's own
+    helpers (primitive dispatch) only with --all."""
+    from xlatools import console
+    from xlatools.cache_explain.view import function_lines, function_rows
+
+    if run.metrics is None or not run.metrics.functions:
+        return
+    rows = function_rows(run.metrics, internal=include_all)
+    if len(rows) > 1:
+        typer.echo(console.columns(rows))
+    typer.echo("\n".join(function_lines(run.metrics, run.bundle, internal=include_all)) + "\n")
 
 
 def _show_module(run, root: Path, index, module: str, as_json: bool) -> None:

@@ -78,6 +78,13 @@ COMMANDS: dict[str, Entry] = {
         "command",
         "Compare two runs: run level (versions, flags, env), modules (matched by name + input fingerprint), passes.",
     ),
+    "explain-cache": Entry(
+        "explain_cache_cmd",
+        "explain_cache",
+        "command",
+        "Explain recompiles and persistent-cache misses part by part: argument signature, HLO, compile options, "
+        "XLA flags, jaxlib, devices, process, cache folder.",
+    ),
     "report": Entry(
         "compare_cmd",
         "report",

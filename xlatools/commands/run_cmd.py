@@ -68,6 +68,11 @@ def run(
         "--stall",
         help="End the run (exit 124) when no process printed anything or compiled or ran a module for this many seconds; every process's stacks are read first, as at --timeout (docs/hangs.md).",
     ),
+    explain_recompiles: bool = typer.Option(
+        False,
+        "--explain-recompiles",
+        help="Print each recompile of a jitted function as it happens, with its call site and what changed; a count at the end (docs/cache.md).",
+    ),
     executor: ExecutorOption = None,
     partition: PartitionOption = None,
     account: AccountOption = None,
@@ -99,9 +104,16 @@ def run(
     request = program_options.run_request(
         argv, cwd, dump=dump, quiet=quiet, processes=processes, devices_per_process=devices_per_process
     )
-    request.record_inputs = record_inputs
     request.measure_calls = parse_measure_calls(measure_calls) if metrics else None
     request.record_inputs, request.stall = record_inputs, stall
+    if explain_recompiles and not metrics:
+        from xlatools.errors import UsageError
+
+        raise UsageError(
+            "--explain-recompiles needs the observer, which --no-metrics turns off",
+            hint="drop --no-metrics (with --measure-calls 0 no call is timed)",
+        )
+    request.explain_recompiles = explain_recompiles
     profile_info, define_presets = profile_run(program_options.profile)
     caller_env = dict(os.environ)
     prepared = prepare(request, profile_info, define_presets, caller_env, cwd, reporter)
@@ -124,7 +136,20 @@ def run(
         cluster=cluster,
     )
     _print_result(outcome, prepared.plan.quiet, as_json, reporter)
+    if prepared.plan.explain_recompiles:
+        _print_recompiles(outcome.record, reporter)
     raise typer.Exit(outcome.exit_code)
+
+
+def _print_recompiles(record, reporter) -> None:
+    """--explain-recompiles: the count, after the lines the observer printed as each recompile happened."""
+    count = record.metrics.recompiles if record.metrics else None
+    if count is None:
+        reporter.result("recompiles: not observed (see the manifest's metrics.notes)")
+    elif count == 0:
+        reporter.result("nothing recompiled")
+    else:
+        reporter.result(f"recompiles: {count} (why, part by part: xlatools explain-cache {record.bundle})")
 
 
 def _print_dry_run(prepared, cluster, as_json: bool) -> None:

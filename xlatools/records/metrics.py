@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from xlatools.records.base import OMIT_NONE
+from xlatools.records.compiles import FunctionSummary
 
 DEFAULT_MEASURE_CALLS = 20  # the first N calls of each executable are synchronised and timed
 ALL_CALLS = -1  # every call (jax's fast path off)
@@ -65,6 +66,8 @@ class ModuleMetrics:
     bytes_accessed: float | None = None
     calls: CallTimes | None = None  # None: never executed while observed
     error: str | None = field(default=None, metadata=OMIT_NONE)  # the compile raised this
+    function: int | None = field(default=None, metadata=OMIT_NONE)  # the jitted function (FunctionLog.id)
+    cache: str | None = field(default=None, metadata=OMIT_NONE)  # hit, miss, off (CacheOutcome.state)
 
     def label(self) -> str:
         where = f" (process {self.process})" if self.process is not None else ""
@@ -97,6 +100,11 @@ class RunMetrics:
     processes: list[ProcessMetrics] = field(default_factory=list)
     modules: list[ModuleMetrics] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what could not be observed, and why
+    # Per jitted function: traces, compiles, persistent-cache outcomes (records/compiles.py, docs/cache.md),
+    # worst first; and how many compiles were of a function of the program compiled before in its process (None:
+    # traces were not observed).
+    functions: list[FunctionSummary] = field(default_factory=list)
+    recompiles: int | None = field(default=None, metadata=OMIT_NONE)
 
 
 @dataclass(kw_only=True)

@@ -26,7 +26,7 @@ def observing(plan: RunPlan, env: dict[str, str], bundle: Path) -> dict[str, str
     if plan.measure_calls is None:
         return env
     (bundle / FOLDER).mkdir(exist_ok=True)
-    return observer_env(env, bundle, plan.measure_calls)
+    return observer_env(env, bundle, plan.measure_calls, plan.explain_recompiles)
 
 
 def recording(plan: RunPlan, backend: str | None, env: dict[str, str], bundle: Path) -> dict[str, str]:

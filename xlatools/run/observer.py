@@ -13,7 +13,7 @@ from pathlib import Path
 
 from xlatools.errors import UsageError
 from xlatools.records.metrics import ALL_CALLS, DEFAULT_MEASURE_CALLS, ModuleMetrics, ObserverStatus, RunMetrics
-from xlatools.run.observer_events import read_process, read_status
+from xlatools.run.observer_events import read_events, read_process, read_status
 
 HOOK_DIR = Path(__file__).resolve().parent / "probes" / "observer"
 FOLDER = "observer"  # in the bundle
@@ -46,11 +46,14 @@ def parse_measure_calls(text: str | None) -> int:
     return int(value)
 
 
-def observer_env(env: dict[str, str], bundle: Path, calls: int) -> dict[str, str]:
-    """`env` with the observer first on PYTHONPATH (it restores PYTHONPATH itself) and its settings."""
+def observer_env(env: dict[str, str], bundle: Path, calls: int, explain: bool = False) -> dict[str, str]:
+    """`env` with the observer first on PYTHONPATH (it restores PYTHONPATH itself) and its settings (`explain`:
+    it prints each recompile on stderr as it happens)."""
     out = dict(env)
     out["XLATOOLS_OBSERVE_DIR"] = str(Path(bundle).resolve() / FOLDER)
     out["XLATOOLS_OBSERVE_CALLS"] = str(calls)
+    if explain:
+        out["XLATOOLS_OBSERVE_EXPLAIN"] = "1"
     out["XLATOOLS_OBSERVE_PYTHONPATH"] = env.get("PYTHONPATH", "")
     out["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOOK_DIR), env.get("PYTHONPATH", "")) if p)
     return out
@@ -60,11 +63,17 @@ def read_metrics(bundle: Path, calls: int, dump_root: Path | None = None) -> Run
     """Every process's events under `<bundle>/observer/` as the manifest's record."""
     folder = Path(bundle) / FOLDER
     metrics = RunMetrics(folder=FOLDER, measure_calls=calls, synchronised=calls != 0, mode=describe_mode(calls))
-    processes = []
+    from xlatools.run.compile_events import read_compile_log, summarise
+
+    processes, logs = [], []
     for path in sorted(folder.glob("*.events.jsonl")):
-        process = read_process(path, metrics.notes)
-        if process is not None:
+        events = read_events(path)
+        process = read_process(path, metrics.notes, events)
+        log = read_compile_log(path, FOLDER, events)
+        if process is not None and log is not None:
             processes.append(process)
+            logs.append(log)
+    metrics.functions, metrics.recompiles = summarise(logs)
     processes.sort(key=lambda p: (p.record.process if p.record.process is not None else -1, p.record.pid))
     metrics.processes = [p.record for p in processes]
     metrics.modules = [m for p in processes for m in sorted(p.modules.values(), key=lambda m: m.id)]

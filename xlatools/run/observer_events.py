@@ -74,6 +74,28 @@ class Event:
     def has(self, key: str) -> bool:
         return key in self._raw
 
+    def objects(self, key: str) -> list[Event]:
+        """A JSON list of objects, each read the same way (other entries left out)."""
+        values = self._raw.get(key)
+        return [Event({**v, "ev": ""}) for v in values if isinstance(v, dict)] if isinstance(values, list) else []
+
+    def texts(self, key: str) -> list[str] | None:
+        """A JSON list of strings (None when absent or not a list)."""
+        values = self._raw.get(key)
+        return [v for v in values if isinstance(v, str)] if isinstance(values, list) else None
+
+    def whole_numbers(self, key: str) -> list[int | None]:
+        """A JSON list of whole numbers or nulls (a shape, device ids)."""
+        values = self._raw.get(key)
+        return [_integer(v) for v in values] if isinstance(values, list) else []
+
+    def scalars(self, key: str) -> dict[str, str | int | float | bool | None] | None:
+        """A JSON object of scalars (compile options), other entries left out; None when absent."""
+        values = self._raw.get(key)
+        if not isinstance(values, dict):
+            return None
+        return {str(k): v for k, v in values.items() if v is None or isinstance(v, (str, int, float, bool))}
+
     def part(self, key: str) -> Event:
         """A nested JSON object, read the same way (an empty one when absent)."""
         value = self._raw.get(key)
@@ -103,15 +125,15 @@ class ObservedProcess:
     started: bool = False
 
 
-def read_process(path: Path, notes: list[str]) -> ObservedProcess | None:
-    """The process of one events file (None: not an observer's file, or it never started)."""
+def read_process(path: Path, notes: list[str], events: list[Event] | None = None) -> ObservedProcess | None:
+    """The process of one events file (None: not an observer's file, or it never started). `events`: already read."""
     try:
         pid = int(path.name.split(".", 1)[0])
     except ValueError:
         return None
     process = ObservedProcess(ProcessMetrics(pid=pid))
     untimed: dict[str, int] = {}
-    for event in read_events(path):
+    for event in read_events(path) if events is None else events:
         if event.kind == "start":
             process.started = True
             process.record.process = event.integer("process")
@@ -164,6 +186,10 @@ def _compiled(module: ModuleMetrics, event: Event) -> None:
     module.flops, module.transcendentals = event.number("flops"), event.number("transcendentals")
     module.bytes_accessed = event.number("bytes_accessed")
     module.error = event.text("error")
+    cache = event.part("cache").text("state")
+    module.function, module.cache = event.integer("f"), cache
+    if cache in ("hit", "miss"):  # what the lookup found (a module another process compiled is neither)
+        module.cache_hit = cache == "hit"
 
 
 def _calls(module: ModuleMetrics, event: Event) -> None:

@@ -54,6 +54,7 @@ class RunRequest:
     record_inputs: bool = False  # record each module's arguments and results (run/recorder.py)
     measure_calls: int | None = DEFAULT_MEASURE_CALLS  # calls timed per executable (run/observer.py); None: no metrics
     stall: float | None = None  # stop (as a timeout) when nothing moved this long; stacks first (run/hang/)
+    explain_recompiles: bool = False  # the observer prints each recompile as it happens (docs/cache.md)
 
 
 @dataclass
@@ -83,6 +84,7 @@ class RunPlan:
     record_inputs: bool = False  # asked for; run/recorder.py also records where snapshots are asked and not written
     measure_calls: int | None = DEFAULT_MEASURE_CALLS  # the observer's budget (run/observer.py); None: not observed
     stall: float | None = None  # --stall: no output and no observer event this long ends the run (run/hang/)
+    explain_recompiles: bool = False  # --explain-recompiles: the observer prints each recompile (docs/cache.md)
 
     def vmodule_patterns(self) -> list[str]:
         """The TF_CPP_VMODULE patterns the program gets (file-name globs)."""
@@ -313,6 +315,7 @@ def plan_run(
         record_inputs=request.record_inputs,
         measure_calls=request.measure_calls if frontend == "jax" else None,
         stall=request.stall,
+        explain_recompiles=request.explain_recompiles and frontend == "jax",
     )
 
 

@@ -7,10 +7,14 @@ failure of ours becomes a `note` event and the program goes on as it would have.
 import sys
 import time
 
+import _xlatools_observer_cache as cache
+import _xlatools_observer_module as module_files
 import _xlatools_observer_out as obs
+import _xlatools_observer_trace as trace
 
 _COMPILER, _PXLA, _PJIT = "jax._src.compiler", "jax._src.interpreters.pxla", "jax._src.pjit"
-TARGETS = (_COMPILER, _PXLA, _PJIT)
+_KEY, _CACHE = "jax._src.cache_key", "jax._src.compilation_cache"
+TARGETS = (_COMPILER, _PXLA, _PJIT, _KEY, _CACHE)
 _BACKEND_COMPILES = ("backend_compile", "backend_compile_and_load")
 _done = set()
 
@@ -30,18 +34,21 @@ def _wrap_compile(original):
         tls = obs.thread_state()
         stack = tls.__dict__.setdefault("backend", [])
         stack.append(None)
+        outer = cache.started()
         start = time.perf_counter()
         try:
             executable = original(*args, **kwargs)
         except BaseException as exc:
+            tls.compile = outer
             obs.event("compile_end", m=m, name=name, s=round(time.perf_counter() - start, 6), error=obs.describe(exc))
             obs.status("python", m, name)
             raise
         finally:
             backend_s = stack.pop()
         seconds = time.perf_counter() - start
+        seen, tls.compile = tls.compile, outer
         try:
-            _compiled(m, name, executable, seconds, backend_s)
+            _compiled(m, name, executable, seconds, backend_s, (seen, args, kwargs))
         except Exception as exc:
             obs.note("module %s: could not read its analyses (%s)" % (name, obs.describe(exc)))
         obs.status("python", m, name)
@@ -64,7 +71,7 @@ def _wrap_backend_compile(original):
     return backend_compile
 
 
-def _compiled(m, lowered, executable, seconds, backend_s):
+def _compiled(m, lowered, executable, seconds, backend_s, context):
     start = time.perf_counter()
     try:
         name = executable.hlo_modules()[0].name
@@ -79,6 +86,7 @@ def _compiled(m, lowered, executable, seconds, backend_s):
     entry.update(_devices(executable))
     entry["memory"] = _memory(executable)
     entry.update(_cost(executable))
+    _compile_story(entry, lowered, executable, context)
     usage = obs.rusage()  # so far: a process that never reaches its `end` leaves these
     entry.update(rss_kb=usage["maxrss_kb"], utime=usage["utime"], stime=usage["stime"])
     entry["observer_s"] = round(time.perf_counter() - start, 6)
@@ -120,6 +128,29 @@ def _cost(executable):
         return {}
     keys = (("flops", "flops"), ("transcendentals", "transcendentals"), ("bytes_accessed", "bytes accessed"))
     return {key: float(cost[name]) for key, name in keys if isinstance(cost.get(name), (int, float))}
+
+
+def _compile_story(entry, lowered, executable, context):
+    """Which jit call compiled it, what the persistent cache did, its devices and HLO (docs/cache.md)."""
+    seen, args, kwargs = context
+    if not trace.settings["record"]:
+        return
+    try:
+        entry["cache"] = cache.outcome(seen, entry["backend_s"])
+    except Exception as exc:
+        obs.note_once("cache", "the persistent cache's outcome could not be read (%s)" % obs.describe(exc))
+    entry["device_ids"] = module_files.devices(args[2] if len(args) > 2 else kwargs.get("devices"))
+    entry["process_id"] = cache.process_id()
+    link = trace.compiled_link(lowered)
+    entry["site"] = trace.call_site()
+    if link is not None:
+        entry.update(f=link["f"].f, tr=link["t"], call=link["call"], under=link["under"])
+    if entry["backend_s"] is not None and not (link is not None and link["f"].internal):
+        entry["hlo"] = module_files.write_hlo(entry["m"], entry["name"], executable)
+        entry["hlo_stage"] = "after_optimizations" if entry["hlo"] else None
+    if link is not None:
+        state = (entry.get("cache") or {}).get("state")
+        trace.recompiled(link, entry["m"], entry["s"], state if state in ("hit", "miss") else None, entry["site"])
 
 
 # ---- execute ----------------------------------------------------------------------------------------------
@@ -232,6 +263,8 @@ def _patch_compiler(compiler):
         obs.note("this jax has no compiler.compile_or_get_cached: compiles are not observed")
     if not any([_patch(compiler, name, _wrap_backend_compile, "backend_compile") for name in _BACKEND_COMPILES]):
         obs.note("this jax has no compiler.backend_compile: a persistent-cache load is not told from a compile")
+    if trace.settings["record"] and not _patch(compiler, "_cache_write", cache.wrap_cache_write, "cache_write"):
+        obs.note("this jax has no compiler._cache_write: why a compile was not cached is not known")
 
 
 def _patch_pxla(pxla):
@@ -244,6 +277,8 @@ def _patch_pxla(pxla):
 
 
 def _patch_pjit(pjit):
+    if trace.settings["record"]:
+        trace.hook(pjit)
     budget = obs.state["budget"]
     if budget == 0:
         return
@@ -264,7 +299,10 @@ def _patch_pjit(pjit):
 def loaded(name, module):
     """Hook jax's module `name`, which has just loaded; once all three are, say which hooks hold."""
     try:
-        {_COMPILER: _patch_compiler, _PXLA: _patch_pxla, _PJIT: _patch_pjit}[name](module)
+        hooks = {_COMPILER: _patch_compiler, _PXLA: _patch_pxla, _PJIT: _patch_pjit}
+        if trace.settings["record"]:
+            hooks.update({_KEY: cache.hook_cache_key, _CACHE: cache.hook_compilation_cache})
+        hooks.get(name, lambda module: None)(module)
     except Exception as exc:
         obs.note("the observer could not hook %s (%s)" % (name, obs.describe(exc)))
     _done.add(name)

@@ -47,6 +47,13 @@ def note(text):
     event("note", text=text)
 
 
+def note_once(topic, text):
+    """A note about `topic` the first time only (a failure that would repeat at every compile or call)."""
+    if topic not in state.setdefault("noted", set()):
+        state["noted"].add(topic)
+        note(text)
+
+
 def status(phase, m=None, name=None):
     """Where the process is now: `phase` compiling, executing or python (neither), in module `m`."""
     fd = state["status"]

@@ -21,7 +21,13 @@ _xlatools_observer_out.py (state, files) and _xlatools_observer_jax.py (the wrap
 import os
 import sys
 
-_SETTINGS = ("XLATOOLS_OBSERVE_DIR", "XLATOOLS_OBSERVE_CALLS", "XLATOOLS_OBSERVE_PYTHONPATH")
+_SETTINGS = (
+    "XLATOOLS_OBSERVE_DIR",
+    "XLATOOLS_OBSERVE_CALLS",
+    "XLATOOLS_OBSERVE_PYTHONPATH",
+    "XLATOOLS_OBSERVE_EXPLAIN",
+    "XLATOOLS_OBSERVE_COMPILES",  # 0: no traces or cache outcomes (the benchmark's baseline, docs/cache.md)
+)
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -58,7 +64,10 @@ class _AfterImport:
 def _start(settings):
     import _xlatools_observer_jax  # our parts: this folder is still on sys.path
     import _xlatools_observer_out
+    import _xlatools_observer_trace
 
+    _xlatools_observer_trace.settings["explain"] = settings["XLATOOLS_OBSERVE_EXPLAIN"] == "1"
+    _xlatools_observer_trace.settings["record"] = settings["XLATOOLS_OBSERVE_COMPILES"] != "0"
     budget = settings["XLATOOLS_OBSERVE_CALLS"]
     _xlatools_observer_out.start(settings["XLATOOLS_OBSERVE_DIR"], int(budget) if budget else 20)
     sys.meta_path.insert(0, _AfterImport(_xlatools_observer_jax.TARGETS, _xlatools_observer_jax.loaded))
