@@ -23,7 +23,7 @@ from pathlib import Path
 from .core import REPO, CheckResult, Context
 
 # In the order they run; a section whose module is missing is listed as not run.
-SECTIONS = ("precision", "determinism", "operations")
+SECTIONS = ("precision", "determinism", "operations", "perf", "faults")
 
 
 def machine_facts(python: str) -> dict[str, str]:
