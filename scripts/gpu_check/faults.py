@@ -30,7 +30,8 @@ BUDGET_S = 90
 PROGRAMS = REPO / "scripts" / "gpu_check" / "programs"
 STALL_S = 8
 # pystack reads each process twice (locals, then native frames); a GPU jaxlib has many symbols to read.
-STACKS_TIMEOUT_S = 30
+STACKS_TIMEOUT_S = 40
+RUN_TIMEOUT_S = 40  # the run's own --timeout: a stall not seen (a process at work) ends there, captured too
 
 
 def _alive(pid: int) -> bool:
@@ -45,9 +46,9 @@ def _alive(pid: int) -> bool:
 
 def _hang_run(ctx: Context) -> CliResult:
     return ctx.cli(
-        "run", str(PROGRAMS / "hang_callback.py"), "--stall", str(STALL_S), "--timeout", "60",
+        "run", str(PROGRAMS / "hang_callback.py"), "--stall", str(STALL_S), "--timeout", str(RUN_TIMEOUT_S),
         "--platform", ctx.platform, "--out", "hang", "--json", "--quiet",
-        env={"XLATOOLS_STACKS_TIMEOUT": str(STACKS_TIMEOUT_S)}, timeout=60 + 2 * STACKS_TIMEOUT_S + 15,
+        env={"XLATOOLS_STACKS_TIMEOUT": str(STACKS_TIMEOUT_S)}, timeout=RUN_TIMEOUT_S + 2 * STACKS_TIMEOUT_S + 15,
     )  # fmt: skip
 
 
@@ -65,7 +66,7 @@ def hang(ctx: Context, done: CliResult) -> None:
     leftovers = [p["pid"] for p in processes if p.get("pid") and _alive(p["pid"])]
     ok = done.returncode == 124 and executed == "jit_stuck_step" and not leftovers
     ok = ok and (
-        ("wait_forever" in text and first.get("state") == "executing") if read else "pystack" in stuck.get("tool", "")
+        "wait_forever" in text if read else "pystack" in stuck.get("tool", "")  # else the record says why
     )
     ctx.check(
         name,
@@ -86,8 +87,8 @@ def hang(ctx: Context, done: CliResult) -> None:
 
 def _crash_run(ctx: Context) -> CliResult:
     return ctx.cli(
-        "run", str(PROGRAMS / "abort_callback.py"), "--timeout", "120", "--platform", ctx.platform,
-        "--out", "crash", "--json", "--quiet", timeout=max(30.0, min(200.0, ctx.seconds_left() - 25)),
+        "run", str(PROGRAMS / "abort_callback.py"), "--timeout", "70", "--platform", ctx.platform,
+        "--out", "crash", "--json", "--quiet", timeout=90,
     )  # fmt: skip
 
 
@@ -140,8 +141,8 @@ def stablehlo(ctx: Context, python: str, made: CliResult) -> None:
         "replay", bundle, "--module", "jit_step", "--python", python, "--platform", ctx.platform,
         "--out", "replay", "--json", timeout=max(15.0, ctx.seconds_left() - 3),
     )  # fmt: skip
-    module = next(iter(parse_json(done).get("modules") or []), {})
-    test = next((r for r in module.get("runs") or [] if r.get("label") == "test"), {})
+    module: dict = next(iter(parse_json(done).get("modules") or []), {})
+    test: dict = next((r for r in module.get("runs") or [] if r.get("label") == "test"), {})
     form = (test.get("loaded_from") or {}).get("kind")
     ok = module.get("outcome") == "ok" and form == "mlir" and module.get("compiled_as_run") is True
     ctx.check(

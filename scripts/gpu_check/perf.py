@@ -30,7 +30,7 @@ ABOUT = (
     "deliberately slowed setting; `diff` shows a switch's run-time ratio; `explain-cache` must name the XLA "
     "flag that made a run miss the persistent cache (docs/cache.md)."
 )
-BUDGET_S = 150
+BUDGET_S = 160
 PROGRAMS = REPO / "scripts" / "gpu_check" / "programs"
 CHAIN, PROBE, CACHED = PROGRAMS / "matmul_chain.py", PROGRAMS / "switch_probe.py", PROGRAMS / "cache_step.py"
 MODULE = "jit_chain"
@@ -96,15 +96,19 @@ def metrics(ctx: Context) -> tuple[Path | None, float]:
         peak_rss_mb=processes[0].get("peak_rss_mb") or 0,
         timed_calls=len(timed),
     )
-    if not ok or bundle is None:
+    if done.returncode != 0 or bundle is None:
         return None, 0.0
-    own_line = [x for x in (bundle / "stdout.log").read_text().splitlines() if x.startswith("GC-OWN ")]
+    log = bundle / "stdout.log"  # --quiet: the program's output is in the bundle
+    own_line = [x for x in (log.read_text() if log.is_file() else "").splitlines() if x.startswith("GC-OWN ")]
     own = json.loads(own_line[-1][7:]) if own_line else {}
     low, high = TFLOPS[ctx.platform]
     tflops = own.get("flops", 0) / run_s / 1e12 if run_s else 0.0
     enqueue, synced = own.get("enqueue_s") or 0.0, own.get("synced_s") or 0.0
     agree = (0.5, 2.0) if ctx.on_gpu else (0.25, 4.0)  # a loaded 2-core machine here
     ok = low <= tflops <= high and run_s > 5 * enqueue and synced > 0 and agree[0] <= run_s / synced <= agree[1]
+    needed = sum(memory.get(k, 0) for k in ("argument_bytes", "output_bytes", "temp_bytes"))
+    peak = own.get("device_peak_bytes") or 0  # the GPU allocator's peak (the CPU reports none)
+    ok = ok and (peak >= needed if ctx.on_gpu else True)
     ctx.check(
         "timed calls wait for the work: run_s against the FLOPs, the enqueue time and the program's own timing",
         ok,
@@ -114,6 +118,8 @@ def metrics(ctx: Context) -> tuple[Path | None, float]:
         enqueue_ms=round(enqueue * 1e3, 4),
         synced_ms=round(synced * 1e3, 3),
         run_over_synced=round(run_s / synced, 3) if synced else 0,
+        device_peak_bytes=peak,
+        module_bytes=needed,
     )
     shown = ctx.cli("inspect", str(bundle), timeout=60)
     rows = [line for line in shown.stdout.splitlines() if MODULE in line]
@@ -180,9 +186,9 @@ def bisect_flags(ctx: Context, times: dict[str, float]) -> None:
         "--env", f"GC_N={SIZE[ctx.platform] // (1 if ctx.on_gpu else 2)}", "--out", "bisect", "--json", "--quiet",
         "--", str(CHAIN), timeout=max(30.0, ctx.seconds_left() - 45),
     )  # fmt: skip
-    flags = parse_json(done).get("flags") or {}
-    rows = [r for r in flags.get("rows") or [] if r.get("tried")]
-    recovers = flags.get("recovers") or []
+    table = parse_json(done).get("flags") or {}
+    rows = [r for r in table.get("rows") or [] if r.get("tried")]
+    recovers = table.get("recovers") or []
     verdicts = "; ".join(f"{r['name']}: {r.get('outcome')} ({r.get('reason')})" for r in rows)
     if want is None:
         ok = done.returncode == 1 and len(rows) == 1 and not recovers
@@ -251,15 +257,16 @@ def replay_speed(ctx: Context, bundle: Path, run_s: float) -> None:
         "replay", str(bundle), "--module", MODULE, "--iterations", "10", "--reference-python", ctx.python,
         "--platform", ctx.platform, "--out", "replay", "--json", timeout=120,
     )  # fmt: skip
-    module = next(iter(parse_json(done).get("modules") or []), {})
+    module: dict = next(iter(parse_json(done).get("modules") or []), {})
     speed = module.get("speed") or {}
     runs = {r["label"]: r for r in speed.get("runs") or []}
     test = runs.get("test") or {}
     n = SIZE[ctx.platform]
     tflops = 2.0 * n**3 * 8 / test["min_s"] / 1e12 if test.get("min_s") else 0.0
+    low = 0.5  # autotuning off (the deterministic mode) may pick slow kernels: only the upper bound tells much
     ok = done.returncode in (0, 1) and len(runs) == 2 and all(r.get("count") == 10 for r in runs.values())
     if ctx.on_gpu:  # one GPU, one interpreter, one compile mode: the same speed; the chain at a GPU's TFLOP/s
-        ok = ok and speed.get("slower") is None and TFLOPS["gpu"][0] <= tflops <= TFLOPS["gpu"][1]
+        ok = ok and speed.get("slower") is None and low <= tflops <= TFLOPS["gpu"][1]
     ctx.check(
         name,
         ok,
@@ -282,16 +289,17 @@ def explain_cache(ctx: Context) -> None:
         return
     if not ctx.time_for(name, 35):
         return
-    bundles = []
+    bundles: list[str] = []
     for label, extra in (("a", []), ("same", []), ("flag", ["--xla-flag", CACHE_FLAG[ctx.platform]])):
         done = ctx.cli(
             "run", str(CACHED), "--platform", ctx.platform, "--env", f"JAX_COMPILATION_CACHE_DIR={ctx.work / 'jax-cache'}",
             *extra, "--name", label, "--out", "cache", "--json", "--quiet", timeout=90,
         )  # fmt: skip
-        bundles.append(parse_json(done).get("bundle"))
-        if not bundles[-1]:
+        made = parse_json(done).get("bundle")
+        if not made:
             ctx.check(name, False, f"run {label}: {done.tail(6)}")
             return
+        bundles.append(made)
     same = ctx.cli("explain-cache", bundles[0], bundles[1], "--json", timeout=60)
     changed = ctx.cli("explain-cache", bundles[0], bundles[2], "--json", timeout=60)
     report = parse_json(changed)
@@ -323,8 +331,12 @@ def run(ctx: Context) -> None:
     times = probe(ctx) if ctx.time_for("switch probe", 30) else {}
     if times:
         bisect_flags(ctx, times)
-        if bundle is not None:
-            diff(ctx, bundle, times)
+    if bundle is not None and times:
+        diff(ctx, bundle, times)
+    else:
+        ctx.skip("diff of two runs' metrics", "the chain's run or the switch probe failed (above)")
     explain_cache(ctx)
     if bundle is not None:
         replay_speed(ctx, bundle, run_s)
+    else:
+        ctx.skip("replay --reference-python: the speed record", "the chain's run failed (above)")

@@ -4,7 +4,7 @@ GC_N (default 4096) is the matrices' size, GC_LINKS (8) the products per call: 2
 The first GC_OBSERVED (5) calls are each waited for (a run times them: `--measure-calls 5`); then the program
 times GC_OWN (10) more calls itself: how long a call takes to return without waiting (`enqueue_s`, the
 median), and the ten calls waited for together (`synced_s`, per call). It prints them as one line,
-`GC-OWN {json}`: what the run's own timings must be checked against.
+`GC-OWN {json}`: what the run's own timings must be checked against, with the device allocator's peak bytes.
 """
 
 import json
@@ -49,6 +49,8 @@ def main():
     synced = (time.perf_counter() - start) / own
     numbers = {"n": N, "links": LINKS, "flops": 2.0 * N**3 * LINKS}
     numbers.update(enqueue_s=sorted(enqueue)[own // 2], synced_s=synced, backend=jax.default_backend())
+    stats = jax.devices()[0].memory_stats() or {}  # the GPU allocator's; None on the CPU
+    numbers["device_peak_bytes"] = stats.get("peak_bytes_in_use", 0)
     print("GC-OWN " + json.dumps(numbers), flush=True)
 
 
