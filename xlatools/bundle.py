@@ -21,12 +21,13 @@ happened, through the disk-full reserve when it must. One failure policy for eve
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Generic, Iterator, TypeVar
+from typing import TYPE_CHECKING, Generic, Iterator, TypeVar
 
 from xlatools.errors import (
     EXIT_INTERNAL,
@@ -40,6 +41,9 @@ from xlatools.errors import (
 from xlatools.fsutil import atomic_write_json, sha256_file, write_failure
 from xlatools.records.base import MANIFEST, BundleRecord, FileEntry, to_json
 from xlatools.vocab import Status
+
+if TYPE_CHECKING:
+    from xlatools.console import Reporter
 
 RESERVE = ".manifest-reserve"
 RESERVE_BYTES = 64 * 1024
@@ -117,8 +121,22 @@ class Bundle:
                 exc, f"cannot start a bundle in {self.path.parent}: {exc.strerror}", hint="pick another --out"
             ) from None
 
+    def blocked_latest(self) -> str | None:
+        """Why `<out>/latest` (or `latest-<kind>`) does not point at this bundle: something that is not a link
+        stands where the link goes (a folder or file of the user's, never replaced); None when it is free."""
+        link = self.path.parent / latest_name(self.kind)
+        if os.path.islink(link) or not os.path.lexists(link):
+            return None
+        what = "a folder" if link.is_dir() else "a file"
+        return (
+            f"{link} is {what}, not a link xlatools made: it is left as it is, so it does not point at this bundle "
+            f"({self.path.name}); name the bundle itself (or move {link.name} away) to read this one"
+        )
+
     def _point_latest(self) -> None:
         link = self.path.parent / latest_name(self.kind)
+        if self.blocked_latest():
+            return  # the user's own folder or file there stays untouched
         tmp = self.path.parent / f".latest.{os.getpid()}.{self.id}"  # one temp name for every kind's link
         try:
             os.symlink(self.path.name, tmp)
@@ -216,13 +234,24 @@ class BundleSession(Generic[Record]):
     def record_failure(self, status: Status, exit_code: int, error: str) -> None:
         """Best effort after something went wrong: the final manifest through the reserve if the
         disk is full, and a bundle that never got a manifest is removed (it explains nothing)."""
+        from xlatools.proctree import held_interrupts
+
         self.finished = True
         record = self.record
         record.status, record.exit_code, record.error, record.finished = status, exit_code, error, utc_now()
+        again: KeyboardInterrupt | None = None
         try:
             record.files = self.bundle.file_index()
         except OSError:
             pass
+        except KeyboardInterrupt as exc:  # Ctrl-C again while hashing a large bundle: the manifest, without the index
+            again = exc
+        with held_interrupts():  # the manifest is written (or the bundle removed) whatever comes meanwhile
+            self._write_last_manifest(record)
+        if again is not None:
+            raise again
+
+    def _write_last_manifest(self, record: Record) -> None:
         for use_reserve in (False, True):
             try:
                 self.bundle.write_manifest(record, use_reserve=use_reserve)
@@ -245,9 +274,11 @@ class BundleSession(Generic[Record]):
                 f" ({exc.filename})" if exc.filename else ""
             )
             self.record_failure(Status.ERROR, EXIT_MISSING, reason)
-            return EnvironmentMissing(
+            error = EnvironmentMissing(
                 f"{reason}; {where}", hint="free some space (or pick another --out) and run again"
             )
+            error.disk_full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            return error
         if isinstance(exc, XlaToolsError):
             self.record_failure(_STATUS_OF_EXIT.get(exc.exit_code, Status.ERROR), exc.exit_code, exc.message)
             return None
@@ -257,29 +288,36 @@ class BundleSession(Generic[Record]):
 
 @contextlib.contextmanager
 def bundle_session(
-    out_root: Path, record: Record, *, name: str, write_running: bool = True
+    out_root: Path, record: Record, *, name: str, write_running: bool = True, reporter: Reporter | None = None
 ) -> Iterator[BundleSession[Record]]:
     """Create a fresh bundle for `record` under `out_root` and see it through to its final manifest.
 
     `write_running=False`: the body writes the running manifest itself (`session.save()`), e.g.
-    right after the program starts, so that start is not delayed by it."""
-    from xlatools.proctree import sigterm_as_interrupt
+    right after the program starts, so that start is not delayed by it. `reporter` warns, at the end, when
+    the `latest` link could not be pointed at the bundle (a folder or file of the user's stands there)."""
+    from xlatools.proctree import held_interrupts, sigterm_as_interrupt
 
-    bundle = Bundle.create(Path(os.path.abspath(out_root)), name, record.kind)
-    record.bundle = str(bundle.path)
-    record.started = record.started or utc_now()
-    session = BundleSession(bundle, record)
+    session: BundleSession[Record] | None = None
     with sigterm_as_interrupt():  # CI cancels with SIGTERM: finish the bundle as for Ctrl-C
         try:
+            with held_interrupts():  # made and kept as one step: an interrupt now ends it with its manifest
+                bundle = Bundle.create(Path(os.path.abspath(out_root)), name, record.kind)
+                record.bundle = str(bundle.path)
+                record.started = record.started or utc_now()
+                session = BundleSession(bundle, record)
             if write_running:
                 session.save()
             yield session
             if not session.finished:
                 session.finish(Status.OK)
         except BaseException as exc:
-            if session.finished:
-                raise  # the outcome is recorded; this is what the command reports
+            if session is None or session.finished:
+                raise  # no bundle yet, or the outcome is recorded; this is what the command reports
             replacement = session.fail(exc)
             if replacement is not None:
                 raise replacement from None
             raise
+        finally:
+            blocked = bundle.blocked_latest() if session is not None and session.finished else None
+            if blocked and reporter is not None:
+                reporter.warn(blocked)

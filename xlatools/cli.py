@@ -133,6 +133,9 @@ def _new_app(lazy: bool = False) -> typer.Typer:
 def build_app(only: str | None = None, lazy: bool = False) -> typer.Typer:
     """The CLI with every command, with just `only` (the one a command line invokes), or, `lazy`,
     with none built until one is asked for (`xlatools --help` lists them from COMMANDS)."""
+    from xlatools.commands import helptext
+
+    helptext.install()  # help lines that can be copied: no break inside `--xla-flag=...`
     app = _new_app(lazy)
     app.callback()(_root)
     if not lazy:
@@ -213,11 +216,20 @@ _PATH_ERRORS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EIS
 
 
 def _main(args: list[str]) -> int:
+    _State.interrupted = None
+    code = _command(args)
+    if _State.interrupted and code != EXIT_INTERRUPTED:
+        # Python drops what a handler raises inside a finalizer: the command went on, but it was interrupted
+        sys.stderr.write(f"\ninterrupted ({_State.interrupted})\n")
+        return EXIT_INTERRUPTED  # no JSON error: the command may have printed its own document
+    return code
+
+
+def _command(args: list[str]) -> int:
     from xlatools.commands.options import Invocation
 
     click_exc = typer_click_exceptions()
     name = invoked_command(args)
-    _State.interrupted = None
     try:
         app = build_app(name) if name else build_app(lazy=True)
         # Commands read their command line from the click context (options.invocation), never sys.argv.
@@ -272,7 +284,7 @@ def _main(args: list[str]) -> int:
 
 
 def entry() -> None:
-    """The `xlatools` program (console script and `python -m xlatools`): main(), then out without
+    """The `xlatools` program (started by xlatools/__main__.py, which holds interrupts first): main(), then out without
     the interpreter's teardown, which frees every loaded module one by one (~10 ms per start,
     measured). By then everything of ours is written and closed, our threads are joined and
     nothing of ours waits for atexit; only the standard streams need a flush."""

@@ -73,6 +73,8 @@ class XlaToolsError(Exception):
     # True when the command already printed its --json result, which says what failed: then
     # cli.main prints no JSON error after it (stdout stays one JSON document).
     reported_json = False
+    # True for a write that failed for want of space (a full disk, a quota): work files the command made can go.
+    disk_full = False
 
     def __init__(self, message: str, *, hint: str | None = None, problems: list[Problem] | None = None):
         super().__init__(message)

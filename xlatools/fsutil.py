@@ -119,7 +119,9 @@ def write_failure(exc: OSError, message: str, hint: str = "pick another path"):
     """The error for a write that failed: a full disk or quota is the environment (exit 3, free some
     space), anything else (read-only, not writable, not a folder) is bad input (exit 2, `hint`)."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return EnvironmentMissing(message, hint="free some space")
+        full = EnvironmentMissing(message, hint="free some space")
+        full.disk_full = True
+        return full
     return UsageError(message, hint=hint)
 
 

@@ -33,8 +33,9 @@ _SECRET_WORD = (
     r"|signature|sig|cookie"
 )
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@")
-# user:password@host without a scheme (a flag value, an scp-like address): the password part
-_BARE_USERINFO = re.compile(r"(?<![\w.%+/:-])([A-Za-z0-9._%+-]+):(?!\d+@)[^\s:@/'\"]+@(?=[A-Za-z0-9])")
+# user:password@host without a scheme, wherever it stands (a flag value, inside a path such as
+# /opt/u:PASSWORD@cuda, an scp-like address): the password part. Not an image pinned by digest (tag@sha256:).
+_BARE_USERINFO = re.compile(r"(?<![\w.%+-])([A-Za-z0-9._%+-]+):(?!\d+@)[^\s:@/'\"]+@(?=[A-Za-z0-9])(?!sha\d+:)")
 _SECRET_PAIR = re.compile(rf"(?i)((?<![\w.-])[\w.-]*?(?:{_SECRET_WORD}))=(?!{re.escape(REDACTED)})[^\s&;,\"'<>]+")
 _SECRET_HEADER = re.compile(
     r"(?i)\b(authorization|proxy-authorization|cookie|set-cookie|x-[\w-]*(?:token|key|auth)[\w-]*)"

@@ -22,6 +22,7 @@ from . import (
     cases_records,
     cases_reduce,
     cases_round3,
+    cases_round4,
     cases_secrets,
     cases_values,
     cases_writes,
@@ -39,7 +40,8 @@ CLASSES = {
     "values": cases_values,
     "processes": cases_processes,
     **{cls: cases_round3 for cls in cases_round3.CLASSES},
-}  # round 3 (issue 33): one module, eight classes
+    **{cls: cases_round4 for cls in cases_round4.CLASSES},
+}  # round 3 (issue 33): one module, eight classes; round 4 (issue 43): one module, four (and round 3's leftovers)
 # reduce, triage and debug (issues 20 and 21): cases of every class, in modules of their own
 COMMANDS = (cases_reduce, cases_debug)
 

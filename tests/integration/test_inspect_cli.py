@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 
+# `layer`, not `stage`: a module jit_stage reads as jax's lax.stage helper, which inspect and replay leave out
 PROGRAM = """import jax
 import jax.numpy as jnp
 
 
 def make(k):
-    def stage(x):
+    def layer(x):
         return jnp.sin(x) * k
-    return jax.jit(stage)
+    return jax.jit(layer)
 
 
 def main():
@@ -28,8 +29,8 @@ if __name__ == "__main__":
 
 
 def _stages(rows: list[str]) -> list[list[str]]:
-    """The dump table's rows of jit_stage (they start with the module id; the metrics table's with #N)."""
-    return [row.split() for row in rows if " jit_stage " in f" {row} " and row.split()[0].isdigit()]
+    """The dump table's rows of jit_layer (they start with the module id; the metrics table's with #N)."""
+    return [row.split() for row in rows if " jit_layer " in f" {row} " and row.split()[0].isdigit()]
 
 
 def test_inspect_shows_the_run_and_where_each_module_came_from(xl, tmp_path):
@@ -46,20 +47,26 @@ def test_inspect_shows_the_run_and_where_each_module_came_from(xl, tmp_path):
     stages = _stages(lines)
     assert [row[2] for row in stages] == ["prog.py:13", "prog.py:14", "prog.py:15"], result.stdout
 
-    ambiguous = xl("inspect", "artifacts/latest", "--module", "jit_stage")
+    ambiguous = xl("inspect", "artifacts/latest", "--module", "jit_layer")
     assert ambiguous.returncode == 2 and "Traceback" not in ambiguous.stderr
     first = stages[0][0]
-    assert f"3 modules are named 'jit_stage': {first} (created at prog.py:13)" in ambiguous.stderr
+    assert f"3 modules are named 'jit_layer': {first} (created at prog.py:13)" in ambiguous.stderr
     assert f"--module {first}" in ambiguous.stderr
     picked = xl("inspect", "artifacts/latest", "--module", stages[1][0])
     assert picked.returncode == 0 and "prog.py:14" in picked.stderr
 
     data = json.loads(xl("inspect", "artifacts/latest", "--json").stdout)
     assert data["run"]["status"] == "ok" and data["run"]["presets"] == ["dump:hlo"]
-    sources = [m["source"] for m in data["modules"] if m["name"] == "jit_stage"]
+    sources = [m["source"] for m in data["modules"] if m["name"] == "jit_layer"]
     assert [(s["file"], s["line"], s["function"]) for s in sources] == [
         (str(tmp_path / "prog.py"), n, "main") for n in (13, 14, 15)
     ]
+    # jax's helper modules (jnp.ones, .sum) are left out as replay leaves them out, and named; --all lists them
+    assert data["helpers_left_out"] and all(name.split()[1] not in result.stdout for name in data["helpers_left_out"])
+    assert "left out as jax helper modules" in result.stderr and "--all" in result.stderr
+    every = json.loads(xl("inspect", "artifacts/latest", "--all", "--json").stdout)
+    assert len(every["modules"]) == len(data["modules"]) + len(data["helpers_left_out"])
+    assert every["helpers_left_out"] == []
 
     plain = xl("inspect", "artifacts/latest/xla_dump/")
     assert plain.returncode == 0 and "run:" in plain.stdout  # the bundle's dump folder still knows its run
@@ -84,7 +91,7 @@ def test_source_lines_on_old_jax(xl, tmp_path, old_jax_python):
     assert xl("run", "prog.py", "--dump", "--python", old_jax_python).returncode == 0
     result = xl("inspect", "artifacts/latest")
     assert "jaxlib 0.4.30" in result.stdout
-    # 0.4.30 records only the op's own line (inside `stage`), the same for all three.
+    # 0.4.30 records only the op's own line (inside `layer`), the same for all three.
     assert [row[2] for row in _stages(result.stdout.splitlines())] == ["prog.py:7"] * 3, result.stdout
 
 

@@ -112,3 +112,23 @@ def test_debug_shows_the_traceback(tmp_path):
     proc = _cli(tmp_path, "xlatools.doctor.signatures:scan_log", "explain", "build.log", debug=True)
     assert proc.returncode == EXIT_INTERNAL
     assert "Traceback (most recent call last)" in proc.stderr and f"RuntimeError: {TOKEN}" in proc.stderr
+
+
+def test_a_huge_message_shows_its_head_and_the_crash_log_keeps_it_whole(tmp_path):
+    """A 120 kB exception message (hostile input quoted whole inside one) is not echoed whole on stderr."""
+    _files(tmp_path)
+    huge = TOKEN + "x" * 120_000
+    harness = HARNESS.replace(f'RuntimeError("{TOKEN}")', f'RuntimeError("{TOKEN}" + "x" * 120_000)')
+    env = {**os.environ, "NO_COLOR": "1", "XLATOOLS_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", harness, "xlatools.doctor.signatures:scan_log", "explain", "build.log"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_INTERNAL and TOKEN in proc.stderr
+    assert len(proc.stderr) < 5_000 and "see the crash log" in proc.stderr, len(proc.stderr)
+    (log,) = (tmp_path / "cache" / "crashes").glob("crash-*.log")
+    assert huge in log.read_text()

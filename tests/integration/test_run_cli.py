@@ -118,6 +118,8 @@ def test_log_and_jax_presets_reach_the_program(xl, tmp_path):
         "tf-clustering",
         "--preset",
         "torch-xla",
+        "--frontend",  # the frontend presets ask for their own frontends: here they only set variables jax ignores
+        "jax",
     )
     assert result.returncode == 0, result.stderr
     bundle = (tmp_path / "artifacts" / "latest").resolve()
@@ -137,6 +139,18 @@ def test_log_and_jax_presets_reach_the_program(xl, tmp_path):
     assert (bundle / "stderr.log").read_text().count("\n") > 300, "VLOG 1 lines"
     assert (bundle / "program" / "show_env.py").is_file()
     assert manifest(bundle)["dump"] is None
+
+
+def test_a_frontend_preset_selects_its_frontend(xl, tmp_path):
+    """`--preset tf-clustering` runs the program as TensorFlow's: a target without TensorFlow is exit 3 before any
+    bundle (not a jax run that fails on `import tensorflow`); presets of two frontends need --frontend (exit 2)."""
+    (tmp_path / "tfprog.py").write_text("import tensorflow\n")
+    result = xl("run", "tfprog.py", "--preset", "tf-clustering")
+    assert result.returncode == 3, result.stderr
+    assert "--preset tf-clustering is for tensorflow programs" in result.stderr and "has no tensorflow" in result.stderr
+    assert not (tmp_path / "artifacts").exists()
+    result = xl("run", "tfprog.py", "--preset", "tf-clustering", "--preset", "torch-xla", "--dry-run")
+    assert result.returncode == 2 and "--frontend" in result.stderr, result.stderr
 
 
 def test_info_preset_and_vmodule_option(xl, tmp_path):

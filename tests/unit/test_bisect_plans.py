@@ -160,3 +160,20 @@ def test_a_replay_test_refuses_before_any_step_a_pack_it_cannot_use(tmp_path):
     (tmp_path / "cut.tar.gz").write_bytes(seed.read_bytes()[:200])
     with pytest.raises(UsageError, match="not a readable pack"):
         ReplayTest(tmp_path / "cut.tar.gz").validate()
+
+
+def test_without_uv_pip_makes_the_environments_and_says_how_to_get_uv_once(tmp_path, monkeypatch):
+    from xlatools.bisect import envs
+
+    made = []
+    monkeypatch.setattr(envs, "find_uv", lambda: None)
+    monkeypatch.setattr(envs, "_base_python", lambda version: "python3")
+    monkeypatch.setattr(envs, "_run", made.append)
+    monkeypatch.setattr(envs, "_SAID_NO_UV", [])
+    said: list[str] = []
+    for version in ("0.4.30", "0.4.31"):
+        spec = envs.EnvSpec(f"jax-{version}", "3.11", (f"jax=={version}", f"jaxlib=={version}"))
+        assert envs._make(spec, tmp_path / version, said.append) == "pip"
+    assert [line for line in said if "uv not found" in line] == [envs.NO_UV]
+    assert "pip install uv" in envs.NO_UV and "1-1.5 min apiece" in envs.NO_UV
+    assert said[1] == "pip: making jax-0.4.30: jax==0.4.30 jaxlib==0.4.30" and len(made) == 4

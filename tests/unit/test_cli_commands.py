@@ -24,6 +24,33 @@ def test_an_unknown_command_gets_the_whole_cli_and_a_suggestion(capsys):
     assert "No such command 'rnu'" in capsys.readouterr().err
 
 
+def test_help_lines_can_be_copied(capsys, monkeypatch):
+    """A help page never breaks a word at its hyphen (`--xla-` / `flag=...`, `--bad-` / `exit`): a copied line
+    works. Every command and subcommand, at two terminal widths (a word longer than the help column is still
+    cut: there is no room for it)."""
+    import re
+
+    import typer
+
+    def leaves(command, path):
+        subs = getattr(command, "commands", None)
+        if not subs:
+            return [path]
+        return [leaf for name, sub in subs.items() for leaf in leaves(sub, [*path, name])]
+
+    paths = leaves(typer.main.get_command(build_app()), [])
+    assert len(paths) > len(COMMANDS)
+    for columns in ("64", "100"):
+        monkeypatch.setenv("COLUMNS", columns)
+        for path in paths:
+            assert main([*path, "--help"]) == 0, path
+            page = capsys.readouterr().out
+            broken = [line for line in page.splitlines() if re.search(r"\w-$", line)]
+            assert not broken, (path, columns, broken)
+            if path == ["run"] and columns == "100":  # narrower, the help column is shorter than the example
+                assert "--xla-flag=--xla_dump_hlo_pass_re=.*" in page
+
+
 def test_m_is_a_python_module_and_an_hlo_module_is_module_only(capsys, tmp_path):
     """-m was --module's short form in the commands that read dumps: now it says which option to use (exit 2),
     never taken for a Python module there; the help shows --module alone."""

@@ -102,6 +102,23 @@ def test_launch_json_merge_replaces_ours_keeps_comments_and_theirs():
         merge_configurations('{/* "configurations": []}', ours, "launch.json")
 
 
+def test_launch_json_with_one_of_our_names_twice_keeps_one_in_its_first_place():
+    ours = [{"name": "xlatools: A", "x": 2}, {"name": "xlatools: B", "y": 3}]
+    twice = """{
+    "configurations": [
+        {"name": "xlatools: A", "x": 0},  // ours, first
+        {"name": "Mine"},
+        {"name": "xlatools: A", "x": 1}, /* ours, again */
+        {"name": "xlatools: B", "y": 0},
+        {"name": "xlatools: B", "y": 1}
+    ]
+}
+"""
+    merged = merge_configurations(twice, ours, "launch.json")
+    assert loads(merged, "l")["configurations"] == [ours[0], {"name": "Mine"}, ours[1]]
+    assert "// ours, first" in merged and merge_configurations(merged, ours, "launch.json") == merged
+
+
 def test_setup_maps_bzlmod_external_xla_before_the_tree(tmp_path, monkeypatch):
     from xlatools.debug.setup import SetupRequest, default_output_base, plan_setup
 

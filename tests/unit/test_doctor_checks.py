@@ -241,3 +241,27 @@ def test_report_exit_codes_and_plan():
     assert plan_doctor(DoctorOptions(), "/py").sections == ("target", "env", "native", "gpu", "disk")
     assert "tree" in plan_doctor(DoctorOptions(source=Path("/src")), "/py").sections
     assert "build" in plan_doctor(DoctorOptions(profile="dbg-cpu"), "/py").sections
+
+
+def test_evidence_of_several_lines_stays_in_its_column():
+    """A tool's message of several lines (sinfo, sbatch) is not printed at column 0: each line under the first."""
+    from xlatools.doctor.model import fail, ok
+    from xlatools.doctor.render import report_lines
+
+    lines = report_lines(
+        Report(
+            [
+                ok("slurm client", "sbatch at /usr/bin/sbatch"),
+                fail(
+                    "slurm controller",
+                    "sinfo: error: resolve_ctls_from_dns_srv: res_nsearch error\n"
+                    "slurm_load_partitions: Unable to contact slurm controller (connect failure)\n",
+                    "check that slurmctld runs and SLURM_CONF names it",
+                ),
+            ]
+        )
+    )
+    assert lines[1] == "FAIL  slurm controller  sinfo: error: resolve_ctls_from_dns_srv: res_nsearch error"
+    assert lines[2] == " " * 24 + "slurm_load_partitions: Unable to contact slurm controller (connect failure)"
+    assert lines[3] == " " * 24 + "fix: check that slurmctld runs and SLURM_CONF names it"
+    assert all(line.startswith(("ok", "FAIL", " ", "doctor:")) for line in lines)

@@ -6,7 +6,14 @@ import pytest
 
 from tests.unit.test_run_plan import plan
 from xlatools.errors import UsageError
-from xlatools.run.multiprocess import per_process_path, plan_processes, settle_processes
+from xlatools.run.multiprocess import (
+    MAX_PROCESSES,
+    check_counts,
+    per_process_path,
+    plan_processes,
+    process_limit,
+    settle_processes,
+)
 from xlatools.run.presets.catalog import Catalog
 from xlatools.run.program import Program, parse_program
 
@@ -78,6 +85,19 @@ def test_bad_counts_are_refused():
     with pytest.raises(UsageError, match="--devices-per-process 0"):
         plan_processes(2, 0, [], {}, [], {})
     assert settle_processes(None, ("dot",), "jax") == 1 and settle_processes(None, ("multiprocess",), "jax") == 2
+
+
+def test_counts_the_machine_cannot_hold_are_refused_with_the_limit_and_why():
+    most, why = process_limit(local=True)
+    assert 2 <= most <= MAX_PROCESSES and "GiB of memory" in why
+    with pytest.raises(UsageError, match=rf"--processes 99999999999999999999: more than {most}.*GiB") as refused:
+        check_counts(99999999999999999999, 1, (most, why))
+    assert f"--processes {most} or fewer" in (refused.value.hint or "")
+    with pytest.raises(UsageError, match="--devices-per-process 100000: more than 1024"):
+        check_counts(2, 100_000, (most, why))
+    assert process_limit(local=False)[0] == MAX_PROCESSES
+    check_counts(most, 1024, (most, why))
+    check_counts(None, 1, (most, why))
 
 
 def test_smoke_multiprocess_is_not_part_of_smoke_all():

@@ -88,6 +88,27 @@ def test_bad_definitions_are_reported_together(tmp_path, monkeypatch):
     assert "env must map names to strings" in rendered
 
 
+def test_a_preset_of_another_kind_is_refused_where_one_kind_is_expected():
+    catalog = Catalog.load()
+    with pytest.raises(UsageError, match="'gpu:f32' is a gpu preset; a dump preset is expected"):
+        catalog.get("gpu:f32", kind="dump")
+    assert catalog.get("dump:hlo", kind="dump").name == "hlo"
+
+
+def test_presets_a_profile_names_are_checked_with_file_line_and_key():
+    catalog = Catalog.load()
+    where = {"run.presets[1]": "./p.yaml:4", "run.dump_preset": "./p.yaml:6"}
+    with pytest.raises(ProfileError) as refused:
+        catalog.check_profile(["dump:hlo", "gpu:nosuch"], None, where)
+    (problem,) = refused.value.problems
+    assert (problem.file, problem.line, problem.key) == ("./p.yaml", 4, "run.presets[1]")
+    assert "unknown gpu preset 'nosuch'" in problem.message
+    with pytest.raises(ProfileError) as refused:
+        catalog.check_profile([], "gpu:f32", where)
+    assert refused.value.problems[0].render().startswith("./p.yaml:6 [run.dump_preset]: 'gpu:f32' is a gpu preset")
+    catalog.check_profile(["dump:hlo"], "passes", where)
+
+
 def test_kinds_order():
     kinds = [p.kind for p in Catalog.load().by_kind()]
     assert kinds == sorted(kinds, key=KINDS.index)

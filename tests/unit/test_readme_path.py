@@ -52,6 +52,20 @@ def test_a_replay_leaves_latest_on_the_run_and_records_where_it_came_from(tmp_pa
     assert follow_to_run(inner).path == run
 
 
+def test_a_folder_or_file_where_latest_goes_is_left_untouched_and_said(tmp_path):
+    (tmp_path / "latest").mkdir()
+    (tmp_path / "latest" / "mine.txt").write_text("mine")
+    (tmp_path / "latest-replay").write_text("mine too")
+    run = _bundle(tmp_path, RunManifest(), "smoke")
+    replay = Bundle.create(tmp_path, "replay", "replay")
+    for link, bundle in (("latest", Bundle(run, "run", "smoke", "", "")), ("latest-replay", replay)):
+        said = bundle.blocked_latest()
+        assert said and str(tmp_path / link) in said and bundle.path.name in said
+    assert [p.name for p in (tmp_path / "latest").iterdir()] == ["mine.txt"]
+    assert (tmp_path / "latest-replay").read_text() == "mine too"
+    assert Bundle.create(tmp_path / "other", "smoke", "run").blocked_latest() is None
+
+
 def test_a_replay_whose_source_is_itself_or_gone_is_refused_by_name(tmp_path):
     replay = _bundle(tmp_path, ReplayManifest(source=None), "replay")
     data = json.loads((replay / "manifest.json").read_text())

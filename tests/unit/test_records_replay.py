@@ -256,3 +256,12 @@ def test_a_pack_index_records_what_it_left_out_its_references_and_numerics(pack_
     with pytest.raises(PackError) as caught:
         read_index(pack_root, PACK)
     assert {p.key for p in caught.value.problems} >= {"left_out[0].why", "reference_pythons[0].python", "replay.env"}
+
+
+def test_a_packs_replay_is_named_once_after_it(pack_root):
+    """`repro run repro.tar.gz` makes `...-replay-repro-...`, not `...-replay-repro-repro-...`."""
+    from xlatools.replay.repro import _request_of
+
+    index = read_index(pack_root, PACK)
+    names = [_request_of(index, Path(f"/p/{pack}"), "/py", []).name for pack in ("repro.tar.gz", "conv.tar.gz")]
+    assert names == ["repro", "repro-conv"]

@@ -25,6 +25,8 @@ from xlatools.redact import REDACTED, RedactingStream, redact, redact_argv, reda
         ('{"API_TOKEN": "s3cret", "plain": "x"}', "s3cret"),
         ("env:\n  DB_PASSWORD: s3cret\n", "s3cret"),
         ("--xla_dump_hlo_module_re=bob:s3cret@cache.internal", "s3cret"),  # user:password@ without a scheme
+        ("--xla_gpu_cuda_data_dir=/opt/u:s3cret@cuda", "s3cret"),  # ... inside a path
+        ("/data/u:s3cret@store/x and :u2:s3cret@h", "s3cret"),
     ],
 )
 def test_credentials_are_hidden_by_their_shape(text, secret):
@@ -45,6 +47,8 @@ def test_credentials_are_hidden_by_their_shape(text, secret):
         "user@example.com",
         "git@github.com:org/repo.git",
         "at 12:30@noon",
+        "nvidia/cuda:12.3.1-devel@sha256:0123abcd",
+        "python:3.11-slim@sha256:0123abcd",
     ],
 )
 def test_ordinary_text_stays(text):

@@ -117,13 +117,13 @@ def test_oracle_choice():
 def test_issue_report_has_every_part():
     from xlatools.records.reduce import RanWith, Verdict
     from xlatools.records.replay import Comparison
-    from xlatools.records.run import InterpreterFacts
+    from xlatools.records.run import Device, InterpreterFacts
     from xlatools.vocab import Interest, OracleKind
 
     verdict = Verdict(
         interest=Interest.INTERESTING,
         reason="8/8 differ",
-        comparison=Comparison(against="reference-python-1", ok=False, mismatches=8, elements=8),
+        comparison=Comparison(against="reference-python-1", ok=False, mismatches=8, elements=8, nan_mismatches=8),
     )
     facts = IssueFacts(
         module_name="0001 jit_f",
@@ -133,8 +133,10 @@ def test_issue_report_has_every_part():
         instructions_after=5,
         reduced_hlo="HloModule m\n",
         verdict=verdict,
-        test=RanWith(versions=InterpreterFacts(jax="0.6.2", jaxlib="0.6.2")),
-        reference=RanWith(versions=InterpreterFacts(jaxlib="0.10.2")),
+        test=RanWith(versions=InterpreterFacts(jax="0.6.2", jaxlib="0.6.2"), device=Device(platform="cpu", kind="cpu")),
+        reference=RanWith(
+            versions=InterpreterFacts(jaxlib="0.10.2"), device=Device(platform="gpu", kind="NVIDIA H200")
+        ),
         platform="cpu",
         xla_flags=["--xla_cpu_x=1"],
         disabled_passes=["algsimp"],
@@ -158,8 +160,85 @@ def test_issue_report_has_every_part():
         "culprit pass",
         "--xla_cpu_x=1",
         "8/8 elements differ",
+        "8 of them NaN where the other side is not",
+        "max abs error 0, max rel error 0 among the elements that are numbers on both sides",
+        "device cpu\n",  # not `device cpu cpu`: a CPU's kind is `cpu`
+        "device gpu NVIDIA H200",
     ):
         assert part in text
+
+
+def test_differences_never_read_as_no_error():
+    from xlatools.records.replay import Comparison
+    from xlatools.reduce.oracle import judge_outputs
+    from xlatools.replay.outcome import difference
+
+    def c(**kw):
+        return Comparison(against="reference", ok=False, elements=8, **kw)
+
+    assert difference(c(mismatches=8, nan_mismatches=8)) == "8/8 elements differ (8 NaN on one side only)"
+    assert difference(c(mismatches=3, max_abs_error=0.5)) == "3/8 elements differ (max abs error 0.5)"
+    assert difference(c(mismatches=5, nan_mismatches=2, max_abs_error=0.25)) == (
+        "5/8 elements differ (max abs error 0.25, 2 NaN on one side only)"
+    )
+    assert difference(c(mismatches=2), "") == "2/8 differ (2 integer or infinite values unequal)"
+    assert "max abs error 0" not in difference(c(mismatches=8, nan_mismatches=8, max_abs_error=0.0))
+    spec = oracle_of(ReduceRequest(source="m.hlo.txt", python="/py", references=["cpu"]), False)
+    verdict = judge_outputs(spec, _ran(c(mismatches=8, nan_mismatches=8)), _ran(c(mismatches=8, nan_mismatches=8)))
+    assert verdict.reason == "8/8 elements differ (8 NaN on one side only)"
+
+
+def _ran(comparison):
+    from xlatools.records.replay import RunRecord
+
+    return RunRecord(label="x", python="/py", comparisons=[comparison])
+
+
+def test_a_reduction_says_why_it_stopped_and_what_would_go_further(summary):
+    from xlatools.records.reduce import Counters, Round
+    from xlatools.reduce.ending import explain_end
+    from xlatools.vocab import OracleKind
+
+    one = edits.keep_outputs(edits.inline_all_calls(edits.initial(summary, 4)), [0])
+    rounds = [
+        Round(number=1, phase="inline", instructions_before=158, instructions_after=146, candidates=1),
+        Round(number=2, phase="outputs", instructions_before=146, instructions_after=111, candidates=3),
+        Round(number=3, phase="inline", instructions_before=111, instructions_after=111),
+        Round(number=4, phase="outputs", instructions_before=111, instructions_after=111),
+    ]
+    end = explain_end(
+        ("inline", "outputs"), rounds, Counters(), OracleKind.RECORDED, one,
+        out_of_time=False, max_time=None, values_failed=False,
+    )  # fmt: skip
+    assert "found no smaller module" in end.reason
+    assert end.strategies == [
+        "inline: nothing to try (no call left to inline)",
+        "outputs: nothing to try (one output left)",
+    ]
+    assert "recorded result judges only the outputs" in end.not_judged[0]
+    assert any("--reference cpu" in line and "--reference-python" in line for line in end.further)
+
+    phases = ("inline", "outputs", "cut", "outputs", "front", "each")
+    rounds = [Round(number=n, phase=p, instructions_before=9, candidates=4) for n, p in enumerate(phases, 1)]
+    end = explain_end(
+        phases, rounds, Counters(unparsable=2), OracleKind.MISMATCH, one,
+        out_of_time=False, max_time=None, values_failed=True, skipped=["the reference cannot run it (crash)"],
+    )  # fmt: skip
+    assert end.strategies[-1] == "each: 4 candidate(s), none smaller and still interesting"
+    assert (
+        end.not_judged[0]
+        == "1 candidate(s) the oracle could not judge (skip), e.g. the reference cannot run it (crash)"
+    )
+    assert (
+        "2 candidate(s) the target's HLO parser refused" in end.not_judged and "no recorded values" in end.not_judged[2]
+    )
+    assert "edit reduced.hlo.txt by hand" in end.further[0]
+
+    end = explain_end(
+        phases, rounds[:2], Counters(), OracleKind.SCRIPT, one, out_of_time=True, max_time=60, values_failed=False
+    )
+    assert end.reason == "the --max-time budget (60 s) ran out" and end.strategies == []
+    assert "continues from the saved state" in end.further[0]
 
 
 def test_disabled_passes_reach_every_test_run_and_the_culprit_comes_from_a_bisection(tmp_path):

@@ -13,7 +13,7 @@ from xlatools.builder.plan import C_GOOGLE_CREDENTIALS, C_SECRETS, plan_build
 from xlatools.errors import EnvironmentMissing, ProfileError, UsageError
 from xlatools.profiles import load
 from xlatools.records.build import CredentialRefs, SecretRef
-from xlatools.redact import REDACTED, redact_argv, redact_values
+from xlatools.redact import REDACTED, redact_argv, redact_text, redact_values
 from xlatools.remote.credentials import Credentials, private_rc, private_rc_text, resolve_credentials, with_basic_auth
 from xlatools.remote.stats import parse_process_counts
 
@@ -121,15 +121,19 @@ def test_resolve_reads_env_and_files_and_names_what_is_missing(tmp_path):
     cleaned = redact_values(line, creds.secrets)
     assert "p@ss" not in cleaned and "p%40ss" not in cleaned and "abc 123" not in cleaned, cleaned
     assert f"--remote_cache={REDACTED}" in cleaned  # the URL with its password hidden whole
-    with pytest.raises(EnvironmentMissing, match="cannot read"):
+    with pytest.raises(EnvironmentMissing, match="none does not exist; bazel.remote_credentials.headers.A names it"):
         resolve_credentials(CredentialRefs(headers=(("A", SecretRef(file=str(tmp_path / "none"))),)), None, env={})
+    for name in ("Authorization", "Cookie"):  # the key path never reads as a header whose value is redacted
+        with pytest.raises(EnvironmentMissing) as missing:
+            resolve_credentials(CredentialRefs(headers=((name, SecretRef(file=str(tmp_path / "none"))),)), None, env={})
+        assert redact_text(missing.value.message) == missing.value.message
     assert resolve_credentials(None, None).options == ()
     os.mkfifo(tmp_path / "fifo")  # never opened (it would block): refused by name
     with pytest.raises(UsageError, match="fifo is not a regular file"):
         resolve_credentials(CredentialRefs(headers=(("A", SecretRef(file=str(tmp_path / "fifo"))),)), None, env={})
     (tmp_path / "token").chmod(0o644)  # others may read it: a warning naming the file, never the secret
     [note] = resolve_credentials(refs, "https://cache.example/jax", env={"TEAM_AUTH": "me:pw"}).warnings
-    assert "token can be read by others (mode 644)" in note and "abc" not in note
+    assert "token can be read by others (mode 644; " in note and "abc" not in note
     (tmp_path / "token").chmod(0o600)
     assert resolve_credentials(refs, "https://cache.example/jax", env={"TEAM_AUTH": "me:pw"}).warnings == ()
 

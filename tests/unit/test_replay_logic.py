@@ -272,3 +272,66 @@ def test_snapshot_with_unconvertible_literals_reads_without_them(tmp_path):
         read_snapshot(path)
     assert "--inputs random" in caught.value.hint
     assert read_snapshot(path, literals=False).module.name == "m"
+
+
+def test_references_are_named_by_their_jax_version():
+    from xlatools.replay.plan import RunConfig, label_references
+    from xlatools.vocab import Platform
+
+    def run(label, python):
+        return RunConfig(label=label, role="reference", python=python, platform=Platform.CPU)
+
+    runs = [
+        run("test", "/a"),
+        run("reference-cpu", "/a"),
+        run("reference-python-1", "/old"),
+        run("reference-python-2", "/old-copy"),
+        run("reference-python-3", "/unprobed"),
+    ]
+    label_references(runs, {"/a": "0.10.2", "/old": "0.4.30", "/old-copy": "0.4.30"})
+    assert [r.label for r in runs] == [
+        "test",
+        "reference-cpu",
+        "reference-jax-0.4.30",
+        "reference-jax-0.4.30-2",
+        "reference-python-3",
+    ]
+
+
+def test_snapshots_are_ordered_by_execution_and_picked_by_index(tmp_path):
+    import os
+
+    from xlatools.replay.sources import by_execution, pick_execution
+
+    for n, name in enumerate(["m.snapshot.77.pb", "m.snapshot.12.pb", "m.snapshot.5.pb"]):
+        (tmp_path / name).write_bytes(b"")
+        os.utime(tmp_path / name, ns=(10**9 * n, 10**9 * n))
+    ordered = by_execution(tmp_path, ["m.snapshot.5.pb", "m.snapshot.12.pb", "m.snapshot.77.pb"])
+    assert ordered == ["m.snapshot.77.pb", "m.snapshot.12.pb", "m.snapshot.5.pb"]  # written first = run first
+    assert [pick_execution(ordered, n, "m") for n in (None, 0, 1, -1)] == [
+        ordered[0],
+        ordered[0],
+        ordered[1],
+        ordered[2],
+    ]
+    assert pick_execution([], None, "m") is None
+    with pytest.raises(UsageError, match="--snapshot 3: module 0001 m has snapshots of executions 0 to 2"):
+        pick_execution(ordered, 3, "0001 m")
+    with pytest.raises(UsageError, match="has no snapshot"):
+        pick_execution([], 0, "0001 m")
+
+
+def test_a_snapshot_is_told_from_a_module_proto_by_content_where_the_name_does_not_say(tmp_path):
+    pytest.importorskip("google.protobuf")
+    from xlatools.replay.hloproto import schema
+    from xlatools.replay.sources import file_kind
+
+    module = schema()["HloModuleProto"](name="m", computations=[b"opaque"])
+    snapshot = schema()["HloSnapshot"]()
+    snapshot.hlo.hlo_module = module.SerializeToString()
+    (tmp_path / "renamed.pb").write_bytes(snapshot.SerializeToString())
+    (tmp_path / "module.pb").write_bytes(module.SerializeToString())
+    (tmp_path / "zeros.pb").symlink_to("/dev/zero")  # never read: not a regular file
+    assert file_kind(tmp_path / "renamed.pb") == "snapshot"
+    assert file_kind(tmp_path / "module.pb") == "proto"
+    assert file_kind(tmp_path / "zeros.pb") == "proto"

@@ -60,7 +60,7 @@ def test_the_good_jaxlib_is_not_reported_as_still_broken():
     )
     assert (good.outcome, judged_against(good)) == ("ok", ["reference-python-1"])  # the snapshot does not judge
     assert any(n.startswith(LISTED_START) and "524032" not in n and "5.24e+05" in n for n in good.notes), good.notes
-    assert "snapshot: 16385/16385 differ (max abs 5.24e+05) (listed, not judged)" in table([good])
+    assert "snapshot: 16385/16385 differ (max abs error 5.24e+05) (listed, not judged)" in table([good])
     expected = [expected_of(bad)]
     assert expected[0].against == ["reference-python-1"] and describe(expected[0], NAMES).endswith("(jaxlib 0.6.1)")
     assert verdict(expected, [bad], names=NAMES, referenced=True).outcome == "reproduced"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from xlatools.errors import ProfileError, UsageError
-from xlatools.run.frontend_checks import installed_in
+from xlatools.run.frontend_checks import preset_frontends
 from xlatools.run.frontends import check_frontend, platform_env
 from xlatools.run.plan import Program, ProfileRun, RunRequest, plan_run
 from xlatools.run.presets.catalog import Catalog
@@ -83,13 +83,22 @@ def test_frontend_presets_and_their_key(catalog):
         Catalog.load({"mine": {"kind": "frontend", "frontend": "mxnet", "env": {"A": "1"}}})
 
 
-def test_installed_in():
+def test_described():
     tf = ProbedInterpreter(
         python="/py", frontend="tensorflow", frontend_version="2.21.0", versions={"tensorflow": "2.21.0"}
     )
     both = ProbedInterpreter(
         python="/py", jax="0.10.2", jaxlib="0.10.2", frontend_version="0.10.2", versions={"tensorflow": "2.21.0"}
     )
-    assert installed_in(tf, "tensorflow") and not installed_in(tf, "jax") and not installed_in(tf, "torch-xla")
-    assert installed_in(both, "jax") and installed_in(both, "tensorflow")
     assert tf.described == "tensorflow 2.21.0" and both.described == "jaxlib 0.10.2"
+
+
+def test_a_frontend_preset_asks_for_its_frontend():
+    catalog = Catalog.load()
+    assert preset_frontends(catalog, ["vlog1", "tf-clustering", "tf-auto-jit"]) == [
+        ("tf-clustering", "tensorflow"),
+        ("tf-auto-jit", "tensorflow"),
+    ]
+    assert preset_frontends(catalog, ["hlo", "ir"]) == []
+    with pytest.raises(UsageError, match=r"different frontends: tf-clustering \(tensorflow\), torch-xla"):
+        preset_frontends(catalog, ["tf-clustering", "torch-xla"])

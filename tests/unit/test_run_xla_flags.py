@@ -92,6 +92,10 @@ def test_a_lower_layer_never_replaces_a_higher_one_whatever_the_order():
 def test_env_flags_parsing():
     assert parse_env_flags(' --a=1  --b="x y" ') == ["--a=1", "--b=x y"]
     assert join_flags(["--a=1", "--b=x y"]) == '--a=1 --b="x y"'
+    # XLA reads a backslash inside double quotes as an escape: a quote or backslash in a value survives the trip
+    for value in ('/out "q" dir/xla_dump', '/o"q"d', "it's", "a\\.b c", '"start'):
+        joined = join_flags([f"--xla_dump_to={value}"])
+        assert joined.startswith('--xla_dump_to="') and parse_env_flags(joined) == [f"--xla_dump_to={value}"]
     with pytest.raises(UsageError, match="flag file"):
         parse_env_flags("/etc/xla_flags.txt")
 

@@ -67,3 +67,24 @@ def test_a_damaged_or_older_cache_is_ignored(tmp_path, monkeypatch):
     ):
         cache.path.write_text(damaged)
         assert TargetCache.load(sys.executable).targets == {}
+
+
+def test_one_interpreter_is_one_target_whatever_its_spelling(tmp_path, monkeypatch):
+    """`.venv/bin/python`, its `python3` (found on PATH) and the venv folder are one target: probed and cached once.
+    A link outside a venv is the file it leads to; a venv's link is kept (the base interpreter lacks its packages)."""
+
+    from xlatools.run.target import resolve_python
+
+    base = os.path.realpath(sys.executable)
+    bin_ = tmp_path / "venv" / "bin"
+    bin_.mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text(f"home = {os.path.dirname(base)}\n")
+    (bin_ / "python").symlink_to(base)
+    (bin_ / "python3").symlink_to("python")
+    (bin_ / "python3.11").symlink_to("python")
+    monkeypatch.setenv("PATH", f"{bin_}{os.pathsep}{os.environ['PATH']}")
+    spellings = [str(bin_ / "python3.11"), str(bin_ / "python3"), str(tmp_path / "venv"), "python3", "python3.11"]
+    assert {resolve_python(s) for s in spellings} == {str(bin_ / "python")}
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "py").symlink_to(base)
+    assert resolve_python(str(tmp_path / "elsewhere" / "py")) == base

@@ -144,6 +144,13 @@ def _run(argv: list[str]) -> None:
         raise subprocess.CalledProcessError(done.returncode, argv, done.stdout, done.stderr)
 
 
+NO_UV = (
+    "uv not found: pip makes each environment, about 1-1.5 min apiece (uv: a few seconds); `pip install uv` "
+    f"(here: `{sys.executable} -m pip install uv`), or uv on PATH, makes the next ones fast"
+)
+_SAID_NO_UV: list[bool] = []
+
+
 def _make(spec: EnvSpec, path: Path, log) -> str:
     uv = find_uv()
     run = _run
@@ -155,7 +162,10 @@ def _make(spec: EnvSpec, path: Path, log) -> str:
         return "uv"
     base = _base_python(spec.python_version)
     if log:
-        log(f"pip (uv not found): making {spec.name}: {' '.join(spec.requirements)}")
+        if not _SAID_NO_UV:  # once per command: it is the same advice for every environment
+            _SAID_NO_UV.append(True)
+            log(NO_UV)
+        log(f"pip: making {spec.name}: {' '.join(spec.requirements)}")
     run([base, "-m", "venv", str(path)])
     run([str(env_python(path)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *spec.requirements])
     return "pip"

@@ -139,8 +139,10 @@ def run_passes(
         start_program(state, oracle, test, python, good_python, progress)  # a noise-aware --metric: its anchors
         outcome = oracle.ask(BASELINE, "all passes enabled", "baseline")
         base = oracle.runs(BASELINE)[0]
-        check_baseline(outcome, base.reason)
         dump = Path(base.bundle or "") / "xla_dump"
+        if module and base.bundle and dump.is_dir() and outcome != StepOutcome.SKIP:
+            index_dump(dump).find(module)  # a module the run does not have: said first, whatever the verdict
+        check_baseline(outcome, base.reason)
         if not base.bundle or not dump.is_dir():
             raise UsageError(
                 f"the baseline's per-pass dump {dump} is gone: the candidates are read from it",

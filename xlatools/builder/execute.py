@@ -254,7 +254,7 @@ def execute(
     options = _Options(keep_container, rebuild_image, client, explain, credentials)
     session = None
     try:
-        with bundle_session(out_root, record, name=plan.profile) as session:
+        with bundle_session(out_root, record, name=plan.profile, reporter=reporter) as session:
             error = _build(session, plan, options, reporter)
     except XlaToolsError as exc:
         if session is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from xlatools.errors import EnvironmentMissing, UsageError
 
-COMMAND_TIMEOUT = 60.0
+COMMAND_TIMEOUT = 60.0  # of one Slurm command (XLATOOLS_SLURM_COMMAND_TIMEOUT_S overrides)
 # sbatch's refusals that are the user's input (partition, account, QOS, limits), not the cluster's state.
 _BAD_INPUT = (
     "invalid partition",
@@ -50,6 +50,29 @@ ENDED = {
     "SPECIAL_EXIT",
     "REVOKED",
 }
+# States of a job that has not ended (squeue's long names); any other state is one xlatools does not know.
+WAITING = {
+    "PENDING",
+    "CONFIGURING",
+    "RUNNING",
+    "COMPLETING",
+    "SUSPENDED",
+    "STOPPED",
+    "REQUEUED",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "RESIZING",
+    "SIGNALING",
+    "STAGE_OUT",
+    "RESV_DEL_HOLD",
+    "POWER_UP_NODE",
+    "UPDATE_DB",
+}
+# Seconds a job whose tasks have all ended may stay listed in a known state before the wait ends: a job Slurm
+# ends at its time limit stays COMPLETING for up to KillWait (30 s by default) and reads FAILED before TIMEOUT.
+LINGER = 60.0
+# Past --timeout, the time a task takes to stop its program (SIGTERM, 5 s, SIGKILL) and write its exit file.
+TIMEOUT_GRACE = 10.0
 KILLED_WHY = {
     "TIMEOUT": "Slurm's time limit",
     "NODE_FAIL": "node failure",
@@ -77,12 +100,33 @@ def require() -> None:
         )
 
 
-def _call(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> subprocess.CompletedProcess:
+def command_timeout() -> float:
+    """Seconds a Slurm command may take: COMMAND_TIMEOUT, or XLATOOLS_SLURM_COMMAND_TIMEOUT_S when it is a
+    number of seconds more than 0."""
+    import math
+    import os
+
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except FileNotFoundError:
-        require()
-        raise
+        value = float(os.environ.get("XLATOOLS_SLURM_COMMAND_TIMEOUT_S", ""))
+    except ValueError:
+        return COMMAND_TIMEOUT
+    return value if math.isfinite(value) and 0 < value <= COMMAND_TIMEOUT * 60 else COMMAND_TIMEOUT
+
+
+def _call(argv: list[str], timeout: float | None = None) -> subprocess.CompletedProcess:
+    """One Slurm command, its output as text (bytes that are not UTF-8 replaced: a site's wrapper may print
+    anything); past `timeout` it is stopped with everything it started (its own session), never only itself."""
+    from xlatools.proctree import run_captured
+
+    timeout = command_timeout() if timeout is None else min(timeout, command_timeout())
+    try:
+        return run_captured(argv, timeout=timeout, sweep=False)
+    except OSError as exc:  # not found, not executable, a folder, ...
+        if isinstance(exc, FileNotFoundError):
+            require()  # the usual message when one of the four is missing
+        raise EnvironmentMissing(
+            f"cannot run `{argv[0]}`: {exc.strerror or exc}", hint="check the Slurm client on PATH"
+        ) from None
     except subprocess.TimeoutExpired:
         raise EnvironmentMissing(
             f"`{' '.join(argv[:2])}` did not answer in {timeout:.0f} s: the Slurm controller is not responding",
@@ -115,7 +159,11 @@ def submit(script_path: str) -> str:
         raise refusal(done.stderr, "sbatch")
     job_id = done.stdout.strip().split(";")[0]
     if not job_id.isdigit():
-        raise EnvironmentMissing(f"sbatch answered {done.stdout.strip()!r}, not a job id")
+        said = done.stdout.strip()
+        raise EnvironmentMissing(
+            f"sbatch answered {said[:200]!r}{' ...' if len(said) > 200 else ''}, not a job id",
+            hint="check that `sbatch --parsable` on PATH is Slurm's (a wrapper may print more than the job id)",
+        )
     with _LOCK:
         _ACTIVE.add(job_id)
     return job_id
@@ -175,23 +223,73 @@ def job_info(job_id: str) -> JobInfo:
     return parse_show_job(done.stdout, job_id)
 
 
-def wait(job_id: str, finished: Callable[[], bool], poll: float = 1.0) -> JobInfo:
+@dataclass(frozen=True)
+class Waited:
+    """How a wait for a job ended: its final state (`info`); `listed_as`: the state Slurm still listed it in
+    when xlatools stopped waiting (its tasks had all ended, or the deadline passed); `deadline_passed`."""
+
+    info: JobInfo
+    listed_as: str | None = None
+    deadline_passed: bool = False
+    timeout: float | None = None  # the run's --timeout, when it ended the wait
+
+    def note(self) -> str | None:
+        """What the manifest says of a job that was still listed when the wait ended."""
+        if self.deadline_passed:
+            return (
+                f"--timeout {self.timeout:g} s ran out while Slurm listed job {self.info.job_id} as "
+                f"{self.listed_as or 'gone'}: xlatools cancelled it"
+            )
+        if self.listed_as is None:
+            return None
+        if self.listed_as not in WAITING:
+            return (
+                f"every task had ended; Slurm listed job {self.info.job_id} as {self.listed_as!r}, a state "
+                "xlatools does not know: not waited for"
+            )
+        return (
+            f"every task had ended but Slurm still listed job {self.info.job_id} as {self.listed_as} "
+            f"after {LINGER:.0f} s: xlatools stopped waiting for it"
+        )
+
+
+def wait(job_id: str, finished: Callable[[], bool], poll: float = 1.0, deadline: float | None = None) -> Waited:
     """Until the job has left the queue: `finished()` (its tasks' exit files all written) is checked every
-    50 ms, squeue every `poll` seconds and every 100 ms once the tasks are done; then its final state."""
-    next_query = 0.0
+    50 ms, squeue every `poll` seconds, and more often once the tasks are done. Once they are, the job has
+    LINGER seconds to leave the queue (none when it is listed in a state xlatools does not know); `deadline`
+    (time.monotonic()) ends the wait whatever the job's state (the caller cancels it). Then its final state."""
+    next_query, done_at, state = 0.0, None, None
     while True:
-        done = finished()
         now = time.monotonic()
-        if done or now >= next_query:
+        if done_at is None and finished():
+            done_at = next_query = now
+        if now >= next_query:
             state = queue_state(job_id)
             if state is None or state in ENDED:
+                state = None
                 break
-            next_query = now + (0.1 if done else poll)
+            next_query = now + (poll if done_at is None else (0.1 if now - done_at < 2 else 0.5))
+        if done_at is not None and (state not in WAITING or now - done_at >= LINGER):
+            break  # the tasks have ended: a state xlatools does not know is not waited for at all
+        if deadline is not None and now >= deadline:
+            return Waited(JobInfo(job_id, state, None, None, [], None), state, deadline_passed=True)
         time.sleep(0.05)
     info = job_info(job_id)
     with _LOCK:
         _ACTIVE.discard(job_id)
-    return info
+    return Waited(info, state)
+
+
+def wait_bounded(job_id: str, finished: Callable[[], bool], timeout: float | None, since: float) -> Waited:
+    """wait() under a run's --timeout: each task stops its program at the timeout itself; TIMEOUT_GRACE past it
+    (from `since`, time.monotonic() at submission) the job is cancelled wherever it is (queued, stuck, listed in
+    any state)."""
+    deadline = since + timeout + TIMEOUT_GRACE if timeout else None
+    waited = wait(job_id, finished, deadline=deadline)
+    if not waited.deadline_passed:
+        return waited
+    cancel([job_id])
+    return Waited(wait_gone(job_id, limit=5), waited.listed_as, True, timeout)
 
 
 def wait_gone(job_id: str, limit: float = 30.0) -> JobInfo:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from xlatools.profiles.model import Cluster
 
 EXECUTORS = ("local", "slurm")
+TIME_OPTION = "--time-limit"  # the command line's name of sbatch's --time
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def settle(choice: ExecutorChoice, profile_executor: str, profile_spec: ClusterS
     if executor == "local":
         given = [
             n
-            for n, v in (("--partition", choice.partition), ("--account", choice.account), ("--time", choice.time))
+            for n, v in (("--partition", choice.partition), ("--account", choice.account), (TIME_OPTION, choice.time))
             if v is not None
         ] + (["--sbatch-option"] if choice.sbatch_options else [])
         if given:
@@ -98,7 +99,8 @@ def settle(choice: ExecutorChoice, profile_executor: str, profile_spec: ClusterS
     }
     for name, value in overrides.items():
         if not value or any(c.isspace() for c in value) or not value.isprintable():
-            raise UsageError(f"--{name} {value!r}: one Slurm name or time, without spaces")
+            option = TIME_OPTION if name == "time" else f"--{name}"  # the command line's names, not sbatch's
+            raise UsageError(f"{option} {value!r}: one Slurm name or time, without spaces")
     spec = replace(
         profile_spec,
         **overrides,  # type: ignore[arg-type]  # each a str field of ClusterSpec

@@ -27,7 +27,12 @@ def timeline(
     last: str = typer.Option(..., "--to", help="The last jax release to measure."),
     python_version: str = typer.Option("3.11", "--python-version", help="Python of the release environments."),
     jobs: int = typer.Option(
-        1, "--jobs", "-j", min=1, help="Measure K releases at once (disturbs timings on one machine; fine on Slurm)."
+        1,
+        "--jobs",
+        "-j",
+        min=1,
+        max=64,
+        help="Measure K releases at once (disturbs timings on one machine; fine on Slurm).",
     ),
     profile: Optional[str] = CLUSTER_PROFILE,
     with_: List[str] = WITH,

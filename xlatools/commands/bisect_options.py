@@ -71,7 +71,7 @@ OUT = typer.Option(
     Path("artifacts/bisect"), "--out", help="Root of bisect folders (one per bisection, found again on re-run)."
 )
 CONFIRM = typer.Option(
-    0, "--confirm", min=0, help="Re-run the two boundary steps N more times; disagreement is reported."
+    0, "--confirm", min=0, max=100, help="Re-run the two boundary steps N more times; disagreement is reported."
 )
 FRESH = typer.Option(False, "--fresh", help="Start over: move the recorded bisection aside (kept as <folder>.<time>).")
 

@@ -27,7 +27,7 @@ def build(
         False, "--rebuild-image", help="Build the image again, without the layer cache, even if its content tag exists."
     ),
     jobs: Optional[int] = typer.Option(
-        None, "--jobs", "-j", min=1, help="bazel --jobs (overrides the profile's bazel.jobs)."
+        None, "--jobs", "-j", min=1, max=100_000, help="bazel --jobs (overrides the profile's bazel.jobs)."
     ),
     quiet: QuietOption = None,
 ) -> None:

@@ -60,6 +60,9 @@ def fail(args: list[str], kind: str, exit_code: int, message: str, exc: XlaTools
     return exit_code
 
 
+MESSAGE_HEAD = 2000  # characters of an internal error's message shown on stderr (the crash log keeps it whole)
+
+
 def crashed(args: list[str], exc: Exception, debug: bool) -> int:
     """An exception no error class names: a bug in xlatools. Exit EXIT_INTERNAL, a crash log
     (versions, command, traceback) whose path is printed, the JSON twin, the traceback under --debug."""
@@ -73,7 +76,10 @@ def crashed(args: list[str], exc: Exception, debug: bool) -> int:
     where = (
         f"the crash log is {crash.log}" if crash.log else "no crash log could be written; here it is:\n" + crash.text
     )
-    message = f"internal error (a bug in xlatools, not in your program): {crash.kind}: {crash.message}"
+    said = crash.message
+    if len(said) > MESSAGE_HEAD and crash.log:  # the whole message is in the crash log
+        said = f"{said[:MESSAGE_HEAD].rstrip()} ... ({len(said):,} characters in all: see the crash log)"
+    message = f"internal error (a bug in xlatools, not in your program): {crash.kind}: {said}"
     try:
         sys.stderr.write(
             f"error: {message}\n  {where}\n  please report it to the xlatools maintainers with that log"

@@ -21,6 +21,11 @@ def inspect(
         "--module",
         help="One module, by id (10 or 0010) or name (jit_f; a name several modules share needs the id): its pass sequence.",
     ),
+    include_all: bool = typer.Option(
+        False,
+        "--all",
+        help="Also list jax's helper modules (jit_iota, jit_convert_element_type, ...), as replay --all.",
+    ),
     old_m: OldModuleFlag = None,
     as_json: JsonOption = False,
     process: ProcessOption = None,
@@ -48,25 +53,32 @@ def inspect(
     root = choice.root
     index = index_dump(root)
     if module is None:
-        _show_listing(run, choice, index, path, as_json)
+        _show_listing(run, choice, index, path, as_json, include_all)
     else:
         _show_module(run, root, index, module, as_json)
 
 
-def _show_listing(run, choice, index, path: Path, as_json: bool) -> None:
-    """The run and every module of its dump (one process's, for a multi-process run)."""
+def _show_listing(run, choice, index, path: Path, as_json: bool, include_all: bool) -> None:
+    """The run and every module of its dump (one process's, for a multi-process run); jax's helper modules only
+    with --all (replay's rule: replay/helper_modules.is_helper)."""
     from xlatools import console
     from xlatools.records import to_json
     from xlatools.run.dumps import modules_table
+    from xlatools.replay.helper_modules import is_helper
 
     root = choice.root
     group, lines = _processes(choice)
+    helpers = [] if include_all else [m for m in index.sorted_modules() if is_helper(m.name)]
+    left_out = [f"{m.id:04d} {m.name}" for m in helpers]
+    listing = to_json(index.listing())
+    listing["modules"] = [m for m in listing["modules"] if m["id"] not in {h.id for h in helpers}]
     if as_json:
-        typer.echo(json.dumps({"run": to_json(run) if run else None, **group, **to_json(index.listing())}, indent=2))
+        data = {"run": to_json(run) if run else None, **group, **listing, "helpers_left_out": left_out}
+        typer.echo(json.dumps(data, indent=2))
         return
     if run is not None:
         typer.echo("\n".join(run.lines() + lines) + "\n")
-        _show_metrics(run)
+        _show_metrics(run, include_all)
     else:
         console.info("no manifest.json: a plain XLA dump folder, so no record of the run")
     if choice.note:
@@ -78,20 +90,27 @@ def _show_listing(run, choice, index, path: Path, as_json: bool) -> None:
         f"{totals['bytes']} bytes ({index.layout})"
     )
     if index.modules:
-        typer.echo(modules_table(index))
+        typer.echo(modules_table(index, leave_out={m.id for m in helpers}))
+    if left_out:
+        console.info(f"left out as jax helper modules: {', '.join(left_out)} (list them with --all)")
     console.err().print(f"HTML report: xlatools report {console.escape(str(path))} -o report.html")
 
 
-def _show_metrics(run) -> None:
-    """The run's metrics (docs/metrics.md): how they were measured, each process, each compiled module."""
+def _show_metrics(run, include_all: bool = True) -> None:
+    """The run's metrics (docs/metrics.md): how they were measured, each process, each compiled module (jax's
+    helper modules only with --all, as in the dump's table)."""
+    from dataclasses import replace
+
     from xlatools import console
+    from xlatools.replay.helper_modules import is_helper
     from xlatools.run.metrics_view import module_rows, process_lines
 
     if run.metrics is None:
         return
     typer.echo("\n".join(process_lines(run.metrics)))
-    if run.metrics.modules:
-        typer.echo(console.columns(module_rows(run.metrics)) + "\n")
+    shown = [m for m in run.metrics.modules if include_all or not is_helper(m.name)]
+    if shown:
+        typer.echo(console.columns(module_rows(replace(run.metrics, modules=shown))) + "\n")
 
 
 def _show_module(run, root: Path, index, module: str, as_json: bool) -> None:

@@ -58,9 +58,14 @@ def invocation() -> Invocation:
     return obj if isinstance(obj, Invocation) else Invocation()
 
 
+MAX_SECONDS = 365 * 24 * 3600  # a year: any wait the tools take a limit for is bounded by it
+
+
 def _seconds(value: Optional[float]) -> Optional[float]:
-    if value is not None and (math.isnan(value) or math.isinf(value) or value <= 0):
-        raise typer.BadParameter(f"{value:g}: expected a number of seconds more than 0 (e.g. 600)")
+    if value is not None and (math.isnan(value) or math.isinf(value) or value <= 0 or value > MAX_SECONDS):
+        raise typer.BadParameter(
+            f"{value:g}: expected a number of seconds more than 0 and at most {MAX_SECONDS} (a year), e.g. 600"
+        )
     return value
 
 

@@ -109,14 +109,17 @@ def _print_explain(name: str, chain, rows) -> None:
 
 
 def _preset_problems(resolved) -> list[str]:
-    """run.define_presets checked as `run --preset` will read them (kinds, keys, flag values, levels)."""
+    """run.define_presets checked as `run --preset` will read them (kinds, keys, flag values, levels), and the
+    presets run.presets and run.dump_preset name (they exist, and the dump preset is one)."""
     from xlatools.errors import ProfileError
+    from xlatools.profiles.explain import explain_rows
     from xlatools.run.presets.catalog import Catalog
 
-    if not resolved.profile.run.define_presets:
-        return []
+    run = resolved.profile.run
     try:
-        Catalog.load(dict(resolved.profile.run.define_presets), f"{resolved.path} [run.define_presets]")
+        catalog = Catalog.load(dict(run.define_presets), f"{resolved.path} [run.define_presets]")
+        where = {key: origin for key, _, origin in explain_rows(resolved)}
+        catalog.check_profile(list(run.presets), run.dump_preset, where)
     except ProfileError as exc:
         return [p.render() for p in exc.problems] or [exc.message]
     return []

@@ -73,7 +73,7 @@ def reduce(
         None, "--max-time", help="Stop reducing after this many seconds (the best so far is the result)."
     ),
     rechecks: int = typer.Option(
-        3, "--rechecks", min=1, help="Re-run the oracle on the result this many times (flaky: exit 1)."
+        3, "--rechecks", min=1, max=100, help="Re-run the oracle on the result this many times (flaky: exit 1)."
     ),
     strategy: StrategyOption = ReduceStrategy.FULL,
     fresh: bool = typer.Option(False, "--fresh", help="Forget the saved state of this reduction and start over."),
@@ -91,6 +91,7 @@ def reduce(
     Exit: 0 reduced, 1 the result is flaky, 2 bad input (also: the input is not interesting),
     3 environment missing, 130 interrupted (run the same command again to continue)."""
     import json
+    import os
 
     from xlatools.console import Reporter
     from xlatools.records import to_json
@@ -122,10 +123,14 @@ def reduce(
         name=name,
         precision=precision,
     )
-    prepared = prepare(request)
-    if dry_run:
-        typer.echo(json.dumps(to_json(prepared.plan.record()), indent=2) if as_json else _plan_text(prepared.plan))
+    if dry_run:  # a pack is unpacked where nothing stays
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="xlatools-reduce-") as scratch:
+            plan = prepare(request, Path(scratch)).plan
+            typer.echo(json.dumps(to_json(plan.record()), indent=2) if as_json else _plan_text(plan))
         return
+    prepared = prepare(request, Path(os.path.abspath(out)) / ".reduce-state")
     from xlatools.reduce.output import execute_reduce
 
     reporter = Reporter(quiet=bool(quiet))
@@ -159,12 +164,26 @@ def _print_result(done, as_json: bool, reporter) -> None:
             f"{result.oracle_calls} oracle calls, {result.seconds:.1f} s"
             + (f" (stopped: {result.stopped})" if result.stopped else "")
         )
+        _print_end(result.ended, reporter)
         reporter.result(
             f"result: {result.verdict}" + ("  FLAKY: not interesting on every re-check" if result.flaky else "")
         )
         reporter.result(f"inputs: {_inputs(record)}")
         crash = ", native-backtrace.txt" if record.native_backtrace else ""
         reporter.result(f"bundle: {record.bundle}  (ISSUE.md, reduced.hlo.txt, inputs.npz, repro.tar.gz{crash})")
+
+
+def _print_end(ended, reporter) -> None:
+    """Why the reduction stopped where it did, and what would take it further."""
+    if ended is None:
+        return
+    reporter.result(f"stopped: {ended.reason}")
+    for line in ended.strategies:
+        reporter.result(f"  {line}")
+    for line in ended.not_judged:
+        reporter.result(f"  not judged: {line}")
+    for line in ended.further:
+        reporter.result(f"  further: {line}")
 
 
 def culprit_of(folder: Path) -> str:

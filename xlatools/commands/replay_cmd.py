@@ -47,6 +47,12 @@ def replay(
         False, "--all", help="Also replay jax's helper modules (jit_iota, jit_convert_element_type, ...)."
     ),
     source_from: SourceFormOption = SourceForm.AUTO,
+    snapshot: Optional[int] = typer.Option(
+        None,
+        "--snapshot",
+        help="Which execution's snapshot gives the arguments and result: 0 the first (default), 1 the second, "
+        "-1 the last.",
+    ),
     python: PythonOption = None,
     inputs: InputsOption = None,
     seed: SeedOption = 0,
@@ -58,7 +64,7 @@ def replay(
     atol: AtolOption = 1e-3,
     rtol: RtolOption = 1e-3,
     iterations: int = typer.Option(
-        1, "--iterations", "-n", help="Run the compiled module N times (timings: min/median)."
+        1, "--iterations", "-n", max=10_000_000, help="Run the compiled module N times (timings: min/median)."
     ),
     xla_flag: XlaFlagOption = [],
     disable_pass: DisablePassOption = [],
@@ -124,6 +130,7 @@ def replay(
         timeout=timeout,
         name=name,
         process=process,
+        snapshot=snapshot,
         deterministic=False if nondeterministic else None,
         precision=precision,
     )
@@ -181,8 +188,9 @@ def _plan_text(plan) -> str:
 
 
 def _print_result(record, table: str, print_literals: bool, reporter) -> None:
+    """The table (and --print-literals' values) on stdout, the replay's data; notes and the outcome on stderr."""
     reporter.info("")
-    reporter.info(table)
+    typer.echo(table)
     for note in record.plan.notes if record.plan else []:  # helpers left out, modules skipped, nothing compared, ...
         reporter.info(f"note: {note}")
     for module in record.modules:
@@ -199,6 +207,6 @@ def _print_result(record, table: str, print_literals: bool, reporter) -> None:
                     reporter.info(f"  | {line}")
             literals = Path(run.dir, "literals.txt") if run.dir else None
             if print_literals and literals and literals.is_file():
-                reporter.info(f"\n{module.name} ({run.label}) literals:\n" + literals.read_text())
+                typer.echo(f"\n{module.name} ({run.label}) literals:\n" + literals.read_text())
     reporter.result(f"\n{record.status} (exit {record.exit_code})  bundle: {record.bundle}")
     reporter.info(f"HTML report: xlatools report {record.bundle} -o report.html")

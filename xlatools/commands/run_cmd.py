@@ -91,6 +91,9 @@ def run(
         from xlatools.cluster.slurm import require
 
         require()  # no Slurm here: exit 3 before anything is probed
+    from xlatools.run.multiprocess import check_counts, process_limit
+
+    check_counts(processes, devices_per_process, process_limit(local=cluster is None))  # before any launch
     reporter = Reporter(quiet=bool(quiet))
     cwd = Path.cwd()
     request = program_options.run_request(
@@ -131,6 +134,12 @@ def _print_dry_run(prepared, cluster, as_json: bool) -> None:
     from xlatools.records import to_json
     from xlatools.redact import redact
 
+    if cluster is not None and prepared.plan.processes:  # as the job runs it: jax's coordinator comes from Slurm
+        from dataclasses import replace
+
+        from xlatools.run.slurm_launch import slurm_coordinator
+
+        prepared = replace(prepared, plan=slurm_coordinator(prepared.plan, cluster)[0])
     if as_json:
         plan = redact(prepared.plan.to_json())
         checks = prepared.flag_checks
@@ -227,9 +236,10 @@ def _print_outcome(record, table: str, quiet: bool, reporter) -> None:
     for process in record.processes or []:
         first = "  (failed first)" if process.first_failure else ""
         reporter.result(f"process {process.id}: {process.status} ({process.outcome}, {process.duration_s} s){first}")
+    slurm = [record.slurm.killed_by_slurm, *record.slurm.notes] if record.slurm else []
     for note in record.notes:
-        # the ones that explain an outcome
-        if note.startswith(("vmodule pattern", "native backtrace", "the program died in")):
+        # the ones that explain an outcome (a Slurm job's: its state and reason when Slurm ended it)
+        if note.startswith(("vmodule pattern", "native backtrace", "the program died in")) or note in slurm:
             reporter.result(f"note: {note}")
     for warning in record.warnings or []:
         reporter.warn(warning)

@@ -39,7 +39,9 @@ def run_debug(request: DebugRequest, bind: Bind, reporter: Reporter) -> DebugOut
     from xlatools.bundle import bundle_session
     from xlatools.debug.session import execute_session, plan_session
 
-    with bundle_session(request.out, DebugManifest(), name=request.name, write_running=False) as session:
+    with bundle_session(
+        request.out, DebugManifest(), name=request.name, write_running=False, reporter=reporter
+    ) as session:
         program, record = bind(session.path)
         options = request.options
         record.gdb = GdbInfo(path=options.gdb, version=request.gdb_version)

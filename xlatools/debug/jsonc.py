@@ -117,8 +117,8 @@ def _indented(config: dict, indent: str) -> str:  # one launch.json entry, as VS
 
 
 def merge_configurations(text: str | None, configurations: list[dict], label: str) -> str:
-    """`text` (a launch.json, or None) with `configurations` in it: same-named ones replaced in place,
-    new ones appended to the list; everything else kept as written."""
+    """`text` (a launch.json, or None) with `configurations` in it: same-named ones replaced in place (a name
+    listed more than once keeps its first place only), new ones appended; everything else kept as written."""
     if text is None or not text.strip():
         return json.dumps({"version": "0.2.0", "configurations": configurations}, indent=4) + "\n"
     data = loads(text, label)
@@ -138,12 +138,16 @@ def merge_configurations(text: str | None, configurations: list[dict], label: st
         return text[:at] + comma + '\n    "configurations": [\n        ' + items + "\n    ]" + text[at:]
     by_name = {c["name"]: c for c in configurations}
     edits, placed = [], set()  # (start, end exclusive, replacement)
+    previous_end = None
     for start, end in layout.elements:
         name = loads(text[start : end + 1], label).get("name")
-        if name in by_name:
+        if name in placed and previous_end is not None:  # a second one of our names: removed with its comma
+            edits.append((previous_end + 1, end + 1, ""))
+        elif name in by_name:
             line_start = text.rfind("\n", 0, start) + 1
             edits.append((start, end + 1, _indented(by_name[name], text[line_start:start])))
             placed.add(name)
+        previous_end = end
     new = [c for c in configurations if c["name"] not in placed]
     if new:
         last = code[: layout.array_close].rstrip()

@@ -154,7 +154,7 @@ def execute_session(plan: SessionPlan, bundle: Path) -> SessionResult:
 
 def _run_gdb(plan: SessionPlan, bundle: Path) -> Status | str:
     """How gdb ended: Status.OK (it finished the script), TIMEOUT, INTERRUPTED, or `gdb exit N`."""
-    from xlatools.proctree import end_tree
+    from xlatools.proctree import end_tree, held_interrupts
 
     if plan.interactive:
         # gdb owns the terminal: Ctrl-C is gdb's (it stops the program), not ours.
@@ -166,25 +166,30 @@ def _run_gdb(plan: SessionPlan, bundle: Path) -> Status | str:
             signal.signal(signal.SIGINT, previous)
         return Status.OK
     with open(bundle / "gdb.log", "wb") as log:
-        proc = subprocess.Popen(
-            plan.gdb_argv,
-            env=plan.gdb_env,
-            cwd=plan.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc: subprocess.Popen | None = None
         try:
+            with held_interrupts():  # started and kept as one step: an interrupt stops it below
+                proc = subprocess.Popen(
+                    plan.gdb_argv,
+                    env=plan.gdb_env,
+                    cwd=plan.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
             proc.wait(timeout=plan.timeout)  # SIGTERM arrives as Ctrl-C (the bundle's lifecycle)
         except subprocess.TimeoutExpired:
+            assert proc is not None  # only its wait times out
             end_tree(proc)
             return Status.TIMEOUT
         except KeyboardInterrupt:
-            end_tree(proc)
+            if proc is not None:
+                end_tree(proc)
             return Status.INTERRUPTED
         except BaseException:
-            end_tree(proc)
+            if proc is not None:
+                end_tree(proc)
             raise
     return Status.OK if proc.returncode == 0 else f"gdb exit {proc.returncode}"
 

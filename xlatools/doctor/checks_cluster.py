@@ -64,13 +64,15 @@ def _one_second_job(spec: ClusterSpec) -> Check:
         "-c",
         "date +%s.%N; sleep 1",
     ]
+    from xlatools.proctree import run_captured
+
     t0 = time.time()
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=QUEUE_LIMIT_S + 60, stdin=subprocess.DEVNULL
-        )
+    try:  # srun and what it started are stopped together on the timeout; bytes that are not UTF-8 replaced
+        done = run_captured(argv, timeout=QUEUE_LIMIT_S + 60, sweep=False)
     except subprocess.TimeoutExpired:
         return warn("slurm 1-second job", f"no answer in {QUEUE_LIMIT_S + 60} s", "check `squeue -u $USER`")
+    except OSError as exc:
+        return fail("slurm 1-second job", f"cannot run srun: {exc.strerror or exc}", "check the Slurm client on PATH")
     total = time.time() - t0
     try:
         queued = float(done.stdout.split()[0]) - t0

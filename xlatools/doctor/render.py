@@ -13,9 +13,13 @@ def report_lines(report: Report) -> list[str]:
     width = max((len(c.name) for c in report.checks), default=0)
     lines = []
     for check in report.checks:
-        lines.append(f"{MARK[check.status]}  {check.name.ljust(width)}  {check.evidence}")
+        # evidence quoted from a tool (sinfo's, sbatch's messages) may hold several lines: each under the first
+        under = " " * (len(MARK[check.status]) + width + 4)
+        first, *more = check.evidence.strip("\n").splitlines() or [""]
+        lines.append(f"{MARK[check.status]}  {check.name.ljust(width)}  {first}")
+        lines += [f"{under}{line.strip()}" for line in more if line.strip()]
         if check.fix and check.status in (CheckStatus.WARN, CheckStatus.FAIL):
-            lines.append(f"      {' ' * width}  fix: {check.fix}")
+            lines.append(f"{under}fix: {' '.join(check.fix.split())}")
     counts = report.counts()
     summary = ", ".join(f"{counts[s]} {s}" for s in CheckStatus if counts[s])
     verdict = (

@@ -21,3 +21,4 @@ class SlurmJobRecord:
     killed_by_slurm: str | None = (
         None  # the job ended without its program finishing: why (time limit, node failure, ...)
     )
+    notes: list[str] = field(default_factory=list)  # how the wait for the job ended, when not as usual

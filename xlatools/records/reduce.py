@@ -153,6 +153,16 @@ class RanWith:
 
 
 @dataclass(kw_only=True)
+class ReduceEnd:
+    """Why a reduction ended where it did, and what would take it further (reduce/ending.py)."""
+
+    reason: str  # the budget ran out, or a whole round of the strategies found nothing smaller
+    strategies: list[str] = field(default_factory=list)  # each strategy of the last round: what it tried
+    not_judged: list[str] = field(default_factory=list)  # what the oracle (or the target) could not judge
+    further: list[str] = field(default_factory=list)  # what would take it further
+
+
+@dataclass(kw_only=True)
 class ReduceResult:
     """The counts and paths a reduction ends with (the manifest's `result`, summary.json and --json)."""
 
@@ -165,6 +175,7 @@ class ReduceResult:
     unparsable: int = 0
     seconds: float = 0.0
     stopped: str | None = None  # "max-time" when the budget ran out
+    ended: ReduceEnd | None = field(default=None, metadata=OMIT_NONE)  # why it stopped there
     flaky: bool = False
     rechecks: list[Verdict] = field(default_factory=list)
     verdict: str = ""  # the last re-check's reason

@@ -60,6 +60,8 @@ class ReplayRequest:
     modules: list[str] = field(default_factory=list)
     include_all: bool = False
     process: int | None = None  # of a multi-process run's bundle: whose dump (None: process 0)
+    # --snapshot: whose execution's snapshot (0 the first, -1 the last); None: the first
+    snapshot: int | None = field(default=None, metadata=OMIT_NONE)
     source_from: SourceForm = SourceForm.AUTO
     inputs: str | None = None  # random, zeros, ones or an .npz; None: the snapshot's arguments, else random
     seed: int = 0
@@ -98,7 +100,7 @@ class PlannedModule:
 class PlannedRun:
     """One target process per module: the test, or a reference it is compared with."""
 
-    label: str  # test, reference-cpu, reference-python-N
+    label: str  # test, reference-cpu, reference-jax-<its version> (reference-python-N before it was probed)
     role: Literal["test", "reference"]
     python: str
     platform: Platform

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,10 @@ class Values:
         return value.path, value.index
 
 
+class OutOfTime(Exception):
+    """--max-time ran out during the search: the batch being judged is dropped (none of its verdicts is kept)."""
+
+
 def candidate_key(cand: Candidate) -> str:
     from xlatools.run.hlo_canon import fingerprint
 
@@ -67,13 +72,27 @@ class Evaluator:
         )
         self.caller_env = caller_env
         self.values = Values()
+        self.deadline: float | None = None  # time.monotonic() at which the search stops (--max-time); None: none
         self.cache: dict[str, Verdict] = {}
         self.counters = Counters()
+        self.skipped: list[str] = []  # why the oracle could not judge a candidate, one line each (this invocation)
         self._next = 0
         self._lock = threading.Lock()
         self._slots: Queue[int] = Queue()
         for slot in range(slots):
             self._slots.put(slot)
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def timeout(self) -> float | None:
+        """One replay's or script's limit: --timeout, and during the search what is left of --max-time (a call
+        the deadline cuts is stopped; evaluate() then drops its batch)."""
+        limit = self.plan.request.timeout
+        if self.deadline is None:
+            return limit
+        left = max(0.01, self.deadline - time.monotonic())
+        return left if limit is None else min(limit, left)
 
     def close(self) -> None:
         stop_all(self.tests + self.references)
@@ -90,7 +109,10 @@ class Evaluator:
         return path
 
     def evaluate(self, cands: list[Candidate]) -> list[Verdict]:
-        """Verdicts in the order of `cands` (cached ones without running anything)."""
+        """Verdicts in the order of `cands` (cached ones without running anything). Past the deadline: OutOfTime,
+        and nothing of this batch is cached (a verdict cut short by the deadline is no verdict)."""
+        if self.out_of_time():
+            raise OutOfTime
         self.counters.candidates += len(cands)
         verdicts: list[Verdict | None] = [None] * len(cands)
         keys = [candidate_key(c) for c in cands]
@@ -105,8 +127,12 @@ class Evaluator:
         if runnable:
             self.counters.oracle_calls += len(runnable)
             results = self._in_slots(lambda item: self._on_slot(cands[item[0]], item[1]), runnable)
+            if self.out_of_time():
+                raise OutOfTime
             for (index, path), verdict in zip(runnable, results):
                 verdicts[index] = verdict
+                if verdict.interest == Interest.SKIP:
+                    self.skipped.append(verdict.reason[:300])
                 if not verdict.interesting:
                     shutil.rmtree(path.parent, ignore_errors=True)
         out = []
@@ -120,14 +146,15 @@ class Evaluator:
         """`work` over `items`, --jobs at a time. Ctrl-C and SIGTERM reach the main thread only, while the slots'
         scripts and workers run in sessions of their own: they are stopped here, or the pool would wait for them."""
         from xlatools.replay.workers import stop_all
-        from xlatools.run.process import interrupt_running
+        from xlatools.run.process import stopping_runs
 
         pool = ThreadPoolExecutor(max_workers=self.plan.request.jobs)
         try:
             return list(pool.map(work, items))
         except BaseException:
-            interrupt_running()
-            stop_all(self.tests + self.references, retire=True)
+            with stopping_runs():  # a slot that starts its script now is stopped too
+                stop_all(self.tests + self.references, retire=True)
+                pool.shutdown(wait=True, cancel_futures=True)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -158,14 +185,26 @@ class Evaluator:
             self._slots.put(slot)
 
     def compose_inputs(self, worker: Worker, cand: Candidate, out: Path) -> Path:
-        return worker.compose([self.values.source(s) for s in cand.input_sources()], out)
+        """The candidate's arguments, picked from the original ones and the recorded values (the state's files)."""
+        from xlatools.replay.workers import WorkerRefused
+
+        try:
+            return worker.compose([self.values.source(s) for s in cand.input_sources()], out)
+        except (WorkerRefused, KeyError, ValueError, IndexError) as exc:  # a state that names what is not there
+            from xlatools.errors import UsageError
+
+            state = self.work.parent / "state.json"
+            raise UsageError(
+                f"{state}: the reduce state names arguments or values that cannot be read ({exc})",
+                hint=f"remove {state.parent} (or run with --fresh) to start this reduction over",
+            ) from None
 
     def run_oracle(self, slot: int, cand: Candidate, path: Path, literals: bool = False) -> Verdict:
         from xlatools.replay.jobs import Materials, job_spec
         from xlatools.replay.plan import ReplayRequest
         from xlatools.replay.precision import mode_of
 
-        folder, spec, timeout = path.parent, self.plan.oracle, self.plan.request.timeout
+        folder, spec, timeout = path.parent, self.plan.oracle, self.timeout()
         test_worker = self.tests[slot]
         inputs = self.compose_inputs(test_worker, cand, folder / "inputs.npz")
         if spec.kind == OracleKind.SCRIPT:
@@ -227,7 +266,7 @@ class Evaluator:
             None,
             [{"label": "reference", "path": str(outputs)}],
         )
-        again = self.tests[slot].replay(job, folder / "test-highest", self.plan.request.timeout)
+        again = self.tests[slot].replay(job, folder / "test-highest", self.timeout())
         outcome, why = classify(reference.comparisons, again)
         if outcome == ReplayOutcome.PRECISION:
             return Verdict(

@@ -10,6 +10,7 @@ re-check the result several times (flaky: exit 1) and hand back the Outcome it w
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import time
@@ -17,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from xlatools.errors import EnvironmentMissing, UsageError
-from xlatools.records.reduce import Counters, RanWith, ReduceRequest, Round, Verdict
+from xlatools.errors import EnvironmentMissing, UsageError, XlaToolsError
+from xlatools.records.reduce import Counters, RanWith, ReduceEnd, ReduceRequest, Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
 from xlatools.reduce.evaluate import Evaluator
@@ -50,6 +51,7 @@ class Outcome:
     counters: Counters
     seconds: float
     stopped: str | None  # "max-time" when the budget ran out
+    ended: ReduceEnd  # why it stopped there, and what would take it further
     test: RanWith
     reference: RanWith | None
     state_folder: Path
@@ -59,14 +61,26 @@ class Outcome:
         return any(v.interesting is not True for v in self.rechecks)
 
 
-def prepare(request: ReduceRequest) -> PreparedReduce:
+def prepare(request: ReduceRequest, unpack_into: Path | None = None) -> PreparedReduce:
+    """The plan, with its interpreters probed. A repro pack as the source is unpacked under `unpack_into`
+    (reduce/pack_source.py), its settings taken under the request's."""
+    from xlatools.reduce.pack_source import is_pack, open_pack
     from xlatools.replay.execute import check_flags
+    from xlatools.replay.plan import label_references
     from xlatools.replay.sources import resolve
     from xlatools.run import target as targets
 
-    kind, modules = resolve(
-        request.source, [request.module] if request.module else [], include_all=bool(request.module)
-    )
+    if is_pack(request.source):
+        if unpack_into is None:
+            raise UsageError(
+                f"{request.source}: a repro pack cannot be reduced here", hint="reduce it with `xlatools reduce`"
+            )
+        request, modules = open_pack(request, unpack_into)
+        kind = "pack"
+    else:
+        kind, modules = resolve(
+            request.source, [request.module] if request.module else [], include_all=bool(request.module)
+        )
     plan = plan_reduce(request, modules, kind)
     found: dict[str, ProbedInterpreter] = {}
     for run in [plan.test] + ([plan.reference] if plan.reference else []):
@@ -78,6 +92,9 @@ def prepare(request: ReduceRequest) -> PreparedReduce:
                 f"--platform gpu: {run.python} sees no GPU (jax backend: {target.backend or 'none'})"
             )
         check_flags(target, run.xla_flags, run.flag_sources)
+    label_references(
+        [plan.test, *([plan.reference] if plan.reference else [])], {p: t.jax for p, t in found.items() if t.jax}
+    )
     return PreparedReduce(plan, found)
 
 
@@ -196,18 +213,31 @@ class Reduction:
         A refused input (UsageError) leaves no state behind."""
         plan, started = prepared.plan, time.monotonic()
         store = StateStore.open(out_root, plan.name, _state_identity(plan), fresh)
+        ours = not store.resumed  # a state this command began: nothing earlier is lost with it
         gpu = prepared.targets[plan.test.python].gpu_platform()
         evaluator = Evaluator(plan, store.work, dict(os.environ if caller_env is None else caller_env), gpu)
         try:
             try:
                 original = original_candidate(plan, evaluator, store.folder / "source")
                 best, verdict = cls._first(plan, evaluator, store, original, reporter)
-            except (UsageError, EnvironmentMissing):
-                if not store.resumed:  # a refused input (or one xlatools cannot reduce) leaves nothing behind
+            except (UsageError, EnvironmentMissing, OSError) as exc:
+                if ours:  # a refused input (or one xlatools cannot reduce) leaves nothing behind
+                    shutil.rmtree(store.folder, ignore_errors=True)
+                    _remove_if_empty(store.folder.parent)
+                if isinstance(exc, OSError):  # a full disk, the state folder gone from under us: not our bug
+                    from xlatools.fsutil import write_failure
+
+                    raise write_failure(
+                        exc, f"cannot write the reduce state in {store.folder}: {exc.strerror}"
+                    ) from None
+                raise
+            try:
+                yield cls(prepared, evaluator, store, original, best, verdict, reporter, started)
+            except BaseException as exc:
+                if _disk_full(exc) and ours:  # its work files are what the disk lacks room for
                     shutil.rmtree(store.folder, ignore_errors=True)
                     _remove_if_empty(store.folder.parent)
                 raise
-            yield cls(prepared, evaluator, store, original, best, verdict, reporter, started)
         finally:
             evaluator.close()
 
@@ -247,7 +277,8 @@ class Reduction:
         deadline = self.started + request.max_time if request.max_time else None
         reducer = Reducer(self.evaluator, self.best, self.verdict, self.store, self.reporter, deadline)
         reducer.rounds = list(self.store.state.rounds)
-        reducer.run(phases_for(request.strategy, plan.oracle.kind))
+        phases = phases_for(request.strategy, plan.oracle.kind)
+        reducer.run(phases)
         best = reducer.best
         final = edits.dce(Candidate(best.module, dict(best.inputs), list(best.outputs), best.note))
         self.reporter.step(f"re-checking the result {request.rechecks} time(s)")
@@ -264,12 +295,19 @@ class Reduction:
             self.evaluator.counters,
             round(time.monotonic() - self.started, 3),
             "max-time" if reducer.out_of_time() else None,
+            reducer.ended(phases, plan.oracle.kind),
             _ran_with(last / "test", plan.test, self.prepared.targets.get(plan.test.python)),
             _ran_with(last / "reference", plan.reference, self.prepared.targets.get(plan.reference.python))
             if plan.reference
             else None,
             self.store.folder,
         )
+
+
+def _disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(exc, XlaToolsError) and exc.disk_full
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -6,6 +6,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from xlatools.records.reduce import RanWith, Verdict
+from xlatools.records.run import Device
 from xlatools.vocab import OracleKind
 
 
@@ -39,8 +40,16 @@ def _versions(ran: RanWith | None) -> str:
     v, device = ran.versions, ran.device
     return (
         f"jax {v.jax if v else '?'}, jaxlib {v.jaxlib if v else '?'}, Python {v.python_version if v else '?'}, "
-        f"device {device.platform if device else '?'} {device.kind if device else ''}".rstrip()
+        f"device {_device(device)}"
     )
+
+
+def _device(device: Device | None) -> str:
+    """`cpu`, `gpu NVIDIA H200`: the kind only where it says more than the platform (a CPU's kind is `cpu`)."""
+    if device is None:
+        return "?"
+    platform, kind = device.platform or "?", device.kind or ""
+    return f"{platform} {kind}" if kind and kind.lower() != platform.lower() else platform
 
 
 def jaxlib_of(ran: RanWith | None) -> str:
@@ -60,11 +69,11 @@ def _figures(verdict: Verdict) -> list[str]:
         return [f"- the check script exited {verdict.script_exit}"] if verdict.script_exit is not None else []
     if c.message:
         return [f"- {c.message}"]
-    lines = [
-        f"- {c.mismatches}/{c.elements} elements differ, {c.nan_mismatches} of them NaN where the other side is "
-        "not (or the reverse)",
-        f"- max abs error {c.max_abs_error:.6g}, max rel error {c.max_rel_error:.6g}",
-    ]
+    lines = [f"- {c.mismatches}/{c.elements} elements differ"]
+    if c.nan_mismatches:
+        lines.append(f"- {c.nan_mismatches} of them NaN where the other side is not (or the reverse)")
+    finite = " among the elements that are numbers on both sides" if c.nan_mismatches else ""
+    lines.append(f"- max abs error {c.max_abs_error:.6g}, max rel error {c.max_rel_error:.6g}{finite}")
     for index, row in enumerate(c.outputs):
         lines.append(f"- output {index} {row.dtype}{row.shape}: {row.mismatches} mismatches")
     return lines

@@ -53,12 +53,9 @@ def judge_outputs(spec: OracleSpec, test: RunRecord, reference: RunRecord | None
         )
     if c.message:
         return Verdict(interest=INTERESTING, reason=f"outputs differ: {c.message}", comparison=c)
-    return Verdict(
-        interest=INTERESTING,
-        comparison=c,
-        reason=f"{c.mismatches}/{c.elements} elements differ (max abs error {c.max_abs_error:.3g}, "
-        f"{c.nan_mismatches} NaN mismatches)",
-    )
+    from xlatools.replay.outcome import difference
+
+    return Verdict(interest=INTERESTING, comparison=c, reason=difference(c))
 
 
 def judge_error(spec: OracleSpec, test: RunRecord, allow_load: bool = False) -> Verdict:
@@ -138,9 +135,11 @@ def run_script(
     env = {**env, "XLATOOLS_REDUCE_HLO": str(module)}
     if inputs is not None:
         env["XLATOOLS_REDUCE_INPUTS"] = str(inputs)
-    result = execute(
-        argv, env, str(folder), folder / "script.stdout.log", folder / "script.stderr.log", timeout, None, None
-    )
+    from xlatools.proctree import leaving_nothing
+
+    logs = (folder / "script.stdout.log", folder / "script.stderr.log")
+    with leaving_nothing(env) as (env, ended):  # what the script leaves running (`setsid sleep 300 &`) ends with it
+        result = execute(argv, env, str(folder), *logs, timeout, None, None, on_start=ended)
     for log in ("script.stdout.log", "script.stderr.log"):  # one per candidate: a loud script must not fill the disk
         keep_ends(folder / log)
     if result.status == Status.INTERRUPTED:

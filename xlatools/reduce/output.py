@@ -125,6 +125,7 @@ def write_results(outcome: Outcome, folder: Path, argv: list[str], reporter: Rep
         unparsable=counters.unparsable,
         seconds=outcome.seconds,
         stopped=outcome.stopped,
+        ended=outcome.ended,
         flaky=outcome.flaky,
         rechecks=outcome.rechecks,
         verdict=outcome.rechecks[-1].reason,
@@ -225,7 +226,9 @@ def execute_reduce(
     from xlatools.fsutil import atomic_write_text
 
     with Reduction.start(prepared, out_root, reporter, fresh, caller_env) as reduction:
-        with bundle_session(out_root, reduce_record(prepared, argv), name=prepared.plan.name) as session:
+        with bundle_session(
+            out_root, reduce_record(prepared, argv), name=prepared.plan.name, reporter=reporter
+        ) as session:
             try:
                 outcome = reduction.run()
             except (KeyboardInterrupt, Interrupted):  # the session records it; the state stays for a re-run

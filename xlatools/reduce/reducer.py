@@ -12,13 +12,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlatools.records.reduce import Round, Verdict
+from xlatools.records.reduce import ReduceEnd, Round, Verdict
 from xlatools.reduce import edits
 from xlatools.reduce.edits import Candidate
-from xlatools.reduce.evaluate import Evaluator
+from xlatools.reduce.evaluate import Evaluator, OutOfTime
 from xlatools.reduce.hlo_text import print_module
 from xlatools.reduce.state import StateStore
 from xlatools.reduce.strategies import PHASES
+from xlatools.vocab import OracleKind
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
@@ -92,23 +93,48 @@ class Reducer:
             return None
         return self.store.splats.get(name)
 
+    def ended(self, phases: tuple[str, ...], oracle: OracleKind) -> ReduceEnd:
+        """Why `run(phases)` stopped where it did, and what would take it further."""
+        from xlatools.reduce.ending import explain_end
+
+        return explain_end(
+            phases,
+            self.rounds,
+            self.evaluator.counters,
+            oracle,
+            self.best,
+            out_of_time=self.out_of_time(),
+            max_time=self.evaluator.plan.request.max_time,
+            values_failed=self.values_failed,
+            skipped=self.evaluator.skipped,
+        )
+
     def run(self, phases: tuple[str, ...]) -> None:
+        """Rounds of `phases` until one changes nothing or the deadline passes: every candidate's oracle call
+        then is bounded by what is left of it (evaluate.Evaluator.timeout)."""
         number = len(self.rounds)
-        while not self.out_of_time():
-            start_size = size(self.best)
-            for phase in phases:
-                if self.out_of_time():
+        self.evaluator.deadline = self.deadline
+        try:
+            while not self.out_of_time():
+                start_size = size(self.best)
+                for phase in phases:
+                    if self.out_of_time():
+                        break
+                    number += 1
+                    self._phase(number, phase)
+                if size(self.best) >= start_size:
                     break
-                number += 1
-                self._phase(number, phase)
-            if size(self.best) >= start_size:
-                break
+        finally:
+            self.evaluator.deadline = None  # the result's re-checks and pack are not cut
 
     def _phase(self, number: int, phase: str) -> None:
         counters = self.evaluator.counters
         record = Round(number=number, phase=phase, instructions_before=self.best.module.instruction_count())
         calls, tried, t0 = counters.oracle_calls, counters.candidates, time.monotonic()
-        PHASES[phase](self)
+        try:
+            PHASES[phase](self)
+        except OutOfTime:
+            pass  # the batch the deadline cut is dropped; the round ends with the best so far
         record.instructions_after = self.best.module.instruction_count()
         record.candidates, record.oracle_calls = counters.candidates - tried, counters.oracle_calls - calls
         record.seconds = round(time.monotonic() - t0, 3)

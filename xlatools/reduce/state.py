@@ -94,10 +94,40 @@ class StateStore:
             module = parse_module(best.text)
         except HloSyntaxError:
             return None
+        self._check_places()
         evaluator.cache.update(self.state.cache)
         evaluator.values.recorded.update(self.state.values)
         evaluator.counters = self.state.counters
         return Candidate(module, dict(best.inputs), list(best.outputs), "resumed"), best.verdict
+
+    def _check_places(self) -> None:
+        """Every recorded value a saved state names is a regular file of its own folder, and every argument of its
+        best candidate comes from one (a damaged or hand-edited state is bad input naming the file and key)."""
+        import stat
+
+        from xlatools.errors import Problem, UsageError
+
+        path, problems = self.folder / STATE_FILE, []
+        root = os.path.realpath(self.folder) + os.sep
+        for name, value in self.state.values.items():
+            place = os.path.realpath(value.path)
+            try:
+                regular = stat.S_ISREG(os.stat(place).st_mode)
+            except OSError:
+                regular = False
+            if not (regular and place.startswith(root)) or value.index < 0:
+                problems.append(Problem(f"{value.path} [{value.index}]: no file of this state", key=f"values.{name}"))
+        best = self.state.best
+        for parameter, origin in (best.inputs if best else {}).items():
+            kind, _, rest = origin.partition(":")
+            if (kind == "arg" and not rest.isdigit()) or (kind != "arg" and rest not in self.state.values):
+                problems.append(Problem(f"{origin!r}: no argument or recorded value", key=f"best.inputs.{parameter}"))
+        if problems:
+            raise UsageError(
+                f"{path}: a damaged reduce state file",
+                problems=[Problem(p.message, file=str(path), key=p.key) for p in problems[:8]],
+                hint=f"remove {self.folder} (or run with --fresh) to start this reduction over",
+            )
 
     def _keep(self, evaluator: "Evaluator") -> None:
         self.state.cache = evaluator.cache
@@ -135,8 +165,12 @@ class StateStore:
         record = workers[0].replay(
             job_spec(request, Materials({"kind": "text", "path": str(path)}), run, folder / "run", None),
             folder / "run",
-            plan.request.timeout,
+            evaluator.timeout(),
         )
+        if evaluator.out_of_time():  # cut by --max-time: no values, and no verdict that they cannot be had
+            from xlatools.reduce.evaluate import OutOfTime
+
+            raise OutOfTime
         outputs = folder / "run" / "outputs.npz"
         if record.failure or not outputs.is_file() or len(record.outputs) != len(names):
             return False

@@ -65,34 +65,40 @@ def credential_refs(resolved) -> CredentialRefs | None:
 
 
 def _read(ref: SecretRef, what: str, env: Mapping[str, str], warnings: list[str]) -> str:
+    """The secret `ref` names. Messages name the variable or file and what is wrong with it, and `what` (the key
+    path) never before a colon: `...headers.Authorization: ...` reads as an HTTP header and is redacted whole."""
     import stat
 
     if ref.env:
         value = env.get(ref.env, "")
         if not value:
             raise EnvironmentMissing(
-                f"{what}: the environment variable {ref.env} is not set (or empty)",
+                f"the environment variable {ref.env} is not set (or empty); {what} names it",
                 hint=f"export {ref.env}=... before running xlatools (CI: from a secret)",
             )
         return value.strip()
     fix = "create the file (mode 600) or fix bazel.remote_credentials"
+    named = f"{what} names it"
     try:
         info = os.stat(str(ref.file))
         if not stat.S_ISREG(info.st_mode):  # a FIFO would block the read
-            raise UsageError(f"{what}: {ref.file} is not a regular file", hint=fix)
+            kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device"
+            raise UsageError(f"{ref.file} is not a regular file ({kind}); {named}", hint=fix)
         with open(str(ref.file), "rb") as handle:
             lines = handle.read(64 << 10).decode("utf-8").splitlines()
+    except FileNotFoundError:
+        raise EnvironmentMissing(f"{ref.file} does not exist; {named}", hint=fix) from None
     except OSError as exc:
-        raise EnvironmentMissing(f"{what}: cannot read {ref.file}: {exc.strerror}", hint=fix) from None
+        raise EnvironmentMissing(f"cannot read {ref.file}: {exc.strerror}; {named}", hint=fix) from None
     except UnicodeDecodeError:
-        raise UsageError(f"{what}: {ref.file} is not UTF-8 text", hint="its first line must hold the secret") from None
+        raise UsageError(f"{ref.file} is not UTF-8 text; {named}", hint="its first line must hold the secret") from None
     if info.st_mode & 0o077:
         warnings.append(
-            f"{what}: {ref.file} can be read by others (mode {stat.S_IMODE(info.st_mode):o}): chmod 600 {ref.file}"
+            f"{ref.file} can be read by others (mode {stat.S_IMODE(info.st_mode):o}; {named}): chmod 600 {ref.file}"
         )
     value = lines[0].strip() if lines else ""
     if not value:
-        raise UsageError(f"{what}: {ref.file} is empty", hint="its first line must hold the secret")
+        raise UsageError(f"{ref.file} is empty; {named}", hint="its first line must hold the secret")
     return value
 
 

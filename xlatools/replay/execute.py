@@ -18,7 +18,7 @@ from xlatools.errors import EXIT_MISSING, EXIT_OK, EXIT_TIMEOUT, EnvironmentMiss
 from xlatools.records.replay import ReplayManifest
 from xlatools.records.run import InterpreterFacts
 from xlatools.replay.module_runs import replay_module
-from xlatools.replay.plan import ReplayPlan, ReplayRequest, plan_replay
+from xlatools.replay.plan import ReplayPlan, ReplayRequest, label_references, plan_replay
 from xlatools.replay.outcome import exit_code, replay_notes, table
 from xlatools.replay.sources import ModuleSource
 from xlatools.replay.workers import ReplayPool
@@ -52,12 +52,14 @@ def _dump_flags(presets: list[str]) -> list[tuple[str, str]]:
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load()
-    return [
-        (flag, f"--dump {ref}")
-        for ref in presets
-        for flag in catalog.get(ref, kind="dump").xla_flags
-        if not flag.startswith("--xla_dump_to")
-    ]
+    flags = []
+    for ref in presets:
+        try:
+            preset = catalog.get(ref, kind="dump")  # a run preset (gpu:f32, log:...) is refused, never ignored
+        except UsageError as exc:
+            raise UsageError(f"--dump {ref}: {exc.message}", hint=exc.hint) from None
+        flags += [(flag, f"--dump {ref}") for flag in preset.xla_flags if not flag.startswith("--xla_dump_to")]
+    return flags
 
 
 def check_flags(target: ProbedInterpreter, flags: list[str], sources: dict[str, str]) -> dict[str, str]:
@@ -75,7 +77,9 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
 
     from xlatools.replay.full_precision import refuse_without_text
 
-    kind, modules = resolved or resolve(request.source, request.modules, request.include_all, request.process)
+    kind, modules = resolved or resolve(
+        request.source, request.modules, request.include_all, request.process, request.snapshot
+    )
     _validate(modules, request.source_from, literals=request.inputs is None)
     refuse_without_text(modules, request.precision, str(request.source_from))
     request, notes = adopt_run_settings(request, of_bundle(request.source) if kind == "bundle" else None)
@@ -101,7 +105,9 @@ def prepare(request: ReplayRequest, resolved: tuple[str, list] | None = None) ->
                 hint="install a CUDA/ROCm jaxlib plugin there, or use --platform cpu / auto",
             )
         plan.notes += _deterministic(request, run, target)
-        checks[run.label] = check_flags(target, run.xla_flags, run.flag_sources)
+    label_references(plan.runs, {python: target.jax for python, target in found.items() if target.jax})
+    for run in plan.runs:
+        checks[run.label] = check_flags(found[run.python], run.xla_flags, run.flag_sources)
     return PreparedReplay(plan, found, checks)
 
 
@@ -172,7 +178,7 @@ def execute_replay(
 
     caller_env = dict(os.environ if caller_env is None else caller_env)
     plan = prepared.plan
-    with bundle_session(out_root, replay_record(prepared, argv), name=plan.name) as session:
+    with bundle_session(out_root, replay_record(prepared, argv), name=plan.name, reporter=reporter) as session:
         record: ReplayManifest = session.record
         pool = ReplayPool(session.path / "workers", enabled=caller_env.get("XLATOOLS_REPLAY_WORKERS", "1") != "0")
         try:

@@ -186,6 +186,16 @@ def _module(serialized: bytes, path: Path) -> HloModule:
     return HloModule(module.name, serialized, params)
 
 
+def holds_snapshot(path: Path) -> bool:
+    """The file's content is an HloSnapshot (a module and its arguments), whatever its name: for a `.pb` whose
+    name does not say (`*.snapshot.*.pb`), told apart from an HloProto or HloModuleProto by reading it."""
+    try:
+        read_snapshot(path, literals=False)
+    except UsageError:
+        return False
+    return not is_unoptimized(path)
+
+
 def is_unoptimized(path: Path) -> bool:
     """`*.hlo_unoptimized_snapshot.pb` (--xla_dump_hlo_unoptimized_snapshots): the module before
     optimisation and each partition's arguments, no result. Any other snapshot holds the optimised module."""
@@ -216,7 +226,16 @@ def read_snapshot(path: Path, literals: bool = True) -> Snapshot:
 
 
 def _read(path: Path) -> bytes:
+    """A protobuf file's bytes: only a regular file (a link to /dev/zero would never end, a FIFO blocks)."""
+    import os
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise UsageError(
+                f"{path}: not a regular file (a device, FIFO or folder, or a link to one): not read",
+                hint="give an XLA dump's .hlo.pb or *.snapshot.*.pb file itself (or remove this one from the bundle)",
+            )
         return Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read it: {exc.strerror}") from None

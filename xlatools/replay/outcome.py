@@ -189,14 +189,20 @@ def precision_only(modules: list[ModuleRecord]) -> list[str]:
 
 
 def mismatch_figures(module: ModuleRecord) -> str:
-    """`8/8 elements differ (max abs error 0.5, 0 NaN mismatches)`: the first judging comparison that failed."""
+    """`8/8 elements differ (max abs error 0.5)`: the first judging comparison that failed (see `difference`)."""
     failed = next((c for c in judging(module.runs) if not c.ok), None)
-    if failed is None:
-        return "outputs differ"
-    return (
-        f"{failed.mismatches}/{failed.elements} elements differ (max abs error {failed.max_abs_error:.3g}, "
-        f"{failed.nan_mismatches} NaN mismatches)"
-    )
+    return difference(failed) if failed is not None else "outputs differ"
+
+
+def difference(c: Comparison, noun: str = " elements") -> str:
+    """How a failed comparison differs, in words that never read as no error: `3/8 elements differ (max abs error
+    0.5)`, `8/8 elements differ (8 NaN on one side only)` (a NaN against a number has no error figure),
+    `2/8 elements differ (2 integer or infinite values unequal)`."""
+    others = c.mismatches - c.nan_mismatches
+    unequal = f"{others} integer or infinite value{'s' if others != 1 else ''} unequal"
+    parts = [f"max abs error {c.max_abs_error:.3g}" if c.max_abs_error > 0 else unequal] if others else []
+    parts += [f"{c.nan_mismatches} NaN on one side only"] if c.nan_mismatches else []
+    return f"{c.mismatches}/{c.elements}{noun} differ" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def exit_code(outcomes: list[ReplayOutcome]) -> int:
@@ -250,7 +256,7 @@ def _checks(module: ModuleRecord) -> str:
         elif c.message is not None:
             part = f"{c.against}: {c.message}"
         else:
-            part = f"{c.against}: {c.mismatches}/{c.elements} differ (max abs {c.max_abs_error:.3g})"
+            part = f"{c.against}: {difference(c, '')}"
         parts.append(part + (" (listed, not judged)" if c.against in listed else ""))
     check = module.precision
     if check and check.verdict is not None:

@@ -2,7 +2,8 @@
 
 Runs: `test` (the module as asked: --python, --platform, --xla-flag, --disable-pass,
 --no-opt, --dump), then each reference: `reference-cpu` (the same interpreter on the
-CPU backend) and `reference-python-N` (another interpreter, usually another jaxlib).
+CPU backend) and `reference-python-N` (another interpreter, usually another jaxlib; named by its jax version,
+`reference-jax-0.6.1`, once probed: label_references).
 References run with jaxlib's defaults plus --reference-xla-flag, on the test's inputs,
 and their outputs are the expected values for the test's outputs.
 """
@@ -118,6 +119,22 @@ def test_flags(request: ReplayRequest, dump_flags: list[tuple[str, str]]) -> Fla
     if request.no_opt:
         layers.add(["--xla_backend_optimization_level=0"], Source(Layer.COMMAND_LINE, "--no-opt"))
     return layers
+
+
+def label_references(runs: list[RunConfig], versions: dict[str, str]) -> None:
+    """Name each --reference-python run by what it runs, once probed (`versions`: python -> its jax version):
+    `reference-jax-0.6.1`, not `reference-python-1`; a second reference of one version gets `-2`."""
+    taken = {run.label for run in runs}
+    for run in runs:
+        version = versions.get(run.python)
+        if not run.label.startswith("reference-python-") or not version:
+            continue
+        label, n = f"reference-jax-{version}", 2
+        while label in taken:
+            label, n = f"reference-jax-{version}-{n}", n + 1
+        taken.discard(run.label)
+        taken.add(label)
+        run.label = label
 
 
 def plan_replay(

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xlatools.records.replay import Comparison, PrecisionCheck, RaisedInstruction, RunRecord
+from xlatools.replay.outcome import difference
 from xlatools.vocab import PrecisionMode, ReplayOutcome
 
 RULE = (
@@ -125,8 +126,7 @@ def _errors(comparisons: list[Comparison]) -> str:
         if c.message is not None:
             parts.append(f"{c.against}: {c.message}")
         else:
-            state = "ok" if c.ok else f"{c.mismatches}/{c.elements} differ"
-            parts.append(f"{c.against}: {state}, max abs {c.max_abs_error:.3g}")
+            parts.append(f"{c.against}: " + (f"ok, max abs {c.max_abs_error:.3g}" if c.ok else difference(c, "")))
     return "; ".join(parts) or "no comparison"
 
 

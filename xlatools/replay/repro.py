@@ -194,7 +194,7 @@ def _request_of(index: PackIndex, archive: Path, python: str, references: list[s
     request = ReplayRequest(
         source=archive,
         python=python,
-        name=f"repro-{archive.name.split('.')[0]}",
+        name=stem if (stem := archive.name.split(".")[0]).startswith("repro") else f"repro-{stem}",  # not repro-repro
         reference_pythons=references,
         **{f.name: copy(getattr(packed, f.name)) for f in fields(packed)},
     )

@@ -19,7 +19,7 @@ from typing import Literal
 from xlatools.errors import UsageError
 from xlatools.hlo.dump_names import SNAPSHOT_KINDS, DumpKind, parse_dump_name, read_bare_name
 from xlatools.replay.helper_modules import is_helper
-from xlatools.replay.hloproto import is_unoptimized
+from xlatools.replay.hloproto import holds_snapshot, is_unoptimized
 
 Kind = Literal["text", "proto", "snapshot", "mlir"]
 __all__ = ["ModuleSource", "is_helper", "resolve"]
@@ -91,32 +91,39 @@ def file_kind(path: Path) -> Kind:
     if name.endswith(".mlir"):
         return "mlir"
     if name.endswith(".pb"):
-        return "snapshot" if read_bare_name(name)[1] in SNAPSHOT_KINDS else "proto"
+        if read_bare_name(name)[1] in SNAPSHOT_KINDS:
+            return "snapshot"
+        return "snapshot" if holds_snapshot(path) else "proto"  # the name does not say: the content does
     return "text"
 
 
-def from_file(path: Path) -> ModuleSource:
+def from_file(path: Path, execution: int | None = None) -> ModuleSource:
     kind = file_kind(path)
     if kind == "text":
         check_hlo_text(path)
-    if kind == "mlir" and (tied := _tied_stablehlo(path)) is not None:  # jax's, or jaxlib 0.8.0-0.10.0's XLA's
+    if (
+        kind == "mlir" and (tied := _tied_stablehlo(path, execution)) is not None
+    ):  # jax's, or jaxlib 0.8.0-0.10.0's XLA's
         return tied
     # jaxlib >= 0.10.1 dumps module_NNNN.<name>/module.mlir: the folder names the module
     in_folder = path.name == "module.mlir"
     dump = parse_dump_name(f"{path.parent.name}/{path.name}" if in_folder else path.name)
     if dump is None:
         stem = path.parent.name if in_folder else read_bare_name(path.name)[0]
-        return ModuleSource(name=stem or path.name, id=None, **{kind: path})
+        bare = ModuleSource(name=stem or path.name, id=None, **{kind: path})
+        if kind == "snapshot" and stem and not is_unoptimized(path):  # a snapshot by content: its own siblings
+            _pair_with_siblings(bare, path.parent, stem)
+        return bare
     folder = path.parent.parent if in_folder else path.parent
     source = ModuleSource(name=dump.module_name, id=dump.module_id, stem=folder / dump.stem, **{kind: path})
     if kind == "snapshot" and not is_unoptimized(path):
         _pair_with_siblings(source, path.parent, dump.stem)
     elif kind in ("text", "proto", "mlir"):  # a file replayed alone uses its module's snapshot: arguments and result
-        source.snapshot = sibling_snapshot(folder, dump.stem)
+        source.snapshot = sibling_snapshot(folder, dump.stem, execution, source.label)
     return source
 
 
-def _tied_stablehlo(path: Path) -> ModuleSource | None:
+def _tied_stablehlo(path: Path, execution: int | None) -> ModuleSource | None:
     """A StableHLO file tied to a module of the dump beside it (run/jax_ir.py), as that module with this one form:
     its snapshot (or recorded arguments) and the run's files go with it. None for a file tied to no module."""
     from xlatools.run.dumps import index_dump
@@ -135,21 +142,39 @@ def _tied_stablehlo(path: Path) -> ModuleSource | None:
     given = os.path.normpath(path)
     for module in index.modules.values() if index else ():
         if module.stablehlo and os.path.normpath(root / module.stablehlo) == given:
-            found = _module_source(root, module)
+            found = _module_source(root, module, execution)
             return ModuleSource(name=found.name, id=found.id, mlir=path, snapshot=found.snapshot, stem=found.stem)
     return None
 
 
-def sibling_snapshot(folder: Path, stem: str) -> Path | None:
-    """The snapshot the same dump wrote of the module's first execution (its arguments and result), else the
-    arguments and results the run recorded itself (run --record-inputs), if any: a dumped file replayed alone
-    runs on what the run ran, not on made-up inputs."""
+def sibling_snapshot(folder: Path, stem: str, execution: int | None = None, label: str = "") -> Path | None:
+    """The snapshot the same dump wrote of the module's first execution (or of `execution`: --snapshot), its
+    arguments and result, else the arguments and results the run recorded itself (run --record-inputs), if any: a
+    dumped file replayed alone runs on what the run ran, not on made-up inputs."""
     from xlatools.run.recorder import recorded_snapshot
 
-    found = [p for p in folder.glob(f"{glob.escape(stem)}.snapshot.*.pb") if p.is_file() and not is_unoptimized(p)]
-    if found:
-        return min(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
-    return recorded_snapshot(folder, stem)
+    found = [p.name for p in folder.glob(f"{glob.escape(stem)}.snapshot.*.pb") if p.is_file() and not is_unoptimized(p)]
+    recorded = None if found else recorded_snapshot(folder, stem)
+    return _chosen(folder, by_execution(folder, found), recorded, execution, label or stem)
+
+
+def by_execution(folder: Path, names: list[str]) -> list[str]:
+    """Snapshot files in the order of the executions they recorded: XLA writes one per execution, named by a
+    run id (not a count), so the oldest file is the first execution."""
+    return sorted(names, key=lambda name: ((folder / name).stat().st_mtime_ns, name))
+
+
+def pick_execution(snapshots: list[str], execution: int | None, label: str) -> str | None:
+    """The snapshot of execution `execution` (0 the first, -1 the last; None: the first, when there is one)."""
+    if execution is None:
+        return snapshots[0] if snapshots else None
+    if not -len(snapshots) <= execution < len(snapshots):
+        held = f"snapshots of executions 0 to {len(snapshots) - 1}" if snapshots else "no snapshot"
+        raise UsageError(
+            f"--snapshot {execution}: module {label} has {held}",
+            hint="pick one of those (-1: the last) or the module with --module; dump with --preset dump:snapshots",
+        )
+    return snapshots[execution]
 
 
 def _pair_with_siblings(source: ModuleSource, folder: Path, stem: str) -> None:
@@ -187,7 +212,7 @@ def helpers_left_out(source: Path, process: int | None = None) -> list[str]:
     return [f"{m.id:04d} {m.name}" for m in sorted(index.modules.values(), key=lambda m: m.id) if is_helper(m.name)]
 
 
-def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSource]:
+def from_dump(root: Path, refs: list[str], include_all: bool, execution: int | None = None) -> list[ModuleSource]:
     from xlatools.run.dumps import index_dump
 
     index = index_dump(root)
@@ -197,7 +222,7 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
         chosen = [m for m in sorted(index.modules.values(), key=lambda m: m.id) if include_all or not is_helper(m.name)]
     sources = []
     for module in chosen:
-        source = _module_source(root, module)
+        source = _module_source(root, module, execution)
         if (
             source.text is None
             and source.proto is None
@@ -219,18 +244,17 @@ def from_dump(root: Path, refs: list[str], include_all: bool) -> list[ModuleSour
     return sources
 
 
-def _module_source(root: Path, module) -> ModuleSource:
-    """A dumped module's files, as a replay reads them: text, proto, the first execution's snapshot, module.mlir."""
+def _module_source(root: Path, module, execution: int | None = None) -> ModuleSource:
+    """A dumped module's files, as a replay reads them: text, proto, the first execution's snapshot (or that of
+    `execution`), module.mlir."""
     from xlatools.run.recorder import recorded_snapshot
 
     files = set(module.files)
     named = {f: found for f in files if (found := parse_dump_name(f, module_name=module.name)) is not None}
     before = named.get(module.before_file or "")
     proto = f"{before.stem}.before_optimizations.hlo.pb" if before else None
-    # One snapshot per execution, named by a run id: the oldest file is the first execution.
-    snapshots = sorted(
-        (f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")),
-        key=lambda f: ((root / f).stat().st_mtime_ns, f),
+    snapshots = by_execution(
+        root, [f for f, n in named.items() if n.kind is DumpKind.SNAPSHOT and n.tail.startswith("snapshot.")]
     )
     # Without XLA's: the arguments and results the run recorded itself (run/recorder.py), then the
     # arguments (and, alone, the module) of an unoptimised snapshot.
@@ -252,17 +276,25 @@ def _module_source(root: Path, module) -> ModuleSource:
         id=module.id,
         text=root / module.before_file if module.before_file else None,
         proto=root / proto if proto and proto in files else None,
-        snapshot=root / snapshots[0] if snapshots else recorded,
+        snapshot=_chosen(root, snapshots, recorded, execution, f"{module.id:04d} {module.name}"),
         mlir=Path(os.path.normpath(root / mlir)) if mlir else None,
         stem=root / Path(stem).name if stem else None,
     )
 
 
+def _chosen(root: Path, snapshots: list[str], recorded: Path | None, execution: int | None, label: str) -> Path | None:
+    """The execution's snapshot; what the run recorded itself (one execution) when XLA wrote none."""
+    if recorded is not None and not snapshots and execution in (None, 0, -1):
+        return recorded
+    chosen = pick_execution(snapshots, execution, label)
+    return root / chosen if chosen else None
+
+
 def resolve(
-    source: Path, refs: list[str], include_all: bool, process: int | None = None
+    source: Path, refs: list[str], include_all: bool, process: int | None = None, execution: int | None = None
 ) -> tuple[str, list[ModuleSource]]:
     """("file" | "dump" | "bundle", modules) for SOURCE; of a multi-process run, the modules of one
-    process's dump (`process`, default 0; run/process_dumps.py)."""
+    process's dump (`process`, default 0; run/process_dumps.py); `execution`: whose snapshot (--snapshot)."""
     from xlatools.run.process_dumps import choose_dump
 
     path = Path(os.path.abspath(Path(source).expanduser()))  # the target runs in another directory
@@ -271,12 +303,16 @@ def resolve(
             raise UsageError(
                 f"{'--module' if refs else '--process'} picks from a bundle or dump folder, not a single file"
             )
-        return "file", [from_file(path)]
+        if execution is not None and file_kind(path) not in ("text", "proto"):
+            raise UsageError(
+                f"--snapshot {execution}: picks among the snapshots beside HLO text or proto, not {path.name}"
+            )
+        return "file", [from_file(path, execution)]
     if path.exists() and not path.is_dir():  # a FIFO or a device: never opened (a FIFO would block)
         raise UsageError(
             f"{path}: not a regular file or a folder",
             hint="give a run bundle, a dump folder, HLO text/proto, a snapshot or a repro pack",
         )
     choice = choose_dump(path, process)
-    modules = from_dump(choice.root, refs, include_all)
+    modules = from_dump(choice.root, refs, include_all, execution)
     return ("bundle" if choice.root != path else "dump"), modules

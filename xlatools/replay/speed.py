@@ -28,7 +28,7 @@ def compare_speed(module: ModuleRecord) -> SpeedComparison | None:
     runs = [
         s
         for run in module.runs
-        if run.label == "test" or run.label.startswith("reference-python")
+        if run.label == "test" or run.label.startswith(("reference-python-", "reference-jax-"))
         if (s := _speed(run))
     ]
     if len(runs) < 2 or runs[0].label != "test":

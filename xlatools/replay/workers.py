@@ -34,6 +34,10 @@ class WorkerDied(Exception):
         self.returncode, self.timed_out = returncode, timed_out
 
 
+class WorkerRefused(Exception):
+    """The worker answered a request with an error (a file it was given is missing or not what it should be)."""
+
+
 @dataclass(frozen=True)
 class ParseAnswer:
     ok: bool
@@ -48,9 +52,13 @@ class Worker:
     proc: subprocess.Popen | None = None
     retired: bool = False  # stopped for good (Ctrl-C): a slot thread still running must not start it again
 
-    def start(self) -> None:
+    def start(self, timeout: float | None = None) -> None:
+        """Start the process and wait for its hello: at most START_TIMEOUT, or `timeout` (a job's, which its
+        worker's start counts against: a worker that never answers, stopped or stuck, is a timeout of that job)."""
+        from xlatools.proctree import held_interrupts
+
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "ab") as err:
+        with open(self.log, "ab") as err, held_interrupts():  # started and kept as one step: stop() ends it
             self.proc = subprocess.Popen(
                 [self.run.python, str(WORKER)],
                 env=self.env,
@@ -61,8 +69,10 @@ class Worker:
                 cwd=str(self.log.parent),
             )
         try:
-            hello = self._read(START_TIMEOUT)
+            hello = self._read(START_TIMEOUT if timeout is None else min(timeout, START_TIMEOUT))
         except WorkerDied as died:
+            if died.timed_out and timeout is not None and timeout < START_TIMEOUT:
+                raise  # the job's timeout ran out while its worker started
             from xlatools.fsutil import tail_lines
 
             tail = tail_lines(self.log, 5)
@@ -104,10 +114,11 @@ class Worker:
 
     def request(self, op: str, timeout: float | None = None, **fields: object):
         """Send one request (see probes/oracle_worker.py) and return its reply."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         if self.proc is None:
             if self.retired:
                 raise Interrupted(f"interrupted ({self.run.label} worker stopped)")
-            self.start()
+            self.start(timeout)
         assert self.proc is not None and self.proc.stdin is not None
         try:
             self.proc.stdin.write((json.dumps({"op": op, **fields}) + "\n").encode())
@@ -116,7 +127,10 @@ class Worker:
             code = self.proc.wait()
             self.proc = None
             raise WorkerDied(code) from None
-        return self._read(timeout)
+        reply = self._read(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if "error" in reply:
+            raise WorkerRefused(str(reply["error"]))
+        return reply
 
     def parse(self, paths: list[Path]) -> list[ParseAnswer]:
         """Each HLO text file through this jaxlib's HLO parser (no compile, no run)."""

@@ -198,15 +198,16 @@ class DumpIndex:
         )
 
 
-def modules_table(index: DumpIndex) -> str:
-    """One row per module: id, name, source line, instruction counts, passes, snapshots, files, bytes."""
+def modules_table(index: DumpIndex, leave_out: frozenset[int] | set[int] = frozenset()) -> str:
+    """One row per module (but the ids in `leave_out`): id, name, source line, instruction counts, passes,
+    snapshots, files, bytes."""
     from xlatools.console import columns
 
     def n(value: int | None) -> str:
         return "-" if value is None else str(value)
 
     rows = [("id", "module", "source", "instr before", "instr after", "passes", "snapshots", "files", "bytes")]
-    for m in sorted(index.modules.values(), key=lambda m: m.id):
+    for m in sorted((m for m in index.modules.values() if m.id not in leave_out), key=lambda m: m.id):
         rows.append(
             (
                 f"{m.id:04d}",

@@ -81,6 +81,8 @@ def prepare(
     from xlatools.run.presets.catalog import Catalog
 
     catalog = Catalog.load(define_presets, f"profile {profile.name} (run.define_presets)")
+    where = {row.key: row.origin for row in profile.provenance}  # a preset it names that is unknown: file:line [key]
+    catalog.check_profile(profile.presets, profile.dump_preset if request.dump else None, where)
     request = settle_request(request, profile)
     request = replace(request, python=targets.resolve_python(request.python))
     platform = request.platform
@@ -162,7 +164,9 @@ def execute_plan(
     from xlatools.run.manifest import finish_record, numerics_env, run_record
 
     # Absolute: the program may change directory, and the paths go into XLA_FLAGS and the manifest.
-    with bundle_session(out_root, RunManifest(), name=prepared.plan.name, write_running=False) as session:
+    with bundle_session(
+        out_root, RunManifest(), name=prepared.plan.name, write_running=False, reporter=reporter
+    ) as session:
         plan = prepared.plan.bind(session.path)
         record = run_record(plan, prepared.target, argv, prepared.flag_checks)
         record.numerics_env = numerics_env(plan.child_env(caller_env))  # replays and packs restore them
@@ -243,24 +247,28 @@ def _launch(
             watch=watch,
         )
         return group.run, group
+    from xlatools.proctree import leaving_nothing
     from xlatools.run.hooks import program_env
     from xlatools.run.process import execute
+    from xlatools.run.recorder import no_partial_files
 
     env = program_env(plan, prepared.target.backend, plan.child_env(caller_env), session.path)
     logs = (session.path / "stdout.log", session.path / "stderr.log")
-    result = execute(
-        plan.argv,
-        env,
-        plan.cwd,
-        *logs,
-        plan.timeout,
-        echo_out,
-        echo_err,
-        on_start=on_start,
-        heartbeat=heartbeat,
-        reporter=reporter,
-        watch=watch,
-    )
+    # what the program leaves running (a daemon in a session of its own), or half-written, ends with it
+    with no_partial_files(session.path), leaving_nothing(env, on_start) as (env, started):
+        result = execute(
+            plan.argv,
+            env,
+            plan.cwd,
+            *logs,
+            plan.timeout,
+            echo_out,
+            echo_err,
+            on_start=started,
+            heartbeat=heartbeat,
+            reporter=reporter,
+            watch=watch,
+        )
     return result, None
 
 

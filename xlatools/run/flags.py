@@ -209,12 +209,15 @@ def parse_env_flags(value: str, variable: str = "XLA_FLAGS") -> list[str]:
 
 
 def join_flags(flags: list[str]) -> str:
-    """One XLA_FLAGS value. XLA understands `--name="a b"`, not shell quoting of the whole flag."""
+    """One XLA_FLAGS value. XLA understands `--name="a b"`, not shell quoting of the whole flag: a value with
+    whitespace, a quote or a backslash goes in double quotes, where XLA (and parse_env_flags) read a backslash
+    as escaping the next character, so `"` and `\\` are escaped (a path `out "q" dir` reaches XLA whole)."""
     parts = []
     for flag in flags:
         name, eq, value = flag.partition("=")
-        if eq and any(ch.isspace() for ch in value):
-            flag = f'{name}="{value}"'
+        if eq and any(ch.isspace() or ch in "\"'\\" for ch in value):
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            flag = f'{name}="{escaped}"'
         parts.append(flag)
     return " ".join(parts)
 

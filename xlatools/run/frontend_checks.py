@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xlatools.errors import UsageError
+from xlatools.errors import EnvironmentMissing, UsageError
 from xlatools.run.flags import flag_name
 from xlatools.run.frontends import SPECS, TF_XLA_FLAGS, check_frontend
 
@@ -24,30 +24,40 @@ if TYPE_CHECKING:
 def probe_target(
     request: "RunRequest", profile: "ProfileRun", catalog: "Catalog", platform: str, reporter: "Reporter | None" = None
 ) -> "ProbedInterpreter":
-    """The target, probed as the frontend the run asks for.
-
-    --frontend, else the profile's run.frontend, decide. Otherwise the probe detects one
-    (jax first), and a preset that belongs to another frontend installed there (tf-clustering
-    in a venv with both jax and TensorFlow) switches to it; presets of a frontend the target
-    lacks only set their variables."""
+    """The target, probed as the frontend the run asks for: --frontend, else the profile's run.frontend, else
+    the frontend of a chosen frontend preset (`tf-clustering` is TensorFlow's), else the one the probe detects
+    (jax first). A target without the asked-for frontend is exit 3 (naming the preset that asked); presets of
+    two frontends at once are exit 2, unless --frontend picks one (the other's variables are then only set)."""
     from xlatools.run.target import probe
 
     explicit = check_frontend(request.frontend, "--frontend") or check_frontend(
         profile.frontend, f"profile {profile.name} run.frontend"
     )
-    target = probe(request.python, platform, explicit, reporter=reporter)
     if explicit:
-        return target
-    refs = [*profile.presets, *request.presets]
-    hinted = {p.frontend for p in (catalog.get(ref) for ref in refs) if p.frontend} - {target.frontend}
-    installed = [name for name in sorted(hinted) if installed_in(target, name)]
-    return probe(request.python, platform, installed[0], reporter=reporter) if len(installed) == 1 else target
+        return probe(request.python, platform, explicit, reporter=reporter)
+    asking = preset_frontends(catalog, [*profile.presets, *request.presets])
+    if not asking:
+        return probe(request.python, platform, None, reporter=reporter)
+    frontend = asking[0][1]
+    try:
+        return probe(request.python, platform, frontend, reporter=reporter)
+    except EnvironmentMissing as exc:
+        raise EnvironmentMissing(
+            f"--preset {asking[0][0]} is for {frontend} programs, but {exc.message}",
+            hint=f"{exc.hint}; or leave the preset out (with --frontend jax it only sets its variables)",
+        ) from None
 
 
-def installed_in(target: "ProbedInterpreter", frontend: str) -> bool:
-    if frontend == "jax":
-        return bool(target.jax and target.jaxlib)
-    return bool(target.versions.get({"tensorflow": "tensorflow", "torch-xla": "torch_xla"}[frontend]))
+def preset_frontends(catalog: "Catalog", refs: list[str]) -> list[tuple[str, str]]:
+    """(preset, frontend) of each chosen preset that asks for a frontend; UsageError when they ask for two."""
+    asking = [(ref, preset.frontend) for ref, preset in ((r, catalog.get(r)) for r in refs) if preset.frontend]
+    if len({frontend for _, frontend in asking}) > 1:
+        named = ", ".join(f"{ref} ({frontend})" for ref, frontend in asking)
+        raise UsageError(
+            f"the presets ask for different frontends: {named}",
+            hint="say which one the program uses with --frontend (the other presets then only set their variables)",
+        )
+    return asking
 
 
 class UnknownFlags(UsageError):

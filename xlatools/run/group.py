@@ -79,19 +79,13 @@ def execute_group(
     reporter: Reporter | None = None,
     watch: StuckWatch | None = None,
 ) -> GroupResult:
-    """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part."""
-    specs = [
-        Spec(
-            plan.argv,
-            plan.child_env(run_env),
-            Path(plan.stdout),
-            Path(plan.stderr),
-            echo_out if plan.id == 0 else None,
-            echo_err if plan.id == 0 else None,
-        )
-        for plan in plans
-    ]
-    group = run_processes(specs, cwd, timeout, on_start, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S, watch=watch)
+    """Run every process of `plans` (bound) with `run_env` (the run's environment) plus its own part. What they
+    leave running when the group ends (a daemon in a session of its own) is stopped: found by a marker."""
+    from xlatools.proctree import leaving_nothing
+
+    with leaving_nothing(run_env, on_start) as (env, started):
+        specs = _specs(plans, env, echo_out, echo_err)
+        group = run_processes(specs, cwd, timeout, started, heartbeat, reporter, fatal_quiet=FATAL_QUIET_S, watch=watch)
     first = plans[group.first].id if group.first is not None else None
     processes = [
         ProcessResult(
@@ -104,3 +98,17 @@ def execute_group(
         group.status, chosen.returncode if chosen else None, group.duration, group.started, group.finished, group.error
     )
     return GroupResult(run, processes, first)
+
+
+def _specs(plans: list[ProcessPlan], run_env: dict[str, str], echo_out, echo_err) -> list[Spec]:
+    return [
+        Spec(
+            plan.argv,
+            plan.child_env(run_env),
+            Path(plan.stdout),
+            Path(plan.stderr),
+            echo_out if plan.id == 0 else None,
+            echo_err if plan.id == 0 else None,
+        )
+        for plan in plans
+    ]

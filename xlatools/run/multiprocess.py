@@ -42,6 +42,9 @@ PROCESS_VARS = (
     "JAX_LOCAL_DEVICE_IDS",
 )
 _LOOPBACK = "127.0.0.1,localhost"
+MAX_PROCESSES = 4096  # per run, anywhere
+PROCESS_MEMORY = 256 << 20  # a jax process on the CPU after its first jit (measured: 261 MiB, jax 0.10.2)
+MAX_DEVICES_PER_PROCESS = 1024
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,41 @@ def _per_process_flags(flags: list[str], process: int) -> list[str]:
     return out
 
 
+def check_counts(processes: int | None, devices: int, limit: tuple[int, str]) -> None:
+    """Refuse (bad input, before anything starts) more processes than `limit` allows ((count, why):
+    process_limit's answer) or more devices a process than MAX_DEVICES_PER_PROCESS."""
+    most, why = limit
+    if processes is not None and processes > most:
+        raise UsageError(
+            f"--processes {processes}: more than {most}, the most a run takes here ({why})",
+            hint=f"give --processes {most} or fewer",
+        )
+    if devices > MAX_DEVICES_PER_PROCESS:
+        raise UsageError(
+            f"--devices-per-process {devices}: more than {MAX_DEVICES_PER_PROCESS} (each device of a process is "
+            "named in its environment, JAX_LOCAL_DEVICE_IDS; GPU machines hold 4-16 devices, CPU devices are threads)",
+            hint=f"give --devices-per-process {MAX_DEVICES_PER_PROCESS} or fewer",
+        )
+
+
+def process_limit(local: bool) -> tuple[int, str]:
+    """(the most processes a run may have, why): on this machine, as many as its memory holds at
+    PROCESS_MEMORY each (at least 2, at most MAX_PROCESSES); on a cluster (Slurm), MAX_PROCESSES."""
+    if not local:
+        return MAX_PROCESSES, "xlatools keeps a log, a dump folder and an exit file per process"
+    import os
+
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return MAX_PROCESSES, "xlatools keeps a log, a dump folder and an exit file per process"
+    most = max(2, min(MAX_PROCESSES, memory // PROCESS_MEMORY))
+    return most, (
+        f"this machine has {memory / (1 << 30):.1f} GiB of memory and each jax process takes about "
+        f"{PROCESS_MEMORY >> 20} MiB before it computes anything"
+    )
+
+
 def settle_processes(asked: int | None, smoke_names: tuple[str, ...], frontend: str) -> int:
     """How many processes: as asked, else 2 for smoke:multiprocess, else 1; checked."""
     wants_group = MULTIPROCESS_SMOKE in smoke_names
@@ -123,6 +161,13 @@ def settle_processes(asked: int | None, smoke_names: tuple[str, ...], frontend: 
     return count
 
 
+LOCAL_COORDINATOR = (
+    "coordinator 127.0.0.1:<free port> (jax.distributed.initialize reads JAX_COORDINATOR_ADDRESS; the program "
+    "passes JAX_NUM_PROCESSES and JAX_PROCESS_ID)"
+)  # a Slurm job's plan says SLURM_COORDINATOR instead (run/slurm_launch.py)
+SLURM_COORDINATOR = "coordinator from Slurm's variables (jax.distributed.initialize finds it on the job's first node)"
+
+
 def plan_processes(
     count: int,
     devices: int,
@@ -135,11 +180,7 @@ def plan_processes(
     (name -> value, None = removed); `xla_flags`: its XLA flags, before joining."""
     if devices < 1:
         raise UsageError(f"--devices-per-process {devices}: must be 1 or more")
-    notes = [
-        f"{count} processes, {devices} device{'s' if devices != 1 else ''} each; coordinator 127.0.0.1:<free port> "
-        "(jax.distributed.initialize reads JAX_COORDINATOR_ADDRESS; the program passes JAX_NUM_PROCESSES and "
-        "JAX_PROCESS_ID)"
-    ]
+    notes = [f"{count} processes, {devices} device{'s' if devices != 1 else ''} each; {LOCAL_COORDINATOR}"]
     proxy = _proxy_bypass(caller_env, env_values)
     if proxy:
         notes.append(

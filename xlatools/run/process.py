@@ -18,6 +18,7 @@ Whole process trees are stopped (terminate, then kill), so no grandchild outlive
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -25,9 +26,9 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Callable
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterator
 
-from xlatools.proctree import end_trees, signal_tree, sigterm_as_interrupt
+from xlatools.proctree import end_trees, held_interrupts, signal_tree, sigterm_as_interrupt
 from xlatools.run.child import Child, Spec
 from xlatools.vocab import ProcessStatus, Status
 
@@ -88,6 +89,7 @@ class GroupRun:
 _RUNNING: set[threading.Event] = set()  # the events of groups running now, in any thread
 _INTERRUPTED: set[threading.Event] = set()
 _RUNNING_LOCK = threading.Lock()
+_STOPPING = [0]  # > 0: inside `stopping_runs`: a group that starts now is interrupted at once
 
 
 def interrupt_running() -> None:
@@ -100,6 +102,20 @@ def interrupt_running() -> None:
         _INTERRUPTED.update(running)
     for wake in running:
         wake.set()
+
+
+@contextlib.contextmanager
+def stopping_runs() -> Iterator[None]:
+    """While the main thread waits for its worker threads after Ctrl-C: every program the runner runs, now or
+    started meanwhile by a thread that had not seen the interrupt yet, is stopped as `interrupt_running` stops it."""
+    with _RUNNING_LOCK:
+        _STOPPING[0] += 1
+    try:
+        interrupt_running()
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _STOPPING[0] -= 1
 
 
 def run_processes(
@@ -122,11 +138,14 @@ def run_processes(
     status: Status | None = None
     with _RUNNING_LOCK:
         _RUNNING.add(wake)
+        if _STOPPING[0]:
+            _INTERRUPTED.add(wake)
     with ExitStack() as stack:
         try:
             with sigterm_as_interrupt():
                 for spec in specs:
-                    procs.append(Child(spec, cwd, stack, wake))
+                    with held_interrupts():  # started and kept as one step: every started process is stopped
+                        procs.append(Child(spec, cwd, stack, wake))
                 if on_start is not None:
                     on_start([p.popen for p in procs])
                 status = _watch(procs, wake, t0, timeout, heartbeat, reporter, fatal_quiet, watch)
@@ -145,7 +164,7 @@ def run_processes(
                     tee.join(timeout=10)  # pipes close once the whole tree is gone
                 for pipe in (proc.popen.stdout, proc.popen.stderr):
                     pipe.close()
-    return _result(procs, status, started, t0)
+    return _result(specs, procs, status, started, t0)
 
 
 def _watch(
@@ -226,14 +245,18 @@ def _progress(procs: list[Child]) -> str:
 
 
 def _stop(procs: list[Child], status: ProcessStatus, failed: list[Child] = ()) -> None:
-    """End every process still running (one grace period for all); they get `status`, those in `failed` FAILED."""
-    alive = [p for p in procs if p.status is None]
-    end_trees([p.popen for p in alive])
-    for proc in alive:
-        proc.status = ProcessStatus.FAILED if proc in failed else status
+    """End every process still running (one grace period for all); they get `status`, those in `failed` FAILED.
+    One step that Ctrl-C does not split: it comes once every tree is gone and every status is set."""
+    with held_interrupts():
+        alive = [p for p in procs if p.status is None]
+        end_trees([p.popen for p in alive])
+        for proc in alive:
+            proc.status = ProcessStatus.FAILED if proc in failed else status
 
 
-def _result(procs: list[Child], status: Status | None, started: str, t0: float) -> GroupRun:
+def _result(specs: list[Spec], procs: list[Child], status: Status | None, started: str, t0: float) -> GroupRun:
+    """The group's record: one `Ended` per spec, in order; a process that an interrupt kept from starting is
+    `interrupted`, never started (no status)."""
     from xlatools.bundle import utc_now
 
     failed = sorted((p for p in procs if p.status == ProcessStatus.FAILED), key=lambda p: p.ended or 0.0)
@@ -250,6 +273,7 @@ def _result(procs: list[Child], status: Status | None, started: str, t0: float) 
         )
         for p in procs
     ]
+    ended += [Ended(ProcessStatus.INTERRUPTED, None, 0.0) for _ in specs[len(procs) :]]
     write_error = next((tee.error for p in procs for tee in p.tees if tee.error), None)
     error = None
     if status == Status.ERROR and write_error is not None:

@@ -9,10 +9,12 @@ On by default where it is needed (--xla_dump_hlo_snapshots on a GPU backend, whi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from xlatools.run.dump_expect import SNAPSHOT_FLAG
 
@@ -111,6 +113,20 @@ def adopt(bundle: Path, dump_root: Path | None) -> Recorded:
             "(replay reads them as the modules' snapshots)",
         )
     return found
+
+
+@contextlib.contextmanager
+def no_partial_files(bundle: Path) -> Iterator[None]:
+    """When the block ends, the recorder's half-written files are removed (`*.tmp`: the program was stopped, or
+    the disk filled, mid-write)."""
+    try:
+        yield
+    finally:
+        for partial in (Path(bundle) / FOLDER).glob("*.tmp"):
+            try:
+                partial.unlink()
+            except OSError:
+                pass
 
 
 def recorded_snapshot(dump_root: Path, stem: str) -> Path | None:

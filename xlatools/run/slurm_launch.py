@@ -38,9 +38,12 @@ def slurm_coordinator(plan: RunPlan, spec: ClusterSpec) -> tuple[RunPlan, str]:
     GPUs per task), and what the manifest says of the coordinator."""
     from dataclasses import replace
 
+    from xlatools.run.multiprocess import LOCAL_COORDINATOR, SLURM_COORDINATOR
+
     drop = _dropped(spec)
     processes = [replace(p, env={k: v for k, v in p.env.items() if k not in drop}) for p in plan.processes]
-    return replace(plan, processes=processes), "from Slurm's variables (jax.distributed.initialize)"
+    notes = [note.replace(LOCAL_COORDINATOR, SLURM_COORDINATOR) for note in plan.notes]
+    return replace(plan, processes=processes, notes=notes), "from Slurm's variables (jax.distributed.initialize)"
 
 
 def _dropped(spec: ClusterSpec) -> tuple[str, ...]:
@@ -162,8 +165,11 @@ def execute_job(
     on_start(None)
     if on_submit is not None:
         on_submit(record)
-    try:
-        info = slurm.wait(job_id, lambda: all(e is not None for e in _exits(tasks)))
+    ran_out = False
+    try:  # --timeout ends the run wherever the job is (queued, stuck, listed in a state no one knows)
+        waited = slurm.wait_bounded(job_id, lambda: all(e is not None for e in _exits(tasks)), plan.timeout, t0)
+        info, ran_out = waited.info, waited.deadline_passed
+        record.notes += [str(waited.note())] if waited.note() else []
     except BaseException as exc:  # Ctrl-C, SIGTERM: the job goes with us
         slurm.cancel([job_id])
         record.cancelled_by_xlatools, record.state = True, "CANCELLED"
@@ -173,14 +179,14 @@ def execute_job(
         info = slurm.wait_gone(job_id)
     _forget(job.folder)
     exits = _exits(tasks)
-    info, stepd = _settled(info, exits, Path(job.folder) / "job.out")
+    info, stepd = (info, None) if ran_out else _settled(info, exits, Path(job.folder) / "job.out")
     record.state, record.reason, record.exit_code, record.nodes = info.state, info.reason, info.exit_code, info.nodes
     record.partition = info.partition or record.partition
     firsts = [e.started for e in exits if e]
     record.started_s = round(min(firsts) - submitted_at, 3) if firsts else None
     record.cancelled_by_xlatools = slurm.was_cancelled(job_id)
     duration = round(time.monotonic() - t0, 3)
-    status = _status(record, exits, stepd)
+    status = Status.TIMEOUT if ran_out and not all(e is not None for e in exits) else _status(record, exits, stepd)
     codes = [e.returncode if e else None for e in exits]
     failed = [i for i, c in enumerate(codes) if c not in (0, None)]
     first = min(failed, key=lambda i: exits[i].finished or 0.0) if failed else None  # type: ignore[union-attr]
@@ -216,6 +222,7 @@ def execute_in_session(
     )
     if session.record.slurm.killed_by_slurm:
         session.record.notes.append(session.record.slurm.killed_by_slurm)
+    session.record.notes += session.record.slurm.notes
     _read_task_stacks(plan, session, reporter)
     first = plan.processes[0] if plan.processes else None
     logs = (

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from xlatools.console import Reporter
 
 PROBES = Path(__file__).resolve().parent / "probes"
+# Seconds a probe has to write its first facts (standard library only, before any import of the frontend).
+START_LIMIT = 30.0
 
 
 @dataclass
@@ -114,16 +116,17 @@ class ProbedInterpreter:
 
 
 def resolve_python(spec: str | None) -> str:
-    """Absolute path of the target interpreter. Symlinks are kept: a venv's python is a link."""
+    """Absolute path of the target interpreter, one spelling per interpreter (`one_spelling`): `.venv/bin/python`
+    and `python3` found on PATH in that venv are one target, probed and cached once."""
     if not spec:
-        return sys.executable
+        return one_spelling(sys.executable)
     path = Path(spec).expanduser()
     if os.sep not in spec and not path.exists():
         import shutil
 
         found = shutil.which(spec)
         if found:
-            return found
+            return one_spelling(found)
     if not path.exists():
         raise UsageError(
             f"--python {spec}: no such file", hint="give the path of a Python interpreter, e.g. ~/venvs/jax/bin/python"
@@ -137,7 +140,23 @@ def resolve_python(spec: str | None) -> str:
         )
     if not os.access(path, os.X_OK):
         raise UsageError(f"--python {spec}: not executable", hint="give the path of a Python interpreter")
-    return os.path.abspath(path)
+    return one_spelling(os.path.abspath(path))
+
+
+def one_spelling(python: str) -> str:
+    """The one path that stands for the interpreter at `python`. A venv's python, python3 and python3.X link to
+    one base interpreter, which runs with that venv's packages: its `bin/python` (or `bin/python3`) when that
+    leads to the same file; the link itself is kept (the file it leads to runs without the venv). Outside a
+    venv, the file the links lead to (`/usr/bin/python3` -> `/usr/bin/python3.11`)."""
+    path = Path(python)
+    if not (path.parent.parent / "pyvenv.cfg").is_file():
+        return os.path.realpath(path)
+    real = os.path.realpath(path)
+    for name in ("python", "python3"):
+        candidate = path.parent / name
+        if candidate.exists() and os.path.realpath(candidate) == real:
+            return str(candidate)
+    return python
 
 
 @dataclass
@@ -175,18 +194,30 @@ def _run_probe(python: str, args: list[str], env: dict[str, str], timeout: float
             # Dump flags alone send dumps to stdout, where TensorFlow 2.21's XLA segfaults with snapshots on:
             # a probe of flags must not fail for that, so the probe dumps into its own folder.
             env = {**env, "XLA_FLAGS": f"{flags} --xla_dump_to={os.path.join(tmp, 'dump')}"}
-        try:
+        limit = probe_timeout(timeout)
+        try:  # the probe writes its first facts at once (standard library only): none in START_LIMIT, it hangs
             proc = run_captured(
-                [python, str(PROBES / "target_info.py"), out, *args], cwd=tmp, env=env, timeout=probe_timeout(timeout)
+                [python, str(PROBES / "target_info.py"), out, *args],
+                cwd=tmp,
+                env=env,
+                timeout=limit,
+                alive=lambda: os.path.exists(out + ".alive"),
+                alive_within=min(START_LIMIT, limit),
             )
         except OSError as exc:
             raise UsageError(
                 f"--python {python}: cannot run it: {exc.strerror}", hint="give the path of a Python interpreter"
             ) from None
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as late:
+            what = (
+                f"took longer than {late.timeout:g} s"
+                if os.path.exists(out + ".alive")
+                else f"gave no sign of life in {late.timeout:g} s (it did not start)"
+            )
             raise EnvironmentMissing(
-                f"probing {python} took longer than {probe_timeout(timeout):g} s (stopped)",
-                hint="is its frontend importable there? (XLATOOLS_PROBE_TIMEOUT_S sets the limit)",
+                f"probing {python}: it {what}; stopped",
+                hint="is it a Python interpreter, and is its frontend importable there? "
+                "(XLATOOLS_PROBE_TIMEOUT_S sets the limit)",
             ) from None
         try:
             with open(out) as handle:

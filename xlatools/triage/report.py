@@ -19,6 +19,8 @@ def _link(path: str | None, root: Path, text: str | None = None) -> str:
     if not path:
         return "-"
     rel = os.path.relpath(path, root)
+    if not os.path.lexists(path):  # removed since (or never finished): named, not linked
+        return f"{text or rel} (no longer at {rel})"
     return f"[{text or rel}]({rel})"
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlatools.errors import EXIT_FAILED, EXIT_MISSING
+from xlatools.errors import EXIT_FAILED, EXIT_MISSING, Interrupted
 from xlatools.records.triage import (
     DiffFound,
     DumpsFound,
@@ -26,7 +26,7 @@ from xlatools.records.triage import (
 from xlatools.triage.handover import handing_over, unless_handed_over
 from xlatools.triage.plan import TriageRequest
 from xlatools.triage.stages import StageProblem
-from xlatools.vocab import BisectStatus, Platform, StageStatus, TriageStage
+from xlatools.vocab import BisectStatus, ExitCodeMode, Platform, StageStatus, Status, TriageStage
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
@@ -98,7 +98,6 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
     from xlatools.records.run import ProfileRun
     from xlatools.run.execute import execute_plan, prepare
     from xlatools.run.plan import RunRequest
-    from xlatools.vocab import ExitCodeMode
 
     opts = ctx.request.test
     request = RunRequest(
@@ -112,8 +111,7 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
         timeout=opts.timeout,
         name=name,
     )
-    caller_env = dict(os.environ)
-    prepared = prepare(request, ProfileRun(), {}, caller_env, Path(opts.cwd), ctx.reporter)
+    prepared = prepare(request, ProfileRun(), {}, (caller_env := dict(os.environ)), Path(opts.cwd), ctx.reporter)
     record = execute_plan(
         prepared,
         ctx.folder / "runs",
@@ -124,6 +122,8 @@ def _dumping_run(ctx: Context, version: str, name: str) -> SideRun:
         exit_code_mode=ExitCodeMode.PROGRAM,
         cluster=opts.cluster,
     ).record  # --executor slurm: the dumping runs are jobs too
+    if record.status == Status.INTERRUPTED:  # Ctrl-C reached the program: the stage stops here, pending
+        raise Interrupted(f"interrupted during the dumping run of jax {version} ({record.bundle})")
     return SideRun(version=version, python=prepared.plan.python, bundle=str(record.bundle), exit_code=record.exit_code)
 
 

@@ -154,6 +154,9 @@ def test_dry_run_shows_the_job_script_and_commands(tmp_path):
         and "task.py" in done.stdout
     )
     assert "#SBATCH --time=5" in done.stdout
+    # the processes as the job runs them: jax's coordinator comes from Slurm, not from a local port
+    assert "coordinator from Slurm's variables" in done.stdout
+    assert "127.0.0.1" not in done.stdout and "JAX_COORDINATOR_ADDRESS" not in done.stdout
 
 
 def test_slurm_bisection_with_two_jobs_finds_the_same_first_bad(slurm, bisect_cache, tmp_path):

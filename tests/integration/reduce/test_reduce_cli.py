@@ -37,6 +37,8 @@ def test_float64_miscompile_reduces_to_a_few_instructions(xl, tmp_path, student_
     assert claimed and summary["instructions_before"] == int(claimed[1]), summary
     assert summary["instructions_after"] <= int(claimed[2]), summary
     assert not summary["flaky"] and summary["oracle"] == "mismatch"
+    # why it stopped: a whole round of the six strategies found nothing smaller (issue 37 item 9)
+    assert "found no smaller module" in summary["ended"]["reason"] and len(summary["ended"]["strategies"]) == 6
     bundle = Path(summary["bundle"])
     assert manifest(bundle)["status"] == "ok"
     reduced = (bundle / "reduced.hlo.txt").read_text()
@@ -163,6 +165,38 @@ def test_script_oracle_and_a_refused_input(xl, tmp_path, solve_bundle):
     refused = xl("reduce", str(solve_bundle), "--module", "jit_f", "--reference", "cpu", "--out", "refused")
     assert refused.returncode == 2, refused.stderr
     assert "not interesting" in refused.stderr and not bundles(tmp_path / "refused")  # nor a state folder
+
+
+NAN_PROGRAM = """import jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_enable_x64", True)
+
+@jax.jit
+def f(x):
+    nan = jnp.log(jnp.float64(-1.0))  # a constant NaN: jaxlib 0.6.2 returns garbage for its exp (jax#29537)
+    return jnp.exp(nan + 0.0 * x), jnp.sin(x) * 2.0
+
+print(f(np.linspace(-2.0, 3.0, 8)))
+"""
+
+
+def test_the_snapshot_oracle_says_why_it_stopped_and_what_would_go_further(xl, tmp_path, miscompile_python):
+    """The snapshot's recorded result (jaxlib 0.6.2's garbage) against this jaxlib's NaN: only outputs and inlining
+    apply, and the reduction says so when it stops, with what would take it further (issue 37 item 9)."""
+    (tmp_path / "prog.py").write_text(NAN_PROGRAM)
+    ran = xl("run", "prog.py", "--python", miscompile_python, "--preset", "dump:hlo", "--preset", "dump:snapshots")
+    assert ran.returncode == 0, ran.stderr
+    result = xl("reduce", "artifacts/latest", "--module", "jit_f", "--rechecks", "1", "--out", "out", "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["oracle"] == "recorded" and summary["instructions_after"] < summary["instructions_before"]
+    assert summary["verdict"] == "8/8 elements differ (8 NaN on one side only)"  # not `max abs error 0`
+    ended = summary["ended"]
+    assert "found no smaller module that is still interesting" in ended["reason"]
+    assert [line.split(":")[0] for line in ended["strategies"]] == ["inline", "outputs"]
+    assert "the snapshot's recorded result judges only the outputs" in ended["not_judged"][0]
+    assert any("--reference cpu" in line and "--reference-python" in line for line in ended["further"])
+    issue = (Path(summary["bundle"]) / "ISSUE.md").read_text()
+    assert "device cpu\n" in issue and "device cpu cpu" not in issue
 
 
 def test_replay_isolate_names_the_first_mismatching_instruction(xl, student_t_bundle, miscompile_python):

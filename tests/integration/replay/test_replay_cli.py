@@ -92,7 +92,9 @@ def test_cross_version_reference_pythons(dumped, replay, old_jax_python, new_jax
     module = _by_name(_json(result))["jit_fn"]
     versions = [r["versions"]["jaxlib"] for r in module["runs"]]
     assert versions[1] == "0.4.30" and versions[2].startswith("0.12")
-    assert [c["against"] for c in module["comparisons"]] == ["snapshot", "reference-python-1", "reference-python-2"]
+    # references are named by their jax version
+    newer = f"reference-jax-{module['runs'][2]['versions']['jax']}"
+    assert [c["against"] for c in module["comparisons"]] == ["snapshot", "reference-jax-0.4.30", newer]
     assert all(c["ok"] for c in module["comparisons"])
     assert "stack-frame tables dropped" in module["runs"][1]["loaded_from"]["how"]  # 0.4.30 reads new text
     assert module["runs"][0]["run_s"]["count"] == 3
@@ -377,7 +379,7 @@ def test_unoptimized_snapshot_replays_here_and_on_an_old_jaxlib(unoptimized_dump
     result = replay("replay", str(snapshot), "--reference-python", old_jax_python, "--json", "--out", "out")
     assert result.returncode == 0, result.stderr
     module = _json(result)["modules"][0]
-    assert module["outcome"] == "ok" and module["comparisons"][0]["against"] == "reference-python-1"
+    assert module["outcome"] == "ok" and module["comparisons"][0]["against"] == "reference-jax-0.4.30"
     # 0.4.30 cannot read a new jaxlib's proto (ids > INT_MAX): it reads the test run's text of the module
     assert module["runs"][1]["loaded_from"]["path"].endswith("test/module.txt")
 
@@ -397,3 +399,25 @@ def test_modules_share_long_lived_workers_and_a_crash_costs_only_its_worker(dump
     assert modules["jit_clean"]["outcome"] == "ok"
     logs = sorted(p.name for p in (bundles(tmp_path / "out")[0] / "workers").iterdir())
     assert logs and all(name.endswith(".log") for name in logs), logs
+
+
+def test_snapshot_picks_which_execution_gives_the_arguments(dumped, replay, tmp_path):
+    """--snapshot N: the snapshot of the module's N-th execution (0 the first, -1 the last), in the order the dump
+    wrote them; one the dump does not hold is bad input (exit 2) naming what it holds."""
+    import os
+    import shutil
+
+    bundle, _ = dumped
+    shutil.copytree(bundle / "xla_dump", tmp_path / "dump")
+    [first] = (tmp_path / "dump").glob("*jit_fn*.snapshot.*.pb")
+    stem = first.name.split(".snapshot.")[0]
+    second = first.with_name(f"{stem}.snapshot.{'123' if '.snapshot.123.' not in first.name else '456'}.pb")
+    # a later execution (with the same values): run ids are not counts, the order is the files' age
+    shutil.copyfile(first, second)
+    os.utime(second, ns=(first.stat().st_atime_ns, first.stat().st_mtime_ns + 10**9))
+    result = replay("replay", "dump", "--module", "jit_fn", "--snapshot", "-1", "--json", "--out", "out")
+    assert result.returncode == 0, result.stderr
+    module = _json(result)["modules"][0]
+    assert module["input_source"]["path"] == str(second) and module["comparisons"][0]["ok"]
+    wrong = replay("replay", "dump", "--module", "jit_fn", "--snapshot", "2")
+    assert wrong.returncode == 2 and "has snapshots of executions 0 to 1" in wrong.stderr, wrong.stderr

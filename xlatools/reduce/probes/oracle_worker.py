@@ -95,22 +95,28 @@ def compose(sources, out, layouts=None):
     return {"count": len(arrays)}
 
 
+def answer(request):
+    if request["op"] == "parse":
+        return parse(request["paths"])
+    if request["op"] == "replay":
+        replay_module.main(["replay_module.py", request["job"]])
+        return {"done": True}
+    if request["op"] == "compose":
+        return compose(request["sources"], request["out"], request.get("layouts"))
+    if request["op"] == "splats":
+        return splats(request["path"])
+    return {"error": "unknown op %r" % request["op"]}
+
+
 def serve(replies):
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
-        if request["op"] == "parse":
-            reply = parse(request["paths"])
-        elif request["op"] == "replay":
-            replay_module.main(["replay_module.py", request["job"]])
-            reply = {"done": True}
-        elif request["op"] == "compose":
-            reply = compose(request["sources"], request["out"], request.get("layouts"))
-        elif request["op"] == "splats":
-            reply = splats(request["path"])
-        else:
-            reply = {"error": "unknown op %r" % request["op"]}
+        try:
+            reply = answer(request)
+        except Exception as exc:  # a file it was pointed at that is missing or no .npz: said, not a dead worker
+            reply = {"error": "%s: %s" % (type(exc).__name__, exc)}
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 

@@ -288,9 +288,17 @@ class Catalog:
         return cls(presets)
 
     def get(self, ref: str, kind: str | None = None) -> Preset:
-        """A preset by `NAME` or `KIND:NAME` (needed where two kinds share a name, e.g. dump:passes, log:passes)."""
+        """A preset by `NAME` or `KIND:NAME` (needed where two kinds share a name, e.g. dump:passes, log:passes);
+        with `kind`, only a preset of that kind (a `KIND:` of another kind is refused, never used)."""
         if ":" in ref and ref.split(":", 1)[0] in KINDS:
-            kind, ref = ref.split(":", 1)
+            named, ref = ref.split(":", 1)
+            if kind is not None and named != kind:
+                dumps = sorted(n for (k, n) in self.presets if k == kind)
+                raise UsageError(
+                    f"'{named}:{ref}' is a {named} preset; a {kind} preset is expected here",
+                    hint=f"{kind} presets: {', '.join(dumps)} (`xlatools presets list`)",
+                )
+            kind = named
         found = [p for (k, n), p in self.presets.items() if n == ref and (kind is None or k == kind)]
         if len(found) == 1:
             return found[0]
@@ -311,6 +319,25 @@ class Catalog:
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         what = f"{kind} preset" if kind else "preset"
         raise UsageError(f"unknown {what} '{ref}'", hint=f"{hint}`xlatools presets list` shows them all")
+
+    def check_profile(self, presets: list[str], dump_preset: str | None, where: dict[str, str]) -> None:
+        """Each preset a profile's run section names (`run.presets`, and `run.dump_preset` when given) exists and is
+        of its kind; else a profile error naming the file, line and key. `where`: key -> "file:line"."""
+        for index, ref in enumerate(presets):
+            self.in_profile(ref, f"run.presets[{index}]", where)
+        if dump_preset is not None:
+            self.in_profile(dump_preset, "run.dump_preset", where, kind="dump")
+
+    def in_profile(self, ref: str, key: str, where: dict[str, str], kind: str | None = None) -> Preset:
+        """get() for a preset a profile names at `key` (`run.presets[0]`); `where`: key -> "file:line" (the
+        profile's provenance). Unknown or of the wrong kind: a profile error naming the file, line and key."""
+        try:
+            return self.get(ref, kind)
+        except UsageError as exc:
+            file, _, line = where.get(key, "").rpartition(":")
+            line_no = int(line) if line.isdigit() else None
+            located = Problem(exc.message, file=file or None, line=line_no, key=key, hint=exc.hint)
+            raise ProfileError(f"the profile names a preset that cannot be used ({ref})", problems=[located]) from None
 
     def by_kind(self) -> list[Preset]:
         return sorted(self.presets.values(), key=lambda p: (KINDS.index(p.kind), p.name))

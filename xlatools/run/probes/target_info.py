@@ -232,6 +232,7 @@ def _write(out, info):
 
 def main():
     out = sys.argv[1]
+    open(out + ".alive", "w").close()  # a sign of life before anything slow: xlatools stops a probe without it
     wanted = sys.argv[sys.argv.index("--frontend") + 1] if "--frontend" in sys.argv else "auto"
     info = facts()
     info["frontend"] = wanted if wanted in FRONTENDS else _detect(info)

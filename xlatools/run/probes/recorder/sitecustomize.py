@@ -111,9 +111,16 @@ def _why_not(call):
 
 def _write(name, data):
     path = os.path.join(_state["dir"], name)
-    with open(path + ".tmp", "wb") as handle:
-        handle.write(data)
-    os.replace(path + ".tmp", path)
+    try:
+        with open(path + ".tmp", "wb") as handle:
+            handle.write(data)
+        os.replace(path + ".tmp", path)
+    except BaseException:  # a full disk: no half-written file stays
+        try:
+            os.unlink(path + ".tmp")
+        except OSError:
+            pass
+        raise
 
 
 def _note(entry):
