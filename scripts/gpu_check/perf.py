@@ -275,7 +275,8 @@ def replay_speed(ctx: Context, bundle: Path, run_s: float) -> None:
         else done.tail(6),
         ratio=speed.get("ratio") or 0,
         test_min_ms=round((test.get("min_s") or 0) * 1e3, 3),
-        reference_min_ms=round(((runs.get("reference-python-1") or {}).get("min_s") or 0) * 1e3, 3),
+        reference=",".join(k for k in runs if k != "test") or "none",
+        reference_min_ms=round(max([r.get("min_s") or 0 for k, r in runs.items() if k != "test"] or [0]) * 1e3, 3),
         replay_over_run=round((test.get("min_s") or 0) / run_s, 3) if run_s else 0,
         tflops=round(tflops, 2),
     )
