@@ -15,6 +15,7 @@ if [ "$on_cpu" = 0 ] && compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || { echo "gpu-check: could not install the carried wheels" >&2; exit 3; }
   export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+  export PATH=/tmp/site/bin:$PATH  # the carried wheels' programs (pystack: run --stall and --timeout read stacks)
 else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi

@@ -17,13 +17,14 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .core import REPO, CheckResult, Context
 
 # In the order they run; a section whose module is missing is listed as not run.
-SECTIONS = ("precision", "determinism", "operations")
+SECTIONS = ("precision", "determinism", "operations", "perf", "faults")
 
 
 def machine_facts(python: str) -> dict[str, str]:
@@ -54,7 +55,13 @@ def machine_facts(python: str) -> dict[str, str]:
     return facts
 
 
-def render(facts: dict[str, str], results: list[CheckResult], notes: dict[str, str], platform: str) -> str:
+def render(
+    facts: dict[str, str],
+    results: list[CheckResult],
+    notes: dict[str, str],
+    platform: str,
+    sections: Sequence[str] = SECTIONS,
+) -> str:
     lines = [
         "# xlatools on a real GPU",
         "",
@@ -66,7 +73,7 @@ def render(facts: dict[str, str], results: list[CheckResult], notes: dict[str, s
     ]
     lines += [f"| {key} | {value} |" for key, value in facts.items()]
     lines.append(f"| platform of this run | {platform} |")
-    for section in SECTIONS:
+    for section in sections:  # those asked for (--only): a page of the sections this run did
         rows = [r for r in results if r.section == section]
         lines += ["", f"## {notes.get(section + ':title', section)}", ""]
         if notes.get(section):
@@ -120,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     (options.out / "gpu-check.json").write_text(
         json.dumps({"facts": facts, "platform": options.platform, "results": [r.as_dict() for r in results]}, indent=1)
     )
-    (options.out / "gpu.md").write_text(render(facts, results, notes, options.platform))
+    (options.out / "gpu.md").write_text(render(facts, results, notes, options.platform, options.only or SECTIONS))
     failed = [r for r in results if r.status in ("fail", "error")]
     print(f"gpu-check: {len(results)} checks, {len(failed)} failed or broken; wrote {options.out}/gpu.md", flush=True)
     return 1 if failed else 0

@@ -8,6 +8,7 @@ writes the results as JSON and as the Markdown of docs/gpu.md.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -63,6 +64,14 @@ class Context:
     def seconds_left(self) -> float:
         return self._deadline - time.monotonic()
 
+    def time_for(self, name: str, seconds: float) -> bool:
+        """Whether a check that takes about `seconds` (on the GPU machine) still fits: one that cannot finish
+        inside the budget is skipped, saying so, rather than failed by its timeout."""
+        if self.seconds_left() >= seconds:
+            return True
+        self.skip(name, f"{self.seconds_left():.0f} s left in the section's budget; it needs about {seconds:.0f} s")
+        return False
+
     def cli(
         self, *args: str, timeout: float = 240, env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> CliResult:
@@ -116,3 +125,25 @@ class Context:
         self._results.append(CheckResult(self.section, name, status, detail.strip(), numbers, round(elapsed, 1)))
         print(f"[{self.section}] {status:5} {name} {numbers if numbers else ''}", flush=True)
         self._started = time.monotonic()
+
+
+def parse_json(result: CliResult) -> dict:
+    """The JSON document a `--json` command printed (empty when it printed none)."""
+    try:
+        data = json.loads(result.stdout)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def flax_python(ctx: Context) -> str | None:
+    """An interpreter that has flax and optax: this one (the GPU machine's), or here a corpus venv."""
+    candidates = [ctx.python] + [
+        os.environ.get(v, "") for v in ("XLATOOLS_CORPUS_0_12_PYTHON", "XLATOOLS_CORPUS_0_10_2_PYTHON")
+    ]
+    for python in candidates:
+        if python and os.path.exists(python):
+            done = subprocess.run([python, "-c", "import flax, optax"], capture_output=True, timeout=60)
+            if done.returncode == 0:
+                return python
+    return None

@@ -110,7 +110,7 @@ def run(ctx: Context) -> None:
         seconds=round(made.seconds, 1),
     ):
         return
-    common = [bundle, "-m", MODULE, "--python", python, "--platform", platform, "--reference", "cpu", "--json"]
+    common = [bundle, "--module", MODULE, "--python", python, "--platform", platform, "--reference", "cpu", "--json"]
     tf32 = ctx.on_gpu  # the CPU computes every f32 dot in f32: nothing to classify there
 
     if not _time_for(ctx, "replay (default)", 25):
@@ -168,7 +168,7 @@ def _pack(ctx: Context, bundle: str, python: str, platform: str, want: str) -> N
         "repro",
         "pack",
         bundle,
-        "-m",
+        "--module",
         MODULE,
         "--python",
         python,
