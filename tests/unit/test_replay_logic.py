@@ -51,7 +51,9 @@ def test_gpu_test_run_with_cpu_reference(fake_target):
     fake_target(GPU)
     prepared = replay_execute.prepare(_request(platform="gpu", references=["cpu"]), ("dump", [MODULE]))
     test, reference = prepared.plan.runs
-    assert test.env({}, GPU.gpu_platform(), None)["JAX_PLATFORMS"] == "cuda"
+    assert (
+        test.env({}, GPU.gpu_platform(), None)["JAX_PLATFORMS"] == "cuda,cpu"
+    )  # the CPU beside it: host callbacks need one
     assert reference.label == "reference-cpu" and reference.env({}, "cuda", None)["JAX_PLATFORMS"] == "cpu"
     # the reference compares the test's outputs against its own, on the test's inputs
     spec = job_spec(
@@ -85,7 +87,7 @@ def test_rocm_plugin_picks_rocm(fake_target):
     )
     fake_target(rocm)
     plan = replay_execute.prepare(_request(platform="gpu"), ("dump", [MODULE])).plan
-    assert plan.runs[0].env({}, rocm.gpu_platform(), None)["JAX_PLATFORMS"] == "rocm"
+    assert plan.runs[0].env({}, rocm.gpu_platform(), None)["JAX_PLATFORMS"] == "rocm,cpu"
 
 
 def test_test_flags_and_reference_flags_are_separate():

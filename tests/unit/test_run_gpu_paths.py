@@ -49,7 +49,7 @@ def test_gpu_platform_uses_the_gpu_and_no_fake_cpu_devices(fake_target):
     fake_target(GPU)
     plan = prepare(request(platform="gpu", dump=True), ProfileRun(), {}, {}, Path("/w")).plan
     env = plan.child_env({})
-    assert env["JAX_PLATFORMS"] == "cuda"
+    assert env["JAX_PLATFORMS"] == "cuda,cpu"
     assert "xla_force_host_platform_device_count" not in env["XLA_FLAGS"]
 
 
@@ -58,7 +58,7 @@ def test_auto_platform_on_a_gpu_host_leaves_jax_to_choose(fake_target):
     plan = prepare(request(platform="auto"), ProfileRun(), {}, {}, Path("/w")).plan
     chosen = prepare(request(platform="gpu"), ProfileRun(), {}, {}, Path("/w")).plan
     # expected: no platform pinned for auto, where a chosen platform on the same host pins one
-    assert "JAX_PLATFORMS" not in plan.child_env({}) and chosen.child_env({})["JAX_PLATFORMS"] == "cuda"
+    assert "JAX_PLATFORMS" not in plan.child_env({}) and chosen.child_env({})["JAX_PLATFORMS"] == "cuda,cpu"
 
 
 def test_gpu_platform_without_gpu_is_environment_missing(fake_target):

@@ -106,7 +106,7 @@ def test_platform(catalog):
         jaxlib="0.10.2",
         gpu_platform="cuda",
     )
-    assert env_of(gpu)["JAX_PLATFORMS"] == "cuda"
+    assert env_of(gpu)["JAX_PLATFORMS"] == "cuda,cpu"
 
 
 def test_smoke_collectives_gets_cpu_devices_only_off_gpu(catalog):

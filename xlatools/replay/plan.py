@@ -19,6 +19,7 @@ from xlatools.errors import UsageError
 from xlatools.records.replay import DEFAULT_TOLERANCE, PlannedModule, PlannedRun, PlanRecord, ReplayRequest
 from xlatools.replay.sources import ModuleSource
 from xlatools.run.env import FlagLayers, Layer, Source
+from xlatools.run.frontends import jax_gpu_platforms
 from xlatools.run.flags import join_flags, validate_flag
 from xlatools.vocab import Platform, SourceForm, choices
 
@@ -41,7 +42,7 @@ class RunConfig(PlannedRun):
         if self.platform == Platform.CPU:
             env["JAX_PLATFORMS"] = "cpu"
         elif self.platform == Platform.GPU:
-            env["JAX_PLATFORMS"] = gpu_platform
+            env["JAX_PLATFORMS"] = jax_gpu_platforms(gpu_platform)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
         return env
 

@@ -52,13 +52,20 @@ def check_frontend(name: str | None, where: str) -> str | None:
     raise UsageError(f"{where}: unknown frontend '{name}'", hint=f"{hint}known: {', '.join(FRONTENDS)}")
 
 
+def jax_gpu_platforms(gpu_platform: str) -> str:
+    """JAX_PLATFORMS for `--platform gpu`: the GPU first (the default backend), the CPU beside it, which host
+    callbacks (jax.pure_callback, io_callback, debug.print) need: with the GPU alone they fail ("failed to find
+    a local CPU device"), where the same program run by hand works (found on an H200, jax 0.11.2)."""
+    return f"{gpu_platform},cpu"
+
+
 def platform_env(frontend: str, platform: str, gpu_platform: str = "cuda") -> dict[str, str]:
     """Environment that pins the device kind for `--platform cpu|gpu` (nothing for auto)."""
     if platform == "auto":
         return {}
     gpu = platform == "gpu"
     if frontend == "jax":
-        return {"JAX_PLATFORMS": gpu_platform if gpu else "cpu"}
+        return {"JAX_PLATFORMS": jax_gpu_platforms(gpu_platform) if gpu else "cpu"}
     if frontend == "torch-xla":
         return {"PJRT_DEVICE": "CUDA" if gpu else "CPU"}
     # TensorFlow places ops on a GPU whenever it sees one; hiding them is the documented way to force the CPU.

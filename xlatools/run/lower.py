@@ -251,13 +251,14 @@ def execute_lower(
     from xlatools.errors import TimedOut, XlaToolsError
     from xlatools.proctree import run_captured
     from xlatools.records.base import to_json
+    from xlatools.run.frontends import jax_gpu_platforms
     from xlatools.run.target import PROBES
 
     env = dict(os.environ)
     if platform == Platform.CPU:
         env["JAX_PLATFORMS"] = "cpu"
     elif platform == Platform.GPU:
-        env["JAX_PLATFORMS"] = gpu_platform
+        env["JAX_PLATFORMS"] = jax_gpu_platforms(gpu_platform)
     with tempfile.TemporaryDirectory(prefix="xlatools-lower-") as tmp:
         request.text_out = os.path.join(tmp, "ir.txt")
         request.proto_out = os.path.join(tmp, "ir.pb") if request.want_proto else None
