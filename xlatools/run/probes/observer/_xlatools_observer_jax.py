@@ -127,7 +127,10 @@ def _cost(executable):
     if not isinstance(cost, dict):
         return {}
     keys = (("flops", "flops"), ("transcendentals", "transcendentals"), ("bytes_accessed", "bytes accessed"))
-    return {key: float(cost[name]) for key, name in keys if isinstance(cost.get(name), (int, float))}
+    # A negative count is XLA's "not known" (the GPU's cost analysis gave flops -8 for cuBLAS products on an H200)
+    return {
+        key: float(cost[name]) for key, name in keys if isinstance(cost.get(name), (int, float)) and cost[name] >= 0
+    }
 
 
 def _compile_story(entry, lowered, executable, context):
