@@ -49,7 +49,7 @@ def test_tf_xla_flags_must_be_flags(catalog):
     "frontend, platform, expected",
     [
         ("jax", "cpu", {"JAX_PLATFORMS": "cpu"}),
-        ("jax", "gpu", {"JAX_PLATFORMS": "rocm"}),
+        ("jax", "gpu", {"JAX_PLATFORMS": "rocm,cpu"}),
         ("torch-xla", "cpu", {"PJRT_DEVICE": "CPU"}),
         ("torch-xla", "gpu", {"PJRT_DEVICE": "CUDA"}),
         ("tensorflow", "cpu", {"CUDA_VISIBLE_DEVICES": "-1"}),
