@@ -11,11 +11,9 @@ CPU as the test platform: everything is f32 there, so `ok` is the expected verdi
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
-from .core import REPO, Context
+from .core import REPO, Context, flax_python
 
 TITLE = "Precision is not a miscompile (replay --precision)"
 ABOUT = (
@@ -28,19 +26,6 @@ ABOUT = (
 BUDGET_S = 170
 PROGRAM = REPO / "scripts" / "gpu_check" / "programs" / "flax_cnn_train.py"
 MODULE = "jit_step"
-
-
-def _flax_python(ctx: Context) -> str | None:
-    """An interpreter that can run the program: this one, or (on the CPU here) a corpus venv with flax."""
-    candidates = [ctx.python] + [
-        os.environ.get(v, "") for v in ("XLATOOLS_CORPUS_0_12_PYTHON", "XLATOOLS_CORPUS_0_10_2_PYTHON")
-    ]
-    for python in candidates:
-        if python and os.path.exists(python):
-            done = subprocess.run([python, "-c", "import flax, optax"], capture_output=True, timeout=60)
-            if done.returncode == 0:
-                return python
-    return None
 
 
 def _time_for(ctx: Context, name: str, seconds: float) -> bool:
@@ -83,7 +68,7 @@ def _errors(module: dict) -> dict[str, float | int | str]:
 
 def run(ctx: Context) -> None:
     platform = "gpu" if ctx.on_gpu else "cpu"
-    python = _flax_python(ctx)
+    python = flax_python(ctx)
     if python is None:
         ctx.skip("flax program run", "no interpreter here has flax + optax (the program's imports)")
         return

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Callable
 
 from xlatools.bundle import utc_now
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, UsageError
-from xlatools.records.triage import ReleasesFound, TriageSpec
+from xlatools.records.triage import TriageSpec
 from xlatools.records.triage_perf import PERF_SCHEMA, FlagsFound, PerfStage, PerfTriageState
 from xlatools.triage.plan import TriageRequest, folder_for, spec_hash, spec_record
+from xlatools.triage.release_stage import ReleaseSides, bisect_the_releases
 from xlatools.triage.stages import StageProblem, run_stage
-from xlatools.vocab import BisectStatus, StageStatus
+from xlatools.vocab import StageStatus
 
 if TYPE_CHECKING:
     from xlatools.console import Reporter
@@ -81,53 +82,16 @@ def open_state(out: Path, spec: TriageSpec, fresh: bool) -> PerfTriageState:
 
 
 @dataclass
-class PerfContext:
+class PerfContext(ReleaseSides):
     request: TriageRequest
     state: PerfTriageState
     reporter: Reporter
     argv: list[str]
 
-    @property
-    def folder(self) -> Path:
-        return Path(self.state.folder or ".")
-
-    def ends(self) -> tuple[str, str]:
-        found = self.state.releases
-        return (found.last_good, found.first_bad) if found else (self.request.good, self.request.bad)
-
-    def python_of(self, version: str) -> str:
-        from xlatools.bisect.envs import InstallFailed, ensure, release_env
-
-        r = self.request
-        try:
-            python, _, _ = ensure(
-                release_env(version, r.python_version, r.platform, r.requirements), self.reporter.info
-            )
-        except InstallFailed as exc:
-            raise StageProblem(
-                StageStatus.CANNOT_RUN, f"cannot install jax {version}: {exc.reason}", EXIT_MISSING
-            ) from None
-        return str(python)
-
 
 def releases(ctx: PerfContext) -> str:
-    from xlatools.bisect.api import ReleaseRequest, bisect_releases
-
-    r = ctx.request
-    request = ReleaseRequest(
-        good=r.good, bad=r.bad, test=r.test, python_version=r.python_version, out=ctx.folder / "bisect",
-        requirements=r.requirements,
-    )  # fmt: skip
-    state = bisect_releases(request, ctx.reporter)
-    answer = state.result
-    if state.status != BisectStatus.DONE or answer is None:
-        raise StageProblem(StageStatus.CANNOT_RUN, state.message or f"the bisection ended {state.status}", EXIT_MISSING)
-    ctx.state.releases = ReleasesFound(
-        last_good=answer.last_good.key, first_bad=answer.first_bad.key, folder=str(state.folder),
-        last_good_bundle=answer.last_good.bundle, first_bad_bundle=answer.first_bad.bundle, steps=len(state.steps),
-    )  # fmt: skip
+    answer, summary = bisect_the_releases(ctx)
     ctx.state.metric = answer.metric
-    summary = f"last good jax {answer.last_good.key}, first bad jax {answer.first_bad.key} ({len(state.steps)} steps)"
     if answer.metric is not None and answer.metric.ratio:
         summary += f"; {answer.metric.name} {answer.metric.ratio:.3g}x"
     if answer.maybe_first_bad:

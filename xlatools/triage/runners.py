@@ -19,14 +19,14 @@ from xlatools.records.triage import (
     ModuleVerdict,
     PassesFound,
     ReduceFound,
-    ReleasesFound,
     SideRun,
     TriageState,
 )
 from xlatools.triage.handover import handing_over, unless_handed_over
 from xlatools.triage.plan import TriageRequest
+from xlatools.triage.release_stage import ReleaseSides, bisect_the_releases
 from xlatools.triage.stages import StageProblem
-from xlatools.vocab import BisectStatus, ExitCodeMode, Platform, StageStatus, Status, TriageStage
+from xlatools.vocab import ExitCodeMode, Platform, StageStatus, Status, TriageStage
 
 if TYPE_CHECKING:
     from xlatools.bisect.checks import ProgramTest
@@ -36,57 +36,16 @@ DUMP_PRESETS = ("dump:hlo", "dump:snapshots")  # before/after text, and the real
 
 
 @dataclass
-class Context:
+class Context(ReleaseSides):
     request: TriageRequest
     state: TriageState
     test: ProgramTest
     reporter: Reporter
     argv: list[str]
 
-    @property
-    def folder(self) -> Path:
-        return Path(self.state.folder or ".")
-
-    def ends(self) -> tuple[str, str]:
-        """(last good, first bad): the release bisection's, or the given ends when it has none."""
-        found = self.state.releases
-        return (found.last_good, found.first_bad) if found else (self.request.good, self.request.bad)
-
-    def python_of(self, version: str) -> str:
-        """The cached environment of jax `version` (made now when missing, as bisect releases makes them)."""
-        from xlatools.bisect.envs import InstallFailed, ensure, release_env
-
-        spec = release_env(version, self.request.python_version, self.request.platform, self.request.requirements)
-        try:
-            python, _, _ = ensure(spec, self.reporter.info)
-        except InstallFailed as exc:
-            raise StageProblem(
-                StageStatus.CANNOT_RUN, f"cannot install jax {version}: {exc.reason}", EXIT_MISSING
-            ) from None
-        return str(python)
-
 
 def releases(ctx: Context) -> str:
-    from xlatools.bisect.api import ReleaseRequest, bisect_releases
-
-    r = ctx.request
-    request = ReleaseRequest(
-        good=r.good, bad=r.bad, test=r.test, python_version=r.python_version, out=ctx.folder / "bisect",
-        requirements=r.requirements,
-    )  # fmt: skip
-    state = bisect_releases(request, ctx.reporter)
-    answer = state.result
-    if state.status != BisectStatus.DONE or answer is None:
-        raise StageProblem(StageStatus.CANNOT_RUN, state.message or f"the bisection ended {state.status}", EXIT_MISSING)
-    ctx.state.releases = ReleasesFound(
-        last_good=answer.last_good.key,
-        first_bad=answer.first_bad.key,
-        folder=str(state.folder),
-        last_good_bundle=answer.last_good.bundle,
-        first_bad_bundle=answer.first_bad.bundle,
-        steps=len(state.steps),
-    )
-    summary = f"last good jax {answer.last_good.key}, first bad jax {answer.first_bad.key} ({len(state.steps)} steps)"
+    answer, summary = bisect_the_releases(ctx)
     if answer.maybe_first_bad:
         summary += f"; the first bad may also be {', '.join(c.key for c in answer.maybe_first_bad)} (skipped)"
     if answer.flaky:
