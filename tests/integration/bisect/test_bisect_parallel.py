@@ -43,7 +43,7 @@ def test_four_jobs_test_every_candidate_at_once_and_give_the_same_answer(bx, tmp
     assert again.returncode == 0 and json.loads(again.stdout)["steps"] == steps and "step 1:" not in again.stderr
 
 
-def _start(tmp_path: Path, bisect_cache: Path, jobs: int) -> subprocess.Popen:
+def _start(tmp_path: Path, bisect_cache: Path, jobs: int, check: str) -> subprocess.Popen:
     env = {**os.environ, "XLATOOLS_CACHE_DIR": str(bisect_cache), "JAX_PLATFORMS": "cpu", "NO_COLOR": "1"}
     return subprocess.Popen(
         [
@@ -59,7 +59,7 @@ def _start(tmp_path: Path, bisect_cache: Path, jobs: int) -> subprocess.Popen:
             "--jobs",
             str(jobs),
             "--",
-            "slow_check.py",
+            check,
         ],
         cwd=tmp_path,
         env=env,
@@ -89,8 +89,9 @@ def _steps_running(tmp_path: Path, proc: subprocess.Popen, recorded: int) -> Non
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
 def test_an_interrupted_round_continues_with_another_k_without_repeating_a_step(bx, tmp_path, bisect_cache, sig):
-    write(tmp_path / "slow_check.py", "import time\ntime.sleep(4)\n" + CHECK)
-    proc = _start(tmp_path, bisect_cache, jobs=2)
+    check = f"slow_check_{tmp_path.name}.py"  # its own name: pgrep below must not see another test's checks
+    write(tmp_path / check, "import time\ntime.sleep(4)\n" + CHECK)
+    proc = _start(tmp_path, bisect_cache, jobs=2, check=check)
     try:
         _steps_running(tmp_path, proc, recorded=2)  # round one (the ends) done, round two running
         proc.send_signal(sig)
@@ -105,11 +106,9 @@ def test_an_interrupted_round_continues_with_another_k_without_repeating_a_step(
     assert len(recorded["steps"]) == 2  # the interrupted round's steps are not recorded
     stopped = [manifest(b)["status"] for b in bundles(state_file.parent / "steps")]
     assert sorted(stopped) == ["failed", "interrupted", "interrupted", "ok"]  # their programs were stopped
-    assert not [
-        p for p in subprocess.run(["pgrep", "-f", "slow_check.py"], capture_output=True, text=True).stdout.split()
-    ]
+    assert not subprocess.run(["pgrep", "-f", check], capture_output=True, text=True).stdout.split()
 
-    done = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--jobs", "3", "--json", "--", "slow_check.py")
+    done = bx("bisect", "releases", "--good", GOOD, "--bad", BAD, "--jobs", "3", "--json", "--", check)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout)
     assert data["result"]["first_bad"]["key"] == "0.4.31"
