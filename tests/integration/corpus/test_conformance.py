@@ -20,10 +20,11 @@ from tests.integration.corpus.conftest import corpus_python
 # The other jaxlibs' subsets: what differs most between jaxlibs among the cheap programs (x64 types, snapshots
 # of donated buffers, custom derivatives); LAPACK kernels on every jaxlib, callbacks as pointers on 0.4.x and
 # diffrax run in test_defects.
-# CI's 0.10.2 column: one program of each kind the matrix tells apart (a library training step, donated buffers
-# without a recorded result, a multi-device module and host callbacks refused by design, LAPACK kernels, another
-# frontend); every program (18, about 21 minutes on 2 cores) runs by hand: docs/conformance.md.
-CI_PROGRAMS = ("flax_linen_optax", "keras_fit", "sharding", "host_callback", "linalg", "torch_xla_model")
+# CI's 0.10.2 column: one program of each kind the matrix tells apart that no other test covers step by step
+# (a library training step, donated buffers without a recorded result, a multi-device module refused by design,
+# another frontend; host callbacks and LAPACK kernels are test_defects'); every program (18, about 21 minutes on
+# 2 cores) runs by hand: docs/conformance.md.
+CI_PROGRAMS = ("flax_linen_optax", "keras_fit", "sharding", "torch_xla_model")
 MATRICES = {  # name: (column, other, programs; None = all)
     "0.10.2": ("0.10.2", "0.12", CI_PROGRAMS),
     "0.4.30-subset": ("0.4.30", "0.10.2", ("x64", "donated")),
