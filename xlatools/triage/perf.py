@@ -26,7 +26,7 @@ from xlatools.bundle import utc_now
 from xlatools.errors import EXIT_FAILED, EXIT_MISSING, EXIT_OK, UsageError
 from xlatools.records.triage import TriageSpec
 from xlatools.records.triage_perf import PERF_SCHEMA, FlagsFound, PerfStage, PerfTriageState
-from xlatools.triage.plan import TriageRequest, folder_for, spec_hash, spec_record
+from xlatools.triage.plan import TriageRequest, folder_for, load_state, save_state, spec_record
 from xlatools.triage.release_stage import ReleaseSides, bisect_the_releases
 from xlatools.triage.stages import StageProblem, run_stage
 from xlatools.vocab import StageStatus
@@ -38,28 +38,11 @@ STATE_FILE = "perf-triage.json"
 
 
 def load(folder: Path) -> PerfTriageState | None:
-    from xlatools.records.base import read_record
-
-    path = folder / STATE_FILE
-    if not os.path.lexists(path):
-        return None
-    fix = f"move {folder} away, or run with --fresh (which keeps it as {folder.name}.<time>)"
-    state = read_record(path, PerfTriageState, "metric triage state file", hint=fix)
-    if state.schema != PERF_SCHEMA:
-        raise UsageError(f"{path}: schema {state.schema!r}, this xlatools reads {PERF_SCHEMA}", hint=fix)
-    state.folder = folder
-    return state
+    return load_state(folder, STATE_FILE, PerfTriageState, "metric triage state", PERF_SCHEMA)
 
 
 def save(state: PerfTriageState) -> None:
-    from xlatools.fsutil import atomic_write_json
-    from xlatools.records.base import to_json
-    from xlatools.redact import redact
-
-    state.spec_hash = spec_hash(state.spec)
-    state.created = state.created or utc_now()
-    state.updated = utc_now()
-    atomic_write_json(Path(state.folder or ".") / STATE_FILE, redact(to_json(state)))
+    save_state(state, STATE_FILE)
 
 
 def open_state(out: Path, spec: TriageSpec, fresh: bool) -> PerfTriageState:

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xlatools.bundle import safe_name, utc_now
 from xlatools.errors import UsageError
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from xlatools.bisect.checks import TestOptions
 
 STATE_FILE = "triage.json"
+S = TypeVar("S")  # a triage state record: TriageState, PerfTriageState
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,27 +84,38 @@ def folder_for(out_root: Path, spec: TriageSpec) -> Path:
 
 def load(folder: Path) -> TriageState | None:
     """The state in `folder`, None when there is none; a damaged or foreign file is bad input (exit 2)."""
+    return load_state(folder, STATE_FILE, TriageState, "triage state", TRIAGE_SCHEMA)
+
+
+def save(state: TriageState) -> None:
+    save_state(state, STATE_FILE)
+
+
+def load_state(folder: Path, file_name: str, kind: type[S], what: str, schema: str) -> S | None:
+    """A triage's state record (crash/miscompile or metric) from `folder/file_name`, None when there is none;
+    a damaged file, or one of another schema, is bad input naming it (exit 2)."""
     from xlatools.records.base import read_record
 
-    path = folder / STATE_FILE
+    path = folder / file_name
     if not os.path.lexists(path):
         return None
     fix = f"move {folder} away, or run with --fresh (which keeps it as {folder.name}.<time>)"
-    state = read_record(path, TriageState, "triage state file", hint=fix)
-    if state.schema != TRIAGE_SCHEMA:
-        raise UsageError(f"{path}: triage state schema {state.schema!r}, this xlatools reads {TRIAGE_SCHEMA}", hint=fix)
+    state: Any = read_record(path, kind, f"{what} file", hint=fix)
+    if state.schema != schema:
+        raise UsageError(f"{path}: {what} schema {state.schema!r}, this xlatools reads {schema}", hint=fix)
     state.folder = folder
     return state
 
 
-def save(state: TriageState) -> None:
+def save_state(state: Any, file_name: str) -> None:
+    """Write a triage's state record atomically (secrets redacted), stamped with its spec's hash and times."""
+    from xlatools.redact import redact
+
+    assert state.folder is not None
     state.spec_hash = spec_hash(state.spec)
     state.created = state.created or utc_now()
     state.updated = utc_now()
-    assert state.folder is not None
-    from xlatools.redact import redact
-
-    atomic_write_json(Path(state.folder) / STATE_FILE, redact(to_json(state)))
+    atomic_write_json(Path(state.folder) / file_name, redact(to_json(state)))
 
 
 def open_state(out_root: Path, spec: TriageSpec, fresh: bool, create: bool = True) -> TriageState:
