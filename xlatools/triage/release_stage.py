@@ -12,6 +12,7 @@ from xlatools.triage.stages import StageProblem
 from xlatools.vocab import BisectStatus, StageStatus
 
 if TYPE_CHECKING:
+    from xlatools.records.bisect import BisectAnswer
     from xlatools.console import Reporter
     from xlatools.triage.plan import TriageRequest
 
@@ -49,7 +50,7 @@ class ReleaseSides:
         return str(python)
 
 
-def bisect_the_releases(ctx: ReleaseSides):
+def bisect_the_releases(ctx: ReleaseSides) -> tuple[BisectAnswer, str]:
     """Run (or continue) `bisect releases` under the triage folder; record its ends in `ctx.state.releases`.
     Returns its answer and the summary both triages start from; a bisection that did not end is cannot-run."""
     from xlatools.bisect.api import ReleaseRequest, bisect_releases
