@@ -185,3 +185,22 @@ def test_arguments_a_run_recorded_are_the_packs_snapshot():
     recorded = _replayed(snapshot_ok=True, reference_ok=False)
     recorded.input_source = InputSource(kind="recorded", path="/b/recorded/x.pb")  # run --record-inputs
     assert verdict([expected_of(recorded)], [_replayed(snapshot_ok=True, reference_ok=False)]).outcome == "reproduced"
+
+
+def test_a_reference_is_the_same_evidence_by_its_jaxlib_whatever_its_label():
+    """A pack made when references were `reference-python-N` is reproduced by a replay that names them by their jax
+    version (`reference-jax-0.6.1`), and only by a mismatch against that jaxlib; a reference whose jaxlib the pack
+    does not say is any reference interpreter."""
+    from dataclasses import replace
+
+    from xlatools.replay.repro_verdict import same_evidence
+
+    old = expected_of(_replayed(snapshot_ok=True, reference_ok=False))  # against reference-python-1
+    assert old.against == ["reference-python-1"]
+    same = replace(old, against=["reference-jax-0.6.1"], failed_run="reference-jax-0.6.1")
+    other = replace(old, against=["reference-jax-0.6.0"], failed_run="reference-jax-0.6.0")
+    assert same_evidence(old, same, NAMES) and same_evidence(old, replace(same), {})  # jaxlib unknown: any
+    assert not same_evidence(old, other, NAMES)
+    second = replace(same, against=["reference-jax-0.6.1-2"], failed_run="reference-jax-0.6.1-2")
+    assert same_evidence(same, second, NAMES)  # the second reference of one version: the same jaxlib
+    assert not same_evidence(same, replace(old, against=["snapshot"]), NAMES)

@@ -3,6 +3,8 @@ a replay gave here: reproduced, not reproduced (with what differs), cannot run, 
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,25 +81,42 @@ def describe(module: PackModule, names: dict[str, str] | None = None) -> str:
     return f"{module.outcome}{signal} in {shown}"
 
 
-def same_evidence(e: PackModule, got: PackModule) -> bool:
+def same_evidence(e: PackModule, got: PackModule, names: dict[str, str] | None = None) -> bool:
     """Like with like: a mismatch against the same comparisons (a reference is never stood in for by the snapshot,
-    nor the other way round), a crash of the same run by the same signal, a failure of the same run."""
+    nor the other way round), a crash of the same run by the same signal, a failure of the same run. `names`: the
+    pack's reference labels with their jaxlib (`reference_names`)."""
     if got.outcome != e.outcome:
         return False
     if e.outcome in (ReplayOutcome.MISMATCH, ReplayOutcome.PRECISION):
-        return sorted(map(_kind, evidence_of(e))) == sorted(map(_kind, evidence_of(got)))
+        return _same_labels(evidence_of(e), evidence_of(got), names or {})
     if e.outcome == ReplayOutcome.OK:
         return True
     if e.outcome == ReplayOutcome.CRASH and e.signal and got.signal != e.signal:
         return False
-    return _kind(e.failed_run or "test") == _kind(got.failed_run or "test")
+    return _same_labels([e.failed_run or "test"], [got.failed_run or "test"], names or {})
 
 
-def _kind(label: str) -> str:
-    """A comparison's label as evidence: a reference interpreter is one whatever it is called (`reference-python-1`
-    in packs made before references were named by their jax version, `reference-jax-0.6.1` since); which jaxlib
-    it must be is pack_index's check, made before the replay."""
-    return "reference-interpreter" if label.startswith(("reference-python-", "reference-jax-")) else label
+def _same_labels(expected: list[str], got: list[str], names: dict[str, str]) -> bool:
+    """The same comparisons, a reference interpreter named by its jaxlib whatever its label (`reference-python-1`
+    in packs made before references were named by their jax version, `reference-jax-0.6.1` since); where a
+    reference's jaxlib is not known, any reference interpreter (which one is pack_index's check of the jaxlibs)."""
+    fine = [sorted(map(lambda label: _reference_jaxlib(label, names) or label, side)) for side in (expected, got)]
+    if any(_is_reference(x) and not _reference_jaxlib(x, names) for x in (*expected, *got)):
+        fine = [sorted("reference" if _is_reference(x) else x for x in side) for side in (expected, got)]
+    return fine[0] == fine[1]
+
+
+def _is_reference(label: str) -> bool:
+    return label.startswith(("reference-python-", "reference-jax-"))
+
+
+def _reference_jaxlib(label: str, names: dict[str, str]) -> str | None:
+    """`jaxlib 0.6.1` for `reference-jax-0.6.1` (or its second, `reference-jax-0.6.1-2`) and for a pack's
+    `reference-python-1` recorded with jaxlib 0.6.1; None when the label does not say."""
+    if label.startswith("reference-jax-"):
+        return "jaxlib " + re.sub(r"-\d+$", "", label.removeprefix("reference-jax-"))
+    found = re.search(r"\(jaxlib ([^)]+)\)", names.get(label, "")) if label.startswith("reference-python-") else None
+    return f"jaxlib {found[1]}" if found else None
 
 
 def _inputs(source: InputSource | None) -> tuple[str, int | None] | None:
@@ -150,7 +169,7 @@ def _compare_module(
             ),
         )
     diffs, same = [], True
-    if not same_evidence(e, got):
+    if not same_evidence(e, got, names):
         diffs.append(f"{label}: {describe(got, names)}, expected {describe(e, names)}")
         same = False
     if e.fingerprint and got.fingerprint != e.fingerprint and _unsorted_fingerprint(g) != e.fingerprint:
